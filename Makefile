@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: MIT
+# Front door for a fresh Debian 12 machine. The real build is CMake in build/;
+# the sanitizer build for unit tests lives in build-asan/.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all deps build asan check unit fabric-check demo fuzz install clean help
+
+all: build
+
+help:
+	@echo "make demo    install what is missing, build, boot the fabric, run the demo"
+	@echo "make check   install what is missing, build, run every unit and fabric test"
+	@echo "make build | unit | fabric-check | fuzz | install | clean"
+
+deps:
+	@bash scripts/install-deps
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRSEC_SANITIZE=ON
+
+asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+unit: build asan
+	ctest --test-dir $(BUILD) -L unit --output-on-failure $(CTEST_ARGS)
+	ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure $(CTEST_ARGS)
+
+fabric-check: build
+	ctest --test-dir $(BUILD) -L fabric --output-on-failure $(CTEST_ARGS)
+
+check: unit fabric-check
+
+demo: build
+	bash scripts/demo
+
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DRSEC_FUZZ=ON -DRSEC_SANITIZE=ON
+	cmake --build build-fuzz -j $(JOBS)
+	bash scripts/fuzz build-fuzz
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
