@@ -45,6 +45,163 @@ const char *rsec_version(void);
 /** rsec_strerror - a static, human-readable description of an RSEC_E* code. */
 const char *rsec_strerror(int code);
 
+struct rsec_ctx;      /* one per process and role: RDMA device + TLS credentials */
+struct rsec_listener; /* a server's listening control socket */
+struct rsec_conn;     /* one authenticated connection: TLS channel + its own PD, CQs, QP */
+struct rsec_region;   /* local memory that grants can expose */
+
+enum rsec_aead_choice {
+	RSEC_AEAD_DEFAULT = 0, /* AES-256-GCM */
+	RSEC_AEAD_AES_256_GCM = 1,
+	RSEC_AEAD_CHACHA20_POLY1305 = 2,
+};
+
+/*
+ * Admission hook, called on a server after the peer authenticated and before
+ * any RDMA resource exists for it. Return 0 to admit, or an RSEC_E_* code
+ * (typically RSEC_E_LIMIT) to refuse; the peer is told and disconnected.
+ */
+typedef int (*rsec_admit_fn)(void *arg, const char *peer_identity);
+
+struct rsec_ctx_attr {
+	uint32_t comp_mask;        /* must be 0: room to grow without breaking the ABI */
+	int is_server;
+	const char *device;        /* RDMA device name; NULL: the one owning local_addr */
+	const char *local_addr;    /* IP whose port/GID to use; NULL: first active port */
+	/* Certificate mode: all three. */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
+	/* External-PSK mode instead of certificates (32..64 bytes). */
+	const uint8_t *psk;
+	size_t psk_len;
+	const char *psk_identity;
+	enum rsec_aead_choice aead;
+	uint32_t recv_slots;       /* receive buffers per connection; 0: 64 */
+	uint32_t slot_size;        /* bytes per receive buffer; 0: 65536 */
+	uint32_t max_msg;          /* largest two-sided message; 0: 16 MiB */
+	int handshake_timeout_ms;  /* 0: 10000 */
+	rsec_admit_fn admit;       /* server only; NULL admits every authenticated peer */
+	void *admit_arg;
+};
+
+/**
+ * rsec_ctx_new - open the RDMA device and load the TLS credentials.
+ * @err: receives a human-readable reason on failure (may be NULL).
+ * Returns 0 or RSEC_E_INVAL, RSEC_E_NODEV, RSEC_E_TLS, RSEC_E_CONFIG, RSEC_E_NOMEM.
+ */
+int rsec_ctx_new(const struct rsec_ctx_attr *attr, struct rsec_ctx **out, char *err, size_t errlen);
+void rsec_ctx_free(struct rsec_ctx *ctx);
+/** rsec_ctx_device - name of the RDMA device in use. */
+const char *rsec_ctx_device(const struct rsec_ctx *ctx);
+
+/**
+ * rsec_connect - client: TCP + TLS 1.3 to host:port, authenticate the server
+ * as server_name (NULL: host), then bring a QP up with parameters exchanged
+ * only inside TLS. Blocks up to timeout_ms for the whole set-up.
+ */
+int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name,
+		 int timeout_ms, struct rsec_conn **out);
+
+int rsec_listen(struct rsec_ctx *ctx, const char *addr, uint16_t port, int backlog,
+		struct rsec_listener **out);
+/** rsec_listener_fd - readable when rsec_accept() has a connection to take. */
+int rsec_listener_fd(const struct rsec_listener *l);
+/**
+ * rsec_accept - take one pending TCP connection (never blocks). The new
+ * connection is still handshaking and owns no RDMA resource; drive it with
+ * rsec_conn_process(). Returns RSEC_E_AGAIN when nothing is pending.
+ */
+int rsec_accept(struct rsec_listener *l, struct rsec_conn **out);
+void rsec_listener_free(struct rsec_listener *l);
+
+enum rsec_conn_state {
+	RSEC_CONN_HANDSHAKE = 1,  /* TLS and parameter exchange under way */
+	RSEC_CONN_ESTABLISHED = 2,
+	RSEC_CONN_CLOSED = 3,     /* closed by either side or by an error */
+};
+
+/** rsec_conn_fd - one pollable fd covering the TLS socket and the completion channel. */
+int rsec_conn_fd(const struct rsec_conn *c);
+/**
+ * rsec_conn_process - advance the handshake, handle control messages and
+ * completions, expire grants. Never blocks. Returns 0, RSEC_E_AGAIN while
+ * handshaking, or the error that closed the connection.
+ */
+int rsec_conn_process(struct rsec_conn *c);
+enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
+/** rsec_conn_peer - authenticated identity: certificate subject or "psk:<identity>". */
+const char *rsec_conn_peer(const struct rsec_conn *c);
+/** rsec_conn_error - why the connection closed or the last call failed (no secrets). */
+const char *rsec_conn_error(const struct rsec_conn *c);
+/** rsec_conn_close - authenticated disconnect: tell the peer over TLS, then tear down. */
+int rsec_conn_close(struct rsec_conn *c, const char *reason);
+/** rsec_conn_free - release everything; closes first if still open. */
+void rsec_conn_free(struct rsec_conn *c);
+
+/**
+ * rsec_send - send len bytes (up to max_msg) as one sealed message. Waits up
+ * to timeout_ms for flow-control credits. Returns 0, RSEC_E_TIMEOUT,
+ * RSEC_E_RANGE (too long), RSEC_E_CLOSED, RSEC_E_QP.
+ */
+int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms);
+/**
+ * rsec_recv - receive the next authenticated message into buf. timeout_ms 0
+ * polls (RSEC_E_AGAIN when none). A message that fails authentication or
+ * arrives out of sequence is never delivered: the connection is closed with
+ * RSEC_E_MAC or RSEC_E_SEQ. RSEC_E_RANGE if cap is too small (message kept).
+ */
+int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms);
+
+enum rsec_access {
+	RSEC_ACCESS_READ = 1,   /* the peer may RDMA READ */
+	RSEC_ACCESS_WRITE = 2,  /* the peer may RDMA WRITE */
+};
+
+/** rsec_region_reg - register local memory of this connection for grants. */
+int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access,
+		    struct rsec_region **out);
+void rsec_region_free(struct rsec_region *r);
+
+/**
+ * rsec_grant - expose [off, off+len) of a region to the peer through a
+ * type-2 memory window bound to this connection's QP only, with a fresh key;
+ * the descriptor travels over TLS. ttl_ms 0: until revoked. The peer finds it
+ * with rsec_grant_wait(tag).
+ */
+int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
+	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);
+/** rsec_revoke - invalidate a grant now; the peer's later accesses fail. */
+int rsec_revoke(struct rsec_conn *c, uint64_t grant_id);
+
+/* A grant received from the peer. */
+struct rsec_remote_grant {
+	uint64_t id;
+	uint64_t tag;
+	uint64_t len;
+	unsigned access;
+	uint32_t ttl_ms;
+	uint64_t addr;   /* private to the library */
+	uint32_t rkey;   /* private to the library */
+};
+/** rsec_grant_wait - wait for the peer's grant labelled tag. */
+int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms);
+/** rsec_write / rsec_read - one-sided transfer through a remote grant. */
+int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
+	       size_t len, int timeout_ms);
+int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
+	      int timeout_ms);
+
+struct rsec_conn_stats {
+	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
+	uint64_t mac_failures, seq_violations, malformed;
+	uint64_t qp_errors;
+	uint64_t grants_issued, grants_revoked, grants_expired;
+	uint64_t rdma_writes, rdma_reads;
+	uint32_t local_qpn, remote_qpn;
+};
+int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { MAX_INPUT = 1 << 16, MUTATIONS_PER_SEED = 4000 };
+enum { REPLAY_MAX_INPUT = 1 << 16, MUTATIONS_PER_SEED = 4000 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -48,11 +48,11 @@ static void mutate(uint8_t *buf, size_t *len, const uint8_t *seed, size_t seed_l
 			}
 			break;
 		case 3: /* append random bytes */
-			for (unsigned n = rng_next() % 16; n && *len < MAX_INPUT; n--)
+			for (unsigned n = rng_next() % 16; n && *len < REPLAY_MAX_INPUT; n--)
 				buf[(*len)++] = (uint8_t)rng_next();
 			break;
 		default: /* duplicate a slice */
-			if (*len > 1 && *len * 2 <= MAX_INPUT) {
+			if (*len > 1 && *len * 2 <= REPLAY_MAX_INPUT) {
 				size_t at = rng_next() % *len, n = rng_next() % (*len - at) + 1;
 				memmove(buf + at + n, buf + at, *len - at);
 				*len += n;
@@ -69,7 +69,7 @@ static int replay_file(const char *path, uint8_t *seed, uint8_t *work)
 		perror(path);
 		return -1;
 	}
-	size_t n = fread(seed, 1, MAX_INPUT, f);
+	size_t n = fread(seed, 1, REPLAY_MAX_INPUT, f);
 	int bad = ferror(f);
 	fclose(f);
 	if (bad) {
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 2;
 	}
-	uint8_t *seed = malloc(MAX_INPUT), *work = malloc(2 * MAX_INPUT);
+	uint8_t *seed = malloc(REPLAY_MAX_INPUT), *work = malloc(2 * REPLAY_MAX_INPUT);
 	if (!seed || !work) {
 		fprintf(stderr, "out of memory\n");
 		return 2;

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <ini.h>
+#include <openssl/crypto.h>
+
+#include "conf.h"
+
+enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32 };
+
+struct conf_key {
+	const char *section, *name;
+	enum conf_kind kind;
+	size_t off, size;       /* the field in struct rsec_conf */
+	uint32_t min, max;
+	bool zero_ok;           /* 0 is allowed besides min..max ("none") */
+};
+
+#define KEY_STR(sec, field) { sec, #field, KIND_STR, offsetof(struct rsec_conf, field), \
+			      sizeof(((struct rsec_conf *)0)->field), 0, 0, false }
+#define KEY_U32(sec, field, lo, hi, z) { sec, #field, KIND_U32, offsetof(struct rsec_conf, field), \
+					 sizeof(uint32_t), lo, hi, z }
+
+static const struct conf_key conf_keys[] = {
+	{ "server", "listen", KIND_ADDR, 0, 0, 0, 0, false },
+	KEY_STR("server", device),
+	KEY_U32("server", max_clients, 1, 65536, false),
+	KEY_U32("server", max_per_identity, 1, 65536, false),
+	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
+	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
+	KEY_STR("server", audit_log),
+	KEY_STR("tls", ca),
+	KEY_STR("tls", cert),
+	KEY_STR("tls", key),
+	KEY_STR("tls", psk_file),
+	KEY_STR("tls", psk_identity),
+	KEY_U32("limits", max_msg, 1, 1073741824, false),
+	KEY_U32("limits", recv_slots, 1, 4096, false),
+	KEY_U32("limits", slot_size, 4096, 1048576, false),
+};
+#define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+
+/* Where an error is reported: line 0 means "not from a file" (CLI override). */
+struct conf_errbuf {
+	char *buf;
+	size_t len;
+	int line;
+};
+
+__attribute__((format(printf, 2, 3))) static int conf_fail(const struct conf_errbuf *e, const char *fmt, ...)
+{
+	if (!e->buf || e->len == 0)
+		return RSEC_E_CONFIG;
+	size_t used = 0;
+	if (e->line > 0) {
+		int n = snprintf(e->buf, e->len, "line %d: ", e->line);
+		used = n > 0 && (size_t)n < e->len ? (size_t)n : e->len - 1;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->buf + used, e->len - used, fmt, ap);
+	va_end(ap);
+	return RSEC_E_CONFIG;
+}
+
+/* Quote untrusted input safely into an error message: printable ASCII only, bounded. */
+static const char *quoted(char dst[static 80], const char *s)
+{
+	size_t n = 0;
+	for (; *s && n < 64; s++)
+		dst[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+	if (*s) {
+		memcpy(dst + n, "...", 3);
+		n += 3;
+	}
+	dst[n] = '\0';
+	return dst;
+}
+
+static const struct conf_key *find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(conf_keys[i].section, section) == 0 && strcmp(conf_keys[i].name, name) == 0)
+			return &conf_keys[i];
+	return NULL;
+}
+
+static bool section_known(const char *section)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(conf_keys[i].section, section) == 0)
+			return true;
+	return false;
+}
+
+/* Decimal digits only: strtoul alone would take " +5", "-1" (wrapped) and "0x10". */
+static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, bool zero_ok, uint32_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	char *end = NULL;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	if (!(v >= lo && v <= hi) && !(zero_ok && v == 0))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+RSEC_MUST_CHECK static int parse_listen(struct rsec_conf *c, const char *v, const struct conf_errbuf *e)
+{
+	char q[80], host[sizeof(c->listen_addr)];
+	const char *orig = v, *port_str;
+	size_t hlen;
+	int family;
+	uint32_t port;
+	if (v[0] == '[') {
+		const char *close = strchr(v, ']');
+		if (!close || close[1] != ':')
+			goto bad;
+		hlen = (size_t)(close - (v + 1));
+		port_str = close + 2;
+		family = AF_INET6;
+		v++;
+	} else {
+		const char *colon = strrchr(v, ':');
+		if (!colon)
+			goto bad;
+		hlen = (size_t)(colon - v);
+		port_str = colon + 1;
+		family = AF_INET;
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		goto bad;
+	memcpy(host, v, hlen);
+	host[hlen] = '\0';
+	unsigned char a[sizeof(struct in6_addr)];
+	if (inet_pton(family, host, a) != 1 || !parse_u32(port_str, 1, 65535, false, &port))
+		goto bad;
+	memcpy(c->listen_addr, host, hlen + 1);
+	c->listen_port = (uint16_t)port;
+	return 0;
+bad:
+	return conf_fail(e, "listen: '%s' is not ADDR:PORT (a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)",
+			 quoted(q, orig));
+}
+
+/* Validate value for k, then store it; c is untouched on error. */
+RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key *k, const char *value,
+				     const struct conf_errbuf *e)
+{
+	char q[80];
+	uint32_t n;
+	size_t len;
+	switch (k->kind) {
+	case KIND_ADDR:
+		return parse_listen(c, value, e);
+	case KIND_U32:
+		if (!parse_u32(value, k->min, k->max, k->zero_ok, &n)) {
+			if (k->zero_ok)
+				return conf_fail(e, "%s: '%s' is not 0 or in %u..%u", k->name, quoted(q, value), k->min,
+						 k->max);
+			return conf_fail(e, "%s: '%s' is not in %u..%u", k->name, quoted(q, value), k->min, k->max);
+		}
+		memcpy((char *)c + k->off, &n, sizeof(n));
+		return 0;
+	case KIND_STR:
+		len = strlen(value);
+		if (len >= k->size)
+			return conf_fail(e, "%s: '%s' is too long (%zu bytes, max %zu)", k->name, quoted(q, value), len,
+					 k->size - 1);
+		for (size_t i = 0; i < len; i++)
+			if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f)
+				return conf_fail(e, "%s: '%s' contains a control character", k->name, quoted(q, value));
+		memcpy((char *)c + k->off, value, len + 1);
+		return 0;
+	default:
+		return RSEC_E_INVAL;
+	}
+}
+
+RSEC_MUST_CHECK static const struct conf_key *lookup(const char *section, const char *name,
+						     const struct conf_errbuf *e, int *rc)
+{
+	char q1[80], q2[80];
+	const struct conf_key *k = find_key(section, name);
+	if (k)
+		return k;
+	if (!section_known(section))
+		*rc = conf_fail(e, "unknown section '[%s]'", quoted(q1, section));
+	else
+		*rc = conf_fail(e, "unknown key '%s' in [%s]", quoted(q1, name), quoted(q2, section));
+	return NULL;
+}
+
+void rsec_conf_defaults(struct rsec_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen_addr, sizeof(c->listen_addr), "0.0.0.0");
+	c->listen_port = RSEC_CONF_DEFAULT_PORT;
+	c->max_clients = 1024;
+	c->max_per_identity = 16;
+	c->handshake_timeout_ms = 5000;
+	c->idle_timeout_ms = 0;
+	c->max_msg = 16777216;
+	c->recv_slots = 64;
+	c->slot_size = 65536;
+}
+
+int rsec_conf_set(struct rsec_conf *c, const char *section, const char *key, const char *value, char *err,
+		  size_t errlen)
+{
+	RSEC_ENSURE(c && section && key && value, RSEC_E_INVAL);
+	struct conf_errbuf e = { err, errlen, 0 };
+	int rc = RSEC_E_CONFIG;
+	const struct conf_key *k = lookup(section, key, &e, &rc);
+	if (!k)
+		return rc;
+	return set_value(c, k, value, &e);
+}
+
+struct conf_parse {
+	struct rsec_conf *c;
+	char *err;
+	size_t errlen;
+	const char *text;
+	size_t pos;
+	int line;               /* the line the reader is in */
+	bool at_line_start;
+	int err_line;           /* first error we found, 0: none */
+	int rc;
+	bool seen[N_KEYS];
+};
+
+/* fgets-style reader over the text; counts lines and refuses those inih would cut. */
+static char *conf_reader(char *str, int num, void *stream)
+{
+	struct conf_parse *p = stream;
+	if (p->text[p->pos] == '\0' || num < 2)
+		return NULL;
+	int n = 0;
+	while (n < num - 1 && p->text[p->pos] != '\0') {
+		char ch = p->text[p->pos++];
+		str[n++] = ch;
+		if (ch == '\n')
+			break;
+	}
+	str[n] = '\0';
+	if (p->at_line_start)
+		p->line++;
+	p->at_line_start = str[n - 1] == '\n';
+	if (!p->at_line_start && p->text[p->pos] != '\0' && p->err_line == 0) {
+		struct conf_errbuf e = { p->err, p->errlen, p->line };
+		p->rc = conf_fail(&e, "line too long (max %d characters)", num - 2);
+		p->err_line = p->line;
+	}
+	return str;
+}
+
+static int conf_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct conf_parse *p = user;
+	if (p->err_line)
+		return 0; /* keep the first error */
+	struct conf_errbuf e = { p->err, p->errlen, p->line };
+	int rc = RSEC_E_CONFIG;
+	char q1[80], q2[80];
+	const struct conf_key *k = lookup(section, name, &e, &rc);
+	if (k && p->seen[k - conf_keys])
+		/* inih also reports indented lines as continuations of the previous key. */
+		rc = conf_fail(&e, "duplicate key '%s' in [%s]", quoted(q1, name), quoted(q2, section));
+	else if (k)
+		rc = set_value(p->c, k, value, &e);
+	if (rc < 0) {
+		p->rc = rc;
+		p->err_line = p->line;
+		return 0;
+	}
+	p->seen[k - conf_keys] = true;
+	return 1;
+}
+
+/* The text of line lineno (1-based), for quoting a syntax error. */
+static const char *line_text(char dst[static 80], const char *text, int lineno)
+{
+	char buf[80];
+	for (int l = 1; l < lineno && *text; l++) {
+		const char *nl = strchr(text, '\n');
+		text = nl ? nl + 1 : text + strlen(text);
+	}
+	size_t n = strcspn(text, "\r\n");
+	if (n > 70)
+		n = 70;
+	memcpy(buf, text, n);
+	buf[n] = '\0';
+	return quoted(dst, buf);
+}
+
+int rsec_conf_parse_string(struct rsec_conf *c, const char *text, char *err, size_t errlen)
+{
+	RSEC_ENSURE(c && text, RSEC_E_INVAL);
+	if (err && errlen)
+		err[0] = '\0';
+	struct conf_parse *p = calloc(1, sizeof(*p));
+	struct rsec_conf *tmp = malloc(sizeof(*tmp));
+	if (!p || !tmp) {
+		free(p);
+		free(tmp);
+		return RSEC_E_NOMEM;
+	}
+	*tmp = *c; /* commit only a fully valid file */
+	*p = (struct conf_parse){ .c = tmp, .err = err, .errlen = errlen, .text = text, .at_line_start = true };
+
+	int line = ini_parse_stream(conf_reader, p, conf_handler, p), rc = 0;
+	if (p->err_line && (line <= 0 || p->err_line <= line)) {
+		rc = p->rc;
+	} else if (line > 0) {
+		char q[80];
+		struct conf_errbuf e = { err, errlen, line };
+		rc = conf_fail(&e, "expected '[section]' or 'key = value', got '%s'", line_text(q, text, line));
+	} else if (line < 0) {
+		rc = RSEC_E_NOMEM;
+	}
+	if (rc == 0)
+		*c = *tmp;
+	free(tmp);
+	free(p);
+	return rc;
+}
+
+RSEC_MUST_CHECK static int read_all(const char *path, char **out, char *err, size_t errlen)
+{
+	struct conf_errbuf e = { err, errlen, 0 };
+	char q[80];
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		conf_fail(&e, "cannot open '%s': %s", quoted(q, path), strerror(errno));
+		return RSEC_E_IO;
+	}
+	char *buf = malloc(RSEC_CONF_MAX_FILE + 1);
+	if (!buf) {
+		fclose(f);
+		return RSEC_E_NOMEM;
+	}
+	size_t n = fread(buf, 1, RSEC_CONF_MAX_FILE + 1, f);
+	int rc = 0;
+	if (ferror(f)) {
+		conf_fail(&e, "cannot read '%s': %s", quoted(q, path), strerror(errno));
+		rc = RSEC_E_IO;
+	} else if (n > RSEC_CONF_MAX_FILE) {
+		rc = conf_fail(&e, "'%s' is larger than %u bytes", quoted(q, path), RSEC_CONF_MAX_FILE);
+	} else if (memchr(buf, '\0', n)) {
+		rc = conf_fail(&e, "'%s' contains a NUL byte", quoted(q, path));
+	}
+	fclose(f);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	return 0;
+}
+
+int rsec_conf_parse_file(struct rsec_conf *c, const char *path, char *err, size_t errlen)
+{
+	RSEC_ENSURE(c && path, RSEC_E_INVAL);
+	char *text = NULL;
+	RSEC_GUARD(read_all(path, &text, err, errlen));
+	int rc = rsec_conf_parse_string(c, text, err, errlen);
+	free(text);
+	return rc;
+}
+
+int rsec_conf_check(const struct rsec_conf *c, char *err, size_t errlen)
+{
+	RSEC_ENSURE_REF(c);
+	struct conf_errbuf e = { err, errlen, 0 };
+	bool cert_mode = c->ca[0] || c->cert[0] || c->key[0];
+	bool psk_mode = c->psk_file[0] || c->psk_identity[0];
+	if (cert_mode && psk_mode)
+		return conf_fail(&e, "[tls]: set either ca, cert and key, or psk_file and psk_identity, not both");
+	if (!cert_mode && !psk_mode)
+		return conf_fail(&e, "[tls]: no credentials: set ca, cert and key (or psk_file and psk_identity)");
+	if (cert_mode && !(c->ca[0] && c->cert[0] && c->key[0]))
+		return conf_fail(&e, "[tls]: certificate mode needs ca, cert and key; '%s' is missing",
+				 !c->ca[0] ? "ca" : !c->cert[0] ? "cert" : "key");
+	if (psk_mode && !(c->psk_file[0] && c->psk_identity[0]))
+		return conf_fail(&e, "[tls]: PSK mode needs psk_file and psk_identity; '%s' is missing",
+				 !c->psk_file[0] ? "psk_file" : "psk_identity");
+	return 0;
+}
+
+/* Hex digit value without data-dependent branches; sets *bad if c is no hex digit. */
+static uint8_t hex_nibble(uint8_t c, unsigned *bad)
+{
+	int d = (int)c - '0';            /* 0..9 for digits */
+	int l = (int)(c | 0x20u) - 'a';  /* 0..5 for a-f / A-F */
+	/* Bit 8 of ~x & (x - n) is set iff 0 <= x < n, for |x| < 256. */
+	unsigned is_d = ((unsigned)(~d & (d - 10)) >> 8) & 1u;
+	unsigned is_l = ((unsigned)(~l & (l - 6)) >> 8) & 1u;
+	*bad |= (is_d | is_l) ^ 1u;
+	return (uint8_t)(((0u - is_d) & (unsigned)d) | ((0u - is_l) & (unsigned)(l + 10)));
+}
+
+int rsec_conf_load_psk(const struct rsec_conf *c, uint8_t psk[static RSEC_CONF_PSK_MAX], size_t *psk_len, char *err,
+		       size_t errlen)
+{
+	RSEC_ENSURE(c && psk && psk_len, RSEC_E_INVAL);
+	struct conf_errbuf e = { err, errlen, 0 };
+	char q[80];
+	if (!c->psk_file[0])
+		return conf_fail(&e, "psk_file is not set");
+	int fd = open(c->psk_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0) {
+		conf_fail(&e, "psk_file: cannot open '%s': %s", quoted(q, c->psk_file), strerror(errno));
+		return RSEC_E_IO;
+	}
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) != 0) {
+		conf_fail(&e, "psk_file: cannot stat '%s': %s", quoted(q, c->psk_file), strerror(errno));
+		rc = RSEC_E_IO;
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = conf_fail(&e, "psk_file: '%s' is not a regular file", quoted(q, c->psk_file));
+	} else if (st.st_mode & 077) {
+		rc = conf_fail(&e, "psk_file: '%s' has mode %04o; refusing a key others can access (chmod 600)",
+			       quoted(q, c->psk_file), (unsigned)(st.st_mode & 07777));
+	} else if (st.st_uid != geteuid() && st.st_uid != 0) {
+		rc = conf_fail(&e, "psk_file: '%s' is owned by uid %u, not by us or root", quoted(q, c->psk_file),
+			       (unsigned)st.st_uid);
+	}
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+
+	uint8_t buf[4 * RSEC_CONF_PSK_MAX + 1];
+	ssize_t got = read(fd, buf, sizeof(buf));
+	int saved = errno;
+	close(fd);
+	if (got < 0) {
+		conf_fail(&e, "psk_file: cannot read '%s': %s", quoted(q, c->psk_file), strerror(saved));
+		return RSEC_E_IO;
+	}
+	/* Decode, skipping whitespace; the error never shows the file's bytes. */
+	unsigned bad = (size_t)got == sizeof(buf), hi = 0;
+	size_t nibbles = 0;
+	for (ssize_t i = 0; i < got && !bad; i++) {
+		uint8_t ch = buf[i];
+		if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+			continue;
+		if (nibbles >= 2 * RSEC_CONF_PSK_MAX) {
+			bad = 1;
+			break;
+		}
+		uint8_t v = hex_nibble(ch, &bad);
+		if (nibbles % 2 == 0)
+			hi = v;
+		else
+			psk[nibbles / 2] = (uint8_t)(hi << 4 | v);
+		nibbles++;
+	}
+	OPENSSL_cleanse(buf, sizeof(buf));
+	hi = 0;
+	if (bad || nibbles % 2 || nibbles / 2 < RSEC_CONF_PSK_MIN) {
+		OPENSSL_cleanse(psk, RSEC_CONF_PSK_MAX);
+		return conf_fail(&e, "psk_file: '%s' must hold %d..%d bytes as hex", quoted(q, c->psk_file),
+				 RSEC_CONF_PSK_MIN, RSEC_CONF_PSK_MAX);
+	}
+	*psk_len = nibbles / 2;
+	return 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's configuration file (INI, parsed with inih). Strict: unknown
+ * sections and keys, duplicate keys, numbers out of range, values that do not
+ * fit and over-long lines are errors naming the line and quoting the input.
+ * docs: the format is in conf.c's key table and the server's man page.
+ */
+#ifndef RSEC_CONF_H
+#define RSEC_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "result.h"
+
+#define RSEC_CONF_DEFAULT_PORT 7471
+/* inih reads lines into a fixed buffer: longer lines are refused, not cut. */
+#define RSEC_CONF_MAX_LINE 198
+#define RSEC_CONF_MAX_FILE (1u << 20)
+#define RSEC_CONF_PSK_MIN 32
+#define RSEC_CONF_PSK_MAX 64
+
+struct rsec_conf {
+	/* [server] */
+	char listen_addr[64];   /* IPv4 or IPv6 literal, no brackets */
+	uint16_t listen_port;
+	char device[64];        /* "": the device owning listen_addr */
+	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
+	char audit_log[4096];   /* "": none */
+	/* [tls] */
+	char ca[4096], cert[4096], key[4096], psk_file[4096], psk_identity[128];
+	/* [limits] */
+	uint32_t max_msg, recv_slots, slot_size;
+};
+
+void rsec_conf_defaults(struct rsec_conf *c);
+
+/*
+ * Apply the settings in text (NUL-terminated) / the file at path on top of c.
+ * On error c is unchanged and err holds one line such as
+ * "line 7: max_clients: '0' is not in 1..65536". Returns 0, RSEC_E_CONFIG,
+ * RSEC_E_IO (file unreadable), RSEC_E_NOMEM, RSEC_E_INVAL.
+ */
+RSEC_MUST_CHECK int rsec_conf_parse_string(struct rsec_conf *c, const char *text, char *err, size_t errlen);
+RSEC_MUST_CHECK int rsec_conf_parse_file(struct rsec_conf *c, const char *path, char *err, size_t errlen);
+
+/* Set one key (CLI flags override the file); same checks, no line number. */
+RSEC_MUST_CHECK int rsec_conf_set(struct rsec_conf *c, const char *section, const char *key, const char *value,
+				  char *err, size_t errlen);
+
+/*
+ * Cross-key checks, once the file and the overrides are in: exactly one of
+ * certificate mode (ca, cert, key) or PSK mode (psk_file, psk_identity).
+ * Returns 0 or RSEC_E_CONFIG.
+ */
+RSEC_MUST_CHECK int rsec_conf_check(const struct rsec_conf *c, char *err, size_t errlen);
+
+/*
+ * Read the hex PSK from c->psk_file: a regular file owned by us (or root)
+ * with no group/other access (0600 or 0400), holding RSEC_CONF_PSK_MIN..MAX
+ * bytes as hex (whitespace ignored). Wipe psk after use. Returns 0,
+ * RSEC_E_CONFIG, RSEC_E_IO.
+ */
+RSEC_MUST_CHECK int rsec_conf_load_psk(const struct rsec_conf *c, uint8_t psk[static RSEC_CONF_PSK_MAX],
+				       size_t *psk_len, char *err, size_t errlen);
+
+#endif /* RSEC_CONF_H */

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connection set-up and teardown.
+ *
+ * Every connection parameter travels inside TLS 1.3, after the peer has
+ * authenticated. The sequence (docs/protocol.md):
+ *
+ *   client                                server
+ *   TCP connect, TLS 1.3 handshake  <->   (no RDMA resource yet)
+ *                                         admit(peer identity) or refuse
+ *   HELLO {versions, aead}          ->
+ *                                   <-    HELLO {version, aead}
+ *   both derive per-direction message keys from the TLS exporter
+ *   create PD, CQs, QP; post receives
+ *   QP_INFO {qpn, psn, gid, ...}    ->    create PD, CQs, QP; post receives
+ *                                         INIT->RTR->RTS towards the client
+ *                                   <-    QP_INFO {qpn, psn, gid, ...}
+ *   INIT->RTR->RTS towards server
+ *   READY                           ->    established
+ *
+ * Only a DISCONNECT over TLS (or the TLS channel's loss) closes a connection:
+ * nothing that arrives over RDMA can.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+
+#define KEEPALIVE_MS 15000u
+
+int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
+{
+	if (c->phase != PHASE_CLOSED) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->error, sizeof(c->error), fmt, ap);
+		va_end(ap);
+		c->close_code = code;
+		c->phase = PHASE_CLOSED;
+	}
+	return c->close_code;
+}
+
+static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
+{
+	struct rsec_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ctx = ctx;
+	c->is_server = ctx->is_server;
+	c->sock = sock;
+	c->phase = PHASE_TLS;
+	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
+	c->last_rx_ms = c->last_tx_ms = rsec_now_ms();
+	c->next_grant_id = 1;
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0) {
+		free(c);
+		return NULL;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, sock, &ev) < 0) {
+		close(c->epfd);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The RDMA device is the one that owns the address the control connection
+ * uses locally, unless the context names one. */
+int rsec_conn_pick_device(struct rsec_conn *c)
+{
+	if (c->dev)
+		return 0;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	if (getsockname(c->sock, (struct sockaddr *)&ss, &len) < 0)
+		return RSEC_E_IO;
+	const void *a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
+						 : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
+		return RSEC_E_IO;
+	int rc = rsec_ctx_dev_for(c->ctx, ip, &c->dev);
+	if (rc < 0)
+		snprintf(c->error, sizeof(c->error), "no RDMA device owns the local address %s", ip);
+	return rc;
+}
+
+static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *peer_name)
+{
+	struct rsec_tls_opts opts = c->ctx->tls_opts;
+	opts.peer_name = peer_name;
+	return rsec_tls_new(c->ctx->tls, c->sock, &opts, &c->ssl);
+}
+
+static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
+	m.u.hello.min_version = RSEC_WIRE_VERSION;
+	m.u.hello.max_version = RSEC_WIRE_VERSION;
+	m.u.hello.features = 0;
+	m.u.hello.aead = (uint8_t)c->aead;
+	return rsec_chan_send(c, &m);
+}
+
+static RSEC_MUST_CHECK int send_qp_info(struct rsec_conn *c)
+{
+	struct rsec_qp_peer self;
+	rsec_qp_describe_local(&c->qp, &self);
+	struct rsec_msg m = { .type = RSEC_MSG_QP_INFO };
+	m.u.qp_info.qpn = self.qpn;
+	m.u.qp_info.psn = self.psn;
+	m.u.qp_info.lid = self.lid;
+	memcpy(m.u.qp_info.gid, self.gid.raw, sizeof(m.u.qp_info.gid));
+	m.u.qp_info.mtu = (uint8_t)self.mtu;
+	m.u.qp_info.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? 1 : 2;
+	m.u.qp_info.recv_slots = c->recv_slots;
+	m.u.qp_info.slot_size = c->ctx->slot_size;
+	m.u.qp_info.max_msg = c->ctx->max_msg;
+	int rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}
+
+static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
+{
+	int rc = rsec_tls_peer_identity(c->ssl, c->peer, sizeof(c->peer));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
+	if (c->is_server && c->ctx->admit) {
+		rc = c->ctx->admit(c->ctx->admit_arg, c->peer);
+		if (rc < 0) {
+			struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
+			char text[96];
+			snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
+			m.u.disconnect.reason = RSEC_DISC_REFUSED;
+			rsec_wire_text_set(&m.u.disconnect.text, text);
+			(void)!rsec_chan_send(c, &m);
+			return rsec_conn_fail(c, rc, "peer %s refused: %s", c->peer, rsec_strerror(rc));
+		}
+	}
+	c->phase = PHASE_HELLO;
+	if (!c->is_server) {
+		c->aead = c->ctx->aead;
+		rc = send_hello(c);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot send HELLO");
+	}
+	return 0;
+}
+
+static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
+{
+	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "message key derivation failed");
+	c->have_seal = true;
+	return 0;
+}
+
+static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	const struct rsec_msg_hello *h = &m->u.hello;
+	if (h->min_version > RSEC_WIRE_VERSION || h->max_version < RSEC_WIRE_VERSION)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "no common protocol version (peer %u..%u)",
+				      h->min_version, h->max_version);
+	if (c->is_server) {
+		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
+		int rc = send_hello(c);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot send HELLO");
+		RSEC_GUARD(derive_keys(c));
+		c->phase = PHASE_QP_INFO;
+		return 0;
+	}
+	if (h->aead != (uint8_t)c->aead)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "server chose another AEAD");
+	RSEC_GUARD(derive_keys(c));
+	int rc = rsec_data_setup(c);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
+	rc = send_qp_info(c);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send QP_INFO");
+	c->phase = PHASE_QP_INFO;
+	return 0;
+}
+
+static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	const struct rsec_msg_qp_info *q = &m->u.qp_info;
+	int rc;
+	c->remote.qpn = q->qpn;
+	c->remote.psn = q->psn;
+	c->remote.lid = q->lid;
+	memcpy(c->remote.gid.raw, q->gid, sizeof(c->remote.gid.raw));
+	c->remote.mtu = (enum ibv_mtu)q->mtu;
+	c->peer_slots = q->recv_slots;
+	c->peer_slot_size = q->slot_size;
+	c->peer_max_msg = q->max_msg;
+	if (c->is_server) {
+		/* Authenticated and admitted: only now does this peer cost RDMA resources. */
+		rc = rsec_data_setup(c);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
+	}
+	rc = rsec_data_start(c);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "QP bring-up failed: %s", rsec_strerror(rc));
+	c->stats.local_qpn = c->qp.qp->qp_num;
+	c->stats.remote_qpn = q->qpn;
+	if (c->is_server) {
+		rc = send_qp_info(c);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot send QP_INFO");
+		c->phase = PHASE_READY;
+		return 0;
+	}
+	struct rsec_msg ready = { .type = RSEC_MSG_READY };
+	rc = rsec_chan_send(c, &ready);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send READY");
+	c->phase = PHASE_ESTABLISHED;
+	return 0;
+}
+
+static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	switch (m->type) {
+	case RSEC_MSG_KEEPALIVE:
+		if (!m->u.keepalive.is_reply) {
+			struct rsec_msg r = *m;
+			r.u.keepalive.is_reply = 1;
+			int rc = rsec_chan_send(c, &r);
+			if (rc < 0)
+				return rsec_conn_fail(c, rc, "cannot answer KEEPALIVE");
+			c->last_tx_ms = rsec_now_ms();
+		}
+		return 0;
+	case RSEC_MSG_GRANT:
+	case RSEC_MSG_REVOKE:
+		return rsec_grant_on_msg(c, m);
+	default:
+		return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message", rsec_wire_type_name(m->type));
+	}
+}
+
+int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	c->last_rx_ms = rsec_now_ms();
+	if (m->type == RSEC_MSG_DISCONNECT) {
+		/* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
+		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer disconnected: %s", m->u.disconnect.text.s);
+	}
+	if (m->type == RSEC_MSG_ERROR)
+		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer reported an error: %s", m->u.error.text.s);
+	switch (c->phase) {
+	case PHASE_HELLO:
+		if (m->type == RSEC_MSG_HELLO)
+			return on_hello(c, m);
+		break;
+	case PHASE_QP_INFO:
+		if (m->type == RSEC_MSG_QP_INFO)
+			return on_qp_info(c, m);
+		break;
+	case PHASE_READY:
+		if (m->type == RSEC_MSG_READY) {
+			c->phase = PHASE_ESTABLISHED;
+			return 0;
+		}
+		break;
+	case PHASE_ESTABLISHED:
+		return on_established_msg(c, m);
+	default:
+		break;
+	}
+	return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message during set-up", rsec_wire_type_name(m->type));
+}
+
+static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
+{
+	bool want_write = false;
+	int rc = rsec_tls_handshake_step(c->ssl, &want_write);
+	if (rc == RSEC_E_AGAIN) {
+		struct epoll_event ev = { .events = EPOLLIN | (want_write ? EPOLLOUT : 0), .data.u32 = 0 };
+		if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
+			return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
+		return RSEC_E_AGAIN;
+	}
+	if (rc < 0) {
+		char why[160];
+		rsec_tls_last_error(c->ssl, why, sizeof(why));
+		return rsec_conn_fail(c, rc, "TLS handshake failed: %s", why);
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
+		return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
+	return on_tls_done(c);
+}
+
+static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
+{
+	uint64_t now = rsec_now_ms();
+	if (now - c->last_rx_ms > 3 * KEEPALIVE_MS)
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
+				      (unsigned long long)(now - c->last_rx_ms));
+	if (now - c->last_tx_ms < KEEPALIVE_MS)
+		return 0;
+	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
+	m.u.keepalive.nonce = now;
+	int rc = rsec_chan_send(c, &m);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
+	c->last_tx_ms = now;
+	return 0;
+}
+
+int rsec_conn_process(struct rsec_conn *c)
+{
+	if (!c)
+		return RSEC_E_INVAL;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "set-up did not finish in %d ms",
+				      c->ctx->handshake_timeout_ms);
+	if (c->phase == PHASE_TLS) {
+		int rc = process_tls(c);
+		if (rc < 0)
+			return rc;
+	}
+	/* Drain every whole control frame: TLS may hold several in one record. */
+	while (c->phase != PHASE_CLOSED) {
+		struct rsec_msg m;
+		int rc = rsec_chan_recv(c, &m);
+		if (rc == RSEC_E_AGAIN)
+			break;
+		if (rc == RSEC_E_CLOSED)
+			return rsec_conn_fail(c, rc, "control channel closed by the peer");
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "control channel: %s", rsec_strerror(rc));
+		rc = rsec_conn_handle_ctrl(c, &m);
+		OPENSSL_cleanse(&m, sizeof(m));
+		if (rc < 0)
+			return rc;
+	}
+	if (c->phase == PHASE_ESTABLISHED) {
+		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_grant_expire(c));
+		RSEC_GUARD(process_keepalive(c));
+	}
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+}
+
+int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
+{
+	struct pollfd p = { .fd = c->epfd, .events = POLLIN };
+	int n = poll(&p, 1, timeout_ms);
+	if (n < 0 && errno != EINTR)
+		return rsec_conn_fail(c, RSEC_E_IO, "poll: %s", strerror(errno));
+	int rc = rsec_conn_process(c);
+	return rc == RSEC_E_AGAIN ? 0 : rc;
+}
+
+static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, int timeout_ms, int *out)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res;
+	char service[8];
+	snprintf(service, sizeof(service), "%u", port);
+	if (getaddrinfo(host, service, &hints, &res) != 0)
+		return RSEC_E_INVAL;
+	int rc = RSEC_E_IO;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+			close(fd);
+			continue;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int soerr = 0;
+		socklen_t len = sizeof(soerr);
+		int ready = poll(&p, 1, timeout_ms);
+		if (ready == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) {
+			*out = fd;
+			rc = 0;
+			break;
+		}
+		rc = ready == 0 ? RSEC_E_TIMEOUT : RSEC_E_IO;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
+		 struct rsec_conn **out)
+{
+	if (!ctx || ctx->is_server || !host || !out || port == 0)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	if (timeout_ms <= 0)
+		timeout_ms = ctx->handshake_timeout_ms;
+	int sock;
+	RSEC_GUARD(tcp_connect(host, port, timeout_ms, &sock));
+	struct rsec_conn *c = conn_new(ctx, sock);
+	if (!c) {
+		close(sock);
+		return RSEC_E_NOMEM;
+	}
+	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
+	int rc = conn_start_tls(c, server_name ? server_name : host);
+	if (rc < 0 && !c->error[0])
+		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
+	while (rc >= 0 && c->phase != PHASE_ESTABLISHED) {
+		rc = rsec_conn_process(c);
+		if (rc == RSEC_E_AGAIN)
+			rc = rsec_conn_wait(c, 100);
+	}
+	/* The connection object carries the reason; the caller may read it before freeing. */
+	*out = c;
+	return rc < 0 ? rc : 0;
+}
+
+int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
+{
+	if (!l || !out)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	int sock = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (sock < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED ? RSEC_E_AGAIN : RSEC_E_IO;
+	struct rsec_conn *c = conn_new(l->ctx, sock);
+	if (!c) {
+		close(sock);
+		return RSEC_E_NOMEM;
+	}
+	int rc = conn_start_tls(c, NULL);
+	if (rc < 0) {
+		rsec_conn_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int rsec_conn_fd(const struct rsec_conn *c)
+{
+	return c ? c->epfd : -1;
+}
+
+enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c)
+{
+	if (!c || c->phase == PHASE_CLOSED)
+		return RSEC_CONN_CLOSED;
+	return c->phase == PHASE_ESTABLISHED ? RSEC_CONN_ESTABLISHED : RSEC_CONN_HANDSHAKE;
+}
+
+const char *rsec_conn_peer(const struct rsec_conn *c)
+{
+	return c ? c->peer : "";
+}
+
+const char *rsec_conn_error(const struct rsec_conn *c)
+{
+	return c ? c->error : "";
+}
+
+static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_seal *seal)
+{
+	struct rsec_seal_stats s;
+	rsec_seal_stats(seal->rx, &s);
+	out->mac_failures = s.mac_failures;
+	out->seq_violations = s.seq_violations;
+	out->malformed = s.malformed;
+}
+
+void rsec_conn_teardown_rdma(struct rsec_conn *c)
+{
+	rsec_grant_teardown(c);
+	rsec_data_teardown(c);
+	if (c->have_seal) {
+		fold_seal_stats(&c->stats, &c->seal);
+		rsec_seal_free(&c->seal);
+		c->have_seal = false;
+	}
+}
+
+int rsec_conn_close(struct rsec_conn *c, const char *reason)
+{
+	if (!c)
+		return RSEC_E_INVAL;
+	if (c->phase == PHASE_CLOSED)
+		return 0;
+	int rc = 0;
+	if (c->phase != PHASE_TLS) {
+		struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
+		m.u.disconnect.reason = RSEC_DISC_NORMAL;
+		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
+		rc = rsec_chan_send(c, &m);
+		(void)!rsec_tls_shutdown(c->ssl);
+	}
+	rsec_conn_teardown_rdma(c);
+	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally");
+	return rc;
+}
+
+void rsec_conn_free(struct rsec_conn *c)
+{
+	if (!c)
+		return;
+	if (c->phase != PHASE_CLOSED)
+		(void)rsec_conn_close(c, "closed");
+	rsec_conn_teardown_rdma(c);
+	SSL_free(c->ssl);
+	if (c->dev)
+		rsec_dev_put(c->dev);
+	if (c->epfd >= 0)
+		close(c->epfd);
+	if (c->sock >= 0)
+		close(c->sock);
+	OPENSSL_cleanse(c, sizeof(*c));
+	free(c);
+}
+
+int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out)
+{
+	if (!c || !out)
+		return RSEC_E_INVAL;
+	*out = c->stats;
+	if (c->have_seal)
+		fold_seal_stats(out, &c->seal);
+	return 0;
+}

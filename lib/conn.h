@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal layout of contexts and connections, shared by ctx.c (device and
+ * credentials), chan.c (control messages over TLS), conn.c (set-up and
+ * teardown), data.c (sealed two-sided messages) and grant.c (windows and
+ * one-sided transfers).
+ */
+#ifndef RSEC_CONN_H
+#define RSEC_CONN_H
+
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev.h"
+#include "mw.h"
+#include "qp.h"
+#include "rdmasec.h"
+#include "result.h"
+#include "seal.h"
+#include "tls.h"
+#include "wire.h"
+
+#define RSEC_DEFAULT_RECV_SLOTS 16u
+#define RSEC_DEFAULT_SLOT_SIZE 65536u
+#define RSEC_DEFAULT_MAX_MSG (16u << 20)
+#define RSEC_DEFAULT_HANDSHAKE_MS 10000
+#define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
+#define RSEC_DEV_CACHE 8
+
+/* ctx.c: the device owning local address ip, opened once per context. */
+RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out);
+
+struct rsec_ctx {
+	bool is_server;
+	struct rsec_dev *dev; /* fixed device, or NULL: per connection, by local address */
+	/* Devices opened by local address, each opened once and shared. */
+	pthread_mutex_t dev_lock;
+	struct rsec_dev_slot {
+		char ip[48];
+		struct rsec_dev *dev;
+	} dev_cache[RSEC_DEV_CACHE];
+	SSL_CTX *tls;
+	struct rsec_tls_opts tls_opts; /* strings owned below */
+	char *ca_file, *cert_file, *key_file, *psk_identity;
+	uint8_t psk[64];
+	size_t psk_len;
+	enum rsec_aead_alg aead;
+	uint32_t recv_slots, slot_size, max_msg;
+	int handshake_timeout_ms;
+	rsec_admit_fn admit;
+	void *admit_arg;
+};
+
+struct rsec_listener {
+	struct rsec_ctx *ctx;
+	int fd;
+};
+
+/* Where the set-up stands; see conn.c for the message sequence. */
+enum rsec_phase {
+	PHASE_TLS,         /* TLS handshake */
+	PHASE_HELLO,       /* waiting for the peer's HELLO */
+	PHASE_QP_INFO,     /* waiting for the peer's QP_INFO */
+	PHASE_READY,       /* server: waiting for the client's READY */
+	PHASE_ESTABLISHED,
+	PHASE_CLOSED,
+};
+
+/* Incoming control frame being reassembled from TLS records. */
+struct rsec_chan_rx {
+	uint8_t buf[RSEC_WIRE_HDR_LEN + RSEC_WIRE_MAX_BODY];
+	size_t have;
+	size_t need; /* header, then header + body */
+};
+
+struct rsec_local_grant {
+	bool live;     /* bound and described to the peer */
+	bool busy;     /* its bind is in flight */
+	bool op_done, op_ok;
+	uint64_t id;
+	struct rsec_mw mw;
+	uint64_t expires_ms; /* 0: never */
+};
+
+struct rsec_region {
+	struct rsec_conn *conn;
+	struct ibv_mr *mr;
+	uint8_t *addr;
+	size_t len;
+	unsigned access;
+};
+
+struct rsec_conn {
+	struct rsec_ctx *ctx;
+	struct rsec_dev *dev; /* the device owning the TCP connection's local address */
+	bool is_server;
+	enum rsec_phase phase;
+	int sock;
+	int epfd;
+	SSL *ssl;
+	char peer[256];
+	char error[256];
+	int close_code;
+	uint64_t deadline_ms; /* set-up deadline */
+	uint64_t last_rx_ms, last_tx_ms; /* control channel, for keepalive */
+	enum rsec_aead_alg aead;
+
+	struct rsec_chan_rx crx;
+
+	/* Data path, valid from PHASE_QP_INFO on. */
+	struct rsec_qp qp;
+	bool have_qp;
+	struct rsec_qp_peer remote;
+	struct rsec_seal seal;
+	bool have_seal;
+	uint32_t recv_slots;      /* receive buffers we post, ctx->slot_size each */
+	uint32_t peer_slots;      /* the peer's: our initial credits */
+	uint32_t peer_slot_size;  /* largest frame the peer accepts */
+	uint32_t peer_max_msg;    /* largest message the peer accepts */
+	uint32_t send_slots;      /* send buffers, peer_slot_size each */
+	uint8_t *send_ring, *recv_ring;
+	struct ibv_mr *send_mr, *recv_mr;
+	uint32_t send_next;       /* next send slot to use */
+	uint32_t sends_inflight;  /* posted, not completed */
+	uint32_t credits;         /* frames we may still send */
+	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
+
+	/* Reassembly of the message currently arriving. */
+	uint8_t *rx_msg;
+	size_t rx_cap, rx_len;
+	bool rx_started, rx_complete;
+
+	/* Grants we issued and grants the peer issued to us. */
+	struct rsec_local_grant grants[RSEC_MAX_GRANTS];
+	uint64_t next_grant_id;
+	struct rsec_remote_grant remote_grants[RSEC_MAX_GRANTS];
+	bool remote_live[RSEC_MAX_GRANTS];
+
+	/* Outstanding one-sided op (one at a time per connection). */
+	bool rdma_busy;
+	enum ibv_wc_status rdma_status;
+	bool rdma_done;
+
+	struct rsec_conn_stats stats;
+};
+
+/* wr_id layout: kind in the top byte, index below. */
+enum rsec_wr_kind { WR_SEND = 1, WR_RECV = 2, WR_BIND = 3, WR_RDMA = 4 };
+#define RSEC_WR_ID(kind, idx) (((uint64_t)(kind) << 56) | (uint64_t)(idx))
+#define RSEC_WR_KIND(id) ((enum rsec_wr_kind)((id) >> 56))
+#define RSEC_WR_INDEX(id) ((uint32_t)((id) & 0xffffffffu))
+
+uint64_t rsec_now_ms(void);
+
+/* chan.c */
+RSEC_MUST_CHECK int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m);
+/* 0 with *m filled, RSEC_E_AGAIN when no whole frame is available yet. */
+RSEC_MUST_CHECK int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m);
+
+/* conn.c */
+int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Wait until the fd is readable or timeout; processes the connection. */
+RSEC_MUST_CHECK int rsec_conn_wait(struct rsec_conn *c, int timeout_ms);
+RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
+
+void rsec_conn_teardown_rdma(struct rsec_conn *c);
+/* The device owning the control connection's local address (or the context's). */
+RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
+
+/* data.c */
+/* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
+RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
+/* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
+RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
+void rsec_data_teardown(struct rsec_conn *c);
+/* Reap completions: sends, receives (sealed frames), window ops. */
+RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
+/* Post one signaled work request on the send queue, keeping count. */
+RSEC_MUST_CHECK int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr);
+
+/* grant.c */
+void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
+RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
+void rsec_grant_teardown(struct rsec_conn *c);
+
+#endif /* RSEC_CONN_H */

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* Contexts (device + credentials) and listeners. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+
+uint64_t rsec_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
+
+static RSEC_MUST_CHECK int dup_opt(const char *in, char **out)
+{
+	*out = NULL;
+	if (!in)
+		return 0;
+	*out = strdup(in);
+	return *out ? 0 : RSEC_E_NOMEM;
+}
+
+static uint32_t or_default(uint32_t v, uint32_t def)
+{
+	return v ? v : def;
+}
+
+static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *err, size_t errlen)
+{
+	if (a->comp_mask != 0) {
+		set_err(err, errlen, "unsupported comp_mask bits");
+		return RSEC_E_INVAL;
+	}
+	bool certs = a->ca_file || a->cert_file || a->key_file;
+	bool psk = a->psk || a->psk_len;
+	if (certs == psk) {
+		set_err(err, errlen, "give either certificates (ca, cert, key) or a PSK");
+		return RSEC_E_CONFIG;
+	}
+	if (certs && !(a->ca_file && a->cert_file && a->key_file)) {
+		set_err(err, errlen, "certificate mode needs ca, cert and key files");
+		return RSEC_E_CONFIG;
+	}
+	if (psk && (!a->psk || a->psk_len < 32 || a->psk_len > 64 || !a->psk_identity)) {
+		set_err(err, errlen, "PSK mode needs a 32..64 byte key and an identity");
+		return RSEC_E_CONFIG;
+	}
+	if (a->aead != RSEC_AEAD_DEFAULT && a->aead != RSEC_AEAD_AES_256_GCM &&
+	    a->aead != RSEC_AEAD_CHACHA20_POLY1305) {
+		set_err(err, errlen, "unknown AEAD");
+		return RSEC_E_INVAL;
+	}
+	uint32_t slot = or_default(a->slot_size, RSEC_DEFAULT_SLOT_SIZE);
+	uint32_t slots = or_default(a->recv_slots, RSEC_DEFAULT_RECV_SLOTS);
+	if (slot < 4096 || slot > (1u << 20) || slots < 4 || slots > 4096) {
+		set_err(err, errlen, "slot_size must be 4096..1048576 and recv_slots 4..4096");
+		return RSEC_E_RANGE;
+	}
+	if (a->max_msg > (1u << 30)) {
+		set_err(err, errlen, "max_msg must be at most 1 GiB");
+		return RSEC_E_RANGE;
+	}
+	return 0;
+}
+
+int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen)
+{
+	if (!a || !out)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	RSEC_GUARD(ctx_check_attr(a, err, errlen));
+
+	struct rsec_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return RSEC_E_NOMEM;
+	int rc = RSEC_E_NOMEM;
+	ctx->is_server = a->is_server;
+	ctx->aead = a->aead == RSEC_AEAD_CHACHA20_POLY1305 ? RSEC_AEAD_CHACHA20POLY1305 : RSEC_AEAD_AES256GCM;
+	ctx->recv_slots = or_default(a->recv_slots, RSEC_DEFAULT_RECV_SLOTS);
+	ctx->slot_size = or_default(a->slot_size, RSEC_DEFAULT_SLOT_SIZE);
+	ctx->max_msg = or_default(a->max_msg, RSEC_DEFAULT_MAX_MSG);
+	ctx->handshake_timeout_ms = a->handshake_timeout_ms > 0 ? a->handshake_timeout_ms : RSEC_DEFAULT_HANDSHAKE_MS;
+	pthread_mutex_init(&ctx->dev_lock, NULL);
+	ctx->admit = a->admit;
+	ctx->admit_arg = a->admit_arg;
+	if (dup_opt(a->ca_file, &ctx->ca_file) || dup_opt(a->cert_file, &ctx->cert_file) ||
+	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity))
+		goto err;
+	if (a->psk) {
+		memcpy(ctx->psk, a->psk, a->psk_len);
+		ctx->psk_len = a->psk_len;
+	}
+	ctx->tls_opts = (struct rsec_tls_opts){
+		.is_server = a->is_server,
+		.ca_file = ctx->ca_file,
+		.cert_file = ctx->cert_file,
+		.key_file = ctx->key_file,
+		.psk = ctx->psk_len ? ctx->psk : NULL,
+		.psk_len = ctx->psk_len,
+		.psk_identity = ctx->psk_identity,
+	};
+	rc = rsec_tls_ctx_new(&ctx->tls_opts, &ctx->tls, err, errlen);
+	if (rc < 0)
+		goto err;
+	if (!a->device && !a->local_addr) {
+		*out = ctx;
+		return 0;
+	}
+	rc = rsec_dev_open(a->device, a->local_addr, &ctx->dev);
+	if (rc < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "no usable RDMA device%s%s%s%s", a->device ? " " : "",
+				 a->device ? a->device : "", a->local_addr ? " for " : "",
+				 a->local_addr ? a->local_addr : "");
+		goto err;
+	}
+	*out = ctx;
+	return 0;
+err:
+	rsec_ctx_free(ctx);
+	return rc;
+}
+
+void rsec_ctx_free(struct rsec_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->dev)
+		rsec_dev_put(ctx->dev);
+	for (unsigned i = 0; i < RSEC_DEV_CACHE; i++)
+		if (ctx->dev_cache[i].dev)
+			rsec_dev_put(ctx->dev_cache[i].dev);
+	pthread_mutex_destroy(&ctx->dev_lock);
+	SSL_CTX_free(ctx->tls);
+	free(ctx->ca_file);
+	free(ctx->cert_file);
+	free(ctx->key_file);
+	free(ctx->psk_identity);
+	OPENSSL_cleanse(ctx->psk, sizeof(ctx->psk));
+	free(ctx);
+}
+
+int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out)
+{
+	if (ctx->dev) {
+		*out = rsec_dev_ref(ctx->dev);
+		return 0;
+	}
+	int rc = RSEC_E_LIMIT;
+	pthread_mutex_lock(&ctx->dev_lock);
+	for (unsigned i = 0; i < RSEC_DEV_CACHE; i++) {
+		struct rsec_dev_slot *s = &ctx->dev_cache[i];
+		if (s->dev && strcmp(s->ip, ip) == 0) {
+			*out = rsec_dev_ref(s->dev);
+			rc = 0;
+			break;
+		}
+		if (!s->dev) {
+			rc = rsec_dev_open(NULL, ip, &s->dev);
+			if (rc == 0) {
+				snprintf(s->ip, sizeof(s->ip), "%s", ip);
+				*out = rsec_dev_ref(s->dev);
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->dev_lock);
+	return rc;
+}
+
+const char *rsec_ctx_device(const struct rsec_ctx *ctx)
+{
+	return ctx && ctx->dev ? ctx->dev->name : NULL;
+}
+
+int rsec_listen(struct rsec_ctx *ctx, const char *addr, uint16_t port, int backlog, struct rsec_listener **out)
+{
+	if (!ctx || !ctx->is_server || !out || port == 0)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char service[8];
+	snprintf(service, sizeof(service), "%u", port);
+	if (getaddrinfo(addr, service, &hints, &ai) != 0)
+		return RSEC_E_INVAL;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	int rc = RSEC_E_IO;
+	if (fd < 0)
+		goto out;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, backlog > 0 ? backlog : 128) < 0)
+		goto out;
+	struct rsec_listener *l = calloc(1, sizeof(*l));
+	if (!l) {
+		rc = RSEC_E_NOMEM;
+		goto out;
+	}
+	l->ctx = ctx;
+	l->fd = fd;
+	fd = -1;
+	*out = l;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return rc;
+}
+
+int rsec_listener_fd(const struct rsec_listener *l)
+{
+	return l ? l->fd : -1;
+}
+
+void rsec_listener_free(struct rsec_listener *l)
+{
+	if (!l)
+		return;
+	close(l->fd);
+	free(l);
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two-sided messages: every RDMA SEND carries one sealed frame (seal.c).
+ * Messages larger than the peer's receive buffer go as FIRST..LAST
+ * fragments. Flow control is by credits: we send only into receive buffers
+ * the peer has told us are posted, so the peer never answers RNR. Credits
+ * come back piggybacked on frames, or in a CREDIT_ONLY frame when we have
+ * nothing else to say; the last credit is kept for those, so two peers can
+ * never both wait for credits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+
+#define SEND_SLOTS_MAX 16u
+#define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations, one RDMA op */
+#define RING_ALIGN 4096u
+
+static void *ring_alloc(size_t n)
+{
+	void *p = NULL;
+	/* Rings are page-aligned heap memory; their addresses never go on the wire. */
+	if (posix_memalign(&p, RING_ALIGN, n) != 0)
+		return NULL;
+	memset(p, 0, n);
+	return p;
+}
+
+static void ring_free(uint8_t **p, size_t n)
+{
+	if (*p) {
+		OPENSSL_cleanse(*p, n);
+		free(*p);
+		*p = NULL;
+	}
+}
+
+static RSEC_MUST_CHECK int post_recv(struct rsec_conn *c, uint32_t slot)
+{
+	uint32_t size = c->ctx->slot_size;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->recv_ring + (size_t)slot * size),
+		.length = size,
+		.lkey = c->recv_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = RSEC_WR_ID(WR_RECV, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
+	return ibv_post_recv(c->qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
+}
+
+int rsec_data_setup(struct rsec_conn *c)
+{
+	struct rsec_ctx *ctx = c->ctx;
+	RSEC_GUARD(rsec_conn_pick_device(c));
+	c->recv_slots = ctx->recv_slots;
+	RSEC_GUARD(rsec_qp_create(c->dev, SEND_SLOTS_MAX + EXTRA_SEND_WR, c->recv_slots, &c->qp));
+	c->have_qp = true;
+	size_t bytes = (size_t)c->recv_slots * ctx->slot_size;
+	c->recv_ring = ring_alloc(bytes);
+	RSEC_ENSURE(c->recv_ring, RSEC_E_NOMEM);
+	/* Local access only: the peer reaches these buffers by SEND, never by rkey. */
+	c->recv_mr = ibv_reg_mr(c->qp.pd, c->recv_ring, bytes, IBV_ACCESS_LOCAL_WRITE);
+	RSEC_ENSURE(c->recv_mr, RSEC_E_VERBS);
+	int flags = fcntl(c->qp.chan->fd, F_GETFL);
+	RSEC_ENSURE(flags >= 0 && fcntl(c->qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
+	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->qp.chan->fd, &ev) == 0, RSEC_E_IO);
+	for (uint32_t i = 0; i < c->recv_slots; i++)
+		RSEC_GUARD(post_recv(c, i));
+	return 0;
+}
+
+int rsec_data_start(struct rsec_conn *c)
+{
+	RSEC_GUARD(rsec_qp_connect(&c->qp, &c->remote));
+	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
+	size_t bytes = (size_t)c->send_slots * c->peer_slot_size;
+	c->send_ring = ring_alloc(bytes);
+	RSEC_ENSURE(c->send_ring, RSEC_E_NOMEM);
+	c->send_mr = ibv_reg_mr(c->qp.pd, c->send_ring, bytes, 0);
+	RSEC_ENSURE(c->send_mr, RSEC_E_VERBS);
+	c->credits = c->peer_slots;
+	return 0;
+}
+
+void rsec_data_teardown(struct rsec_conn *c)
+{
+	if (c->have_qp) {
+		if (c->qp.chan)
+			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->qp.chan->fd, NULL);
+		if (c->qp.qp)
+			(void)!rsec_qp_to_error(&c->qp);
+	}
+	if (c->send_mr)
+		(void)ibv_dereg_mr(c->send_mr);
+	if (c->recv_mr)
+		(void)ibv_dereg_mr(c->recv_mr);
+	c->send_mr = c->recv_mr = NULL;
+	if (c->have_qp)
+		rsec_qp_destroy(&c->qp);
+	c->have_qp = false;
+	ring_free(&c->send_ring, (size_t)c->send_slots * c->peer_slot_size);
+	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
+	ring_free(&c->rx_msg, c->rx_cap);
+	c->rx_cap = c->rx_len = 0;
+	c->rx_started = c->rx_complete = false;
+}
+
+int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	int err = ibv_post_send(c->qp.qp, wr, &bad);
+	if (err)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+	return 0;
+}
+
+/* Seal and post one frame; the caller checked credits and a free slot. */
+static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const uint8_t *pt, uint32_t len)
+{
+	uint32_t slot = c->send_next % c->send_slots;
+	uint8_t *buf = c->send_ring + (size_t)slot * c->peer_slot_size;
+	uint16_t credits = c->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->credits_owed;
+	size_t n;
+	RSEC_GUARD(rsec_seal_frame(c->seal.tx, credits, flags, pt, len, buf, c->peer_slot_size, &n));
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = c->send_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = RSEC_WR_ID(WR_SEND, slot),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+	};
+	RSEC_GUARD(rsec_data_post(c, &wr));
+	c->credits_owed -= credits;
+	c->credits--;
+	c->send_next++;
+	c->sends_inflight++;
+	return 0;
+}
+
+static bool can_send(const struct rsec_conn *c, bool credit_only)
+{
+	/* A data frame must leave one credit for a CREDIT_ONLY frame. */
+	return c->sends_inflight < c->send_slots && c->credits > (credit_only ? 0u : 1u);
+}
+
+static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
+{
+	if (c->credits_owed < c->recv_slots / 2 || !can_send(c, true))
+		return 0;
+	return send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+}
+
+static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
+{
+	c->stats.qp_errors++;
+	return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)", ibv_wc_status_str(wc->status),
+			      wc->vendor_err);
+}
+
+static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+{
+	switch (RSEC_WR_KIND(wc->wr_id)) {
+	case WR_SEND:
+		if (wc->status != IBV_WC_SUCCESS)
+			return qp_failed(c, wc);
+		c->sends_inflight--;
+		return 0;
+	case WR_BIND:
+	case WR_RDMA:
+		rsec_grant_on_wc(c, wc);
+		if (wc->status != IBV_WC_SUCCESS)
+			return qp_failed(c, wc);
+		return 0;
+	default:
+		return rsec_conn_fail(c, RSEC_E_VERBS, "unexpected completion 0x%llx",
+				      (unsigned long long)wc->wr_id);
+	}
+}
+
+static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
+{
+	size_t want = c->rx_len + more;
+	if (want > c->ctx->max_msg)
+		return rsec_conn_fail(c, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+	if (want <= c->rx_cap)
+		return 0;
+	size_t cap = c->rx_cap ? c->rx_cap : 4096;
+	while (cap < want)
+		cap *= 2;
+	if (cap > c->ctx->max_msg)
+		cap = c->ctx->max_msg;
+	uint8_t *p = malloc(cap);
+	if (!p)
+		return rsec_conn_fail(c, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
+	if (c->rx_msg) {
+		memcpy(p, c->rx_msg, c->rx_len);
+		ring_free(&c->rx_msg, c->rx_cap);
+	}
+	c->rx_msg = p;
+	c->rx_cap = cap;
+	return 0;
+}
+
+/* Fragment order: FIRST opens a message, LAST closes it, nothing in between may open another. */
+static RSEC_MUST_CHECK int check_fragment(struct rsec_conn *c, uint8_t flags)
+{
+	bool first = flags & RSEC_SEAL_FLAG_FIRST;
+	if (first == c->rx_started)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "fragment out of order");
+	return 0;
+}
+
+static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS)
+		return qp_failed(c, wc);
+	uint32_t slot = RSEC_WR_INDEX(wc->wr_id);
+	if (RSEC_WR_KIND(wc->wr_id) != WR_RECV || slot >= c->recv_slots)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "unexpected receive completion");
+	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
+	size_t len = wc->byte_len;
+	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
+	RSEC_GUARD(reserve_rx(c, body));
+	struct rsec_seal_hdr hdr;
+	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, c->rx_msg ? c->rx_msg + c->rx_len : NULL,
+				 c->rx_cap - c->rx_len);
+	OPENSSL_cleanse(frame, len);
+	if (rc < 0) {
+		/* Forged, replayed or reordered: never delivered, and the stream
+		 * can no longer be trusted to be complete. */
+		return rsec_conn_fail(c, rc, "rejected a message: %s", rsec_strerror(rc));
+	}
+	if ((uint64_t)c->credits + hdr.credits > c->peer_slots)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "peer returned more credits than it has buffers");
+	c->credits += hdr.credits;
+	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
+		RSEC_GUARD(check_fragment(c, hdr.flags));
+		c->rx_started = true;
+		c->rx_len += hdr.len;
+		if (hdr.flags & RSEC_SEAL_FLAG_LAST) {
+			c->rx_started = false;
+			c->rx_complete = true;
+			c->stats.msgs_received++;
+			c->stats.bytes_received += c->rx_len;
+		}
+	}
+	rc = post_recv(c, slot);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot repost a receive buffer");
+	c->credits_owed++;
+	return 0;
+}
+
+static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	if (errno != EAGAIN)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
+	/* Re-arm before polling, so a completion racing with the poll still wakes us. */
+	if (ibv_req_notify_cq(c->qp.send_cq, 0) || ibv_req_notify_cq(c->qp.recv_cq, 0))
+		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot arm the completion queues");
+	return 0;
+}
+
+int rsec_data_poll(struct rsec_conn *c)
+{
+	if (!c->have_qp || !c->send_ring)
+		return 0;
+	RSEC_GUARD(drain_channel(c));
+	struct ibv_wc wc[16];
+	int n;
+	while ((n = ibv_poll_cq(c->qp.send_cq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			RSEC_GUARD(on_send_wc(c, &wc[i]));
+	if (n < 0)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
+	/* One receive at a time, and none while a whole message waits for the
+	 * application: unread data stays in the peer's unreturned credits. */
+	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, wc)) > 0)
+		RSEC_GUARD(on_recv_wc(c, &wc[0]));
+	if (n < 0)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
+	return maybe_return_credits(c);
+}
+
+static int remaining_ms(uint64_t deadline)
+{
+	uint64_t now = rsec_now_ms();
+	return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+static RSEC_MUST_CHECK int check_open(struct rsec_conn *c)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+}
+
+int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
+{
+	if (!c || (!buf && len))
+		return RSEC_E_INVAL;
+	RSEC_GUARD(check_open(c));
+	if (len > c->peer_max_msg)
+		return RSEC_E_RANGE;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint32_t frag_max = c->peer_slot_size - RSEC_SEAL_OVERHEAD;
+	const uint8_t *p = buf;
+	size_t off = 0;
+	do {
+		while (!can_send(c, false)) {
+			int rc = rsec_conn_process(c);
+			if (rc < 0)
+				return rc;
+			if (can_send(c, false))
+				break;
+			if (remaining_ms(deadline) == 0)
+				return RSEC_E_TIMEOUT;
+			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
+		}
+		uint32_t n = len - off > frag_max ? frag_max : (uint32_t)(len - off);
+		uint8_t flags = (off == 0 ? RSEC_SEAL_FLAG_FIRST : 0) | (off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
+		int rc = send_frame(c, flags, p + off, n);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
+		off += n;
+	} while (off < len);
+	c->stats.msgs_sent++;
+	c->stats.bytes_sent += len;
+	return 0;
+}
+
+int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms)
+{
+	if (!c || !len || (!buf && cap))
+		return RSEC_E_INVAL;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	for (;;) {
+		int rc = rsec_conn_process(c);
+		if (rc < 0 && !(rc == RSEC_E_AGAIN && c->phase != PHASE_CLOSED))
+			return rc;
+		if (c->rx_complete) {
+			*len = c->rx_len;
+			if (c->rx_len > cap)
+				return RSEC_E_RANGE;
+			if (c->rx_len)
+				memcpy(buf, c->rx_msg, c->rx_len);
+			OPENSSL_cleanse(c->rx_msg, c->rx_len);
+			c->rx_len = 0;
+			c->rx_complete = false;
+			/* Resume reaping receives held back while this message waited. */
+			(void)rsec_conn_process(c);
+			return 0;
+		}
+		if (remaining_ms(deadline) == 0)
+			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
+		RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
+	}
+}

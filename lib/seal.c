@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
+#include "seal.h"
+
+/* EVP takes int lengths: feed large messages in pieces (a multiple of 16). */
+#define SEAL_CHUNK (1u << 30)
+
+/*
+ * AES-GCM usage limit per key, in 16-byte blocks. RFC 8446 section 5.5 allows
+ * 2^24.5 full-size records (2^34.5 blocks) for a 2^-57 margin; we stop at
+ * 2^34 blocks (256 GiB). ChaCha20-Poly1305's limit is beyond reach.
+ */
+#define SEAL_AES_GCM_MAX_BLOCKS (UINT64_C(1) << 34)
+
+struct rsec_seal_dir {
+	EVP_CIPHER_CTX *ctx;       /* keyed once; the nonce is set per frame */
+	EVP_MAC *hmac;
+	bool encrypt;
+	bool sender_is_server;     /* whose messages travel this way */
+	uint8_t iv[RSEC_SEAL_IV_LEN];
+	uint8_t mac_key[RSEC_SEAL_DATAMAC_KEY_LEN]; /* the sender's data-MAC key */
+	uint64_t next_seq;
+	uint64_t blocks_left;      /* of the key's usage limit */
+	struct rsec_seal_stats stats;
+};
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void encode_hdr(uint8_t out[static RSEC_SEAL_HDR_LEN], const struct rsec_seal_hdr *h)
+{
+	put_be64(out, h->seq);
+	put_be32(out + 8, h->len);
+	put_be16(out + 12, h->credits);
+	out[14] = h->flags;
+	out[15] = 0;
+}
+
+static bool flags_valid(uint8_t flags, uint32_t len)
+{
+	if (flags & ~RSEC_SEAL_FLAGS_KNOWN)
+		return false;
+	return !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) || len == 0;
+}
+
+/* RFC 8446 section 5.3: the padded sequence number XORed with the static IV. */
+static void make_nonce(uint8_t nonce[static RSEC_SEAL_IV_LEN], const struct rsec_seal_dir *d, uint64_t seq)
+{
+	uint8_t be[8];
+	put_be64(be, seq);
+	memcpy(nonce, d->iv, RSEC_SEAL_IV_LEN);
+	for (int i = 0; i < 8; i++)
+		nonce[RSEC_SEAL_IV_LEN - 8 + i] ^= be[i];
+}
+
+static const EVP_CIPHER *aead_cipher(enum rsec_aead_alg alg)
+{
+	switch (alg) {
+	case RSEC_AEAD_AES256GCM:
+		return EVP_aes_256_gcm();
+	case RSEC_AEAD_CHACHA20POLY1305:
+		return EVP_chacha20_poly1305();
+	default:
+		return NULL;
+	}
+}
+
+static void dir_free(struct rsec_seal_dir *d)
+{
+	if (!d)
+		return;
+	EVP_CIPHER_CTX_free(d->ctx); /* cleanses the key schedule */
+	EVP_MAC_free(d->hmac);
+	OPENSSL_cleanse(d, sizeof(*d));
+	free(d);
+}
+
+RSEC_MUST_CHECK static int dir_new(struct rsec_seal_dir **out, const EVP_CIPHER *cipher, bool encrypt,
+				   bool sender_is_server, const uint8_t *key, const uint8_t *iv, const uint8_t *mac_key)
+{
+	struct rsec_seal_dir *d = calloc(1, sizeof(*d));
+	RSEC_ENSURE(d != NULL, RSEC_E_NOMEM);
+	d->encrypt = encrypt;
+	d->blocks_left = cipher == EVP_aes_256_gcm() ? SEAL_AES_GCM_MAX_BLOCKS : UINT64_MAX;
+	d->sender_is_server = sender_is_server;
+	memcpy(d->iv, iv, RSEC_SEAL_IV_LEN);
+	memcpy(d->mac_key, mac_key, RSEC_SEAL_DATAMAC_KEY_LEN);
+	d->ctx = EVP_CIPHER_CTX_new();
+	d->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	if (!d->ctx || !d->hmac || EVP_CipherInit_ex(d->ctx, cipher, NULL, key, NULL, encrypt ? 1 : 0) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(d->ctx, EVP_CTRL_AEAD_SET_IVLEN, RSEC_SEAL_IV_LEN, NULL) != 1) {
+		dir_free(d);
+		return RSEC_E_CRYPTO;
+	}
+	*out = d;
+	return 0;
+}
+
+int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN], bool is_server,
+			  enum rsec_aead_alg alg)
+{
+	RSEC_ENSURE_REF(s);
+	RSEC_ENSURE_REF(secret);
+	RSEC_ENSURE(s->tx == NULL && s->rx == NULL, RSEC_E_INVAL);
+	const EVP_CIPHER *cipher = aead_cipher(alg);
+	RSEC_ENSURE(cipher != NULL, RSEC_E_INVAL);
+
+	const uint8_t *c2s_key = secret, *c2s_iv = secret + RSEC_SEAL_KEY_LEN;
+	const uint8_t *s2c_key = c2s_iv + RSEC_SEAL_IV_LEN, *s2c_iv = s2c_key + RSEC_SEAL_KEY_LEN;
+	const uint8_t *client_mac = secret + RSEC_SEAL_DATA_SECRET_LEN;
+	const uint8_t *server_mac = client_mac + RSEC_SEAL_DATAMAC_KEY_LEN;
+	/* tx carries our own messages, rx the peer's. */
+	int rc = dir_new(&s->tx, cipher, true, is_server, is_server ? s2c_key : c2s_key, is_server ? s2c_iv : c2s_iv,
+			 is_server ? server_mac : client_mac);
+	if (rc == 0)
+		rc = dir_new(&s->rx, cipher, false, !is_server, is_server ? c2s_key : s2c_key,
+			     is_server ? c2s_iv : s2c_iv, is_server ? client_mac : server_mac);
+	if (rc < 0)
+		rsec_seal_free(s);
+	return rc;
+}
+
+int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg)
+{
+	RSEC_ENSURE_REF(s);
+	RSEC_ENSURE_REF(ssl);
+	RSEC_ENSURE(aead_cipher(alg) != NULL, RSEC_E_INVAL);
+	/* The exporter is only as good as the session: insist on a finished TLS 1.3 handshake. */
+	RSEC_ENSURE(SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_INVAL);
+	RSEC_ENSURE(SSL_is_init_finished(ssl), RSEC_E_INVAL);
+	RSEC_ENSURE((SSL_is_server(ssl) != 0) == is_server, RSEC_E_INVAL);
+
+	uint8_t secret[RSEC_SEAL_SECRET_LEN];
+	static const char data_label[] = RSEC_SEAL_LABEL_DATA, mac_label[] = RSEC_SEAL_LABEL_DATAMAC;
+	/*
+	 *= https://www.rfc-editor.org/rfc/rfc8446#section-7.5
+	 *# For TLS 1.3, the context_value may be empty ... If no context is provided,
+	 *# the context_value is zero length.
+	 */
+	int rc = RSEC_E_TLS;
+	if (SSL_export_keying_material(ssl, secret, RSEC_SEAL_DATA_SECRET_LEN, data_label, sizeof(data_label) - 1,
+				       (const unsigned char *)"", 0, 1) == 1 &&
+	    SSL_export_keying_material(ssl, secret + RSEC_SEAL_DATA_SECRET_LEN, RSEC_SEAL_DATAMAC_SECRET_LEN,
+				       mac_label, sizeof(mac_label) - 1, (const unsigned char *)"", 0, 1) == 1)
+		rc = rsec_seal_from_secret(s, secret, is_server, alg);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return rc;
+}
+
+void rsec_seal_free(struct rsec_seal *s)
+{
+	if (!s)
+		return;
+	dir_free(s->tx);
+	dir_free(s->rx);
+	s->tx = s->rx = NULL;
+}
+
+/* Feed len bytes through the cipher in int-sized pieces; in may equal out. */
+RSEC_MUST_CHECK static int cipher_update(EVP_CIPHER_CTX *ctx, uint8_t *out, const uint8_t *in, size_t len)
+{
+	while (len > 0) {
+		int n = (int)(len < SEAL_CHUNK ? len : SEAL_CHUNK), outl = 0;
+		RSEC_ENSURE(EVP_CipherUpdate(ctx, out, &outl, in, n) == 1 && outl == n, RSEC_E_CRYPTO);
+		out += n;
+		in += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+RSEC_MUST_CHECK static int seal_body(struct rsec_seal_dir *tx, const uint8_t hdr[static RSEC_SEAL_HDR_LEN],
+				     uint64_t seq, const uint8_t *pt, uint32_t len, uint8_t *ct, uint8_t *tag)
+{
+	uint8_t nonce[RSEC_SEAL_IV_LEN], scratch[32];
+	int outl = 0;
+	make_nonce(nonce, tx, seq);
+	RSEC_ENSURE(EVP_EncryptInit_ex(tx->ctx, NULL, NULL, NULL, nonce) == 1, RSEC_E_CRYPTO);
+	RSEC_ENSURE(EVP_EncryptUpdate(tx->ctx, NULL, &outl, hdr, RSEC_SEAL_HDR_LEN) == 1, RSEC_E_CRYPTO);
+	RSEC_GUARD(cipher_update(tx->ctx, ct, pt, len));
+	RSEC_ENSURE(EVP_EncryptFinal_ex(tx->ctx, scratch, &outl) == 1 && outl == 0, RSEC_E_CRYPTO);
+	RSEC_ENSURE(EVP_CIPHER_CTX_ctrl(tx->ctx, EVP_CTRL_AEAD_GET_TAG, RSEC_SEAL_TAG_LEN, tag) == 1,
+		    RSEC_E_CRYPTO);
+	return 0;
+}
+
+int rsec_seal_frame(struct rsec_seal_dir *tx, uint16_t credits, uint8_t flags, const uint8_t *pt, uint32_t len,
+		    uint8_t *out, size_t cap, size_t *out_len)
+{
+	RSEC_ENSURE_REF(tx);
+	RSEC_ENSURE_REF(out);
+	RSEC_ENSURE_REF(out_len);
+	RSEC_ENSURE(tx->encrypt, RSEC_E_INVAL);
+	RSEC_ENSURE(pt != NULL || len == 0, RSEC_E_INVAL);
+	RSEC_ENSURE(flags_valid(flags, len), RSEC_E_INVAL);
+	RSEC_ENSURE(cap >= (size_t)len + RSEC_SEAL_OVERHEAD, RSEC_E_RANGE);
+	/* Never wrap: a repeated nonce would void both confidentiality and integrity. */
+	RSEC_ENSURE(tx->next_seq != UINT64_MAX, RSEC_E_RANGE);
+	/* Blocks this frame costs: the payload plus one for the tag computation. */
+	uint64_t blocks = ((uint64_t)len + 15) / 16 + 1;
+	RSEC_ENSURE(blocks <= tx->blocks_left, RSEC_E_RANGE);
+
+	struct rsec_seal_hdr h = { .seq = tx->next_seq, .len = len, .credits = credits, .flags = flags };
+	uint8_t hdr[RSEC_SEAL_HDR_LEN];
+	encode_hdr(hdr, &h);
+	int rc = seal_body(tx, hdr, h.seq, pt, len, out + RSEC_SEAL_HDR_LEN, out + RSEC_SEAL_HDR_LEN + len);
+	if (rc < 0) {
+		OPENSSL_cleanse(out, (size_t)len + RSEC_SEAL_OVERHEAD);
+		return rc;
+	}
+	memcpy(out, hdr, RSEC_SEAL_HDR_LEN);
+	tx->next_seq++;
+	tx->blocks_left -= blocks;
+	tx->stats.sealed++;
+	*out_len = (size_t)len + RSEC_SEAL_OVERHEAD;
+	return 0;
+}
+
+/* Structural checks only; nothing here is authenticated yet. */
+RSEC_MUST_CHECK static int parse_hdr(const uint8_t *in, size_t in_len, struct rsec_seal_hdr *h)
+{
+	RSEC_ENSURE(in_len >= RSEC_SEAL_OVERHEAD, RSEC_E_PROTO);
+	h->seq = get_be(in, 8);
+	h->len = (uint32_t)get_be(in + 8, 4);
+	h->credits = (uint16_t)get_be(in + 12, 2);
+	h->flags = in[14];
+	RSEC_ENSURE(in[15] == 0, RSEC_E_PROTO);
+	RSEC_ENSURE(in_len - RSEC_SEAL_OVERHEAD == h->len, RSEC_E_PROTO);
+	RSEC_ENSURE(flags_valid(h->flags, h->len), RSEC_E_PROTO);
+	return 0;
+}
+
+/* Returns 0 when the tag verifies, RSEC_E_MAC when not; pt is garbage then. */
+RSEC_MUST_CHECK static int open_body(struct rsec_seal_dir *rx, const uint8_t *in, const struct rsec_seal_hdr *h,
+				     uint8_t *pt)
+{
+	uint8_t nonce[RSEC_SEAL_IV_LEN], tag[RSEC_SEAL_TAG_LEN], scratch[32];
+	int outl = 0;
+	make_nonce(nonce, rx, h->seq);
+	memcpy(tag, in + RSEC_SEAL_HDR_LEN + h->len, RSEC_SEAL_TAG_LEN);
+	RSEC_ENSURE(EVP_DecryptInit_ex(rx->ctx, NULL, NULL, NULL, nonce) == 1, RSEC_E_CRYPTO);
+	RSEC_ENSURE(EVP_CIPHER_CTX_ctrl(rx->ctx, EVP_CTRL_AEAD_SET_TAG, RSEC_SEAL_TAG_LEN, tag) == 1, RSEC_E_CRYPTO);
+	RSEC_ENSURE(EVP_DecryptUpdate(rx->ctx, NULL, &outl, in, RSEC_SEAL_HDR_LEN) == 1, RSEC_E_CRYPTO);
+	RSEC_GUARD(cipher_update(rx->ctx, pt, in + RSEC_SEAL_HDR_LEN, h->len));
+	RSEC_ENSURE(EVP_DecryptFinal_ex(rx->ctx, scratch, &outl) == 1, RSEC_E_MAC);
+	return 0;
+}
+
+int rsec_open_frame(struct rsec_seal_dir *rx, const uint8_t *in, size_t in_len, struct rsec_seal_hdr *hdr,
+		    uint8_t *pt, size_t cap)
+{
+	RSEC_ENSURE_REF(rx);
+	RSEC_ENSURE_REF(hdr);
+	memset(hdr, 0, sizeof(*hdr));
+	RSEC_ENSURE(!rx->encrypt, RSEC_E_INVAL);
+	RSEC_ENSURE(in != NULL || in_len == 0, RSEC_E_INVAL);
+
+	struct rsec_seal_hdr h;
+	if (parse_hdr(in, in_len, &h) < 0) {
+		rx->stats.malformed++;
+		return RSEC_E_PROTO;
+	}
+	RSEC_ENSURE(pt != NULL || h.len == 0, RSEC_E_INVAL);
+	RSEC_ENSURE(cap >= h.len, RSEC_E_RANGE);
+
+	int rc = open_body(rx, in, &h, pt);
+	/*
+	 * The tag covers seq (AAD and nonce), so a frame that verifies was really
+	 * sealed by the peer under that number; only then is a mismatch a replay
+	 * or reorder rather than a forgery.
+	 */
+	if (rc == 0 && h.seq != rx->next_seq)
+		rc = RSEC_E_SEQ;
+	if (rc < 0) {
+		if (h.len)
+			OPENSSL_cleanse(pt, h.len);
+		if (rc == RSEC_E_MAC)
+			rx->stats.mac_failures++;
+		else if (rc == RSEC_E_SEQ)
+			rx->stats.seq_violations++;
+		return rc;
+	}
+	rx->next_seq++;
+	rx->stats.opened++;
+	*hdr = h;
+	return 0;
+}
+
+void rsec_seal_stats(const struct rsec_seal_dir *d, struct rsec_seal_stats *out)
+{
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (d)
+		*out = d->stats;
+}
+
+int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant_id, uint64_t offset,
+		       const uint8_t *data, size_t len, uint8_t mac[static RSEC_SEAL_DATAMAC_LEN])
+{
+	RSEC_ENSURE_REF(s);
+	RSEC_ENSURE_REF(s->tx);
+	RSEC_ENSURE_REF(s->rx);
+	RSEC_ENSURE_REF(mac);
+	RSEC_ENSURE(data != NULL || len == 0, RSEC_E_INVAL);
+	const struct rsec_seal_dir *d = s->tx->sender_is_server == is_server ? s->tx : s->rx;
+
+	uint8_t prefix[24];
+	put_be64(prefix, grant_id);
+	put_be64(prefix + 8, offset);
+	put_be64(prefix + 16, (uint64_t)len);
+	char digest[] = "SHA256";
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+		OSSL_PARAM_construct_end(),
+	};
+	size_t outl = 0;
+	int rc = RSEC_E_CRYPTO;
+	EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(d->hmac);
+	if (ctx && EVP_MAC_init(ctx, d->mac_key, sizeof(d->mac_key), params) == 1 &&
+	    EVP_MAC_update(ctx, prefix, sizeof(prefix)) == 1 && (len == 0 || EVP_MAC_update(ctx, data, len) == 1) &&
+	    EVP_MAC_final(ctx, mac, &outl, RSEC_SEAL_DATAMAC_LEN) == 1 && outl == RSEC_SEAL_DATAMAC_LEN)
+		rc = 0;
+	EVP_MAC_CTX_free(ctx);
+	if (rc < 0)
+		OPENSSL_cleanse(mac, RSEC_SEAL_DATAMAC_LEN);
+	return rc;
+}
+
+bool rsec_seal_mac_equal(const uint8_t a[static RSEC_SEAL_DATAMAC_LEN], const uint8_t b[static RSEC_SEAL_DATAMAC_LEN])
+{
+	return CRYPTO_memcmp(a, b, RSEC_SEAL_DATAMAC_LEN) == 0;
+}
+
+void rsec_seal_dir_set_next_seq(struct rsec_seal_dir *d, uint64_t seq)
+{
+	if (d)
+		d->next_seq = seq;
+}
+
+void rsec_seal_dir_set_blocks_left(struct rsec_seal_dir *d, uint64_t blocks)
+{
+	if (d)
+		d->blocks_left = blocks;
+}

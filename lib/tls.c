@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control channel's TLS: version 1.3 only, both peers authenticated,
+ * either by X.509 certificates (chain and name verified) or by an external
+ * pre-shared key with (EC)DHE for forward secrecy. No resumption, no
+ * tickets. Handshakes are driven step by step so a server can run many on
+ * non-blocking sockets.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "tls.h"
+
+#define TLS_CIPHERS "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"
+/* TLS 1.3 external PSKs are bound to one hash; this suite fixes it to SHA-384. */
+#define TLS_PSK_CIPHER "TLS_AES_256_GCM_SHA384"
+
+/* The PSK and its identity live in the SSL_CTX's ex_data, as a copy we wipe. */
+struct tls_psk {
+	uint8_t key[64];
+	size_t key_len;
+	char identity[128];
+};
+
+static int psk_index = -1;
+
+static void psk_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+	(void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+	if (ptr) {
+		OPENSSL_cleanse(ptr, sizeof(struct tls_psk));
+		OPENSSL_free(ptr);
+	}
+}
+
+static void set_err(char *err, size_t errlen, const char *what, const char *path)
+{
+	if (!err || !errlen)
+		return;
+	unsigned long e = ERR_peek_last_error();
+	char why[160] = "";
+	if (e)
+		ERR_error_string_n(e, why, sizeof(why));
+	snprintf(err, errlen, "%s%s%s%s%s", what, path ? " " : "", path ? path : "", e ? ": " : "", why);
+	ERR_clear_error();
+}
+
+static SSL_SESSION *psk_session(const SSL *ssl, const struct tls_psk *psk)
+{
+	const SSL_CIPHER *cipher = SSL_CIPHER_find((SSL *)ssl, (const unsigned char[]){ 0x13, 0x02 });
+	SSL_SESSION *sess = SSL_SESSION_new();
+	if (!cipher || !sess || !SSL_SESSION_set1_master_key(sess, psk->key, psk->key_len) ||
+	    !SSL_SESSION_set_cipher(sess, cipher) || !SSL_SESSION_set_protocol_version(sess, TLS1_3_VERSION)) {
+		SSL_SESSION_free(sess);
+		return NULL;
+	}
+	return sess;
+}
+
+static int psk_use_cb(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen, SSL_SESSION **sess)
+{
+	(void)md;
+	const struct tls_psk *psk = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index);
+	*sess = psk ? psk_session(ssl, psk) : NULL;
+	if (!*sess)
+		return 0;
+	*id = (const unsigned char *)psk->identity;
+	*idlen = strlen(psk->identity);
+	return 1;
+}
+
+static int psk_find_cb(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess)
+{
+	const struct tls_psk *psk = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index);
+	*sess = NULL;
+	if (!psk)
+		return 0;
+	size_t want = strlen(psk->identity);
+	/* Same length, then a constant-time compare: an unknown identity just
+	 * gets no session, and the handshake fails. */
+	if (idlen != want || CRYPTO_memcmp(id, psk->identity, want) != 0)
+		return 1;
+	*sess = psk_session(ssl, psk);
+	return *sess ? 1 : 0;
+}
+
+static RSEC_MUST_CHECK int setup_psk(SSL_CTX *ctx, const struct rsec_tls_opts *o, char *err, size_t errlen)
+{
+	if (o->psk_len < 32 || o->psk_len > 64 || !o->psk_identity || !*o->psk_identity ||
+	    strlen(o->psk_identity) >= sizeof(((struct tls_psk *)0)->identity)) {
+		set_err(err, errlen, "PSK mode needs a 32..64 byte key and an identity of 1..127 bytes", NULL);
+		return RSEC_E_CONFIG;
+	}
+	if (psk_index < 0)
+		psk_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, psk_free);
+	struct tls_psk *psk = OPENSSL_zalloc(sizeof(*psk));
+	if (psk_index < 0 || !psk || !SSL_CTX_set_ex_data(ctx, psk_index, psk)) {
+		OPENSSL_free(psk);
+		return RSEC_E_NOMEM;
+	}
+	memcpy(psk->key, o->psk, o->psk_len);
+	psk->key_len = o->psk_len;
+	snprintf(psk->identity, sizeof(psk->identity), "%s", o->psk_identity);
+	if (!SSL_CTX_set_ciphersuites(ctx, TLS_PSK_CIPHER)) {
+		set_err(err, errlen, "cannot set the PSK cipher suite", NULL);
+		return RSEC_E_TLS;
+	}
+	if (o->is_server)
+		SSL_CTX_set_psk_find_session_callback(ctx, psk_find_cb);
+	else
+		SSL_CTX_set_psk_use_session_callback(ctx, psk_use_cb);
+	/* No certificates: the PSK authenticates both sides. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	return 0;
+}
+
+static RSEC_MUST_CHECK int setup_certs(SSL_CTX *ctx, const struct rsec_tls_opts *o, char *err, size_t errlen)
+{
+	if (!o->ca_file || !o->cert_file || !o->key_file) {
+		set_err(err, errlen, "certificate mode needs a CA, a certificate and a key", NULL);
+		return RSEC_E_CONFIG;
+	}
+	if (SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) != 1) {
+		set_err(err, errlen, "cannot load CA", o->ca_file);
+		return RSEC_E_CONFIG;
+	}
+	if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1) {
+		set_err(err, errlen, "cannot load certificate", o->cert_file);
+		return RSEC_E_CONFIG;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, o->key_file, SSL_FILETYPE_PEM) != 1) {
+		set_err(err, errlen, "cannot load key", o->key_file);
+		return RSEC_E_CONFIG;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		set_err(err, errlen, "key does not match certificate", o->key_file);
+		return RSEC_E_CONFIG;
+	}
+	if (!SSL_CTX_set_ciphersuites(ctx, TLS_CIPHERS)) {
+		set_err(err, errlen, "cannot set cipher suites", NULL);
+		return RSEC_E_TLS;
+	}
+	int mode = SSL_VERIFY_PEER;
+	if (o->is_server)
+		mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+	SSL_CTX_set_verify(ctx, mode, NULL);
+	return 0;
+}
+
+int rsec_tls_ctx_new(const struct rsec_tls_opts *o, SSL_CTX **out, char *err, size_t errlen)
+{
+	RSEC_ENSURE(o && out, RSEC_E_INVAL);
+	*out = NULL;
+	SSL_CTX *ctx = SSL_CTX_new(o->is_server ? TLS_server_method() : TLS_client_method());
+	if (!ctx) {
+		set_err(err, errlen, "cannot create a TLS context", NULL);
+		return RSEC_E_NOMEM;
+	}
+	int rc = RSEC_E_TLS;
+	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) || !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION)) {
+		set_err(err, errlen, "cannot restrict TLS to 1.3", NULL);
+		goto fail;
+	}
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	rc = o->psk ? setup_psk(ctx, o, err, errlen) : setup_certs(ctx, o, err, errlen);
+	if (rc < 0)
+		goto fail;
+	*out = ctx;
+	return 0;
+fail:
+	SSL_CTX_free(ctx);
+	return rc;
+}
+
+static bool is_ip_literal(const char *s)
+{
+	ASN1_OCTET_STRING *ip = a2i_IPADDRESS(s);
+	if (!ip)
+		return false;
+	ASN1_OCTET_STRING_free(ip);
+	return true;
+}
+
+int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opts *o, SSL **out)
+{
+	RSEC_ENSURE(ctx && o && out && fd >= 0, RSEC_E_INVAL);
+	*out = NULL;
+	SSL *ssl = SSL_new(ctx);
+	RSEC_ENSURE(ssl, RSEC_E_NOMEM);
+	int ok = SSL_set_fd(ssl, fd);
+	if (ok && !o->psk && o->peer_name) {
+		X509_VERIFY_PARAM *p = SSL_get0_param(ssl);
+		if (o->is_server) {
+			ok = X509_VERIFY_PARAM_set1_host(p, o->peer_name, 0);
+		} else if (is_ip_literal(o->peer_name)) {
+			ok = X509_VERIFY_PARAM_set1_ip_asc(p, o->peer_name);
+		} else {
+			X509_VERIFY_PARAM_set_hostflags(p, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			ok = X509_VERIFY_PARAM_set1_host(p, o->peer_name, 0) &&
+			     SSL_set_tlsext_host_name(ssl, o->peer_name);
+		}
+	}
+	if (!ok) {
+		SSL_free(ssl);
+		return RSEC_E_TLS;
+	}
+	if (o->is_server)
+		SSL_set_accept_state(ssl);
+	else
+		SSL_set_connect_state(ssl);
+	*out = ssl;
+	return 0;
+}
+
+/* Map an SSL_* result to our codes; *want_write says which I/O to wait for. */
+static int map_result(SSL *ssl, int ret, bool *want_write)
+{
+	int e = SSL_get_error(ssl, ret);
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+		if (want_write)
+			*want_write = false;
+		return RSEC_E_AGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		if (want_write)
+			*want_write = true;
+		return RSEC_E_AGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return RSEC_E_CLOSED;
+	case SSL_ERROR_SYSCALL:
+		return ERR_peek_error() ? RSEC_E_TLS : RSEC_E_CLOSED;
+	default:
+		return RSEC_E_TLS;
+	}
+}
+
+int rsec_tls_handshake_step(SSL *ssl, bool *want_write)
+{
+	RSEC_ENSURE(ssl, RSEC_E_INVAL);
+	ERR_clear_error();
+	int ret = SSL_do_handshake(ssl);
+	if (ret == 1) {
+		if (SSL_version(ssl) != TLS1_3_VERSION)
+			return RSEC_E_TLS;
+		if (SSL_session_reused(ssl) && !SSL_get_psk_identity(ssl))
+			return RSEC_E_AUTH;
+		/* Certificate mode: the peer must have shown a verified certificate. */
+		if (!SSL_get_psk_identity(ssl) && SSL_get0_peer_certificate(ssl) == NULL)
+			return RSEC_E_AUTH;
+		if (!SSL_get_psk_identity(ssl) && SSL_get_verify_result(ssl) != X509_V_OK)
+			return RSEC_E_AUTH;
+		return 0;
+	}
+	int rc = map_result(ssl, ret, want_write);
+	if (rc != RSEC_E_TLS)
+		return rc;
+	/* Tell authentication failures apart from other TLS failures. */
+	if (SSL_get_verify_result(ssl) != X509_V_OK)
+		return RSEC_E_AUTH;
+	unsigned long e = ERR_peek_error();
+	int reason = ERR_GET_REASON(e);
+	if (reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE || reason == SSL_R_CERTIFICATE_VERIFY_FAILED ||
+	    reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+	    reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED || reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+	    reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE || reason == SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC ||
+	    reason == SSL_R_BAD_PSK || reason == SSL_R_BAD_PSK_IDENTITY || reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR ||
+	    reason == SSL_R_NO_SHARED_CIPHER || reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+	    reason == SSL_R_TLSV1_ALERT_ACCESS_DENIED)
+		return RSEC_E_AUTH;
+	return RSEC_E_TLS;
+}
+
+static int wait_fd(SSL *ssl, bool want_write, int timeout_ms)
+{
+	struct pollfd p = { .fd = SSL_get_fd(ssl), .events = want_write ? POLLOUT : POLLIN };
+	int n = poll(&p, 1, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : RSEC_E_IO;
+	return n == 0 ? RSEC_E_TIMEOUT : 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int left_ms(uint64_t deadline)
+{
+	uint64_t now = now_ms();
+	return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+int rsec_tls_handshake(SSL *ssl, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		bool want_write = false;
+		int rc = rsec_tls_handshake_step(ssl, &want_write);
+		if (rc != RSEC_E_AGAIN)
+			return rc;
+		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
+		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
+	}
+}
+
+int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap)
+{
+	RSEC_ENSURE(ssl && out && cap, RSEC_E_INVAL);
+	const char *psk_id = SSL_get_psk_identity(ssl);
+	if (psk_id) {
+		int n = snprintf(out, cap, "psk:%s", psk_id);
+		return n > 0 && (size_t)n < cap ? 0 : RSEC_E_RANGE;
+	}
+	X509 *cert = SSL_get0_peer_certificate(ssl);
+	RSEC_ENSURE(cert, RSEC_E_AUTH);
+	BIO *b = BIO_new(BIO_s_mem());
+	RSEC_ENSURE(b, RSEC_E_NOMEM);
+	int rc = RSEC_E_TLS;
+	if (X509_NAME_print_ex(b, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
+		int n = BIO_read(b, out, (int)cap - 1);
+		if (n >= 0) {
+			out[n] = '\0';
+			rc = 0;
+		}
+	}
+	BIO_free(b);
+	return rc;
+}
+
+void rsec_tls_last_error(SSL *ssl, char *out, size_t cap)
+{
+	if (!cap)
+		return;
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	unsigned long e = ERR_peek_last_error();
+	if (v != X509_V_OK)
+		snprintf(out, cap, "certificate: %s", X509_verify_cert_error_string(v));
+	else if (e)
+		ERR_error_string_n(e, out, cap);
+	else
+		snprintf(out, cap, "connection closed during the handshake");
+	ERR_clear_error();
+}
+
+int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	const uint8_t *p = buf;
+	while (n > 0) {
+		size_t done = 0;
+		ERR_clear_error();
+		int ret = SSL_write_ex(ssl, p, n, &done);
+		if (ret == 1) {
+			p += done;
+			n -= done;
+			continue;
+		}
+		bool want_write = true;
+		int rc = map_result(ssl, ret, &want_write);
+		if (rc != RSEC_E_AGAIN)
+			return rc;
+		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
+		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
+	}
+	return 0;
+}
+
+int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
+{
+	*got = 0;
+	ERR_clear_error();
+	int ret = SSL_read_ex(ssl, buf, cap, got);
+	if (ret == 1)
+		return 0;
+	return map_result(ssl, ret, NULL);
+}
+
+int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint8_t *p = buf;
+	while (n > 0) {
+		size_t got = 0;
+		ERR_clear_error();
+		int ret = SSL_read_ex(ssl, p, n, &got);
+		if (ret == 1) {
+			p += got;
+			n -= got;
+			continue;
+		}
+		bool want_write = false;
+		int rc = map_result(ssl, ret, &want_write);
+		if (rc != RSEC_E_AGAIN)
+			return rc;
+		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
+		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
+	}
+	return 0;
+}
+
+int rsec_tls_shutdown(SSL *ssl)
+{
+	ERR_clear_error();
+	int ret = SSL_shutdown(ssl);
+	return ret >= 0 ? 0 : RSEC_E_TLS;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The control channel's TLS 1.3 (OpenSSL 3): contexts, stepwise handshakes, record I/O. */
+#ifndef RSEC_TLS_H
+#define RSEC_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "result.h"
+
+struct rsec_tls_opts {
+	bool is_server;
+	/* Certificate mode: all three. */
+	const char *ca_file, *cert_file, *key_file;
+	/* External-PSK mode instead (32..64 bytes); no certificates. */
+	const uint8_t *psk;
+	size_t psk_len;
+	const char *psk_identity; /* client: the one it presents; server: the one it accepts */
+	/* Client: the name or IP the server's certificate must carry. Server: NULL,
+	 * or a name the client's certificate must carry. */
+	const char *peer_name;
+};
+
+/* err gets a reason naming the file that failed. RSEC_E_CONFIG, RSEC_E_TLS, RSEC_E_NOMEM. */
+RSEC_MUST_CHECK int rsec_tls_ctx_new(const struct rsec_tls_opts *o, SSL_CTX **out, char *err, size_t errlen);
+/* An SSL on a connected socket, with the name checks of o. */
+RSEC_MUST_CHECK int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opts *o, SSL **out);
+/*
+ * One handshake step. 0: done, TLS 1.3, peer verified. RSEC_E_AGAIN: wait for
+ * the fd (*want_write says which way). RSEC_E_AUTH: the peer failed
+ * authentication. RSEC_E_CLOSED: the peer went away. RSEC_E_TLS: otherwise.
+ */
+RSEC_MUST_CHECK int rsec_tls_handshake_step(SSL *ssl, bool *want_write);
+/* Blocking handshake with a deadline. */
+RSEC_MUST_CHECK int rsec_tls_handshake(SSL *ssl, int timeout_ms);
+/* "CN=...,O=..." for certificates, "psk:<identity>" for PSKs. */
+RSEC_MUST_CHECK int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap);
+/* Why the handshake failed, for logs: never key material. */
+void rsec_tls_last_error(SSL *ssl, char *out, size_t cap);
+RSEC_MUST_CHECK int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms);
+/* Never blocks: RSEC_E_AGAIN when nothing is there. */
+RSEC_MUST_CHECK int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got);
+RSEC_MUST_CHECK int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms);
+RSEC_MUST_CHECK int rsec_tls_shutdown(SSL *ssl);
+
+#endif

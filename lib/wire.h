@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Control-channel message codec. Connection parameters travel only inside
+ * the TLS 1.3 channel, as frames of this one versioned, length-checked,
+ * big-endian format (docs/protocol.md); never as raw structs.
+ *
+ * Frame: u8 version | u8 type | u16 reserved (0) | u32 body_len | body.
+ * Both directions validate every field against the limits below: the encoder
+ * refuses to emit what the decoder would reject, so decode(encode(m)) == m and
+ * encode(decode(f)) == f for every accepted frame f.
+ */
+#ifndef RSEC_WIRE_H
+#define RSEC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "result.h"
+
+#define RSEC_WIRE_VERSION 1
+#define RSEC_WIRE_HDR_LEN 8
+#define RSEC_WIRE_MAX_BODY 4096
+#define RSEC_WIRE_MAX_FRAME (RSEC_WIRE_HDR_LEN + RSEC_WIRE_MAX_BODY)
+
+enum rsec_msg_type {
+	RSEC_MSG_HELLO = 1,
+	RSEC_MSG_QP_INFO = 2,
+	RSEC_MSG_READY = 3,
+	RSEC_MSG_GRANT = 4,
+	RSEC_MSG_REVOKE = 5,
+	RSEC_MSG_KEEPALIVE = 6,
+	RSEC_MSG_DISCONNECT = 7,
+	RSEC_MSG_ERROR = 8,
+	RSEC_MSG_VERIFY = 9,
+	RSEC_MSG_CREDIT = 10,
+};
+#define RSEC_MSG_TYPE_MIN RSEC_MSG_HELLO
+#define RSEC_MSG_TYPE_MAX RSEC_MSG_CREDIT
+
+/* HELLO */
+#define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
+#define RSEC_WIRE_AEAD_AES_256_GCM 1
+#define RSEC_WIRE_AEAD_CHACHA20_POLY1305 2
+
+/* QP_INFO */
+#define RSEC_WIRE_QPN_MAX 0xffffffu           /* QPN and PSN are 24-bit */
+#define RSEC_WIRE_PSN_MAX 0xffffffu
+#define RSEC_WIRE_GID_LEN 16
+#define RSEC_WIRE_MTU_MIN 1                   /* IBV_MTU_256 */
+#define RSEC_WIRE_MTU_MAX 5                   /* IBV_MTU_4096 */
+#define RSEC_WIRE_LINK_IB 1
+#define RSEC_WIRE_LINK_ETHERNET 2             /* RoCE */
+#define RSEC_WIRE_RECV_SLOTS_MIN 1u
+#define RSEC_WIRE_RECV_SLOTS_MAX 4096u
+#define RSEC_WIRE_SLOT_SIZE_MIN 64u
+#define RSEC_WIRE_SLOT_SIZE_MAX 1048576u
+#define RSEC_WIRE_MAX_MSG_MIN 1u
+#define RSEC_WIRE_MAX_MSG_MAX (1u << 30)
+
+/* GRANT / VERIFY */
+#define RSEC_WIRE_GRANT_LEN_MIN 1u
+#define RSEC_WIRE_GRANT_LEN_MAX (UINT64_C(1) << 40)
+#define RSEC_WIRE_ACCESS_READ 1u
+#define RSEC_WIRE_ACCESS_WRITE 2u
+#define RSEC_WIRE_ACCESS_MASK (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE)
+#define RSEC_WIRE_MAC_HMAC_SHA256 1
+#define RSEC_WIRE_MAC_LEN 32
+
+/* DISCONNECT / ERROR */
+#define RSEC_WIRE_MAX_TEXT 256                /* printable ASCII 0x20..0x7e only */
+#define RSEC_WIRE_TEXT_MIN_CHAR 0x20
+#define RSEC_WIRE_TEXT_MAX_CHAR 0x7e
+#define RSEC_WIRE_ERROR_CODE_MIN 1u           /* -RSEC_E_* */
+#define RSEC_WIRE_ERROR_CODE_MAX 255u
+
+/* Why a side disconnects; any other value is rejected. */
+enum rsec_disconnect_reason {
+	RSEC_DISC_NORMAL = 0,    /* the application closed the connection */
+	RSEC_DISC_SHUTDOWN = 1,  /* the process or context is going away */
+	RSEC_DISC_PROTOCOL = 2,  /* the peer sent a malformed or unexpected message */
+	RSEC_DISC_REFUSED = 3,   /* admission refused (server's admit hook, limits) */
+	RSEC_DISC_TIMEOUT = 4,   /* handshake or keepalive deadline passed */
+	RSEC_DISC_QP_ERROR = 5,  /* the local QP entered the error state */
+	RSEC_DISC_INTEGRITY = 6, /* a message failed authentication or sequencing */
+};
+#define RSEC_DISC_MAX RSEC_DISC_INTEGRITY
+
+/* CREDIT */
+#define RSEC_WIRE_CREDITS_MIN 1u
+#define RSEC_WIRE_CREDITS_MAX 4096u
+
+/* Text carried by DISCONNECT and ERROR; s[len] is always NUL after decode. */
+struct rsec_wire_text {
+	uint16_t len;
+	char s[RSEC_WIRE_MAX_TEXT + 1];
+};
+
+struct rsec_msg_hello {
+	uint16_t min_version, max_version;
+	uint32_t features;          /* bit flags; unknown bits are kept, and ignored by the reader */
+	uint8_t aead;               /* RSEC_WIRE_AEAD_* */
+};
+
+struct rsec_msg_qp_info {
+	uint32_t qpn;
+	uint32_t psn;
+	uint16_t lid;
+	uint8_t gid[RSEC_WIRE_GID_LEN];
+	uint8_t mtu;                /* enum ibv_mtu value */
+	uint8_t link;               /* RSEC_WIRE_LINK_* */
+	uint32_t recv_slots;
+	uint32_t slot_size;
+	uint32_t max_msg;
+};
+
+struct rsec_msg_grant {
+	uint64_t grant_id;
+	uint64_t addr;              /* addr + len must not wrap */
+	uint32_t rkey;
+	uint64_t len;
+	uint32_t access;            /* RSEC_WIRE_ACCESS_*, nonzero */
+	uint32_t ttl_ms;            /* 0: until revoked */
+	uint64_t tag;               /* the application's label */
+};
+
+struct rsec_msg_revoke {
+	uint64_t grant_id;
+};
+
+struct rsec_msg_keepalive {
+	uint64_t nonce;
+	uint8_t is_reply;           /* 0 or 1 */
+};
+
+struct rsec_msg_disconnect {
+	uint32_t reason;            /* enum rsec_disconnect_reason */
+	struct rsec_wire_text text;
+};
+
+struct rsec_msg_error {
+	uint32_t code;              /* -RSEC_E_*, i.e. a positive 1..255 */
+	struct rsec_wire_text text;
+};
+
+struct rsec_msg_verify {
+	uint64_t grant_id;
+	uint64_t offset;            /* len >= 1, offset + len <= RSEC_WIRE_GRANT_LEN_MAX */
+	uint64_t len;
+	uint8_t mac_alg;            /* RSEC_WIRE_MAC_* */
+	uint8_t mac[RSEC_WIRE_MAC_LEN];
+};
+
+struct rsec_msg_credit {
+	uint32_t credits;
+};
+
+/* One decoded control message; type selects the member of u (READY has none). */
+struct rsec_msg {
+	uint8_t type;               /* enum rsec_msg_type */
+	union {
+		struct rsec_msg_hello hello;
+		struct rsec_msg_qp_info qp_info;
+		struct rsec_msg_grant grant;
+		struct rsec_msg_revoke revoke;
+		struct rsec_msg_keepalive keepalive;
+		struct rsec_msg_disconnect disconnect;
+		struct rsec_msg_error error;
+		struct rsec_msg_verify verify;
+		struct rsec_msg_credit credit;
+	} u;
+};
+
+/*
+ * Encode m as one frame into out[0..cap). On success *out_len is the frame
+ * length (at most RSEC_WIRE_MAX_FRAME). Returns 0, RSEC_E_INVAL (NULL
+ * argument), RSEC_E_RANGE (unknown type, a field out of range, or cap too
+ * small); on error out's contents are unspecified and *out_len is untouched.
+ */
+RSEC_MUST_CHECK int rsec_wire_encode(const struct rsec_msg *m, uint8_t *out, size_t cap, size_t *out_len);
+
+/*
+ * Validate the first RSEC_WIRE_HDR_LEN bytes of a frame (n must be >= that;
+ * extra bytes are ignored) and return its type and body length, so a stream
+ * reader knows how much more to read. Returns 0, RSEC_E_INVAL (NULL),
+ * RSEC_E_PROTO (short, wrong version, unknown type, reserved != 0,
+ * body_len > RSEC_WIRE_MAX_BODY).
+ */
+RSEC_MUST_CHECK int rsec_wire_decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint32_t *body_len);
+
+/*
+ * Decode exactly one whole frame of len bytes into *m. Returns 0,
+ * RSEC_E_INVAL (NULL), RSEC_E_PROTO (bad header, body_len != len - 8,
+ * truncated body, trailing bytes, a field out of range). On error *m is zeroed.
+ */
+RSEC_MUST_CHECK int rsec_wire_decode(const uint8_t *frame, size_t len, struct rsec_msg *m);
+
+/* Static name of a message type ("HELLO"), or "UNKNOWN". */
+const char *rsec_wire_type_name(uint8_t type);
+
+/*
+ * Fill t from a C string for sending: truncated to RSEC_WIRE_MAX_TEXT, each
+ * byte outside 0x20..0x7e replaced by '?'. s NULL gives empty text.
+ */
+void rsec_wire_text_set(struct rsec_wire_text *t, const char *s);
+
+#endif /* RSEC_WIRE_H */

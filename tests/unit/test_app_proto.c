@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "app_proto.h"
+
+static void round_trip_every_fixed_message(void **state)
+{
+	(void)state;
+	struct app_msg in[] = {
+		{ .op = APP_WRITE_REQ, .len = 16u << 20 },
+		{ .op = APP_WRITE_GRANTED, .tag = UINT64_MAX },
+		{ .op = APP_WRITE_DONE, .tag = 7 },
+		{ .op = APP_WRITE_RESULT, .len = 3, .sha256 = { 1, 2, 3 } },
+		{ .op = APP_READ_REQ },
+		{ .op = APP_READ_GRANTED, .tag = 9, .len = 1, .sha256 = { [31] = 0xff } },
+		{ .op = APP_READ_DONE, .tag = 9 },
+		{ .op = APP_READ_RESULT },
+		{ .op = APP_ERROR, .text = "no such grant" },
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		uint8_t buf[256];
+		size_t n = app_encode(&in[i], buf, sizeof(buf));
+		assert_true(n > 0);
+		struct app_msg out;
+		const char *why;
+		assert_true(app_decode(buf, n, &out, &why));
+		assert_int_equal(out.op, in[i].op);
+		assert_int_equal(out.tag, in[i].tag);
+		assert_int_equal(out.len, in[i].len);
+		assert_memory_equal(out.sha256, in[i].sha256, APP_SHA256_LEN);
+		assert_string_equal(out.text, in[i].text);
+		/* Every shorter prefix is refused (except the bare opcode of field-less messages). */
+		for (size_t cut = 0; cut < n; cut++) {
+			bool ok = app_decode(buf, cut, &out, &why);
+			if (cut == 0 || in[i].op != APP_ERROR)
+				assert_false(ok);
+		}
+		/* A trailing byte is refused for fixed-size messages. */
+		if (in[i].op != APP_ERROR) {
+			buf[n] = 0;
+			assert_false(app_decode(buf, n + 1, &out, &why));
+			assert_string_equal(why, "trailing bytes");
+		}
+	}
+}
+
+static void echo_payload_points_into_input(void **state)
+{
+	(void)state;
+	const uint8_t msg[] = { APP_ECHO, 'h', 'i' };
+	struct app_msg m;
+	const char *why;
+	assert_true(app_decode(msg, sizeof(msg), &m, &why));
+	assert_ptr_equal(m.payload, msg + 1);
+	assert_int_equal(m.payload_len, 2);
+}
+
+static void malformed_is_refused(void **state)
+{
+	(void)state;
+	struct app_msg m;
+	const char *why;
+	const uint8_t unknown[] = { 'Z' };
+	assert_false(app_decode(unknown, 1, &m, &why));
+	assert_string_equal(why, "unknown opcode");
+	const uint8_t newline[] = { APP_ERROR, 'a', '\n' };
+	assert_false(app_decode(newline, sizeof(newline), &m, &why));
+	uint8_t long_text[2 + APP_ERROR_TEXT_MAX];
+	memset(long_text, 'a', sizeof(long_text));
+	long_text[0] = APP_ERROR;
+	assert_false(app_decode(long_text, sizeof(long_text), &m, &why));
+	assert_true(app_decode(long_text, sizeof(long_text) - 1, &m, &why));
+	uint8_t small[4];
+	struct app_msg big = { .op = APP_WRITE_RESULT };
+	assert_int_equal(app_encode(&big, small, sizeof(small)), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(round_trip_every_fixed_message),
+		cmocka_unit_test(echo_payload_points_into_input),
+		cmocka_unit_test(malformed_is_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

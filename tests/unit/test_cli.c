@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cli.h"
+
+static void numbers(void **state)
+{
+	(void)state;
+	uint64_t v;
+	assert_true(cli_parse_u64("n", "42", 1, 100, false, &v));
+	assert_int_equal(v, 42);
+	assert_true(cli_parse_u64("n", "0x10", 1, 100, false, &v));
+	assert_int_equal(v, 16);
+	assert_true(cli_parse_u64("n", "16M", 1, 1u << 30, true, &v));
+	assert_int_equal(v, 16u << 20);
+	assert_true(cli_parse_u64("n", "4k", 1, 1u << 30, true, &v));
+	assert_int_equal(v, 4096);
+	const char *bad[] = { "", "-1", " 5", "5 ", "abc", "101", "0", "1x", "18446744073709551616", "16M" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(cli_parse_u64("n", bad[i], 1, 100, i == sizeof(bad) / sizeof(bad[0]) - 1, &v));
+	assert_false(cli_parse_u64("n", "17179869184G", 1, UINT64_MAX, true, &v));
+}
+
+static void listen_addresses(void **state)
+{
+	(void)state;
+	char addr[64];
+	uint16_t port = 7471;
+	assert_true(cli_parse_listen("10.0.0.1:99", addr, sizeof(addr), &port));
+	assert_string_equal(addr, "10.0.0.1");
+	assert_int_equal(port, 99);
+	assert_true(cli_parse_listen("[fe80::1]:7", addr, sizeof(addr), &port));
+	assert_string_equal(addr, "fe80::1");
+	assert_int_equal(port, 7);
+	port = 5;
+	assert_true(cli_parse_listen("0.0.0.0", addr, sizeof(addr), &port));
+	assert_int_equal(port, 5);
+	assert_false(cli_parse_listen("fe80::1", addr, sizeof(addr), &port));
+	assert_false(cli_parse_listen("1.2.3.4:0", addr, sizeof(addr), &port));
+	assert_false(cli_parse_listen("1.2.3.4:65536", addr, sizeof(addr), &port));
+	assert_false(cli_parse_listen(":80", addr, sizeof(addr), &port));
+	assert_false(cli_parse_listen("[::1", addr, sizeof(addr), &port));
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void psk_files(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/rsec-psk-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	uint8_t psk[CLI_PSK_MAX];
+	size_t len = 0;
+	const char *hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+	write_file(path, hex, 0600);
+	assert_true(cli_load_psk(path, psk, &len));
+	assert_int_equal(len, 32);
+	assert_int_equal(psk[31], 0x1f);
+	write_file(path, hex, 0644); /* readable by others: refused */
+	assert_false(cli_load_psk(path, psk, &len));
+	write_file(path, "0011", 0600); /* too short */
+	assert_false(cli_load_psk(path, psk, &len));
+	write_file(path, "zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", 0600);
+	assert_false(cli_load_psk(path, psk, &len));
+	unlink(path);
+	assert_false(cli_load_psk(path, psk, &len));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(numbers),
+		cmocka_unit_test(listen_addresses),
+		cmocka_unit_test(psk_files),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "conf.h"
+
+static const char full[] =
+	"; rdmasec server\n"
+	"# another comment style\n"
+	"[server]\n"
+	"listen = 10.77.0.1:9000\n"
+	"device = rxe1\n"
+	"max_clients = 65536\n"
+	"max_per_identity = 1\n"
+	"handshake_timeout_ms = 100   ; inline comment\n"
+	"idle_timeout_ms = 86400000\n"
+	"audit_log = /var/log/rdmasec/audit.log\n"
+	"\n"
+	"[tls]\n"
+	"ca = /etc/rdmasec/ca.pem\n"
+	"cert=/etc/rdmasec/server.pem\n"
+	"key : /etc/rdmasec/server.key\n"
+	"[limits]\r\n"
+	"max_msg = 1073741824\r\n"
+	"recv_slots = 4096\n"
+	"slot_size = 4096";
+
+static void defaults(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	rsec_conf_defaults(&c);
+	assert_string_equal(c.listen_addr, "0.0.0.0");
+	assert_int_equal(c.listen_port, 7471);
+	assert_string_equal(c.device, "");
+	assert_int_equal(c.max_clients, 1024);
+	assert_int_equal(c.max_per_identity, 16);
+	assert_int_equal(c.handshake_timeout_ms, 5000);
+	assert_int_equal(c.idle_timeout_ms, 0);
+	assert_string_equal(c.audit_log, "");
+	assert_string_equal(c.ca, "");
+	assert_string_equal(c.psk_file, "");
+	assert_int_equal(c.max_msg, 16777216);
+	assert_int_equal(c.recv_slots, 64);
+	assert_int_equal(c.slot_size, 65536);
+	/* An empty file changes nothing. */
+	struct rsec_conf d = c;
+	char err[256];
+	assert_int_equal(rsec_conf_parse_string(&d, "", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_parse_string(&d, "\n; only a comment\n\n", err, sizeof(err)), 0);
+	assert_memory_equal(&c, &d, sizeof(c));
+}
+
+static void full_valid_file(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256] = "";
+	rsec_conf_defaults(&c);
+	assert_int_equal(rsec_conf_parse_string(&c, full, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_string_equal(c.listen_addr, "10.77.0.1");
+	assert_int_equal(c.listen_port, 9000);
+	assert_string_equal(c.device, "rxe1");
+	assert_int_equal(c.max_clients, 65536);
+	assert_int_equal(c.max_per_identity, 1);
+	assert_int_equal(c.handshake_timeout_ms, 100);
+	assert_int_equal(c.idle_timeout_ms, 86400000);
+	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
+	assert_string_equal(c.ca, "/etc/rdmasec/ca.pem");
+	assert_string_equal(c.cert, "/etc/rdmasec/server.pem");
+	assert_string_equal(c.key, "/etc/rdmasec/server.key");
+	assert_int_equal(c.max_msg, 1073741824);
+	assert_int_equal(c.recv_slots, 4096);
+	assert_int_equal(c.slot_size, 4096);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
+
+	/* IPv6 listen address. */
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nlisten = [::1]:1\n", err, sizeof(err)), 0);
+	assert_string_equal(c.listen_addr, "::1");
+	assert_int_equal(c.listen_port, 1);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nlisten=[fe80::1:2]:65535", err, sizeof(err)), 0);
+	assert_string_equal(c.listen_addr, "fe80::1:2");
+	assert_int_equal(c.listen_port, 65535);
+	/* 0 means "no idle timeout". */
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nidle_timeout_ms = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.idle_timeout_ms, 0);
+}
+
+struct bad_case {
+	const char *text;
+	const char *err;  /* the exact message */
+};
+
+static void each_invalid_case(void **state)
+{
+	(void)state;
+	static const struct bad_case cases[] = {
+		{ "[server]\nmax_clients = 0\n", "line 2: max_clients: '0' is not in 1..65536" },
+		{ "[server]\nmax_clients = 65537\n", "line 2: max_clients: '65537' is not in 1..65536" },
+		{ "[server]\nmax_clients = -1\n", "line 2: max_clients: '-1' is not in 1..65536" },
+		{ "[server]\nmax_clients = +5\n", "line 2: max_clients: '+5' is not in 1..65536" },
+		{ "[server]\nmax_clients = 0x10\n", "line 2: max_clients: '0x10' is not in 1..65536" },
+		{ "[server]\nmax_clients = 12abc\n", "line 2: max_clients: '12abc' is not in 1..65536" },
+		{ "[server]\nmax_clients =\n", "line 2: max_clients: '' is not in 1..65536" },
+		{ "[server]\nmax_clients = 99999999999999999999999\n",
+		  "line 2: max_clients: '99999999999999999999999' is not in 1..65536" },
+		{ "[server]\nmax_clients = 4294967297\n", "line 2: max_clients: '4294967297' is not in 1..65536" },
+		{ "[server]\nmax_per_identity = 0\n", "line 2: max_per_identity: '0' is not in 1..65536" },
+		{ "[server]\nhandshake_timeout_ms = 99\n", "line 2: handshake_timeout_ms: '99' is not in 100..600000" },
+		{ "[server]\nhandshake_timeout_ms = 600001\n",
+		  "line 2: handshake_timeout_ms: '600001' is not in 100..600000" },
+		{ "[server]\nidle_timeout_ms = 999\n", "line 2: idle_timeout_ms: '999' is not 0 or in 1000..86400000" },
+		{ "[server]\nidle_timeout_ms = 86400001\n",
+		  "line 2: idle_timeout_ms: '86400001' is not 0 or in 1000..86400000" },
+		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
+		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
+		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 1..4096" },
+		{ "[limits]\nslot_size = 4095\n", "line 2: slot_size: '4095' is not in 4096..1048576" },
+		{ "[limits]\nslot_size = 1048577\n", "line 2: slot_size: '1048577' is not in 4096..1048576" },
+		{ "\n\n[server]\n\n\n\nmax_clients = 0\n", "line 7: max_clients: '0' is not in 1..65536" },
+		{ "[sever]\nlisten = 1.2.3.4:5\n", "line 2: unknown section '[sever]'" },
+		{ "max_clients = 5\n", "line 1: unknown section '[]'" },
+		{ "[server]\nmax_client = 5\n", "line 2: unknown key 'max_client' in [server]" },
+		{ "[tls]\nmax_clients = 5\n", "line 2: unknown key 'max_clients' in [tls]" },
+		{ "[server]\nMAX_CLIENTS = 5\n", "line 2: unknown key 'MAX_CLIENTS' in [server]" },
+		{ "[server]\nmax_clients = 5\nmax_clients = 6\n", "line 3: duplicate key 'max_clients' in [server]" },
+		{ "[server]\nmax_clients = 5\n  6\n", "line 3: duplicate key 'max_clients' in [server]" },
+		{ "[server]\nlisten = 1.2.3.4\n", "line 2: listen: '1.2.3.4' is not ADDR:PORT "
+						   "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = 1.2.3.4:0\n", "line 2: listen: '1.2.3.4:0' is not ADDR:PORT "
+						     "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = 1.2.3.4:65536\n", "line 2: listen: '1.2.3.4:65536' is not ADDR:PORT "
+							 "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = 1.2.3:80\n", "line 2: listen: '1.2.3:80' is not ADDR:PORT "
+						    "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = host.example:80\n", "line 2: listen: 'host.example:80' is not ADDR:PORT "
+							   "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = ::1:80\n", "line 2: listen: '::1:80' is not ADDR:PORT "
+						  "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = [::1]80\n", "line 2: listen: '[::1]80' is not ADDR:PORT "
+						   "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = [1.2.3.4]:80\n", "line 2: listen: '[1.2.3.4]:80' is not ADDR:PORT "
+							"(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = :80\n", "line 2: listen: ':80' is not ADDR:PORT "
+					       "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\nlisten = 1.2.3.4: 80\n", "line 2: listen: '1.2.3.4: 80' is not ADDR:PORT "
+						       "(a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)" },
+		{ "[server]\ndevice = rxe0-with-a-name-that-is-far-too-long-for-the-sixty-four-byte-field\n",
+		  "line 2: device: 'rxe0-with-a-name-that-is-far-too-long-for-the-sixty-four-byte-fi...' is too long "
+		  "(67 bytes, max 63)" },
+		{ "[tls]\npsk_identity = \x01x\n", "line 2: psk_identity: '?x' contains a control character" },
+		{ "[server\nmax_clients = 5\n", "line 1: expected '[section]' or 'key = value', got '[server'" },
+		{ "[server]\njust a word\n", "line 2: expected '[section]' or 'key = value', got 'just a word'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rsec_conf c, before;
+		char err[256] = "";
+		rsec_conf_defaults(&c);
+		before = c;
+		int rc = rsec_conf_parse_string(&c, cases[i].text, err, sizeof(err));
+		if (rc != RSEC_E_CONFIG || strcmp(err, cases[i].err) != 0)
+			fail_msg("case %zu: rc %d, err \"%s\", want \"%s\"", i, rc, err, cases[i].err);
+		/* A failed parse leaves the configuration untouched. */
+		assert_memory_equal(&c, &before, sizeof(c));
+	}
+}
+
+static void first_error_wins(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256];
+	rsec_conf_defaults(&c);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nmax_clients = 5\nbogus\nmax_clients = 0\n", err,
+						sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "line 3: expected '[section]' or 'key = value', got 'bogus'");
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nmax_clients = 0\nbogus\n", err, sizeof(err)),
+			 RSEC_E_CONFIG);
+	assert_string_equal(err, "line 2: max_clients: '0' is not in 1..65536");
+	assert_int_equal(c.max_clients, 1024); /* the valid line 2 above was not committed either */
+	/* Small and absent error buffers are fine. */
+	char tiny[8];
+	assert_int_equal(rsec_conf_parse_string(&c, "[x]\na=1\n", tiny, sizeof(tiny)), RSEC_E_CONFIG);
+	assert_string_equal(tiny, "line 2:");
+	assert_int_equal(rsec_conf_parse_string(&c, "[x]\na=1\n", NULL, 0), RSEC_E_CONFIG);
+}
+
+static void long_lines_are_refused_not_cut(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256], text[1024], path[300];
+	rsec_conf_defaults(&c);
+	/* The longest line inih takes whole. */
+	memset(path, 'p', sizeof(path));
+	size_t prefix = strlen("cert = /");
+	path[RSEC_CONF_MAX_LINE - prefix] = '\0';
+	snprintf(text, sizeof(text), "[tls]\ncert = /%s\nkey = /k\n", path);
+	assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), 0);
+	assert_int_equal(strlen(c.cert), RSEC_CONF_MAX_LINE - strlen("cert = "));
+	/* One more byte: an error rather than a silently truncated path. */
+	rsec_conf_defaults(&c);
+	snprintf(text, sizeof(text), "[tls]\ncert = /%sp\nkey = /k\n", path);
+	assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), RSEC_E_CONFIG);
+	snprintf(path, sizeof(path), "line 2: line too long (max %d characters)", RSEC_CONF_MAX_LINE);
+	assert_string_equal(err, path);
+	assert_string_equal(c.cert, "");
+	/* A long last line without a newline. */
+	memset(text, 'x', 600);
+	memcpy(text, "[tls]\nca = /", 12);
+	text[600] = '\0';
+	assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, path);
+}
+
+static void override_with_set(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256];
+	rsec_conf_defaults(&c);
+	assert_int_equal(rsec_conf_parse_string(&c, full, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_set(&c, "server", "max_clients", "7", err, sizeof(err)), 0);
+	assert_int_equal(c.max_clients, 7);
+	assert_int_equal(rsec_conf_set(&c, "server", "listen", "[2001:db8::5]:443", err, sizeof(err)), 0);
+	assert_string_equal(c.listen_addr, "2001:db8::5");
+	assert_int_equal(c.listen_port, 443);
+	assert_int_equal(rsec_conf_set(&c, "server", "device", "", err, sizeof(err)), 0);
+	assert_string_equal(c.device, "");
+	/* Paths longer than a file line can be set here, up to the field. */
+	char longpath[4096];
+	memset(longpath, 'a', sizeof(longpath));
+	longpath[0] = '/';
+	longpath[4095] = '\0';
+	assert_int_equal(rsec_conf_set(&c, "tls", "cert", longpath, err, sizeof(err)), 0);
+	assert_int_equal(strlen(c.cert), 4095);
+	longpath[4095] = 'a';
+	char *toolong = malloc(4097);
+	assert_non_null(toolong);
+	memcpy(toolong, longpath, 4096);
+	toolong[4096] = '\0';
+	struct rsec_conf before = c;
+	assert_int_equal(rsec_conf_set(&c, "tls", "cert", toolong, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "is too long (4096 bytes, max 4095)"));
+	assert_int_equal(strncmp(err, "cert: '/aaa", 11), 0);
+	free(toolong);
+	assert_int_equal(rsec_conf_set(&c, "server", "max_clients", "0", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "max_clients: '0' is not in 1..65536");
+	assert_int_equal(rsec_conf_set(&c, "limits", "nope", "1", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "unknown key 'nope' in [limits]");
+	assert_int_equal(rsec_conf_set(&c, "foo", "nope", "1", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "unknown section '[foo]'");
+	assert_memory_equal(&c, &before, sizeof(c));
+	assert_int_equal(rsec_conf_set(NULL, "server", "listen", "1.2.3.4:5", err, sizeof(err)), RSEC_E_INVAL);
+	assert_int_equal(rsec_conf_set(&c, "server", "listen", NULL, err, sizeof(err)), RSEC_E_INVAL);
+}
+
+static void cross_checks(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256];
+	rsec_conf_defaults(&c);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "[tls]: no credentials: set ca, cert and key (or psk_file and psk_identity)");
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nca=/a\ncert=/b\n", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "[tls]: certificate mode needs ca, cert and key; 'key' is missing");
+	assert_int_equal(rsec_conf_set(&c, "tls", "key", "/c", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_set(&c, "tls", "psk_identity", "me", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "[tls]: set either ca, cert and key, or psk_file and psk_identity, not both");
+	rsec_conf_defaults(&c);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\npsk_identity = me\n", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_string_equal(err, "[tls]: PSK mode needs psk_file and psk_identity; 'psk_file' is missing");
+	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", "/p", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	(void)chmod(path, 0600); /* a previous 0400 copy */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void files_and_psk(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rsec-conf-XXXXXX", path[256], err[256];
+	assert_non_null(mkdtemp(dir));
+	struct rsec_conf c;
+	rsec_conf_defaults(&c);
+
+	snprintf(path, sizeof(path), "%s/server.conf", dir);
+	write_file(path, full, 0644);
+	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(c.listen_port, 9000);
+	snprintf(path, sizeof(path), "%s/missing.conf", dir);
+	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), RSEC_E_IO);
+	assert_non_null(strstr(err, "No such file"));
+	/* NUL bytes in a file would hide the rest of a line from inih. */
+	snprintf(path, sizeof(path), "%s/nul.conf", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite("[server]\nmax_clients = 5\0 junk\n", 1, 31, f), 31);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "contains a NUL byte"));
+
+	/* PSK file: 32 bytes of hex, whitespace allowed. */
+	static const char hex[] = "00112233445566778899aabbccddeeff\n00112233445566778899AABBCCDDEEFF\n";
+	uint8_t psk[RSEC_CONF_PSK_MAX];
+	size_t psk_len = 0;
+	snprintf(path, sizeof(path), "%s/psk", dir);
+	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", path, err, sizeof(err)), 0);
+	write_file(path, hex, 0600);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
+	assert_int_equal(psk_len, 32);
+	assert_int_equal(psk[0], 0x00);
+	assert_int_equal(psk[5], 0x55);
+	assert_int_equal(psk[15], 0xff);
+	assert_int_equal(psk[31], 0xff);
+	write_file(path, hex, 0400);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
+	/* Group/other access: refused, and the message names the mode. */
+	write_file(path, hex, 0640);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "has mode 0640"));
+	write_file(path, hex, 0604);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
+	/* Bad contents; the error never echoes them. */
+	static const char *bad[] = {
+		"00112233445566778899aabbccddeeff\n",                                  /* 16 bytes */
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeefg",    /* non-hex */
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0",   /* odd */
+		"",
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00", /* 65 bytes */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(path, bad[i], 0600);
+		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
+		assert_non_null(strstr(err, "must hold 32..64 bytes as hex"));
+		assert_null(strstr(err, "0011"));
+	}
+	/* Every byte that is neither hex nor whitespace is refused, wherever it sits. */
+	char text[70];
+	for (int ch = 1; ch < 256; ch++) {
+		if (strchr("0123456789abcdefABCDEF \t\r\n", ch))
+			continue;
+		memset(text, 'a', 64);
+		text[64] = '\0';
+		text[ch % 64] = (char)ch;
+		write_file(path, text, 0600);
+		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
+	}
+	/* 64 bytes is the maximum. */
+	write_file(path, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+			 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 0600);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
+	assert_int_equal(psk_len, 64);
+	/* Symlinks are not followed. */
+	char link[256];
+	snprintf(link, sizeof(link), "%s/psk-link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", link, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_IO);
+	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", dir, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
+
+	unlink(link);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/server.conf", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/nul.conf", dir);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults),
+		cmocka_unit_test(full_valid_file),
+		cmocka_unit_test(each_invalid_case),
+		cmocka_unit_test(first_error_wins),
+		cmocka_unit_test(long_lines_are_refused_not_cut),
+		cmocka_unit_test(override_with_set),
+		cmocka_unit_test(cross_checks),
+		cmocka_unit_test(files_and_psk),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-client's commands. Every command checks its round trip: echoes
+ * byte for byte, one-sided writes and reads by SHA-256 on both ends.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "app_proto.h"
+#include "cli.h"
+#include "client.h"
+
+#define MAX_DATA (16u << 20)
+
+static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
+{
+	unsigned len = APP_SHA256_LEN;
+	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
+		memset(out, 0, APP_SHA256_LEN);
+}
+
+static int fail_conn(struct client *cl, const char *what, int rc)
+{
+	fprintf(stderr, "%s: %s", what, rsec_strerror(rc));
+	const char *why = rsec_conn_error(cl->conn);
+	if (why && *why)
+		fprintf(stderr, " (%s)", why);
+	fputc('\n', stderr);
+	if (rsec_conn_state(cl->conn) == RSEC_CONN_CLOSED)
+		cl->closed = true;
+	return -1;
+}
+
+static int send_app(struct client *cl, const struct app_msg *m, const char *what)
+{
+	uint8_t buf[128];
+	size_t n = app_encode(m, buf, sizeof(buf));
+	int rc = rsec_send(cl->conn, buf, n, cl->timeout_ms);
+	return rc < 0 ? fail_conn(cl, what, rc) : 0;
+}
+
+/* Receive the server's answer, expecting opcode op. */
+static int recv_app(struct client *cl, uint8_t op, struct app_msg *m, const char *what)
+{
+	size_t len;
+	int rc = rsec_recv(cl->conn, cl->buf, cl->buf_cap, &len, cl->timeout_ms);
+	if (rc < 0)
+		return fail_conn(cl, what, rc);
+	const char *why;
+	if (!app_decode(cl->buf, len, m, &why)) {
+		fprintf(stderr, "%s: malformed reply from the server (%s)\n", what, why);
+		return -1;
+	}
+	if (m->op == APP_ERROR) {
+		fprintf(stderr, "%s: server error: %s\n", what, m->text);
+		return -1;
+	}
+	if (m->op != op) {
+		fprintf(stderr, "%s: unexpected %s reply\n", what, app_op_name(m->op));
+		return -1;
+	}
+	return 0;
+}
+
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isprint(p[i]))
+			return false;
+	return true;
+}
+
+/* "TEXT" or "-s SIZE" (that many random bytes) into a fresh buffer. */
+static int command_data(const char *args, const char *what, uint8_t **out, size_t *len)
+{
+	if (strncmp(args, "-s ", 3) == 0) {
+		uint64_t n;
+		if (!cli_parse_u64(what, args + 3, 1, MAX_DATA, true, &n))
+			return -1;
+		*out = malloc(n);
+		if (!*out || RAND_bytes(*out, (int)n) != 1) {
+			fprintf(stderr, "%s: cannot make %llu random bytes\n", what, (unsigned long long)n);
+			free(*out);
+			return -1;
+		}
+		*len = n;
+		return 0;
+	}
+	*len = strlen(args);
+	if (*len == 0 || *len > MAX_DATA) {
+		fprintf(stderr, "%s: give TEXT or -s SIZE\n", what);
+		return -1;
+	}
+	*out = malloc(*len);
+	if (!*out)
+		return -1;
+	memcpy(*out, args, *len);
+	return 0;
+}
+
+static void show(const char *what, const uint8_t *data, size_t len, const char *verdict)
+{
+	if (len <= 200 && printable(data, len))
+		printf("%s: %.*s\n", what, (int)len, (const char *)data);
+	else
+		printf("%s: %zu bytes, %s\n", what, len, verdict);
+	fflush(stdout);
+}
+
+static int cmd_send(struct client *cl, const char *args)
+{
+	uint8_t *data;
+	size_t len;
+	if (command_data(args, "send", &data, &len) < 0)
+		return -1;
+	int rc = -1;
+	if (len + 1 > cl->buf_cap)
+		goto out;
+	cl->buf[0] = APP_ECHO;
+	memcpy(cl->buf + 1, data, len);
+	int err = rsec_send(cl->conn, cl->buf, len + 1, cl->timeout_ms);
+	if (err < 0) {
+		fail_conn(cl, "send", err);
+		goto out;
+	}
+	struct app_msg m;
+	if (recv_app(cl, APP_ECHO_REPLY, &m, "send") < 0)
+		goto out;
+	if (m.payload_len != len || CRYPTO_memcmp(m.payload, data, len) != 0) {
+		fprintf(stderr, "send: the echo differs from what was sent (%zu bytes back, %zu sent)\n",
+			m.payload_len, len);
+		goto out;
+	}
+	show("reply", m.payload, m.payload_len, "echo verified");
+	rc = 0;
+out:
+	free(data);
+	return rc;
+}
+
+static int cmd_write(struct client *cl, const char *args)
+{
+	uint8_t *data;
+	size_t len;
+	if (command_data(args, "write", &data, &len) < 0)
+		return -1;
+	struct app_msg m = { .op = APP_WRITE_REQ, .len = len };
+	struct rsec_remote_grant g;
+	int rc;
+	if (send_app(cl, &m, "write") < 0 || recv_app(cl, APP_WRITE_GRANTED, &m, "write") < 0)
+		goto fail;
+	rc = rsec_grant_wait(cl->conn, m.tag, &g, cl->timeout_ms);
+	if (rc < 0) {
+		fail_conn(cl, "write: no grant", rc);
+		goto fail;
+	}
+	rc = rsec_write(cl->conn, &g, 0, data, len, cl->timeout_ms);
+	if (rc < 0) {
+		fail_conn(cl, "write", rc);
+		goto fail;
+	}
+	struct app_msg done = { .op = APP_WRITE_DONE, .tag = m.tag };
+	if (send_app(cl, &done, "write") < 0 || recv_app(cl, APP_WRITE_RESULT, &m, "write") < 0)
+		goto fail;
+	uint8_t mine[APP_SHA256_LEN];
+	sha256(data, len, mine);
+	if (m.len != len || CRYPTO_memcmp(mine, m.sha256, sizeof(mine)) != 0) {
+		fprintf(stderr, "write: the server received other bytes than were written\n");
+		goto fail;
+	}
+	free(cl->last);
+	cl->last = data;
+	cl->last_len = len;
+	printf("write: %zu bytes, server verified sha256\n", len);
+	fflush(stdout);
+	return 0;
+fail:
+	free(data);
+	return -1;
+}
+
+static int cmd_read(struct client *cl, const char *args)
+{
+	if (*args) {
+		fprintf(stderr, "read: takes no arguments\n");
+		return -1;
+	}
+	struct app_msg m = { .op = APP_READ_REQ };
+	if (send_app(cl, &m, "read") < 0 || recv_app(cl, APP_READ_GRANTED, &m, "read") < 0)
+		return -1;
+	if (m.len == 0 || m.len > MAX_DATA) {
+		fprintf(stderr, "read: the server offers %llu bytes\n", (unsigned long long)m.len);
+		return -1;
+	}
+	struct rsec_remote_grant g;
+	int rc = rsec_grant_wait(cl->conn, m.tag, &g, cl->timeout_ms);
+	if (rc < 0)
+		return fail_conn(cl, "read: no grant", rc);
+	uint8_t *data = malloc(m.len);
+	if (!data)
+		return -1;
+	int status = -1;
+	rc = rsec_read(cl->conn, &g, 0, data, m.len, cl->timeout_ms);
+	if (rc < 0) {
+		fail_conn(cl, "read", rc);
+		goto out;
+	}
+	struct app_msg done = { .op = APP_READ_DONE, .tag = m.tag }, ack;
+	if (send_app(cl, &done, "read") < 0 || recv_app(cl, APP_READ_RESULT, &ack, "read") < 0)
+		goto out;
+	uint8_t mine[APP_SHA256_LEN];
+	sha256(data, m.len, mine);
+	if (CRYPTO_memcmp(mine, m.sha256, sizeof(mine)) != 0) {
+		fprintf(stderr, "read: the bytes read differ from the server's\n");
+		goto out;
+	}
+	if (cl->last && (cl->last_len != m.len || CRYPTO_memcmp(cl->last, data, m.len) != 0)) {
+		fprintf(stderr, "read: the bytes read differ from what this client wrote\n");
+		goto out;
+	}
+	show("read", data, m.len, cl->last ? "verified against the last write" : "verified");
+	status = 0;
+out:
+	free(data);
+	return status;
+}
+
+static int cmd_stats(struct client *cl, const char *args)
+{
+	(void)args;
+	struct rsec_conn_stats s;
+	if (rsec_conn_stats(cl->conn, &s) < 0)
+		return -1;
+	printf("stats: peer=%s msgs_sent=%llu msgs_received=%llu bytes_sent=%llu bytes_received=%llu "
+	       "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu malformed=%llu "
+	       "qp_errors=%llu\n",
+	       rsec_conn_peer(cl->conn), (unsigned long long)s.msgs_sent, (unsigned long long)s.msgs_received,
+	       (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received,
+	       (unsigned long long)s.rdma_writes, (unsigned long long)s.rdma_reads,
+	       (unsigned long long)s.mac_failures, (unsigned long long)s.seq_violations,
+	       (unsigned long long)s.malformed, (unsigned long long)s.qp_errors);
+	fflush(stdout);
+	return 0;
+}
+
+static int cmd_quit(struct client *cl, const char *args)
+{
+	(void)args;
+	int rc = rsec_conn_close(cl->conn, "client quit");
+	cl->closed = true;
+	return rc < 0 ? fail_conn(cl, "quit", rc) : 0;
+}
+
+static int cmd_help(struct client *cl, const char *args);
+
+static const struct command {
+	const char *name;
+	int (*run)(struct client *cl, const char *args);
+	const char *help;
+} commands[] = {
+	{ "send", cmd_send, "send TEXT | send -s SIZE   two-sided message, echoed and compared" },
+	{ "write", cmd_write, "write TEXT | write -s SIZE one-sided RDMA WRITE through a grant" },
+	{ "read", cmd_read, "read                       RDMA READ back what was written" },
+	{ "stats", cmd_stats, "stats                      this connection's counters" },
+	{ "quit", cmd_quit, "quit                       authenticated disconnect" },
+	{ "help", cmd_help, "help                       this list" },
+};
+
+static int cmd_help(struct client *cl, const char *args)
+{
+	(void)cl;
+	(void)args;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		printf("  %s\n", commands[i].help);
+	return 0;
+}
+
+int client_command(struct client *cl, char *line)
+{
+	while (isspace((unsigned char)*line))
+		line++;
+	size_t n = strlen(line);
+	while (n && isspace((unsigned char)line[n - 1]))
+		line[--n] = '\0';
+	if (!*line)
+		return 0;
+	char *args = line + strcspn(line, " \t");
+	if (*args)
+		*args++ = '\0';
+	while (isspace((unsigned char)*args))
+		args++;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(line, commands[i].name) == 0)
+			return commands[i].run(cl, args);
+	fprintf(stderr, "unknown command '%s' (try 'help')\n", line);
+	return -1;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-client: connect, then run commands from -c or from standard input. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cli.h"
+#include "client.h"
+
+#define DEFAULT_PORT 7471
+#define MAX_MSG ((16u << 20) + 1)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rdmasec-client [OPTIONS] HOST\n"
+		"\n"
+		"Connects to rdmasec-server over TLS 1.3 (mutual authentication), brings up an RDMA\n"
+		"queue pair with parameters exchanged only inside TLS, and runs commands:\n"
+		"  send TEXT | send -s SIZE    sealed two-sided message; the server echoes it\n"
+		"  write TEXT | write -s SIZE  RDMA WRITE through a short-lived grant; server checks SHA-256\n"
+		"  read                        RDMA READ of what was written; checked\n"
+		"  stats                       counters;  quit  authenticated disconnect;  help\n"
+		"\n"
+		"  -c, --commands 'CMD; CMD'   run these and exit (0 only if every command succeeded);\n"
+		"                              otherwise read commands from standard input\n"
+		"  -C, --certs DIR             ca.pem, client.pem, client.key from DIR (rdmasec-keygen)\n"
+		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --psk-file FILE --psk-identity NAME   external-PSK mode instead\n"
+		"  -p, --port PORT             default 7471\n"
+		"      --server-name NAME      name the server certificate must carry (default: HOST)\n"
+		"  -d, --device NAME           RDMA device (default: the one owning the local address)\n"
+		"      --aead aes-256-gcm|chacha20-poly1305   message protection (default aes-256-gcm)\n"
+		"  -t, --timeout MS            per operation and for set-up (default 30000)\n"
+		"  -h, --help\n");
+}
+
+static int run_script(struct client *cl, char *script)
+{
+	int failed = 0;
+	for (char *save = NULL, *cmd = strtok_r(script, ";", &save); cmd && !cl->closed;
+	     cmd = strtok_r(NULL, ";", &save))
+		if (client_command(cl, cmd) < 0)
+			failed = 1;
+	return failed;
+}
+
+/* Interactive: keep the connection serviced (keepalives, a server's
+ * disconnect) while waiting for the next line. */
+static int run_stdin(struct client *cl)
+{
+	bool tty = isatty(STDIN_FILENO);
+	char *line = NULL;
+	size_t cap = 0;
+	int failed = 0;
+	while (!cl->closed) {
+		if (tty) {
+			printf("rdmasec> ");
+			fflush(stdout);
+			for (;;) {
+				struct pollfd p[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+						       { .fd = rsec_conn_fd(cl->conn), .events = POLLIN } };
+				if (poll(p, 2, 1000) < 0 && errno != EINTR)
+					break;
+				int rc = rsec_conn_process(cl->conn);
+				if (rc < 0) {
+					fprintf(stderr, "\nconnection closed: %s\n", rsec_conn_error(cl->conn));
+					cl->closed = true;
+					free(line);
+					return 1;
+				}
+				if (p[0].revents)
+					break;
+			}
+		}
+		if (getline(&line, &cap, stdin) < 0)
+			break;
+		if (client_command(cl, line) < 0)
+			failed = 1;
+	}
+	free(line);
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD };
+	static const struct option opts[] = {
+		{ "commands", required_argument, NULL, 'c' },
+		{ "certs", required_argument, NULL, 'C' },
+		{ "ca", required_argument, NULL, OPT_CA },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
+		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
+		{ "port", required_argument, NULL, 'p' },
+		{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
+		{ "device", required_argument, NULL, 'd' },
+		{ "aead", required_argument, NULL, OPT_AEAD },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char ca[4096] = "", cert[4096] = "", key[4096] = "";
+	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
+	uint64_t port = DEFAULT_PORT, timeout = 30000;
+	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
+	int c;
+	while ((c = getopt_long(argc, argv, "c:C:p:d:t:h", opts, NULL)) != -1) {
+		bool ok = true;
+		switch (c) {
+		case 'c': script = optarg; break;
+		case 'C':
+			ok = cli_join(ca, sizeof(ca), optarg, "ca.pem") && cli_join(cert, sizeof(cert), optarg, "client.pem") &&
+			     cli_join(key, sizeof(key), optarg, "client.key");
+			break;
+		case OPT_CA: ok = snprintf(ca, sizeof(ca), "%s", optarg) < (int)sizeof(ca); break;
+		case OPT_CERT: ok = snprintf(cert, sizeof(cert), "%s", optarg) < (int)sizeof(cert); break;
+		case OPT_KEY: ok = snprintf(key, sizeof(key), "%s", optarg) < (int)sizeof(key); break;
+		case OPT_PSK_FILE: psk_file = optarg; break;
+		case OPT_PSK_ID: psk_id = optarg; break;
+		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
+		case OPT_SERVER_NAME: server_name = optarg; break;
+		case 'd': device = optarg; break;
+		case OPT_AEAD:
+			if (strcmp(optarg, "aes-256-gcm") == 0)
+				aead = RSEC_AEAD_AES_256_GCM;
+			else if (strcmp(optarg, "chacha20-poly1305") == 0)
+				aead = RSEC_AEAD_CHACHA20_POLY1305;
+			else
+				ok = fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", optarg) < 0;
+			break;
+		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (!ok) {
+			fprintf(stderr, "rdmasec-client: bad value for an option (a path too long?)\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "rdmasec-client: give exactly one HOST\n");
+		usage(stderr);
+		return 2;
+	}
+	const char *host = argv[optind];
+
+	uint8_t psk[CLI_PSK_MAX];
+	size_t psk_len = 0;
+	struct rsec_ctx_attr attr = { .device = device, .aead = aead, .max_msg = MAX_MSG,
+				      .handshake_timeout_ms = (int)timeout };
+	if (psk_file) {
+		if (!psk_id) {
+			fprintf(stderr, "rdmasec-client: --psk-file needs --psk-identity\n");
+			return 2;
+		}
+		if (!cli_load_psk(psk_file, psk, &psk_len))
+			return 1;
+		attr.psk = psk;
+		attr.psk_len = psk_len;
+		attr.psk_identity = psk_id;
+	} else if (ca[0] && cert[0] && key[0]) {
+		attr.ca_file = ca;
+		attr.cert_file = cert;
+		attr.key_file = key;
+	} else {
+		fprintf(stderr, "rdmasec-client: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
+		return 2;
+	}
+
+	char err[256] = "";
+	struct rsec_ctx *ctx;
+	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
+	OPENSSL_cleanse(psk, sizeof(psk));
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-client: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
+		return 1;
+	}
+	struct client cl = { .timeout_ms = (int)timeout, .buf_cap = MAX_MSG };
+	cl.buf = malloc(cl.buf_cap);
+	rc = cl.buf ? rsec_connect(ctx, host, (uint16_t)port, server_name, (int)timeout, &cl.conn) : RSEC_E_NOMEM;
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-client: cannot connect to %s:%llu: %s%s%s\n", host, (unsigned long long)port,
+			rsec_strerror(rc), cl.conn ? ": " : "", cl.conn ? rsec_conn_error(cl.conn) : "");
+		rsec_conn_free(cl.conn);
+		rsec_ctx_free(ctx);
+		free(cl.buf);
+		return 1;
+	}
+	fprintf(stderr, "connected to %s:%llu, server identity %s\n", host, (unsigned long long)port, rsec_conn_peer(cl.conn));
+
+	char *copy = script ? strdup(script) : NULL;
+	int failed = script ? (copy ? run_script(&cl, copy) : 1) : run_stdin(&cl);
+	free(copy);
+	if (!cl.closed)
+		(void)rsec_conn_close(cl.conn, "client done");
+	rsec_conn_free(cl.conn);
+	rsec_ctx_free(ctx);
+	free(cl.last);
+	free(cl.buf);
+	return failed;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The application protocol between rdmasec-server and rdmasec-client,
+ * carried in librdmasec's sealed messages (docs/server.md). One opcode byte,
+ * then fixed big-endian fields, then (for echo) the payload.
+ */
+#ifndef RSEC_APP_PROTO_H
+#define RSEC_APP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define APP_SHA256_LEN 32
+#define APP_ERROR_TEXT_MAX 200
+
+enum app_op {
+	APP_ECHO = 'E',          /* payload                 -> APP_ECHO_REPLY, same payload */
+	APP_ECHO_REPLY = 'e',
+	APP_WRITE_REQ = 'W',     /* len                     -> APP_WRITE_GRANTED */
+	APP_WRITE_GRANTED = 'w', /* tag of a WRITE grant of len bytes */
+	APP_WRITE_DONE = 'D',    /* tag                     -> APP_WRITE_RESULT */
+	APP_WRITE_RESULT = 'd',  /* len, sha256 of what the server received */
+	APP_READ_REQ = 'R',      /*                         -> APP_READ_GRANTED */
+	APP_READ_GRANTED = 'r',  /* tag, len, sha256 of the READ grant's bytes */
+	APP_READ_DONE = 'F',     /* tag                     -> APP_READ_RESULT */
+	APP_READ_RESULT = 'f',
+	APP_ERROR = 'x',         /* text */
+};
+
+struct app_msg {
+	uint8_t op;
+	uint64_t tag;
+	uint64_t len;
+	uint8_t sha256[APP_SHA256_LEN];
+	const uint8_t *payload; /* APP_ECHO(_REPLY): points into the decoded buffer */
+	size_t payload_len;
+	char text[APP_ERROR_TEXT_MAX + 1];
+};
+
+/* Encodes the fixed part of m (not an echo payload) into out; returns bytes or 0 if cap is short. */
+size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap);
+/* Decodes one message; false (with *why) if malformed. */
+bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **why);
+const char *app_op_name(uint8_t op);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static int verbose;
+
+void log_set_verbose(int v)
+{
+	verbose = v;
+}
+
+int log_verbose(void)
+{
+	return verbose;
+}
+
+const char *log_q(const char *s)
+{
+	/* Four rotating buffers: enough for the values of one log line. */
+	static char bufs[4][600];
+	static unsigned next;
+	char *out = bufs[next++ % 4];
+	size_t n = 0;
+	out[n++] = '"';
+	for (; *s && n < sizeof(bufs[0]) - 4; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			out[n++] = '\\';
+		out[n++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	out[n++] = '"';
+	out[n] = '\0';
+	return out;
+}
+
+void log_event(const char *level, const char *event, const char *fmt, ...)
+{
+	if (strcmp(level, "debug") == 0 && !verbose)
+		return;
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000, level, event);
+	if (fmt && *fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		fputc(' ', stderr);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+}

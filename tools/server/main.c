@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-server: options and configuration, then the event loop. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "cli.h"
+#include "conf.h"
+#include "log.h"
+#include "server.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rdmasec-server [OPTIONS]\n"
+		"\n"
+		"Serves secure RDMA connections: TLS 1.3 with mutual authentication carries every\n"
+		"connection parameter; messages are sealed; one-sided access only through grants.\n"
+		"Clients' messages are echoed; 'write' and 'read' go through short-lived grants.\n"
+		"\n"
+		"  -f, --config FILE           INI configuration (see rdmasec-server(8)); flags override it\n"
+		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
+		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --psk-file FILE         external-PSK mode instead of certificates (hex, mode 0600)\n"
+		"      --psk-identity NAME     the identity clients must present with the PSK\n"
+		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:7471\n"
+		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
+		"      --max-clients N         connections at once, handshakes included (default 1024)\n"
+		"      --max-per-identity N    connections per authenticated identity (default 16)\n"
+		"      --handshake-timeout MS  set-up deadline per connection (default 5000)\n"
+		"      --max-msg BYTES         largest message and grant (default 16M)\n"
+		"      --recv-slots N --slot-size BYTES   receive buffers per connection\n"
+		"  -v, --verbose               debug events in the log\n"
+		"  -h, --help\n"
+		"\n"
+		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: tell every client, then exit.\n"
+		"SIGUSR1: log the counters.\n");
+}
+
+static bool set(struct rsec_conf *c, const char *section, const char *key, const char *value)
+{
+	char err[256];
+	if (rsec_conf_set(c, section, key, value, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rdmasec-server: %s\n", err);
+		return false;
+	}
+	return true;
+}
+
+static bool set_certs_dir(struct rsec_conf *c, const char *dir)
+{
+	char path[4096];
+	return cli_join(path, sizeof(path), dir, "ca.pem") && set(c, "tls", "ca", path) &&
+	       cli_join(path, sizeof(path), dir, "server.pem") && set(c, "tls", "cert", path) &&
+	       cli_join(path, sizeof(path), dir, "server.key") && set(c, "tls", "key", path);
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
+	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'f' },
+		{ "certs", required_argument, NULL, 'C' },
+		{ "ca", required_argument, NULL, OPT_CA },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
+		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+		{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_ID },
+		{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
+		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
+		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
+		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct rsec_conf conf;
+	rsec_conf_defaults(&conf);
+
+	/* The file first, so that flags override it whatever their order. */
+	for (int i = 1; i < argc - 1; i++) {
+		if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--config") == 0) {
+			char err[512];
+			if (rsec_conf_parse_file(&conf, argv[i + 1], err, sizeof(err)) < 0) {
+				fprintf(stderr, "rdmasec-server: %s: %s\n", argv[i + 1], err);
+				return 1;
+			}
+		}
+	}
+	int c;
+	bool ok = true;
+	while (ok && (c = getopt_long(argc, argv, "f:C:l:d:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': break;
+		case 'C': ok = set_certs_dir(&conf, optarg); break;
+		case OPT_CA: ok = set(&conf, "tls", "ca", optarg); break;
+		case OPT_CERT: ok = set(&conf, "tls", "cert", optarg); break;
+		case OPT_KEY: ok = set(&conf, "tls", "key", optarg); break;
+		case OPT_PSK_FILE: ok = set(&conf, "tls", "psk_file", optarg); break;
+		case OPT_PSK_ID: ok = set(&conf, "tls", "psk_identity", optarg); break;
+		case 'l': ok = set(&conf, "server", "listen", optarg); break;
+		case 'd': ok = set(&conf, "server", "device", optarg); break;
+		case OPT_MAX_CLIENTS: ok = set(&conf, "server", "max_clients", optarg); break;
+		case OPT_MAX_PER_ID: ok = set(&conf, "server", "max_per_identity", optarg); break;
+		case OPT_HS_TIMEOUT: ok = set(&conf, "server", "handshake_timeout_ms", optarg); break;
+		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
+		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
+		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;
+		case 'v': log_set_verbose(1); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!ok)
+		return 2;
+	if (optind != argc) {
+		fprintf(stderr, "rdmasec-server: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	uint8_t psk[CLI_PSK_MAX];
+	size_t psk_len = 0;
+	if (conf.psk_file[0]) {
+		if (!conf.psk_identity[0]) {
+			fprintf(stderr, "rdmasec-server: --psk-file needs --psk-identity\n");
+			return 2;
+		}
+		if (!cli_load_psk(conf.psk_file, psk, &psk_len))
+			return 1;
+	} else if (!conf.ca[0] || !conf.cert[0] || !conf.key[0]) {
+		fprintf(stderr, "rdmasec-server: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
+		return 2;
+	}
+	int status = server_run(&conf, psk, psk_len);
+	OPENSSL_cleanse(psk, sizeof(psk));
+	return status;
+}

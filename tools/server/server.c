@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-server's event loop: one thread, one epoll set holding the
+ * listener, a signalfd and one fd per connection. No thread per client and
+ * no fixed small cap: limits come from the configuration and hold before
+ * any RDMA resource is spent (capacity at accept, identity at admission).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "app_proto.h"
+#include "log.h"
+#include "rdmasec.h"
+#include "server.h"
+
+#define TICK_MS 250
+#define GRANT_TTL_MS 30000
+#define PAGE 4096u
+
+struct session {
+	struct server *srv;
+	struct rsec_conn *conn;
+	uint64_t id;
+	bool established;
+	bool admitted;
+	char peer[256];
+	/* The one buffer this client may reach by RDMA, only through grants. */
+	uint8_t *mem;
+	size_t mem_len, data_len, mem_alloc, mem_skew; /* the data starts at mem + mem_skew */
+	struct rsec_region *region;
+	uint64_t grant_id, grant_tag, next_tag;
+	bool grant_live;
+	uint8_t grant_op; /* APP_WRITE_REQ or APP_READ_REQ */
+	struct session *prev, *next;
+};
+
+struct server {
+	const struct rsec_conf *conf;
+	struct rsec_ctx *ctx;
+	struct rsec_listener *listener;
+	int epfd, sigfd;
+	struct session *sessions;
+	size_t nsessions;
+	uint64_t next_id;
+	struct session *current; /* the session rsec_conn_process is running for */
+	uint8_t *msg;            /* one receive buffer, max_msg + opcode */
+	size_t msg_cap;
+	struct server_counters n;
+	bool stop;
+};
+
+static int admit(void *arg, const char *peer)
+{
+	struct server *srv = arg;
+	size_t same = 0;
+	for (struct session *s = srv->sessions; s; s = s->next)
+		if (s->admitted && strcmp(s->peer, peer) == 0)
+			same++;
+	if (same >= srv->conf->max_per_identity)
+		return RSEC_E_LIMIT;
+	if (srv->current) {
+		srv->current->admitted = true;
+		snprintf(srv->current->peer, sizeof(srv->current->peer), "%s", peer);
+	}
+	return 0;
+}
+
+static void region_release(struct session *s)
+{
+	if (s->grant_live)
+		(void)rsec_revoke(s->conn, s->grant_id);
+	s->grant_live = false;
+	rsec_region_free(s->region);
+	s->region = NULL;
+	if (s->mem) {
+		OPENSSL_cleanse(s->mem, s->mem_alloc);
+		free(s->mem);
+	}
+	s->mem = NULL;
+	s->mem_len = s->data_len = s->mem_alloc = 0;
+}
+
+static void session_end(struct session *s, int rc)
+{
+	struct server *srv = s->srv;
+	struct rsec_conn_stats st;
+	if (rsec_conn_stats(s->conn, &st) == 0) {
+		srv->n.mac_failures += st.mac_failures;
+		srv->n.seq_violations += st.seq_violations;
+		srv->n.qp_errors += st.qp_errors;
+	}
+	const char *why = rsec_conn_error(s->conn);
+	if (s->established) {
+		srv->n.closed++;
+		log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
+			  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
+			  "seq_violations=%llu qp_errors=%llu",
+			  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
+			  (unsigned long long)st.msgs_received, (unsigned long long)st.msgs_sent,
+			  (unsigned long long)st.mac_failures, (unsigned long long)st.seq_violations,
+			  (unsigned long long)st.qp_errors);
+	} else {
+		const char *event = "handshake_failed";
+		if (rc == RSEC_E_AUTH || rc == RSEC_E_TLS) {
+			srv->n.refused_auth++;
+			event = "refused";
+		} else if (rc == RSEC_E_LIMIT) {
+			srv->n.refused_identity++;
+			event = "refused";
+		} else {
+			srv->n.handshake_failed++;
+		}
+		log_event("warn", event, "conn=%llu peer=%s code=%s reason=%s qp_created=no",
+			  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
+			  log_q(rsec_strerror(rc)), log_q(why));
+	}
+	region_release(s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		srv->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	srv->nsessions--;
+	rsec_conn_free(s->conn); /* closes its fd, which leaves the epoll set */
+	free(s);
+}
+
+static int reply(struct session *s, const struct app_msg *m)
+{
+	uint8_t buf[128];
+	size_t n = app_encode(m, buf, sizeof(buf));
+	if (n == 0)
+		return RSEC_E_INVAL;
+	return rsec_send(s->conn, buf, n, 5000);
+}
+
+static int reply_error(struct session *s, const char *text)
+{
+	struct app_msg m = { .op = APP_ERROR };
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	return reply(s, &m);
+}
+
+static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
+{
+	unsigned len = APP_SHA256_LEN;
+	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
+		memset(out, 0, APP_SHA256_LEN);
+}
+
+/* Page-aligned, with a random page offset so buffers of consecutive
+ * clients do not sit at predictable addresses (ReDMArk V4). */
+static int region_alloc(struct session *s, size_t len)
+{
+	uint8_t r;
+	if (RAND_bytes(&r, 1) != 1)
+		return RSEC_E_CRYPTO;
+	size_t skew = (size_t)(r % 16) * PAGE;
+	s->mem_alloc = skew + len;
+	void *p;
+	if (posix_memalign(&p, PAGE, s->mem_alloc) != 0)
+		return RSEC_E_NOMEM;
+	memset(p, 0, s->mem_alloc);
+	s->mem = p;
+	s->mem_len = len;
+	int rc = rsec_region_reg(s->conn, s->mem + skew, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->region);
+	if (rc < 0)
+		return rc;
+	s->mem_skew = skew;
+	return 0;
+}
+
+static int on_write_req(struct session *s, const struct app_msg *m)
+{
+	if (m->len == 0 || m->len > s->srv->conf->max_msg)
+		return reply_error(s, "write: length out of range");
+	region_release(s);
+	int rc = region_alloc(s, m->len);
+	if (rc < 0) {
+		region_release(s);
+		return reply_error(s, "write: cannot prepare a buffer");
+	}
+	s->grant_tag = ++s->next_tag;
+	rc = rsec_grant(s->conn, s->region, 0, m->len, RSEC_ACCESS_WRITE, GRANT_TTL_MS, s->grant_tag, &s->grant_id);
+	if (rc < 0)
+		return rc;
+	s->grant_live = true;
+	s->grant_op = APP_WRITE_REQ;
+	struct app_msg r = { .op = APP_WRITE_GRANTED, .tag = s->grant_tag };
+	return reply(s, &r);
+}
+
+/* 1: the grant matched and is revoked; 0: it did not and the client was told; <0: failure. */
+static int finish_grant(struct session *s, const struct app_msg *m, uint8_t op)
+{
+	if (!s->grant_live || s->grant_op != op || m->tag != s->grant_tag)
+		return reply_error(s, "no such grant");
+	/* Revoke first: once verified, nobody may change the bytes. */
+	int rc = rsec_revoke(s->conn, s->grant_id);
+	s->grant_live = false;
+	return rc < 0 ? rc : 1;
+}
+
+static int on_write_done(struct session *s, const struct app_msg *m)
+{
+	int rc = finish_grant(s, m, APP_WRITE_REQ);
+	if (rc <= 0)
+		return rc;
+	s->data_len = s->mem_len;
+	s->srv->n.rdma_writes++;
+	struct app_msg r = { .op = APP_WRITE_RESULT, .len = s->data_len };
+	sha256(s->mem + s->mem_skew, s->data_len, r.sha256);
+	return reply(s, &r);
+}
+
+static int on_read_req(struct session *s)
+{
+	if (!s->region || s->data_len == 0 || s->grant_live)
+		return reply_error(s, "read: nothing written yet");
+	s->grant_tag = ++s->next_tag;
+	int rc = rsec_grant(s->conn, s->region, 0, s->data_len, RSEC_ACCESS_READ, GRANT_TTL_MS, s->grant_tag,
+			    &s->grant_id);
+	if (rc < 0)
+		return rc;
+	s->grant_live = true;
+	s->grant_op = APP_READ_REQ;
+	struct app_msg r = { .op = APP_READ_GRANTED, .tag = s->grant_tag, .len = s->data_len };
+	sha256(s->mem + s->mem_skew, s->data_len, r.sha256);
+	return reply(s, &r);
+}
+
+static int on_read_done(struct session *s, const struct app_msg *m)
+{
+	int rc = finish_grant(s, m, APP_READ_REQ);
+	if (rc <= 0)
+		return rc;
+	s->srv->n.rdma_reads++;
+	struct app_msg r = { .op = APP_READ_RESULT };
+	return reply(s, &r);
+}
+
+static int on_message(struct session *s, uint8_t *buf, size_t len)
+{
+	struct app_msg m;
+	const char *why;
+	s->srv->n.messages++;
+	if (!app_decode(buf, len, &m, &why)) {
+		log_event("warn", "bad_request", "conn=%llu peer=%s reason=%s", (unsigned long long)s->id,
+			  log_q(s->peer), log_q(why));
+		return reply_error(s, "malformed request");
+	}
+	log_event("debug", "request", "conn=%llu op=%s len=%zu", (unsigned long long)s->id, app_op_name(m.op), len);
+	switch (m.op) {
+	case APP_ECHO:
+		buf[0] = APP_ECHO_REPLY; /* the reply is the request with its opcode changed */
+		return rsec_send(s->conn, buf, len, 10000);
+	case APP_WRITE_REQ:
+		return on_write_req(s, &m);
+	case APP_WRITE_DONE:
+		return on_write_done(s, &m);
+	case APP_READ_REQ:
+		return on_read_req(s);
+	case APP_READ_DONE:
+		return on_read_done(s, &m);
+	default:
+		return reply_error(s, "unexpected request");
+	}
+}
+
+/* Everything one connection can do now; false once it has ended. */
+static bool session_step(struct session *s)
+{
+	struct server *srv = s->srv;
+	srv->current = s;
+	int rc = rsec_conn_process(s->conn);
+	srv->current = NULL;
+	if (rc == RSEC_E_AGAIN)
+		return true;
+	if (rc < 0) {
+		session_end(s, rc);
+		return false;
+	}
+	if (!s->established) {
+		s->established = true;
+		srv->n.established++;
+		struct rsec_conn_stats st;
+		(void)rsec_conn_stats(s->conn, &st);
+		snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(s->conn));
+		log_event("info", "established", "conn=%llu peer=%s clients=%zu", (unsigned long long)s->id,
+			  log_q(s->peer), srv->nsessions);
+	}
+	for (;;) {
+		size_t len;
+		rc = rsec_recv(s->conn, srv->msg, srv->msg_cap, &len, 0);
+		if (rc == RSEC_E_AGAIN)
+			return true;
+		if (rc == 0)
+			rc = on_message(s, srv->msg, len);
+		if (rc < 0) {
+			session_end(s, rc);
+			return false;
+		}
+	}
+}
+
+static void accept_all(struct server *srv)
+{
+	for (;;) {
+		struct rsec_conn *conn;
+		int rc = rsec_accept(srv->listener, &conn);
+		if (rc == RSEC_E_AGAIN)
+			return;
+		if (rc < 0) {
+			log_event("warn", "accept_failed", "code=%s", log_q(rsec_strerror(rc)));
+			return;
+		}
+		srv->n.accepted++;
+		if (srv->nsessions >= srv->conf->max_clients) {
+			/* Before TLS, before any RDMA resource. */
+			srv->n.refused_capacity++;
+			log_event("warn", "refused", "reason=\"max_clients reached\" clients=%zu qp_created=no",
+				  srv->nsessions);
+			rsec_conn_free(conn);
+			continue;
+		}
+		struct session *s = calloc(1, sizeof(*s));
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+		if (!s || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(conn), &ev) < 0) {
+			log_event("warn", "accept_failed", "reason=%s", log_q(s ? strerror(errno) : "out of memory"));
+			free(s);
+			rsec_conn_free(conn);
+			continue;
+		}
+		s->srv = srv;
+		s->conn = conn;
+		s->id = ++srv->next_id;
+		s->next = srv->sessions;
+		if (s->next)
+			s->next->prev = s;
+		srv->sessions = s;
+		srv->nsessions++;
+		log_event("debug", "accepted", "conn=%llu", (unsigned long long)s->id);
+		(void)session_step(s);
+	}
+}
+
+static void log_counters(const struct server *srv)
+{
+	const struct server_counters *n = &srv->n;
+	log_event("info", "counters",
+		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
+		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
+		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu",
+		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
+		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
+		  (unsigned long long)n->refused_auth, (unsigned long long)n->refused_identity,
+		  (unsigned long long)n->handshake_failed, (unsigned long long)n->closed,
+		  (unsigned long long)n->messages, (unsigned long long)n->rdma_writes,
+		  (unsigned long long)n->rdma_reads, (unsigned long long)n->mac_failures,
+		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors);
+}
+
+static void on_signal(struct server *srv)
+{
+	struct signalfd_siginfo si;
+	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			log_counters(srv);
+			continue;
+		}
+		log_event("info", "shutdown", "signal=%s clients=%zu", si.ssi_signo == SIGINT ? "INT" : "TERM",
+			  srv->nsessions);
+		srv->stop = true;
+	}
+}
+
+static void tick_all(struct server *srv)
+{
+	struct session *s = srv->sessions;
+	while (s) {
+		struct session *next = s->next; /* s may end */
+		(void)session_step(s);
+		s = next;
+	}
+}
+
+static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+{
+	char err[256] = "";
+	struct rsec_ctx_attr attr = {
+		.is_server = 1,
+		.device = conf->device[0] ? conf->device : NULL,
+		.recv_slots = conf->recv_slots,
+		.slot_size = conf->slot_size,
+		.max_msg = conf->max_msg + 1, /* room for the opcode byte */
+		.handshake_timeout_ms = (int)conf->handshake_timeout_ms,
+		.admit = admit,
+		.admit_arg = srv,
+	};
+	if (psk_len) {
+		attr.psk = psk;
+		attr.psk_len = psk_len;
+		attr.psk_identity = conf->psk_identity;
+	} else {
+		attr.ca_file = conf->ca;
+		attr.cert_file = conf->cert;
+		attr.key_file = conf->key;
+	}
+	int rc = rsec_ctx_new(&attr, &srv->ctx, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
+		return rc;
+	}
+	rc = rsec_listen(srv->ctx, conf->listen_addr, conf->listen_port, 1024, &srv->listener);
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-server: cannot listen on %s:%u: %s\n", conf->listen_addr, conf->listen_port,
+			rsec_strerror(rc));
+		return rc;
+	}
+	srv->msg_cap = (size_t)conf->max_msg + 1;
+	srv->msg = malloc(srv->msg_cap);
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	srv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (!srv->msg || srv->epfd < 0 || srv->sigfd < 0) {
+		fprintf(stderr, "rdmasec-server: cannot set up the event loop: %s\n", strerror(errno));
+		return RSEC_E_IO;
+	}
+	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &srv->listener };
+	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->sigfd };
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_listener_fd(srv->listener), &lev) < 0 ||
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0) {
+		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
+		return RSEC_E_IO;
+	}
+	return 0;
+}
+
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+{
+	struct server srv = { .conf = conf, .epfd = -1, .sigfd = -1 };
+	int status = 1;
+	if (server_setup(&srv, conf, psk, psk_len) < 0)
+		goto out;
+	log_event("info", "listening", "addr=%s port=%u device=%s max_clients=%u max_per_identity=%u mode=%s",
+		  log_q(conf->listen_addr), conf->listen_port,
+		  log_q(rsec_ctx_device(srv.ctx) ? rsec_ctx_device(srv.ctx) : "by-address"), conf->max_clients,
+		  conf->max_per_identity, psk_len ? "psk" : "certificate");
+	uint64_t last_tick = 0;
+	while (!srv.stop) {
+		struct epoll_event ev[64];
+		int n = epoll_wait(srv.epfd, ev, 64, TICK_MS);
+		if (n < 0 && errno != EINTR) {
+			log_event("error", "epoll_failed", "reason=%s", log_q(strerror(errno)));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &srv.listener)
+				accept_all(&srv);
+			else if (ev[i].data.ptr == &srv.sigfd)
+				on_signal(&srv);
+		}
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &srv.listener || ev[i].data.ptr == &srv.sigfd)
+				continue;
+			struct session *s = ev[i].data.ptr;
+			/* A session ended earlier in this batch is gone; only step live ones. */
+			for (struct session *t = srv.sessions; t; t = t->next) {
+				if (t == s) {
+					(void)session_step(s);
+					break;
+				}
+			}
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		if (now - last_tick >= TICK_MS) {
+			/* Deadlines, keepalives and grant expiry need time to pass, not events. */
+			tick_all(&srv);
+			last_tick = now;
+		}
+	}
+	while (srv.sessions) {
+		struct session *s = srv.sessions;
+		(void)rsec_conn_close(s->conn, "server shutting down");
+		session_end(s, RSEC_E_CLOSED);
+	}
+	log_counters(&srv);
+	status = 0;
+out:
+	rsec_listener_free(srv.listener);
+	rsec_ctx_free(srv.ctx);
+	free(srv.msg);
+	if (srv.epfd >= 0)
+		close(srv.epfd);
+	if (srv.sigfd >= 0)
+		close(srv.sigfd);
+	return status;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef RSEC_SERVER_H
+#define RSEC_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+
+struct server_counters {
+	uint64_t accepted;          /* TCP connections taken */
+	uint64_t refused_capacity;  /* closed at accept: max_clients reached (no TLS, no RDMA) */
+	uint64_t refused_auth;      /* failed TLS authentication (no RDMA) */
+	uint64_t refused_identity;  /* authenticated but over max_per_identity (no RDMA) */
+	uint64_t handshake_failed;  /* other set-up failures, timeouts included */
+	uint64_t established;       /* connections that got a QP */
+	uint64_t closed;
+	uint64_t messages, rdma_writes, rdma_reads;
+	uint64_t mac_failures, seq_violations, qp_errors;
+};
+
+/* Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0: certificate mode. */
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len);
+
+#endif
