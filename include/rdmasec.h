@@ -67,7 +67,9 @@ struct rsec_ctx_attr {
 	uint32_t comp_mask;        /* must be 0: room to grow without breaking the ABI */
 	int is_server;
 	const char *device;        /* RDMA device name; NULL: the one owning local_addr */
-	const char *local_addr;    /* IP whose port/GID to use; NULL: first active port */
+	const char *local_addr;    /* IP whose port/GID to use; a client's control socket is
+				    * bound to it too. NULL: chosen per connection by the
+				    * control socket's local address */
 	/* Certificate mode: all three. */
 	const char *ca_file;
 	const char *cert_file;

@@ -377,7 +377,21 @@ int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 	return rc == RSEC_E_AGAIN ? 0 : rc;
 }
 
-static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, int timeout_ms, int *out)
+/* The control connection leaves from source, if given, so that it and the
+ * RDMA traffic (whose device owns that address) take the same path. */
+static RSEC_MUST_CHECK int bind_source(int fd, int family, const char *source)
+{
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo *ai;
+	if (getaddrinfo(source, NULL, &hints, &ai) != 0)
+		return RSEC_E_INVAL;
+	int rc = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : RSEC_E_IO;
+	freeaddrinfo(ai);
+	return rc;
+}
+
+static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, const char *source, int timeout_ms,
+				       int *out)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res;
@@ -390,6 +404,10 @@ static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, int time
 		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
+		if (source && bind_source(fd, ai->ai_family, source) < 0) {
+			close(fd);
+			continue;
+		}
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
 			close(fd);
 			continue;
@@ -419,7 +437,7 @@ int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const ch
 	if (timeout_ms <= 0)
 		timeout_ms = ctx->handshake_timeout_ms;
 	int sock;
-	RSEC_GUARD(tcp_connect(host, port, timeout_ms, &sock));
+	RSEC_GUARD(tcp_connect(host, port, ctx->local_addr, timeout_ms, &sock));
 	struct rsec_conn *c = conn_new(ctx, sock);
 	if (!c) {
 		close(sock);

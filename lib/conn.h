@@ -44,6 +44,7 @@ struct rsec_ctx {
 	SSL_CTX *tls;
 	struct rsec_tls_opts tls_opts; /* strings owned below */
 	char *ca_file, *cert_file, *key_file, *psk_identity;
+	char *local_addr; /* clients bind their control socket to it */
 	uint8_t psk[64];
 	size_t psk_len;
 	enum rsec_aead_alg aead;

@@ -101,7 +101,8 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
 	if (dup_opt(a->ca_file, &ctx->ca_file) || dup_opt(a->cert_file, &ctx->cert_file) ||
-	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity))
+	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity) ||
+	    dup_opt(a->local_addr, &ctx->local_addr))
 		goto err;
 	if (a->psk) {
 		memcpy(ctx->psk, a->psk, a->psk_len);
@@ -153,6 +154,7 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 	free(ctx->cert_file);
 	free(ctx->key_file);
 	free(ctx->psk_identity);
+	free(ctx->local_addr);
 	OPENSSL_cleanse(ctx->psk, sizeof(ctx->psk));
 	free(ctx);
 }

@@ -52,6 +52,11 @@ static void set_err(char *err, size_t errlen, const char *what, const char *path
 	ERR_clear_error();
 }
 
+static const struct tls_psk *ctx_psk(const SSL *ssl)
+{
+	return psk_index < 0 ? NULL : SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index);
+}
+
 static SSL_SESSION *psk_session(const SSL *ssl, const struct tls_psk *psk)
 {
 	const SSL_CIPHER *cipher = SSL_CIPHER_find((SSL *)ssl, (const unsigned char[]){ 0x13, 0x02 });
@@ -67,7 +72,7 @@ static SSL_SESSION *psk_session(const SSL *ssl, const struct tls_psk *psk)
 static int psk_use_cb(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen, SSL_SESSION **sess)
 {
 	(void)md;
-	const struct tls_psk *psk = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index);
+	const struct tls_psk *psk = ctx_psk(ssl);
 	*sess = psk ? psk_session(ssl, psk) : NULL;
 	if (!*sess)
 		return 0;
@@ -78,7 +83,7 @@ static int psk_use_cb(SSL *ssl, const EVP_MD *md, const unsigned char **id, size
 
 static int psk_find_cb(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess)
 {
-	const struct tls_psk *psk = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index);
+	const struct tls_psk *psk = ctx_psk(ssl);
 	*sess = NULL;
 	if (!psk)
 		return 0;
@@ -251,12 +256,12 @@ int rsec_tls_handshake_step(SSL *ssl, bool *want_write)
 	if (ret == 1) {
 		if (SSL_version(ssl) != TLS1_3_VERSION)
 			return RSEC_E_TLS;
-		if (SSL_session_reused(ssl) && !SSL_get_psk_identity(ssl))
-			return RSEC_E_AUTH;
-		/* Certificate mode: the peer must have shown a verified certificate. */
-		if (!SSL_get_psk_identity(ssl) && SSL_get0_peer_certificate(ssl) == NULL)
-			return RSEC_E_AUTH;
-		if (!SSL_get_psk_identity(ssl) && SSL_get_verify_result(ssl) != X509_V_OK)
+		if (ctx_psk(ssl))
+			/* An external PSK handshake counts as resumption: it must have happened. */
+			return SSL_session_reused(ssl) ? 0 : RSEC_E_AUTH;
+		/* Certificate mode: a fresh handshake with a verified peer certificate. */
+		if (SSL_session_reused(ssl) || !SSL_get0_peer_certificate(ssl) ||
+		    SSL_get_verify_result(ssl) != X509_V_OK)
 			return RSEC_E_AUTH;
 		return 0;
 	}
@@ -317,9 +322,10 @@ int rsec_tls_handshake(SSL *ssl, int timeout_ms)
 int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap)
 {
 	RSEC_ENSURE(ssl && out && cap, RSEC_E_INVAL);
-	const char *psk_id = SSL_get_psk_identity(ssl);
-	if (psk_id) {
-		int n = snprintf(out, cap, "psk:%s", psk_id);
+	const struct tls_psk *psk = ctx_psk(ssl);
+	if (psk) {
+		/* Both ends hold the same key under the same identity. */
+		int n = snprintf(out, cap, "psk:%s", psk->identity);
 		return n > 0 && (size_t)n < cap ? 0 : RSEC_E_RANGE;
 	}
 	X509 *cert = SSL_get0_peer_certificate(ssl);

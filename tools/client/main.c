@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		"      --psk-file FILE --psk-identity NAME   external-PSK mode instead\n"
 		"  -p, --port PORT             default 7471\n"
 		"      --server-name NAME      name the server certificate must carry (default: HOST)\n"
+		"  -s, --source ADDR           leave from this local address; its RDMA device is used\n"
 		"  -d, --device NAME           RDMA device (default: the one owning the local address)\n"
 		"      --aead aes-256-gcm|chacha20-poly1305   message protection (default aes-256-gcm)\n"
 		"  -t, --timeout MS            per operation and for set-up (default 30000)\n"
@@ -101,6 +102,7 @@ int main(int argc, char **argv)
 		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 		{ "port", required_argument, NULL, 'p' },
 		{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
+		{ "source", required_argument, NULL, 's' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "aead", required_argument, NULL, OPT_AEAD },
 		{ "timeout", required_argument, NULL, 't' },
@@ -109,10 +111,11 @@ int main(int argc, char **argv)
 	};
 	char ca[4096] = "", cert[4096] = "", key[4096] = "";
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
+	const char *source = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
-	while ((c = getopt_long(argc, argv, "c:C:p:d:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:C:p:s:d:t:h", opts, NULL)) != -1) {
 		bool ok = true;
 		switch (c) {
 		case 'c': script = optarg; break;
@@ -127,6 +130,7 @@ int main(int argc, char **argv)
 		case OPT_PSK_ID: psk_id = optarg; break;
 		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
 		case OPT_SERVER_NAME: server_name = optarg; break;
+		case 's': source = optarg; break;
 		case 'd': device = optarg; break;
 		case OPT_AEAD:
 			if (strcmp(optarg, "aes-256-gcm") == 0)
@@ -154,7 +158,7 @@ int main(int argc, char **argv)
 
 	uint8_t psk[CLI_PSK_MAX];
 	size_t psk_len = 0;
-	struct rsec_ctx_attr attr = { .device = device, .aead = aead, .max_msg = MAX_MSG,
+	struct rsec_ctx_attr attr = { .device = device, .local_addr = source, .aead = aead, .max_msg = MAX_MSG,
 				      .handshake_timeout_ms = (int)timeout };
 	if (psk_file) {
 		if (!psk_id) {

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+# Authentication holds before any RDMA resource is spent: a client with a
+# certificate from another CA, an expired one, or none at all is refused, and
+# the server's log, its counters and the kernel's own QP table show that no
+# queue pair was created for it. Limits (max clients, per identity) likewise.
+# PSK mode works with the right key and fails with a wrong one.
+. "$(dirname "$0")/common.bash"
+
+bin=$build/tools
+keygen=$bin/keygen/rdmasec-keygen
+"$keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+"$keygen" --ca-name other "$work/other" >/dev/null || fail "rdmasec-keygen (other CA) failed"
+# The expired client must come from the server's own CA, or the test would only repeat "other CA".
+mkdir -m 700 "$work/expired" && cp "$work/pki/ca.pem" "$work/pki/ca.key" "$work/expired/"
+"$keygen" --reuse-ca --expired-client "$work/expired" >/dev/null || fail "cannot issue an expired client from the server's CA"
+umask 077
+"$keygen" --psk "$work/psk" >/dev/null || fail "rdmasec-keygen --psk failed"
+"$keygen" --psk "$work/wrong.psk" >/dev/null || fail "rdmasec-keygen --psk failed"
+
+cat >"$work/guest.sh" <<'EOF'
+set -u
+bin=$1 work=$2
+server=$(fabric ip 1)
+client() { fabric on 2 "$bin/client/rdmasec-client" --source "$(fabric ip 2)" -t 20000 "$@" "$server"; }
+qps_of() { rdma resource show qp 2>/dev/null | grep -c "pid $1 " ; }
+
+fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7471" \
+	--max-per-identity 1 --handshake-timeout 3000 2>"$work/server.log" &
+spid=$!
+fabric wait-port 7471 || { cat "$work/server.log"; exit 1; }
+
+client --certs "$work/other" -c "send x; quit" >"$work/other.out" 2>&1; echo "other=$?"
+client --ca "$work/pki/ca.pem" --cert "$work/expired/client.pem" --key "$work/expired/client.key" \
+	-c "send x; quit" >"$work/expired.out" 2>&1; echo "expired=$?"
+# No client certificate at all: a plain TLS 1.3 client.
+timeout 20 openssl s_client -connect "$server:7471" -tls1_3 -CAfile "$work/pki/ca.pem" \
+	</dev/null >"$work/nocert.out" 2>&1; echo "nocert=$?"
+# A peer that connects and never speaks TLS: the handshake deadline frees it.
+exec 3<>"/dev/tcp/$server/7471"; sleep 4; exec 3<&-
+echo "qps_after_refusals=$(qps_of $spid)"
+
+# One connection per identity: a second concurrent one is refused after
+# authentication but before any QP.
+fabric on 2 bash -c "sleep 5 | $bin/client/rdmasec-client --certs $work/pki --source $(fabric ip 2) $server" >"$work/hold.out" 2>&1 &
+hold=$!
+sleep 3
+echo "qps_while_holding=$(qps_of $spid)"
+client --certs "$work/pki" -c "send y; quit" >"$work/second.out" 2>&1; echo "second=$?"
+wait $hold
+client --certs "$work/pki" -c "send z; quit" >"$work/good.out" 2>&1; echo "good=$?"
+kill -USR1 $spid; sleep 0.5
+kill -TERM $spid; wait $spid; echo "server=$?"
+
+# PSK mode.
+fabric on 1 "$bin/server/rdmasec-server" --psk-file "$work/psk" --psk-identity node-a \
+	--listen "$server:7472" 2>"$work/psk-server.log" &
+spid=$!
+fabric wait-port 7472 || exit 1
+client -p 7472 --psk-file "$work/psk" --psk-identity node-a -c "send psk-ok; quit" >"$work/psk.out" 2>&1
+echo "psk=$?"
+client -p 7472 --psk-file "$work/wrong.psk" --psk-identity node-a -c "send x; quit" >"$work/wrongpsk.out" 2>&1
+echo "wrongpsk=$?"
+client -p 7472 --psk-file "$work/psk" --psk-identity node-b -c "send x; quit" >"$work/wrongid.out" 2>&1
+echo "wrongid=$?"
+kill -TERM $spid; wait $spid; echo "pskserver=$?"
+EOF
+
+"$fabric" run --hosts 2 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
+	{ cat "$work/run.out"; fail "fabric run failed"; }
+cat "$work/run.out"
+for who in other expired nocert second wrongpsk wrongid; do
+	grep -q "^$who=0$" "$work/run.out" && { cat "$work/$who.out"; cat "$work/server.log"; fail "$who was not refused"; }
+done
+expect_match "$work/run.out" '^good=0$' "a valid client failed after the refusals"
+expect_match "$work/good.out" '^reply: z$' "the valid client got no echo"
+expect_match "$work/run.out" '^qps_after_refusals=0$' "the server holds QPs after refusing every client"
+expect_match "$work/run.out" '^qps_while_holding=1$' "the held connection should own exactly one QP"
+expect_match "$work/run.out" '^server=0$' "the server did not shut down cleanly"
+expect_match "$work/server.log" 'event=refused .*qp_created=no' "no refusal in the server log"
+# other CA, expired, no certificate: three authentication refusals; one per-identity refusal; the silent peer times out.
+expect_match "$work/server.log" 'event=counters .*established=2 .*refused_auth=3 refused_identity=1 handshake_failed=1 ' \
+	"the server's counters do not show 3 auth refusals, 1 identity refusal, 1 timeout and 2 connections"
+expect_match "$work/run.out" '^psk=0$' "PSK mode failed with the right key"
+expect_match "$work/psk.out" '^reply: psk-ok$' "no echo in PSK mode"
+expect_match "$work/run.out" '^pskserver=0$' "the PSK server did not shut down cleanly"
+echo "secure_refuse: ok"

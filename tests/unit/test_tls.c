@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS control channel: real handshakes between two SSL objects over a
+ * non-blocking socketpair, stepped alternately in one thread, with
+ * credentials from rsec_pki_generate().
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "pki.h"
+#include "tls.h"
+
+static char root[64];
+
+static void path(char *out, const char *dir, const char *file)
+{
+	snprintf(out, 512, "%s/%s/%s", root, dir, file);
+}
+
+static int setup_pki(void **state)
+{
+	(void)state;
+	char err[256], dir[512];
+	snprintf(root, sizeof(root), "/tmp/rsec-tls-XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/main", root);
+	struct rsec_pki_opts o = { .dir = dir };
+	if (rsec_pki_generate(&o, err, sizeof(err)) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/other", root);
+	o = (struct rsec_pki_opts){ .dir = dir, .ca_name = "other" };
+	if (rsec_pki_generate(&o, err, sizeof(err)) < 0)
+		return -1;
+	/* An expired client from the main CA. */
+	snprintf(dir, sizeof(dir), "%s/expired", root);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s/main/ca.pem %s/main/ca.key %s/", dir, root, root, dir);
+	if (system(cmd) != 0)
+		return -1;
+	o = (struct rsec_pki_opts){ .dir = dir, .reuse_ca = true, .expired_clients = true };
+	return rsec_pki_generate(&o, err, sizeof(err)) < 0 ? -1 : 0;
+}
+
+static int teardown_pki(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+struct side {
+	char ca[512], cert[512], key[512];
+	struct rsec_tls_opts o;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int rc;
+};
+
+static void certs(struct side *s, bool server, const char *ca_dir, const char *dir, const char *base)
+{
+	char f[64];
+	memset(s, 0, sizeof(*s));
+	path(s->ca, ca_dir, "ca.pem");
+	snprintf(f, sizeof(f), "%s.pem", base);
+	path(s->cert, dir, f);
+	snprintf(f, sizeof(f), "%s.key", base);
+	path(s->key, dir, f);
+	s->o = (struct rsec_tls_opts){ .is_server = server, .ca_file = s->ca, .cert_file = s->cert, .key_file = s->key };
+}
+
+static const uint8_t psk_a[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 };
+static const uint8_t psk_b[32] = { 9 };
+
+static void psk(struct side *s, bool server, const uint8_t *key, const char *id)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = (struct rsec_tls_opts){ .is_server = server, .psk = key, .psk_len = 32, .psk_identity = id };
+}
+
+/* Runs both handshakes to completion or failure; leaves each side's result in rc. */
+static void handshake(struct side *c, struct side *s)
+{
+	char err[256];
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	assert_int_equal(rsec_tls_ctx_new(&c->o, &c->ctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_ctx_new(&s->o, &s->ctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_new(c->ctx, sv[0], &c->o, &c->ssl), 0);
+	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
+	c->rc = s->rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && (c->rc == RSEC_E_AGAIN || s->rc == RSEC_E_AGAIN); i++) {
+		bool ww;
+		if (c->rc == RSEC_E_AGAIN)
+			c->rc = rsec_tls_handshake_step(c->ssl, &ww);
+		if (s->rc == RSEC_E_AGAIN)
+			s->rc = rsec_tls_handshake_step(s->ssl, &ww);
+	}
+}
+
+static void done(struct side *c, struct side *s)
+{
+	int fds[2] = { c->ssl ? SSL_get_fd(c->ssl) : -1, s->ssl ? SSL_get_fd(s->ssl) : -1 };
+	SSL_free(c->ssl);
+	SSL_free(s->ssl);
+	SSL_CTX_free(c->ctx);
+	SSL_CTX_free(s->ctx);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static void certificates_authenticate_both_ways(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&c, false, "main", "main", "client");
+	certs(&s, true, "main", "main", "server");
+	c.o.peer_name = "10.77.0.1";
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_int_equal(SSL_version(c.ssl), TLS1_3_VERSION);
+	char id[256];
+	assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
+	assert_non_null(strstr(id, "CN=client1"));
+	assert_int_equal(rsec_tls_peer_identity(c.ssl, id, sizeof(id)), 0);
+	assert_non_null(strstr(id, "CN=rdmasec-server"));
+	/* Records flow, and both ends export the same keying material. */
+	assert_int_equal(rsec_tls_write_all(c.ssl, "ping", 4, 1000), 0);
+	char buf[4];
+	assert_int_equal(rsec_tls_read_all(s.ssl, buf, 4, 1000), 0);
+	assert_memory_equal(buf, "ping", 4);
+	uint8_t a[32], b[32];
+	assert_int_equal(SSL_export_keying_material(c.ssl, a, 32, "x", 1, NULL, 0, 0), 1);
+	assert_int_equal(SSL_export_keying_material(s.ssl, b, 32, "x", 1, NULL, 0, 0), 1);
+	assert_memory_equal(a, b, 32);
+	done(&c, &s);
+}
+
+static void refused(const char *ca_dir, const char *dir, const char *base, const char *name, bool client_fails)
+{
+	struct side c, s;
+	certs(&c, false, ca_dir, dir, base);
+	certs(&s, true, "main", "main", "server");
+	c.o.peer_name = name;
+	handshake(&c, &s);
+	/* The side that checks reports an authentication failure; neither succeeds. */
+	assert_int_equal(client_fails ? c.rc : s.rc, RSEC_E_AUTH);
+	assert_true(c.rc < 0 || s.rc < 0);
+	assert_int_not_equal(s.rc, 0);
+	done(&c, &s);
+}
+
+static void client_from_another_ca_is_refused(void **state)
+{
+	(void)state;
+	/* The client trusts the main CA but presents other's certificate. */
+	struct side c, s;
+	certs(&c, false, "main", "other", "client");
+	certs(&s, true, "main", "main", "server");
+	handshake(&c, &s);
+	assert_int_equal(s.rc, RSEC_E_AUTH);
+	done(&c, &s);
+}
+
+static void expired_client_is_refused(void **state)
+{
+	(void)state;
+	refused("main", "expired", "client", NULL, false);
+}
+
+static void client_without_certificate_is_refused(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&c, false, "main", "main", "client");
+	certs(&s, true, "main", "main", "server");
+	/* A bare TLS 1.3 client with no certificate of its own. */
+	char err[256];
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	c.ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_set_min_proto_version(c.ctx, TLS1_3_VERSION);
+	SSL_CTX_load_verify_locations(c.ctx, c.ca, NULL);
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	c.ssl = SSL_new(c.ctx);
+	SSL_set_fd(c.ssl, sv[0]);
+	SSL_set_connect_state(c.ssl);
+	assert_int_equal(rsec_tls_new(s.ctx, sv[1], &s.o, &s.ssl), 0);
+	s.rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && s.rc == RSEC_E_AGAIN; i++) {
+		bool ww;
+		(void)SSL_do_handshake(c.ssl);
+		s.rc = rsec_tls_handshake_step(s.ssl, &ww);
+	}
+	assert_int_equal(s.rc, RSEC_E_AUTH);
+	done(&c, &s);
+}
+
+static void wrong_server_name_is_refused(void **state)
+{
+	(void)state;
+	refused("main", "main", "client", "10.99.0.1", true);
+	refused("main", "main", "client", "evil.example", true);
+}
+
+static void server_from_another_ca_is_refused(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&c, false, "main", "main", "client");
+	certs(&s, true, "other", "other", "server");
+	handshake(&c, &s);
+	assert_int_equal(c.rc, RSEC_E_AUTH);
+	done(&c, &s);
+}
+
+static void psk_mode(void **state)
+{
+	(void)state;
+	struct side c, s;
+	psk(&c, false, psk_a, "node-a");
+	psk(&s, true, psk_a, "node-a");
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	char id[64];
+	assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
+	assert_string_equal(id, "psk:node-a");
+	done(&c, &s);
+
+	psk(&c, false, psk_b, "node-a"); /* wrong key */
+	psk(&s, true, psk_a, "node-a");
+	handshake(&c, &s);
+	assert_true(c.rc < 0 && s.rc < 0);
+	done(&c, &s);
+
+	psk(&c, false, psk_a, "node-b"); /* unknown identity */
+	psk(&s, true, psk_a, "node-a");
+	handshake(&c, &s);
+	assert_true(c.rc < 0 && s.rc < 0);
+	done(&c, &s);
+}
+
+static void tls12_peer_is_refused(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&s, true, "main", "main", "server");
+	certs(&c, false, "main", "main", "client");
+	char err[256];
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	c.ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_set_max_proto_version(c.ctx, TLS1_2_VERSION);
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	c.ssl = SSL_new(c.ctx);
+	SSL_set_fd(c.ssl, sv[0]);
+	SSL_set_connect_state(c.ssl);
+	assert_int_equal(rsec_tls_new(s.ctx, sv[1], &s.o, &s.ssl), 0);
+	s.rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && s.rc == RSEC_E_AGAIN; i++) {
+		bool ww;
+		(void)SSL_do_handshake(c.ssl);
+		s.rc = rsec_tls_handshake_step(s.ssl, &ww);
+	}
+	assert_true(s.rc < 0);
+	done(&c, &s);
+}
+
+static void bad_credentials_are_named(void **state)
+{
+	(void)state;
+	struct side s;
+	certs(&s, true, "main", "main", "server");
+	s.o.cert_file = "/nonexistent/server.pem";
+	char err[256] = "";
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "/nonexistent/server.pem"));
+	struct side p;
+	psk(&p, true, psk_a, "node-a");
+	p.o.psk_len = 16;
+	assert_int_equal(rsec_tls_ctx_new(&p.o, &p.ctx, err, sizeof(err)), RSEC_E_CONFIG);
+}
+
+static void pki_files_and_modes(void **state)
+{
+	(void)state;
+	char f[512];
+	struct stat st;
+	path(f, "main", "client.key");
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	path(f, "main", "ca.key");
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char err[256];
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/main", root);
+	struct rsec_pki_opts o = { .dir = dir, .clients = RSEC_PKI_MAX_CLIENTS + 1 };
+	assert_int_equal(rsec_pki_generate(&o, err, sizeof(err)), RSEC_E_RANGE);
+	snprintf(f, sizeof(f), "%s/psk", root);
+	assert_int_equal(rsec_pki_write_psk(f, err, sizeof(err)), 0);
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, 65);
+	assert_int_equal(rsec_pki_write_psk(f, err, sizeof(err)), RSEC_E_IO); /* never overwrites */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(certificates_authenticate_both_ways),
+		cmocka_unit_test(client_from_another_ca_is_refused),
+		cmocka_unit_test(expired_client_is_refused),
+		cmocka_unit_test(client_without_certificate_is_refused),
+		cmocka_unit_test(wrong_server_name_is_refused),
+		cmocka_unit_test(server_from_another_ca_is_refused),
+		cmocka_unit_test(psk_mode),
+		cmocka_unit_test(tls12_peer_is_refused),
+		cmocka_unit_test(bad_credentials_are_named),
+		cmocka_unit_test(pki_files_and_modes),
+	};
+	return cmocka_run_group_tests(tests, setup_pki, teardown_pki);
+}
