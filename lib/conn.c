@@ -39,17 +39,29 @@
 
 #define KEEPALIVE_MS 15000u
 
+/* Failures of our own (not the peer's, not the channel's) are worth telling the peer. */
+static bool tell_peer(int code)
+{
+	return code != RSEC_E_CLOSED && code != RSEC_E_IO && code != RSEC_E_TLS && code != RSEC_E_AUTH;
+}
+
 int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 {
-	if (c->phase != PHASE_CLOSED) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->error, sizeof(c->error), fmt, ap);
-		va_end(ap);
-		c->close_code = code;
-		c->phase = PHASE_CLOSED;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	if (c->phase != PHASE_TLS && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
+		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
+		m.u.error.code = (uint32_t)-code;
+		rsec_wire_text_set(&m.u.error.text, c->error);
+		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
 	}
-	return c->close_code;
+	c->close_code = code;
+	c->phase = PHASE_CLOSED;
+	return code;
 }
 
 static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)

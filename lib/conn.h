@@ -140,7 +140,8 @@ struct rsec_conn {
 	bool remote_live[RSEC_MAX_GRANTS];
 
 	/* Outstanding one-sided op (one at a time per connection). */
-	bool rdma_busy;
+	bool rdma_busy;          /* stays set after a timeout: the WR may still run */
+	struct ibv_mr *stale_mr; /* the timed-out op's MR, released at teardown */
 	enum ibv_wc_status rdma_status;
 	bool rdma_done;
 

@@ -97,6 +97,9 @@ void rsec_data_teardown(struct rsec_conn *c)
 		if (c->qp.qp)
 			(void)!rsec_qp_to_error(&c->qp);
 	}
+	if (c->stale_mr)
+		(void)ibv_dereg_mr(c->stale_mr);
+	c->stale_mr = NULL;
 	if (c->send_mr)
 		(void)ibv_dereg_mr(c->send_mr);
 	if (c->recv_mr)
@@ -347,9 +350,8 @@ int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeo
 		return RSEC_E_INVAL;
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	for (;;) {
-		int rc = rsec_conn_process(c);
-		if (rc < 0 && !(rc == RSEC_E_AGAIN && c->phase != PHASE_CLOSED))
-			return rc;
+		int rc = c->rx_complete ? 0 : rsec_conn_process(c);
+		/* A message that arrived whole is delivered even if the peer closed since. */
 		if (c->rx_complete) {
 			*len = c->rx_len;
 			if (c->rx_len > cap)
@@ -363,6 +365,8 @@ int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeo
 			(void)rsec_conn_process(c);
 			return 0;
 		}
+		if (rc < 0 && rc != RSEC_E_AGAIN)
+			return rc;
 		if (remaining_ms(deadline) == 0)
 			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
 		RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));

@@ -277,7 +277,9 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	if (rc == 0)
 		rc = wait_done(c, &c->rdma_done, timeout_ms);
 	/* On timeout the WR may still run: keep the MR until the QP is torn down. */
-	if (rc != RSEC_E_TIMEOUT)
+	if (rc == RSEC_E_TIMEOUT)
+		c->stale_mr = mr;
+	else
 		(void)ibv_dereg_mr(mr);
 	c->rdma_busy = rc == RSEC_E_TIMEOUT;
 	RSEC_GUARD(rc);

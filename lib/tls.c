@@ -359,20 +359,20 @@ void rsec_tls_last_error(SSL *ssl, char *out, size_t cap)
 	ERR_clear_error();
 }
 
-int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
+/* Moves exactly n bytes one way, waiting on the socket as TLS asks. */
+static RSEC_MUST_CHECK int transfer_all(SSL *ssl, uint8_t *p, size_t n, int timeout_ms, bool write)
 {
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-	const uint8_t *p = buf;
 	while (n > 0) {
 		size_t done = 0;
 		ERR_clear_error();
-		int ret = SSL_write_ex(ssl, p, n, &done);
+		int ret = write ? SSL_write_ex(ssl, p, n, &done) : SSL_read_ex(ssl, p, n, &done);
 		if (ret == 1) {
 			p += done;
 			n -= done;
 			continue;
 		}
-		bool want_write = true;
+		bool want_write = write;
 		int rc = map_result(ssl, ret, &want_write);
 		if (rc != RSEC_E_AGAIN)
 			return rc;
@@ -380,6 +380,12 @@ int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
 		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
 	}
 	return 0;
+}
+
+int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
+{
+	/* SSL_write_ex only reads from the buffer. */
+	return transfer_all(ssl, (uint8_t *)(uintptr_t)buf, n, timeout_ms, true);
 }
 
 int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
@@ -394,25 +400,7 @@ int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
 
 int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-	uint8_t *p = buf;
-	while (n > 0) {
-		size_t got = 0;
-		ERR_clear_error();
-		int ret = SSL_read_ex(ssl, p, n, &got);
-		if (ret == 1) {
-			p += got;
-			n -= got;
-			continue;
-		}
-		bool want_write = false;
-		int rc = map_result(ssl, ret, &want_write);
-		if (rc != RSEC_E_AGAIN)
-			return rc;
-		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
-		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
-	}
-	return 0;
+	return transfer_all(ssl, buf, n, timeout_ms, false);
 }
 
 int rsec_tls_shutdown(SSL *ssl)

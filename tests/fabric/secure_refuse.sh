@@ -47,7 +47,8 @@ sleep 3
 echo "qps_while_holding=$(qps_of $spid)"
 client --certs "$work/pki" -c "send y; quit" >"$work/second.out" 2>&1; echo "second=$?"
 wait $hold
-client --certs "$work/pki" -c "send z; quit" >"$work/good.out" 2>&1; echo "good=$?"
+# Commands from standard input, as a user at a prompt would type them.
+printf 'send z\nstats\nquit\n' | client --certs "$work/pki" >"$work/good.out" 2>&1; echo "good=$?"
 kill -USR1 $spid; sleep 0.5
 kill -TERM $spid; wait $spid; echo "server=$?"
 
@@ -73,6 +74,7 @@ for who in other expired nocert second wrongpsk wrongid; do
 done
 expect_match "$work/run.out" '^good=0$' "a valid client failed after the refusals"
 expect_match "$work/good.out" '^reply: z$' "the valid client got no echo"
+expect_match "$work/good.out" '^stats: peer=CN=rdmasec-server.* mac_failures=0 ' "no stats from standard input"
 expect_match "$work/run.out" '^qps_after_refusals=0$' "the server holds QPs after refusing every client"
 expect_match "$work/run.out" '^qps_while_holding=1$' "the held connection should own exactly one QP"
 expect_match "$work/run.out" '^server=0$' "the server did not shut down cleanly"

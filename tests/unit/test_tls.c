@@ -120,6 +120,34 @@ static void done(struct side *c, struct side *s)
 			close(fds[i]);
 }
 
+/* A plain OpenSSL client, configured by tweak, against our server; returns the server's result. */
+static int raw_client_vs_server(void (*tweak)(SSL_CTX *ctx, const char *ca))
+{
+	struct side c, s;
+	certs(&c, false, "main", "main", "client");
+	certs(&s, true, "main", "main", "server");
+	char err[256];
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	c.ctx = SSL_CTX_new(TLS_client_method());
+	assert_non_null(c.ctx);
+	tweak(c.ctx, c.ca);
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	c.ssl = SSL_new(c.ctx);
+	SSL_set_fd(c.ssl, sv[0]);
+	SSL_set_connect_state(c.ssl);
+	assert_int_equal(rsec_tls_new(s.ctx, sv[1], &s.o, &s.ssl), 0);
+	s.rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && s.rc == RSEC_E_AGAIN; i++) {
+		bool ww;
+		(void)SSL_do_handshake(c.ssl);
+		s.rc = rsec_tls_handshake_step(s.ssl, &ww);
+	}
+	int rc = s.rc;
+	done(&c, &s);
+	return rc;
+}
+
 static void certificates_authenticate_both_ways(void **state)
 {
 	(void)state;
@@ -180,32 +208,17 @@ static void expired_client_is_refused(void **state)
 	refused("main", "expired", "client", NULL, false);
 }
 
+/* Trusts our CA but has no certificate of its own. */
+static void no_certificate(SSL_CTX *ctx, const char *ca)
+{
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_load_verify_locations(ctx, ca, NULL);
+}
+
 static void client_without_certificate_is_refused(void **state)
 {
 	(void)state;
-	struct side c, s;
-	certs(&c, false, "main", "main", "client");
-	certs(&s, true, "main", "main", "server");
-	/* A bare TLS 1.3 client with no certificate of its own. */
-	char err[256];
-	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	c.ctx = SSL_CTX_new(TLS_client_method());
-	SSL_CTX_set_min_proto_version(c.ctx, TLS1_3_VERSION);
-	SSL_CTX_load_verify_locations(c.ctx, c.ca, NULL);
-	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
-	c.ssl = SSL_new(c.ctx);
-	SSL_set_fd(c.ssl, sv[0]);
-	SSL_set_connect_state(c.ssl);
-	assert_int_equal(rsec_tls_new(s.ctx, sv[1], &s.o, &s.ssl), 0);
-	s.rc = RSEC_E_AGAIN;
-	for (int i = 0; i < 100 && s.rc == RSEC_E_AGAIN; i++) {
-		bool ww;
-		(void)SSL_do_handshake(c.ssl);
-		s.rc = rsec_tls_handshake_step(s.ssl, &ww);
-	}
-	assert_int_equal(s.rc, RSEC_E_AUTH);
-	done(&c, &s);
+	assert_int_equal(raw_client_vs_server(no_certificate), RSEC_E_AUTH);
 }
 
 static void wrong_server_name_is_refused(void **state)
@@ -253,30 +266,16 @@ static void psk_mode(void **state)
 	done(&c, &s);
 }
 
+static void tls12_only(SSL_CTX *ctx, const char *ca)
+{
+	(void)ca;
+	SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+}
+
 static void tls12_peer_is_refused(void **state)
 {
 	(void)state;
-	struct side c, s;
-	certs(&s, true, "main", "main", "server");
-	certs(&c, false, "main", "main", "client");
-	char err[256];
-	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	c.ctx = SSL_CTX_new(TLS_client_method());
-	SSL_CTX_set_max_proto_version(c.ctx, TLS1_2_VERSION);
-	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
-	c.ssl = SSL_new(c.ctx);
-	SSL_set_fd(c.ssl, sv[0]);
-	SSL_set_connect_state(c.ssl);
-	assert_int_equal(rsec_tls_new(s.ctx, sv[1], &s.o, &s.ssl), 0);
-	s.rc = RSEC_E_AGAIN;
-	for (int i = 0; i < 100 && s.rc == RSEC_E_AGAIN; i++) {
-		bool ww;
-		(void)SSL_do_handshake(c.ssl);
-		s.rc = rsec_tls_handshake_step(s.ssl, &ww);
-	}
-	assert_true(s.rc < 0);
-	done(&c, &s);
+	assert_true(raw_client_vs_server(tls12_only) < 0);
 }
 
 static void bad_credentials_are_named(void **state)

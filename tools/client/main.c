@@ -191,8 +191,8 @@ int main(int argc, char **argv)
 	cl.buf = malloc(cl.buf_cap);
 	rc = cl.buf ? rsec_connect(ctx, host, (uint16_t)port, server_name, (int)timeout, &cl.conn) : RSEC_E_NOMEM;
 	if (rc < 0) {
-		fprintf(stderr, "rdmasec-client: cannot connect to %s:%llu: %s%s%s\n", host, (unsigned long long)port,
-			rsec_strerror(rc), cl.conn ? ": " : "", cl.conn ? rsec_conn_error(cl.conn) : "");
+		const char *why = cl.conn && *rsec_conn_error(cl.conn) ? rsec_conn_error(cl.conn) : rsec_strerror(rc);
+		fprintf(stderr, "rdmasec-client: cannot connect to %s:%llu: %s\n", host, (unsigned long long)port, why);
 		rsec_conn_free(cl.conn);
 		rsec_ctx_free(ctx);
 		free(cl.buf);

@@ -112,7 +112,7 @@ static void session_end(struct session *s, int rc)
 			  (unsigned long long)st.qp_errors);
 	} else {
 		const char *event = "handshake_failed";
-		if (rc == RSEC_E_AUTH || rc == RSEC_E_TLS) {
+		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
 			srv->n.refused_auth++;
 			event = "refused";
 		} else if (rc == RSEC_E_LIMIT) {
