@@ -295,8 +295,6 @@ static bool session_step(struct session *s)
 	if (!s->established) {
 		s->established = true;
 		srv->n.established++;
-		struct rsec_conn_stats st;
-		(void)rsec_conn_stats(s->conn, &st);
 		snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(s->conn));
 		log_event("info", "established", "conn=%llu peer=%s clients=%zu", (unsigned long long)s->id,
 			  log_q(s->peer), srv->nsessions);
