@@ -17,10 +17,10 @@ set -u
 bin=$1 work=$2
 server=$(fabric ip 1)
 fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7471" \
-	--max-clients 200 --max-per-identity 200 --handshake-timeout 60000 2>"$work/server.log" &
+	--max-clients 200 --max-per-identity 200 --handshake-timeout 600000 2>"$work/server.log" &
 spid=$!
 fabric wait-port 7471 || { cat "$work/server.log"; exit 1; }
-client() { fabric on 2 "$bin/client/rdmasec-client" --certs "$work/pki" --source "$(fabric ip 2)" -t 120000 "$@" "$server"; }
+client() { fabric on 2 "$bin/client/rdmasec-client" --certs "$work/pki" --source "$(fabric ip 2)" -t 600000 "$@" "$server"; }
 
 # Sizes, one client: echo, one-sided write and read-back, all verified.
 client -c "send hello; send -s 1; send -s 4K; send -s 64K; send -s 1M; send -s 16M;
