@@ -5,14 +5,17 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
+BENCH_ARGS ?=
 
-.PHONY: all deps build asan check unit fabric-check demo fuzz install clean help
+.PHONY: all deps build asan check unit fabric-check demo bench fuzz install clean help
 
 all: build
 
 help:
 	@echo "make demo    install what is missing, build, boot the fabric, run the demo"
 	@echo "make check   install what is missing, build, run every unit and fabric test"
+	@echo "make bench   boot the fabric and measure QPN entropy: rxe's allocator vs the QP pool"
+	@echo "             (BENCH_ARGS='--trials 500 --pool 32 --pool 128:16', see docs/qpn.md)"
 	@echo "make build | unit | fabric-check | fuzz | install | clean"
 
 deps:
@@ -41,6 +44,9 @@ check: unit fabric-check
 
 demo: build
 	bash scripts/demo
+
+bench: build
+	fabric/rxe-fabric run --timeout 1800 -- $(BUILD)/bench/qpn-entropy $(BENCH_ARGS)
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DRSEC_FUZZ=ON -DRSEC_SANITIZE=ON

@@ -63,8 +63,22 @@ enum rsec_aead_choice {
  */
 typedef int (*rsec_admit_fn)(void *arg, const char *peer_identity);
 
+/* How grants expose memory (docs/protocol.md, "Grants"). */
+enum rsec_grant_mode {
+	RSEC_GRANT_AUTO = 0, /* type-2 memory windows when the device has them, else RSEC_GRANT_MR */
+	RSEC_GRANT_MW = 1,   /* type-2 memory windows only; contexts fail without them */
+	RSEC_GRANT_MR = 2,   /* fallback: one fresh memory registration per grant (new random rkey) */
+};
+
+/* rsec_ctx_attr.comp_mask: which fields after admit_arg the caller filled in. */
+enum rsec_ctx_attr_mask {
+	RSEC_CTX_ATTR_AUDIT = 1u << 0,      /* audit_path */
+	RSEC_CTX_ATTR_GRANT_MODE = 1u << 1, /* grant_mode */
+	RSEC_CTX_ATTR_QP_POOL = 1u << 2,    /* qp_pool */
+};
+
 struct rsec_ctx_attr {
-	uint32_t comp_mask;        /* must be 0: room to grow without breaking the ABI */
+	uint32_t comp_mask;        /* enum rsec_ctx_attr_mask: fields after admit_arg to read */
 	int is_server;
 	const char *device;        /* RDMA device name; NULL: the one owning local_addr */
 	const char *local_addr;    /* IP whose port/GID to use; a client's control socket is
@@ -85,6 +99,12 @@ struct rsec_ctx_attr {
 	int handshake_timeout_ms;  /* 0: 10000 */
 	rsec_admit_fn admit;       /* server only; NULL admits every authenticated peer */
 	void *admit_arg;
+	/* Read only when their comp_mask bit is set. */
+	const char *audit_path;    /* JSON-lines audit log, appended, created 0600 (docs/audit.md) */
+	enum rsec_grant_mode grant_mode;
+	uint32_t qp_pool;          /* pre-created QPs drawn at random (QPN randomization);
+				    * 0: the default (32 for servers, 4 for clients),
+				    * 1: off (the device's sequential QPNs) */
 };
 
 /**
@@ -158,11 +178,24 @@ int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeo
 enum rsec_access {
 	RSEC_ACCESS_READ = 1,   /* the peer may RDMA READ */
 	RSEC_ACCESS_WRITE = 2,  /* the peer may RDMA WRITE */
+	RSEC_GRANT_VERIFIED = 4, /* rsec_grant, READ grants: send a MAC of the bytes for rsec_read_verified */
 };
 
-/** rsec_region_reg - register local memory of this connection for grants. */
+/**
+ * rsec_region_reg - register local memory of this connection for grants.
+ * access (RSEC_ACCESS_*) is the most any grant of it may allow; the
+ * registration itself gives the peer nothing.
+ */
 int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access,
 		    struct rsec_region **out);
+/**
+ * rsec_region_alloc - allocate len zeroed bytes at a random page-aligned
+ * address (not next to earlier buffers: ReDMArk V4) and register them as
+ * rsec_region_reg does. rsec_region_free wipes and unmaps them.
+ */
+int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct rsec_region **out);
+/** rsec_region_addr - the region's first byte. */
+void *rsec_region_addr(const struct rsec_region *r);
 void rsec_region_free(struct rsec_region *r);
 
 /**
@@ -175,16 +208,29 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);
 /** rsec_revoke - invalidate a grant now; the peer's later accesses fail. */
 int rsec_revoke(struct rsec_conn *c, uint64_t grant_id);
+/**
+ * rsec_grant_verify - granter's side of a verified write: wait for the
+ * peer's rsec_write_verified() claim on grant_id, revoke the grant, then
+ * check the claimed range against the MAC the peer sent over TLS. Returns 0
+ * (off and len: the range, now exactly what the peer wrote), RSEC_E_MAC (the
+ * bytes differ from what the peer wrote: the range is wiped, never use it),
+ * RSEC_E_GRANT (no such live grant), RSEC_E_TIMEOUT (no claim yet; the grant
+ * stays live). The grant is gone after any other outcome.
+ */
+int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms);
+/** rsec_conn_grant_mechanism - "mw2" (type-2 windows) or "mr" (fallback registrations); NULL before set-up. */
+const char *rsec_conn_grant_mechanism(const struct rsec_conn *c);
 
 /* A grant received from the peer. */
 struct rsec_remote_grant {
 	uint64_t id;
 	uint64_t tag;
 	uint64_t len;
-	unsigned access;
+	unsigned access;  /* RSEC_ACCESS_*, plus RSEC_GRANT_VERIFIED when a MAC came with it */
 	uint32_t ttl_ms;
 	uint64_t addr;   /* private to the library */
 	uint32_t rkey;   /* private to the library */
+	uint8_t mac[32]; /* private to the library */
 };
 /** rsec_grant_wait - wait for the peer's grant labelled tag. */
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms);
@@ -193,6 +239,21 @@ int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t 
 	       size_t len, int timeout_ms);
 int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
 	      int timeout_ms);
+/**
+ * rsec_write_verified - rsec_write, then send the peer over TLS a MAC (keyed
+ * from this connection's TLS secrets) of grant id, offset, length and the
+ * bytes, for its rsec_grant_verify(). The grant is single use.
+ */
+int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
+			size_t len, int timeout_ms);
+/**
+ * rsec_read_verified - read a whole RSEC_GRANT_VERIFIED grant (g->len bytes,
+ * cap >= g->len) and check it against the granter's MAC. Returns 0,
+ * RSEC_E_MAC (buf wiped: the bytes are not what the granter exposed),
+ * RSEC_E_GRANT (the grant carries no MAC), or rsec_read's errors.
+ */
+int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap,
+		       int timeout_ms);
 
 struct rsec_conn_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;

@@ -22,21 +22,27 @@ struct conf_key {
 	size_t off, size;       /* the field in struct rsec_conf */
 	uint32_t min, max;
 	bool zero_ok;           /* 0 is allowed besides min..max ("none") */
+	const char *choices;    /* KIND_STR: the allowed values, "a|b|c"; NULL: any */
 };
 
 #define KEY_STR(sec, field) { sec, #field, KIND_STR, offsetof(struct rsec_conf, field), \
-			      sizeof(((struct rsec_conf *)0)->field), 0, 0, false }
+			      sizeof(((struct rsec_conf *)0)->field), 0, 0, false, NULL }
+#define KEY_CHOICE(sec, field, choices) { sec, #field, KIND_STR, offsetof(struct rsec_conf, field), \
+					  sizeof(((struct rsec_conf *)0)->field), 0, 0, false, choices }
 #define KEY_U32(sec, field, lo, hi, z) { sec, #field, KIND_U32, offsetof(struct rsec_conf, field), \
-					 sizeof(uint32_t), lo, hi, z }
+					 sizeof(uint32_t), lo, hi, z, NULL }
 
 static const struct conf_key conf_keys[] = {
-	{ "server", "listen", KIND_ADDR, 0, 0, 0, 0, false },
+	{ "server", "listen", KIND_ADDR, 0, 0, 0, 0, false, NULL },
 	KEY_STR("server", device),
 	KEY_U32("server", max_clients, 1, 65536, false),
 	KEY_U32("server", max_per_identity, 1, 65536, false),
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
 	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
 	KEY_STR("server", audit_log),
+	KEY_U32("server", qp_pool, 1, 1024, false),
+	KEY_CHOICE("grants", grant_mode, "auto|mw|mr"),
+	KEY_U32("grants", grant_ttl_ms, 100, 3600000, false),
 	KEY_STR("tls", ca),
 	KEY_STR("tls", cert),
 	KEY_STR("tls", key),
@@ -155,6 +161,20 @@ bad:
 			 quoted(q, orig));
 }
 
+/* Is value one of the '|'-separated words in choices? */
+static bool one_of(const char *value, const char *choices)
+{
+	size_t n = strlen(value);
+	for (const char *p = choices; *p;) {
+		const char *end = strchr(p, '|');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && strncmp(p, value, n) == 0)
+			return true;
+		p += len + (end ? 1 : 0);
+	}
+	return false;
+}
+
 /* Validate value for k, then store it; c is untouched on error. */
 RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key *k, const char *value,
 				     const struct conf_errbuf *e)
@@ -182,6 +202,8 @@ RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key 
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f)
 				return conf_fail(e, "%s: '%s' contains a control character", k->name, quoted(q, value));
+		if (k->choices && !one_of(value, k->choices))
+			return conf_fail(e, "%s: '%s' is not one of %s", k->name, quoted(q, value), k->choices);
 		memcpy((char *)c + k->off, value, len + 1);
 		return 0;
 	default:
@@ -212,9 +234,12 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_per_identity = 16;
 	c->handshake_timeout_ms = 5000;
 	c->idle_timeout_ms = 0;
+	c->qp_pool = 32;
 	c->max_msg = 16777216;
 	c->recv_slots = 64;
 	c->slot_size = 65536;
+	snprintf(c->grant_mode, sizeof(c->grant_mode), "auto");
+	c->grant_ttl_ms = 30000;
 }
 
 int rsec_conf_set(struct rsec_conf *c, const char *section, const char *key, const char *value, char *err,

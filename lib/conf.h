@@ -27,6 +27,10 @@ struct rsec_conf {
 	char device[64];        /* "": the device owning listen_addr */
 	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
 	char audit_log[4096];   /* "": none */
+	uint32_t qp_pool;       /* QPs kept ready and drawn at random (QPN randomization); 1: off */
+	/* [grants] */
+	char grant_mode[8];     /* "auto", "mw" (type-2 windows only) or "mr" (per-grant registrations) */
+	uint32_t grant_ttl_ms;  /* how long a client's write/read grant lives unused */
 	/* [tls] */
 	char ca[4096], cert[4096], key[4096], psk_file[4096], psk_identity[128];
 	/* [limits] */

@@ -35,6 +35,7 @@
 
 #include <openssl/crypto.h>
 
+#include "audit.h"
 #include "conn.h"
 
 #define KEEPALIVE_MS 15000u
@@ -44,6 +45,8 @@ static bool tell_peer(int code)
 {
 	return code != RSEC_E_CLOSED && code != RSEC_E_IO && code != RSEC_E_TLS && code != RSEC_E_AUTH;
 }
+
+static void audit_failure(struct rsec_conn *c, int code);
 
 int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 {
@@ -59,9 +62,61 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		rsec_wire_text_set(&m.u.error.text, c->error);
 		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
 	}
+	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;
 	return code;
+}
+
+/* "ip:port" (IPv6 as "[ip]:port") of the socket's peer, or "" if unknown. */
+static void describe_peer(int sock, char *out, size_t cap)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	out[0] = '\0';
+	if (getpeername(sock, (struct sockaddr *)&ss, &len) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+		if (inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)))
+			snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+		if (inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip)))
+			snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+	}
+}
+
+/* The audit records a failure with this code produces, before the closing one. */
+static void audit_failure(struct rsec_conn *c, int code)
+{
+	const char *why = rsec_strerror(code);
+	switch (code) {
+	case RSEC_E_MAC:
+		rsec_conn_audit(c, RSEC_AUDIT_MAC_FAILURE, why, c->error, NULL);
+		break;
+	case RSEC_E_SEQ:
+		rsec_conn_audit(c, RSEC_AUDIT_SEQ_VIOLATION, why, c->error, NULL);
+		break;
+	case RSEC_E_QP:
+		rsec_conn_audit(c, RSEC_AUDIT_QP_ERROR, why, c->error, NULL);
+		break;
+	case RSEC_E_AUTH:
+	case RSEC_E_TLS:
+		if (c->phase == PHASE_TLS)
+			rsec_conn_audit(c, RSEC_AUDIT_AUTH_FAILURE, why, c->error, NULL);
+		break;
+	case RSEC_E_LIMIT:
+		if (c->phase == PHASE_TLS) /* the admission hook said no */
+			rsec_conn_audit(c, RSEC_AUDIT_REFUSE, why, c->error, NULL);
+		break;
+	default:
+		break;
+	}
+	/* Closing an authenticated connection is worth a record; a failed handshake has one above. */
+	if (c->phase != PHASE_TLS)
+		rsec_conn_audit(c, RSEC_AUDIT_CLOSE, why, c->error, NULL);
 }
 
 static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
@@ -71,11 +126,13 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 		return NULL;
 	c->ctx = ctx;
 	c->is_server = ctx->is_server;
+	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
+	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
 	c->sock = sock;
 	c->phase = PHASE_TLS;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
 	c->last_rx_ms = c->last_tx_ms = rsec_now_ms();
-	c->next_grant_id = 1;
+	rsec_gt_init(&c->gt, ctx->is_server);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0) {
 		free(c);
@@ -246,6 +303,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send READY");
 	c->phase = PHASE_ESTABLISHED;
+	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", NULL, NULL);
 	return 0;
 }
 
@@ -264,6 +322,7 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 		return 0;
 	case RSEC_MSG_GRANT:
 	case RSEC_MSG_REVOKE:
+	case RSEC_MSG_VERIFY:
 		return rsec_grant_on_msg(c, m);
 	default:
 		return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message", rsec_wire_type_name(m->type));
@@ -291,6 +350,7 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 	case PHASE_READY:
 		if (m->type == RSEC_MSG_READY) {
 			c->phase = PHASE_ESTABLISHED;
+			rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", NULL, NULL);
 			return 0;
 		}
 		break;
@@ -513,11 +573,12 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 	return c ? c->error : "";
 }
 
-static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_seal *seal)
+/* Message counters live in the seal; data MAC failures (grant.c) are added to its MAC failures. */
+static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
-	rsec_seal_stats(seal->rx, &s);
-	out->mac_failures = s.mac_failures;
+	rsec_seal_stats(c->seal.rx, &s);
+	out->mac_failures = s.mac_failures + c->data_mac_failures;
 	out->seq_violations = s.seq_violations;
 	out->malformed = s.malformed;
 }
@@ -527,7 +588,7 @@ void rsec_conn_teardown_rdma(struct rsec_conn *c)
 	rsec_grant_teardown(c);
 	rsec_data_teardown(c);
 	if (c->have_seal) {
-		fold_seal_stats(&c->stats, &c->seal);
+		fold_seal_stats(&c->stats, c);
 		rsec_seal_free(&c->seal);
 		c->have_seal = false;
 	}
@@ -576,6 +637,6 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out)
 		return RSEC_E_INVAL;
 	*out = c->stats;
 	if (c->have_seal)
-		fold_seal_stats(out, &c->seal);
+		fold_seal_stats(out, c);
 	return 0;
 }

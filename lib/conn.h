@@ -14,8 +14,10 @@
 #include <stdint.h>
 
 #include "dev.h"
+#include "grant_table.h"
 #include "mw.h"
 #include "qp.h"
+#include "qpool.h"
 #include "rdmasec.h"
 #include "result.h"
 #include "seal.h"
@@ -26,20 +28,24 @@
 #define RSEC_DEFAULT_SLOT_SIZE 65536u
 #define RSEC_DEFAULT_MAX_MSG (16u << 20)
 #define RSEC_DEFAULT_HANDSHAKE_MS 10000
-#define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_DEV_CACHE 8
 
 /* ctx.c: the device owning local address ip, opened once per context. */
 RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out);
+/* ctx.c: a connection's PD, CQs and QP on dev (from rsec_ctx_dev_for), drawn from dev's QP pool. */
+RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp *q);
 
 struct rsec_ctx {
 	bool is_server;
 	struct rsec_dev *dev; /* fixed device, or NULL: per connection, by local address */
+	struct rsec_qpool *pool; /* dev's QP pool (lib/qpool.c) */
+	struct rsec_qpool_opts pool_opts;
 	/* Devices opened by local address, each opened once and shared. */
 	pthread_mutex_t dev_lock;
 	struct rsec_dev_slot {
 		char ip[48];
 		struct rsec_dev *dev;
+		struct rsec_qpool *pool;
 	} dev_cache[RSEC_DEV_CACHE];
 	SSL_CTX *tls;
 	struct rsec_tls_opts tls_opts; /* strings owned below */
@@ -52,6 +58,10 @@ struct rsec_ctx {
 	int handshake_timeout_ms;
 	rsec_admit_fn admit;
 	void *admit_arg;
+	enum rsec_grant_mode grant_mode;
+	struct rsec_audit *audit;  /* NULL: no audit log */
+	uint64_t next_conn_id;     /* atomic */
+	uint64_t audit_errors;     /* atomic: records that could not be written */
 };
 
 struct rsec_listener {
@@ -76,25 +86,19 @@ struct rsec_chan_rx {
 	size_t need; /* header, then header + body */
 };
 
-struct rsec_local_grant {
-	bool live;     /* bound and described to the peer */
-	bool busy;     /* its bind is in flight */
-	bool op_done, op_ok;
-	uint64_t id;
-	struct rsec_mw mw;
-	uint64_t expires_ms; /* 0: never */
-};
-
 struct rsec_region {
 	struct rsec_conn *conn;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
 	uint8_t *addr;
 	size_t len;
 	unsigned access;
+	size_t map_len;       /* rsec_region_alloc: the mapping we own (0: caller's memory) */
 };
 
 struct rsec_conn {
 	struct rsec_ctx *ctx;
+	uint64_t id;          /* per context, for the audit log */
+	char peer_addr[64];   /* the control connection's peer, "ip:port" */
 	struct rsec_dev *dev; /* the device owning the TCP connection's local address */
 	bool is_server;
 	enum rsec_phase phase;
@@ -134,10 +138,7 @@ struct rsec_conn {
 	bool rx_started, rx_complete;
 
 	/* Grants we issued and grants the peer issued to us. */
-	struct rsec_local_grant grants[RSEC_MAX_GRANTS];
-	uint64_t next_grant_id;
-	struct rsec_remote_grant remote_grants[RSEC_MAX_GRANTS];
-	bool remote_live[RSEC_MAX_GRANTS];
+	struct rsec_grant_table gt;
 
 	/* Outstanding one-sided op (one at a time per connection). */
 	bool rdma_busy;          /* stays set after a timeout: the WR may still run */
@@ -146,6 +147,7 @@ struct rsec_conn {
 	bool rdma_done;
 
 	struct rsec_conn_stats stats;
+	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 };
 
 /* wr_id layout: kind in the top byte, index below. */
@@ -175,6 +177,8 @@ RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
 /* data.c */
 /* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
+/* Send WRs of every connection's QP (QP pools create theirs with it). */
+uint32_t rsec_data_send_wr(void);
 /* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
 RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);

@@ -13,6 +13,7 @@
 
 #include <openssl/crypto.h>
 
+#include "audit.h"
 #include "conn.h"
 
 uint64_t rsec_now_ms(void)
@@ -44,7 +45,7 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 
 static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *err, size_t errlen)
 {
-	if (a->comp_mask != 0) {
+	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -73,8 +74,17 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 		set_err(err, errlen, "slot_size must be 4096..1048576 and recv_slots 4..4096");
 		return RSEC_E_RANGE;
 	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) && a->grant_mode != RSEC_GRANT_AUTO &&
+	    a->grant_mode != RSEC_GRANT_MW && a->grant_mode != RSEC_GRANT_MR) {
+		set_err(err, errlen, "unknown grant mode");
+		return RSEC_E_INVAL;
+	}
 	if (a->max_msg > (1u << 30)) {
 		set_err(err, errlen, "max_msg must be at most 1 GiB");
+		return RSEC_E_RANGE;
+	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_QP_POOL) && a->qp_pool > RSEC_QPOOL_MAX) {
+		set_err(err, errlen, "qp_pool must be 0..1024");
 		return RSEC_E_RANGE;
 	}
 	return 0;
@@ -97,9 +107,26 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	ctx->slot_size = or_default(a->slot_size, RSEC_DEFAULT_SLOT_SIZE);
 	ctx->max_msg = or_default(a->max_msg, RSEC_DEFAULT_MAX_MSG);
 	ctx->handshake_timeout_ms = a->handshake_timeout_ms > 0 ? a->handshake_timeout_ms : RSEC_DEFAULT_HANDSHAKE_MS;
+	ctx->pool_opts = (struct rsec_qpool_opts){
+		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
+		.burn_max = RSEC_QPOOL_BURN_DEFAULT,
+		.send_wr = rsec_data_send_wr(),
+		.recv_wr = ctx->recv_slots,
+	};
 	pthread_mutex_init(&ctx->dev_lock, NULL);
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
+	ctx->grant_mode = (a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) ? a->grant_mode : RSEC_GRANT_AUTO;
+	if ((a->comp_mask & RSEC_CTX_ATTR_AUDIT) && a->audit_path) {
+		rc = rsec_audit_open(a->audit_path, &ctx->audit);
+		if (rc < 0) {
+			if (err && errlen)
+				snprintf(err, errlen, "cannot open the audit log %s: %s", a->audit_path,
+					 rc == RSEC_E_IO ? strerror(errno) : rsec_strerror(rc));
+			rc = RSEC_E_CONFIG;
+			goto err;
+		}
+	}
 	if (dup_opt(a->ca_file, &ctx->ca_file) || dup_opt(a->cert_file, &ctx->cert_file) ||
 	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity) ||
 	    dup_opt(a->local_addr, &ctx->local_addr))
@@ -132,6 +159,11 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 				 a->local_addr ? a->local_addr : "");
 		goto err;
 	}
+	rc = rsec_qpool_new(ctx->dev, &ctx->pool_opts, &ctx->pool);
+	if (rc < 0) {
+		set_err(err, errlen, "cannot start the QP pool");
+		goto err;
+	}
 	*out = ctx;
 	return 0;
 err:
@@ -143,13 +175,18 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	/* Pools first: their workers use the devices. */
+	rsec_qpool_free(ctx->pool);
 	if (ctx->dev)
 		rsec_dev_put(ctx->dev);
-	for (unsigned i = 0; i < RSEC_DEV_CACHE; i++)
+	for (unsigned i = 0; i < RSEC_DEV_CACHE; i++) {
+		rsec_qpool_free(ctx->dev_cache[i].pool);
 		if (ctx->dev_cache[i].dev)
 			rsec_dev_put(ctx->dev_cache[i].dev);
+	}
 	pthread_mutex_destroy(&ctx->dev_lock);
 	SSL_CTX_free(ctx->tls);
+	rsec_audit_close(ctx->audit);
 	free(ctx->ca_file);
 	free(ctx->cert_file);
 	free(ctx->key_file);
@@ -177,6 +214,13 @@ int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out
 		if (!s->dev) {
 			rc = rsec_dev_open(NULL, ip, &s->dev);
 			if (rc == 0) {
+				rc = rsec_qpool_new(s->dev, &ctx->pool_opts, &s->pool);
+				if (rc < 0) {
+					rsec_dev_put(s->dev);
+					s->dev = NULL;
+				}
+			}
+			if (rc == 0) {
 				snprintf(s->ip, sizeof(s->ip), "%s", ip);
 				*out = rsec_dev_ref(s->dev);
 			}
@@ -185,6 +229,23 @@ int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out
 	}
 	pthread_mutex_unlock(&ctx->dev_lock);
 	return rc;
+}
+
+int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp *q)
+{
+	struct rsec_qpool *pool = dev == ctx->dev ? ctx->pool : NULL;
+
+	if (!pool) {
+		pthread_mutex_lock(&ctx->dev_lock);
+		for (unsigned i = 0; i < RSEC_DEV_CACHE && !pool; i++)
+			if (ctx->dev_cache[i].dev == dev)
+				pool = ctx->dev_cache[i].pool;
+		pthread_mutex_unlock(&ctx->dev_lock);
+	}
+	/* Every device a connection gets comes with a pool; a stray one still works, unpooled. */
+	if (!pool)
+		return rsec_qp_create(dev, ctx->pool_opts.send_wr, ctx->pool_opts.recv_wr, q);
+	return rsec_qpool_take(pool, q);
 }
 
 const char *rsec_ctx_device(const struct rsec_ctx *ctx)

@@ -54,12 +54,18 @@ static RSEC_MUST_CHECK int post_recv(struct rsec_conn *c, uint32_t slot)
 	return ibv_post_recv(c->qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
 }
 
+uint32_t rsec_data_send_wr(void)
+{
+	return SEND_SLOTS_MAX + EXTRA_SEND_WR;
+}
+
 int rsec_data_setup(struct rsec_conn *c)
 {
 	struct rsec_ctx *ctx = c->ctx;
 	RSEC_GUARD(rsec_conn_pick_device(c));
 	c->recv_slots = ctx->recv_slots;
-	RSEC_GUARD(rsec_qp_create(c->dev, SEND_SLOTS_MAX + EXTRA_SEND_WR, c->recv_slots, &c->qp));
+	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
+	RSEC_GUARD(rsec_ctx_take_qp(ctx, c->dev, &c->qp));
 	c->have_qp = true;
 	size_t bytes = (size_t)c->recv_slots * ctx->slot_size;
 	c->recv_ring = ring_alloc(bytes);
@@ -228,6 +234,15 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	uint32_t slot = RSEC_WR_INDEX(wc->wr_id);
 	if (RSEC_WR_KIND(wc->wr_id) != WR_RECV || slot >= c->recv_slots)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "unexpected receive completion");
+	/*
+	 * rdmasec never sends SEND_WITH_INV. One from the peer already revoked a
+	 * window, perhaps another connection's: rxe does not check who asks
+	 * (docs/verbs.md). rxe flags it with bit 2 (IB_WC_WITH_INVALIDATE), which
+	 * libibverbs names IBV_WC_IP_CSUM_OK, never with IBV_WC_WITH_INV.
+	 */
+	if ((wc->wc_flags & IBV_WC_WITH_INV) ||
+	    ((wc->wc_flags & IBV_WC_IP_CSUM_OK) && !(wc->wc_flags & IBV_WC_WITH_IMM) && wc->invalidated_rkey))
+		return rsec_conn_fail(c, RSEC_E_PROTO, "peer sent SEND_WITH_INV, a remote invalidation");
 	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;

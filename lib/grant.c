@@ -9,13 +9,29 @@
  * never invalidated and kept: on Linux 6.1's rxe, a SEND_WITH_INV naming an
  * unbound type-2 window (one invalidated before, or never bound) panics the
  * host (docs/verbs.md), and any peer that ever held the key could send one.
+ *
+ * Devices without type-2 windows (or RSEC_GRANT_MR) get one fresh memory
+ * registration per grant instead: a new rkey each time, reachable only from
+ * this connection's protection domain, whose one QP is this connection's;
+ * deregistration revokes it.
+ *
+ * Verified transfers (docs/protocol.md): a VERIFY message carries an
+ * HMAC of what the writer wrote, or of what a READ grant exposes, under the
+ * sender's data-MAC key. Grant ids carry their issuer in the top bit, so a
+ * VERIFY names our grant (a write claim) or the peer's (a read MAC).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
+#include "audit.h"
 #include "conn.h"
+
+#define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
 static int access_to_verbs(unsigned access)
 {
@@ -29,7 +45,7 @@ static int access_to_verbs(unsigned access)
 
 static bool access_valid(unsigned access)
 {
-	return access && !(access & ~(unsigned)(RSEC_ACCESS_READ | RSEC_ACCESS_WRITE));
+	return (access & ACCESS_RW) && !(access & ~(unsigned)ACCESS_RW);
 }
 
 static RSEC_MUST_CHECK int require_established(struct rsec_conn *c)
@@ -37,6 +53,42 @@ static RSEC_MUST_CHECK int require_established(struct rsec_conn *c)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+}
+
+/* Fallback registrations instead of windows? RSEC_E_NODEV if windows are demanded and missing. */
+static RSEC_MUST_CHECK int use_mr(const struct rsec_conn *c, bool *mr)
+{
+	RSEC_ENSURE(c->dev != NULL, RSEC_E_AGAIN);
+	switch (c->ctx->grant_mode) {
+	case RSEC_GRANT_MR:
+		*mr = true;
+		return 0;
+	case RSEC_GRANT_MW:
+		RSEC_ENSURE(c->dev->mw_type2, RSEC_E_NODEV);
+		*mr = false;
+		return 0;
+	default:
+		*mr = !c->dev->mw_type2;
+		return 0;
+	}
+}
+
+const char *rsec_conn_grant_mechanism(const struct rsec_conn *c)
+{
+	bool mr;
+	if (!c || use_mr(c, &mr) < 0)
+		return NULL;
+	return mr ? "mr" : "mw2";
+}
+
+static void audit_grant(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_local_grant *g,
+			const char *result, const char *reason, uint64_t off, uint64_t span)
+{
+	struct rsec_audit_region r = {
+		.grant_id = g->id, .addr = (uintptr_t)g->addr, .len = g->len, .offset = off, .span = span,
+		.access = g->access, .rkey = g->rkey, .ttl_ms = g->ttl_ms, .mechanism = g->by_mr ? "mr" : "mw2",
+	};
+	rsec_conn_audit(c, ev, result, reason, &r);
 }
 
 /* Run the connection until *done or the deadline. */
@@ -57,6 +109,16 @@ static RSEC_MUST_CHECK int wait_done(struct rsec_conn *c, const bool *done, int 
 	return 0;
 }
 
+static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
+{
+	bool mr;
+	RSEC_GUARD(use_mr(c, &mr));
+	/* Fallback mode registers per grant; window mode binds windows to this. */
+	if (mr)
+		return 0;
+	return rsec_mr_reg(&c->qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
+}
+
 int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access, struct rsec_region **out)
 {
 	if (!c || !addr || !len || !out || !access_valid(access))
@@ -66,17 +128,67 @@ int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access
 	struct rsec_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return RSEC_E_NOMEM;
-	int rc = rsec_mr_reg(&c->qp, addr, len, access & RSEC_ACCESS_WRITE, &r->mr);
-	if (rc < 0) {
-		free(r);
-		return rc;
-	}
 	r->conn = c;
 	r->addr = addr;
 	r->len = len;
 	r->access = access;
+	int rc = region_register(c, r);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
 	*out = r;
 	return 0;
+}
+
+/*
+ * Map len bytes at a random page-aligned address in the lower half of the
+ * 47-bit user space, so a peer's address says nothing about the next one.
+ * MAP_FIXED_NOREPLACE never clobbers an existing mapping; after a few
+ * collisions the kernel's choice is the fallback.
+ */
+static void *map_random(size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	for (int tries = 0; tries < 8 && page > 0; tries++) {
+		uint64_t r;
+		if (RAND_bytes((uint8_t *)&r, sizeof(r)) != 1)
+			break;
+		uintptr_t hint = (uintptr_t)((UINT64_C(1) << 40) + (r % (UINT64_C(1) << 45))) & ~(uintptr_t)(page - 1);
+		void *p = mmap((void *)hint, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p == (void *)hint)
+			return p;
+		if (p != MAP_FAILED)
+			(void)munmap(p, len); /* an old kernel ignoring NOREPLACE put it elsewhere */
+	}
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct rsec_region **out)
+{
+	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !access_valid(access))
+		return RSEC_E_INVAL;
+	*out = NULL;
+	RSEC_GUARD(require_established(c));
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t map_len = (len + page - 1) / page * page;
+	void *p = map_random(map_len);
+	if (!p)
+		return RSEC_E_NOMEM;
+	int rc = rsec_region_reg(c, p, len, access, out);
+	if (rc < 0) {
+		(void)munmap(p, map_len);
+		return rc;
+	}
+	(*out)->map_len = map_len;
+	return 0;
+}
+
+void *rsec_region_addr(const struct rsec_region *r)
+{
+	return r ? r->addr : NULL;
 }
 
 void rsec_region_free(struct rsec_region *r)
@@ -85,15 +197,19 @@ void rsec_region_free(struct rsec_region *r)
 		return;
 	if (r->mr)
 		(void)ibv_dereg_mr(r->mr);
+	if (r->map_len) {
+		OPENSSL_cleanse(r->addr, r->map_len);
+		(void)munmap(r->addr, r->map_len);
+	}
 	free(r);
 }
 
-static struct rsec_local_grant *find_local(struct rsec_conn *c, uint64_t id)
+static void grant_release(struct rsec_local_grant *g)
 {
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->grants[i].live && c->grants[i].id == id)
-			return &c->grants[i];
-	return NULL;
+	rsec_mw_free(&g->mw);
+	if (g->mr)
+		(void)ibv_dereg_mr(g->mr);
+	g->mr = NULL;
 }
 
 static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
@@ -103,24 +219,15 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
 	return rsec_chan_send(c, &m);
 }
 
-int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
-	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
+/* Bind a fresh window over g's range, for this QP only; on failure nothing is left. */
+static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
 {
-	if (!c || !r || r->conn != c || !len || !access_valid(access) || (access & ~r->access) ||
-	    off > r->len || len > r->len - off)
-		return RSEC_E_INVAL;
-	RSEC_GUARD(require_established(c));
-	unsigned idx = 0;
-	while (idx < RSEC_MAX_GRANTS && (c->grants[idx].live || c->grants[idx].busy))
-		idx++;
-	if (idx == RSEC_MAX_GRANTS)
-		return RSEC_E_LIMIT;
-	struct rsec_local_grant *g = &c->grants[idx];
+	struct rsec_local_grant *g = &c->gt.local[idx];
 	RSEC_GUARD(rsec_mw_alloc(&c->qp, &g->mw));
-	uint64_t addr = (uintptr_t)r->addr + off;
 	g->busy = true;
 	g->op_done = false;
-	int rc = rsec_mw_bind_post(&c->qp, &g->mw, r->mr, addr, len, access_to_verbs(access), RSEC_WR_ID(WR_BIND, idx));
+	int rc = rsec_mw_bind_post(&c->qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
+				   RSEC_WR_ID(WR_BIND, idx));
 	if (rc == 0)
 		rc = wait_done(c, &g->op_done, 5000);
 	g->busy = false;
@@ -131,14 +238,66 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 		rsec_mw_free(&g->mw);
 		return rc;
 	}
-	g->live = true;
-	g->id = c->next_grant_id++;
-	g->expires_ms = ttl_ms ? rsec_now_ms() + ttl_ms : 0;
+	g->rkey = g->mw.rkey;
+	return 0;
+}
 
+/* Fallback: a registration of just this range, with just these rights. */
+static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	int access = access_to_verbs(g->access);
+	if (g->access & RSEC_ACCESS_WRITE)
+		access |= IBV_ACCESS_LOCAL_WRITE; /* verbs demand it with REMOTE_WRITE */
+	g->mr = ibv_reg_mr(c->qp.pd, g->addr, g->len, access);
+	RSEC_ENSURE(g->mr != NULL, RSEC_E_VERBS);
+	g->rkey = g->mr->rkey;
+	return 0;
+}
+
+/* For a verified READ grant: the MAC of its bytes, sent before the GRANT itself. */
+static RSEC_MUST_CHECK int send_read_mac(struct rsec_conn *c, const struct rsec_local_grant *g)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	m.u.verify.grant_id = g->id;
+	m.u.verify.offset = 0;
+	m.u.verify.len = g->len;
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
+	if (rc == 0)
+		rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}
+
+int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
+	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
+{
+	bool verified = access & RSEC_GRANT_VERIFIED;
+	access &= ~(unsigned)RSEC_GRANT_VERIFIED;
+	if (!c || !r || r->conn != c || !len || !access_valid(access) || (access & ~r->access) ||
+	    (verified && !(access & RSEC_ACCESS_READ)) || off > r->len || len > r->len - off)
+		return RSEC_E_INVAL;
+	RSEC_GUARD(require_established(c));
+	bool by_mr;
+	RSEC_GUARD(use_mr(c, &by_mr));
+	unsigned idx;
+	struct rsec_local_grant *g = rsec_gt_slot(&c->gt, &idx);
+	if (!g)
+		return RSEC_E_LIMIT;
+	g->addr = r->addr + off;
+	g->len = len;
+	g->access = access;
+	g->by_mr = by_mr;
+	RSEC_GUARD(by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx));
+	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
+
+	int rc = verified ? send_read_mac(c, g) : 0;
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
 	m.u.grant.grant_id = g->id;
-	m.u.grant.addr = addr;
-	m.u.grant.rkey = g->mw.rkey;
+	m.u.grant.addr = (uintptr_t)g->addr;
+	m.u.grant.rkey = g->rkey;
 	m.u.grant.len = len;
 	m.u.grant.access = access;
 	m.u.grant.ttl_ms = ttl_ms;
@@ -148,16 +307,18 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send GRANT");
 	c->stats.grants_issued++;
+	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", verified ? "verified read" : NULL, 0, 0);
 	if (grant_id)
 		*grant_id = g->id;
 	return 0;
 }
 
-/* Deallocating a bound window revokes it at once: the peer's next access fails. */
-static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g)
+/* Deallocating a bound window (or the registration) revokes it at once: the peer's next access fails. */
+static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
-	rsec_mw_free(&g->mw);
+	audit_grant(c, ev, g, "ok", NULL, 0, 0);
+	grant_release(g);
 	return send_revoke(c, g->id);
 }
 
@@ -166,22 +327,66 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
 	if (!c)
 		return RSEC_E_INVAL;
 	RSEC_GUARD(require_established(c));
-	struct rsec_local_grant *g = find_local(c, grant_id);
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
 	if (!g)
 		return RSEC_E_GRANT;
-	RSEC_GUARD(invalidate(c, g));
+	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
 	c->stats.grants_revoked++;
+	return 0;
+}
+
+int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+{
+	if (!c || !off || !len)
+		return RSEC_E_INVAL;
+	*off = *len = 0;
+	RSEC_GUARD(require_established(c));
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	if (!g || !(g->access & RSEC_ACCESS_WRITE))
+		return RSEC_E_GRANT;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	while (!g->claim) {
+		int rc = rsec_conn_process(c);
+		if (rc < 0)
+			return rc;
+		if (!g->live || g->id != grant_id)
+			return RSEC_E_GRANT; /* expired meanwhile */
+		if (g->claim)
+			break;
+		uint64_t now = rsec_now_ms();
+		if (now >= deadline)
+			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
+		RSEC_GUARD(rsec_conn_wait(c, (int)(deadline - now)));
+	}
+	/* Revoke first: once checked, nobody may change the bytes. */
+	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
+	c->stats.grants_revoked++;
+	uint8_t *p = g->addr + g->claim_off;
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	int rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, p, g->claim_len, mac);
+	bool ok = rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
+	g->claim = false;
+	if (rc < 0)
+		return rc;
+	audit_grant(c, RSEC_AUDIT_VERIFIED_WRITE, g, ok ? "ok" : "mismatch",
+		    ok ? NULL : "bytes differ from what the peer wrote; wiped", g->claim_off, g->claim_len);
+	if (!ok) {
+		OPENSSL_cleanse(p, g->claim_len);
+		c->data_mac_failures++;
+		return RSEC_E_MAC;
+	}
+	*off = g->claim_off;
+	*len = g->claim_len;
 	return 0;
 }
 
 int rsec_grant_expire(struct rsec_conn *c)
 {
-	uint64_t now = rsec_now_ms();
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->grants[i];
-		if (!g->live || !g->expires_ms || g->expires_ms > now)
-			continue;
-		int rc = invalidate(c, g);
+	struct rsec_local_grant *g;
+	while ((g = rsec_gt_expired(&c->gt, rsec_now_ms())) != NULL) {
+		int rc = invalidate(c, g, RSEC_AUDIT_EXPIRE);
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "cannot expire grant %llu", (unsigned long long)g->id);
 		c->stats.grants_expired++;
@@ -199,31 +404,33 @@ void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 	}
 	if (idx >= RSEC_MAX_GRANTS)
 		return;
-	struct rsec_local_grant *g = &c->grants[idx];
+	struct rsec_local_grant *g = &c->gt.local[idx];
 	g->op_done = true;
 	g->op_ok = wc->status == IBV_WC_SUCCESS;
 }
 
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
-	if (m->type == RSEC_MSG_REVOKE) {
-		for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-			if (c->remote_live[i] && c->remote_grants[i].id == m->u.revoke.grant_id)
-				c->remote_live[i] = false;
+	int rc;
+	switch (m->type) {
+	case RSEC_MSG_REVOKE:
+		rsec_gt_remote_revoke(&c->gt, m->u.revoke.grant_id);
 		return 0;
+	case RSEC_MSG_VERIFY:
+		if (!rsec_gt_ours(&c->gt, m->u.verify.grant_id)) {
+			rc = rsec_gt_pending_mac(&c->gt, &m->u.verify);
+			return rc < 0 ? rsec_conn_fail(c, rc, "unexpected VERIFY for a grant of the peer's") : 0;
+		}
+		rc = rsec_gt_claim(&c->gt, &m->u.verify);
+		if (rc == RSEC_E_GRANT)
+			return 0; /* revoked or expired meanwhile: its verifier got RSEC_E_GRANT */
+		return rc < 0 ? rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants") : 0;
+	default:
+		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
+		if (rc == RSEC_E_LIMIT)
+			return rsec_conn_fail(c, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
+		return rc < 0 ? rsec_conn_fail(c, rc, "GRANT with one of our own grant ids") : 0;
 	}
-	unsigned i = 0;
-	while (i < RSEC_MAX_GRANTS && c->remote_live[i])
-		i++;
-	if (i == RSEC_MAX_GRANTS)
-		return rsec_conn_fail(c, RSEC_E_LIMIT, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
-	const struct rsec_msg_grant *g = &m->u.grant;
-	c->remote_grants[i] = (struct rsec_remote_grant){
-		.id = g->grant_id, .tag = g->tag, .len = g->len, .access = g->access,
-		.ttl_ms = g->ttl_ms, .addr = g->addr, .rkey = g->rkey,
-	};
-	c->remote_live[i] = true;
-	return 0;
 }
 
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms)
@@ -232,13 +439,8 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
 		return RSEC_E_INVAL;
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	for (;;) {
-		for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-			if (c->remote_live[i] && c->remote_grants[i].tag == tag) {
-				*out = c->remote_grants[i];
-				c->remote_live[i] = false;
-				return 0;
-			}
-		}
+		if (rsec_gt_remote_take(&c->gt, tag, out))
+			return 0;
 		int rc = rsec_conn_process(c);
 		if (rc < 0)
 			return rc;
@@ -305,12 +507,55 @@ int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t o
 	return one_sided(c, g, off, buf, len, timeout_ms, false);
 }
 
+int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
+			size_t len, int timeout_ms)
+{
+	RSEC_GUARD(rsec_write(c, g, off, buf, len, timeout_ms));
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	m.u.verify.grant_id = g->id;
+	m.u.verify.offset = off;
+	m.u.verify.len = len;
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, m.u.verify.mac);
+	if (rc == 0)
+		rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send VERIFY");
+	return 0;
+}
+
+int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap,
+		       int timeout_ms)
+{
+	if (!c || !g || !buf)
+		return RSEC_E_INVAL;
+	if (!(g->access & RSEC_GRANT_VERIFIED))
+		return RSEC_E_GRANT;
+	if (cap < g->len)
+		return RSEC_E_RANGE;
+	RSEC_GUARD(rsec_read(c, g, 0, buf, g->len, timeout_ms));
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	RSEC_GUARD(rsec_seal_data_mac(&c->seal, !c->is_server, g->id, 0, buf, g->len, mac));
+	bool ok = rsec_seal_mac_equal(mac, g->mac);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	struct rsec_audit_region r = {
+		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
+		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
+	};
+	rsec_conn_audit(c, RSEC_AUDIT_VERIFIED_READ, ok ? "ok" : "mismatch",
+			ok ? NULL : "bytes differ from what the granter exposed; wiped", &r);
+	if (!ok) {
+		OPENSSL_cleanse(buf, g->len);
+		c->data_mac_failures++;
+		return RSEC_E_MAC;
+	}
+	return 0;
+}
+
 void rsec_grant_teardown(struct rsec_conn *c)
 {
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		rsec_mw_free(&c->grants[i].mw);
-		memset(&c->grants[i], 0, sizeof(c->grants[i]));
-	}
-	OPENSSL_cleanse(c->remote_grants, sizeof(c->remote_grants));
-	memset(c->remote_live, 0, sizeof(c->remote_live));
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		grant_release(&c->gt.local[i]);
+	rsec_gt_wipe(&c->gt);
 }

@@ -54,7 +54,7 @@ for size in 4096 65536 1048576 16777216; do
 	expect_match "$work/sizes.out" "^reply: $size bytes, echo verified$" "no verified $size-byte echo"
 done
 for size in 1048576 16777216; do
-	expect_match "$work/sizes.out" "^write: $size bytes, server verified sha256$" "no verified $size-byte write"
+	expect_match "$work/sizes.out" "^write: $size bytes, server verified data MAC and sha256$" "no verified $size-byte write"
 	expect_match "$work/sizes.out" "^read: $size bytes, verified against the last write$" "no verified $size-byte read"
 done
 expect_match "$work/sizes.out" '^read: abc$' "no read-back of 'abc'"

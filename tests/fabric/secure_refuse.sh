@@ -25,7 +25,7 @@ client() { fabric on 2 "$bin/client/rdmasec-client" --source "$(fabric ip 2)" -t
 qps_of() { rdma resource show qp 2>/dev/null | grep -c "pid $1 " ; }
 
 fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7471" \
-	--max-per-identity 1 --handshake-timeout 3000 2>"$work/server.log" &
+	--max-per-identity 1 --handshake-timeout 3000 --audit "$work/audit.jsonl" 2>"$work/server.log" &
 spid=$!
 fabric wait-port 7471 || { cat "$work/server.log"; exit 1; }
 
@@ -85,4 +85,23 @@ expect_match "$work/server.log" 'event=counters .*established=2 .*refused_auth=3
 expect_match "$work/run.out" '^psk=0$' "PSK mode failed with the right key"
 expect_match "$work/psk.out" '^reply: psk-ok$' "no echo in PSK mode"
 expect_match "$work/run.out" '^pskserver=0$' "the PSK server did not shut down cleanly"
+# The audit log has one record per refusal, with who and why, and the accepted connections.
+python3 - "$work/audit.jsonl" <<'PY' || fail "audit log check failed"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+by = lambda ev: [r for r in recs if r["event"] == ev]
+auth = [r for r in by("auth_failure") if r["peer"] is None and r["peer_addr"].startswith("10.77.0.")]
+refuse = [r for r in by("refuse") if r["peer"].startswith("CN=client")]
+accept = [r for r in by("accept") if r["peer"].startswith("CN=client")]
+problems = []
+if len(auth) != 3: problems.append("%d auth_failure records, want 3" % len(auth))
+if len(refuse) != 1: problems.append("%d refuse records, want 1" % len(refuse))
+if len(accept) != 2: problems.append("%d accept records, want 2" % len(accept))
+if any(r.get("local_qpn") for r in auth + refuse): problems.append("a refused peer had a QP")
+if problems:
+    print(problems, file=sys.stderr)
+    for r in recs: print(json.dumps(r), file=sys.stderr)
+    sys.exit(1)
+print("audit: %d records, refusals recorded" % len(recs))
+PY
 echo "secure_refuse: ok"

@@ -45,12 +45,15 @@ static void defaults(void **state)
 	assert_int_equal(c.max_per_identity, 16);
 	assert_int_equal(c.handshake_timeout_ms, 5000);
 	assert_int_equal(c.idle_timeout_ms, 0);
+	assert_int_equal(c.qp_pool, 32); /* RSEC_QPOOL_DEFAULT */
 	assert_string_equal(c.audit_log, "");
 	assert_string_equal(c.ca, "");
 	assert_string_equal(c.psk_file, "");
 	assert_int_equal(c.max_msg, 16777216);
 	assert_int_equal(c.recv_slots, 64);
 	assert_int_equal(c.slot_size, 65536);
+	assert_string_equal(c.grant_mode, "auto");
+	assert_int_equal(c.grant_ttl_ms, 30000);
 	/* An empty file changes nothing. */
 	struct rsec_conf d = c;
 	char err[256];
@@ -90,9 +93,23 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nlisten=[fe80::1:2]:65535", err, sizeof(err)), 0);
 	assert_string_equal(c.listen_addr, "fe80::1:2");
 	assert_int_equal(c.listen_port, 65535);
+	/* QP pool: its bounds, 1 being "off". */
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nqp_pool = 1\n", err, sizeof(err)), 0);
+	assert_int_equal(c.qp_pool, 1);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nqp_pool = 1024\n", err, sizeof(err)), 0);
+	assert_int_equal(c.qp_pool, 1024);
 	/* 0 means "no idle timeout". */
 	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nidle_timeout_ms = 0\n", err, sizeof(err)), 0);
 	assert_int_equal(c.idle_timeout_ms, 0);
+	/* Each grant mode, and the grant lifetime. */
+	static const char *const modes[] = { "mr", "mw", "auto" };
+	for (size_t i = 0; i < 3; i++) {
+		char text[64];
+		snprintf(text, sizeof(text), "[grants]\ngrant_mode = %s\ngrant_ttl_ms = 100\n", modes[i]);
+		assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), 0);
+		assert_string_equal(c.grant_mode, modes[i]);
+		assert_int_equal(c.grant_ttl_ms, 100);
+	}
 }
 
 struct bad_case {
@@ -119,12 +136,21 @@ static void each_invalid_case(void **state)
 		{ "[server]\nhandshake_timeout_ms = 600001\n",
 		  "line 2: handshake_timeout_ms: '600001' is not in 100..600000" },
 		{ "[server]\nidle_timeout_ms = 999\n", "line 2: idle_timeout_ms: '999' is not 0 or in 1000..86400000" },
+		{ "[server]\nqp_pool = 0\n", "line 2: qp_pool: '0' is not in 1..1024" },
+		{ "[server]\nqp_pool = 1025\n", "line 2: qp_pool: '1025' is not in 1..1024" },
+		{ "[server]\nqp_pool = 32x\n", "line 2: qp_pool: '32x' is not in 1..1024" },
 		{ "[server]\nidle_timeout_ms = 86400001\n",
 		  "line 2: idle_timeout_ms: '86400001' is not 0 or in 1000..86400000" },
 		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
 		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
 		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 1..4096" },
 		{ "[limits]\nslot_size = 4095\n", "line 2: slot_size: '4095' is not in 4096..1048576" },
+		{ "[grants]\ngrant_mode = windows\n", "line 2: grant_mode: 'windows' is not one of auto|mw|mr" },
+		{ "[grants]\ngrant_mode = m\n", "line 2: grant_mode: 'm' is not one of auto|mw|mr" },
+		{ "[grants]\ngrant_mode = mrx\n", "line 2: grant_mode: 'mrx' is not one of auto|mw|mr" },
+		{ "[grants]\ngrant_mode = autoxxxx\n",
+		  "line 2: grant_mode: 'autoxxxx' is too long (8 bytes, max 7)" },
+		{ "[grants]\ngrant_ttl_ms = 99\n", "line 2: grant_ttl_ms: '99' is not in 100..3600000" },
 		{ "[limits]\nslot_size = 1048577\n", "line 2: slot_size: '1048577' is not in 4096..1048576" },
 		{ "\n\n[server]\n\n\n\nmax_clients = 0\n", "line 7: max_clients: '0' is not in 1..65536" },
 		{ "[sever]\nlisten = 1.2.3.4:5\n", "line 2: unknown section '[sever]'" },

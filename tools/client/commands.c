@@ -160,7 +160,8 @@ static int cmd_write(struct client *cl, const char *args)
 		fail_conn(cl, "write: no grant", rc);
 		goto fail;
 	}
-	rc = rsec_write(cl->conn, &g, 0, data, len, cl->timeout_ms);
+	/* The MAC of what we wrote goes over TLS; the server revokes, then checks it. */
+	rc = rsec_write_verified(cl->conn, &g, 0, data, len, cl->timeout_ms);
 	if (rc < 0) {
 		fail_conn(cl, "write", rc);
 		goto fail;
@@ -177,7 +178,7 @@ static int cmd_write(struct client *cl, const char *args)
 	free(cl->last);
 	cl->last = data;
 	cl->last_len = len;
-	printf("write: %zu bytes, server verified sha256\n", len);
+	printf("write: %zu bytes, server verified data MAC and sha256\n", len);
 	fflush(stdout);
 	return 0;
 fail:
@@ -202,11 +203,17 @@ static int cmd_read(struct client *cl, const char *args)
 	int rc = rsec_grant_wait(cl->conn, m.tag, &g, cl->timeout_ms);
 	if (rc < 0)
 		return fail_conn(cl, "read: no grant", rc);
+	if (g.len != m.len) {
+		fprintf(stderr, "read: the grant covers %llu bytes, the server announced %llu\n",
+			(unsigned long long)g.len, (unsigned long long)m.len);
+		return -1;
+	}
 	uint8_t *data = malloc(m.len);
 	if (!data)
 		return -1;
 	int status = -1;
-	rc = rsec_read(cl->conn, &g, 0, data, m.len, cl->timeout_ms);
+	/* Checked against the MAC the server sent with the grant. */
+	rc = rsec_read_verified(cl->conn, &g, data, m.len, cl->timeout_ms);
 	if (rc < 0) {
 		fail_conn(cl, "read", rc);
 		goto out;

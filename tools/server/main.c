@@ -33,6 +33,12 @@ static void usage(FILE *f)
 		"      --handshake-timeout MS  set-up deadline per connection (default 5000)\n"
 		"      --max-msg BYTES         largest message and grant (default 16M)\n"
 		"      --recv-slots N --slot-size BYTES   receive buffers per connection\n"
+		"      --grant-mode MODE       auto (default), mw (type-2 windows only) or mr (a fresh\n"
+		"                              registration per grant, for devices without type-2 windows)\n"
+		"      --grant-ttl MS          a write/read grant's lifetime if unused (default 30000)\n"
+		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
+		"      --qp-pool N             QPs kept ready per device, each connection draws one at\n"
+		"                              random so QPNs are not sequential (default 32; 1: off)\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
@@ -62,6 +68,8 @@ int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
 	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE };
+	enum { OPT_GRANT_MODE = 300, OPT_GRANT_TTL, OPT_AUDIT };
+	enum { OPT_QP_POOL = 320 };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -78,6 +86,10 @@ int main(int argc, char **argv)
 		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
 		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
 		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
+		{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
+		{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -114,6 +126,10 @@ int main(int argc, char **argv)
 		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
 		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
 		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;
+		case OPT_GRANT_MODE: ok = set(&conf, "grants", "grant_mode", optarg); break;
+		case OPT_GRANT_TTL: ok = set(&conf, "grants", "grant_ttl_ms", optarg); break;
+		case OPT_AUDIT: ok = set(&conf, "server", "audit_log", optarg); break;
+		case OPT_QP_POOL: ok = set(&conf, "server", "qp_pool", optarg); break;
 		case 'v': log_set_verbose(1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -25,8 +25,7 @@
 #include "server.h"
 
 #define TICK_MS 250
-#define GRANT_TTL_MS 30000
-#define PAGE 4096u
+#define VERIFY_WAIT_MS 5000 /* the client's VERIFY (TLS) may trail its WRITE_DONE (RDMA) */
 
 struct session {
 	struct server *srv;
@@ -36,9 +35,9 @@ struct session {
 	bool admitted;
 	char peer[256];
 	/* The one buffer this client may reach by RDMA, only through grants. */
-	uint8_t *mem;
-	size_t mem_len, data_len, mem_alloc, mem_skew; /* the data starts at mem + mem_skew */
 	struct rsec_region *region;
+	uint8_t *mem;
+	size_t mem_len, data_len;
 	uint64_t grant_id, grant_tag, next_tag;
 	bool grant_live;
 	uint8_t grant_op; /* APP_WRITE_REQ or APP_READ_REQ */
@@ -81,14 +80,10 @@ static void region_release(struct session *s)
 	if (s->grant_live)
 		(void)rsec_revoke(s->conn, s->grant_id);
 	s->grant_live = false;
-	rsec_region_free(s->region);
+	rsec_region_free(s->region); /* wipes the buffer */
 	s->region = NULL;
-	if (s->mem) {
-		OPENSSL_cleanse(s->mem, s->mem_alloc);
-		free(s->mem);
-	}
 	s->mem = NULL;
-	s->mem_len = s->data_len = s->mem_alloc = 0;
+	s->mem_len = s->data_len = 0;
 }
 
 static void session_end(struct session *s, int rc)
@@ -160,25 +155,14 @@ static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
 		memset(out, 0, APP_SHA256_LEN);
 }
 
-/* Page-aligned, with a random page offset so buffers of consecutive
- * clients do not sit at predictable addresses (ReDMArk V4). */
+/* At a random address, so buffers of consecutive clients are not predictable (ReDMArk V4). */
 static int region_alloc(struct session *s, size_t len)
 {
-	uint8_t r;
-	if (RAND_bytes(&r, 1) != 1)
-		return RSEC_E_CRYPTO;
-	size_t skew = (size_t)(r % 16) * PAGE;
-	s->mem_alloc = skew + len;
-	void *p;
-	if (posix_memalign(&p, PAGE, s->mem_alloc) != 0)
-		return RSEC_E_NOMEM;
-	memset(p, 0, s->mem_alloc);
-	s->mem = p;
-	s->mem_len = len;
-	int rc = rsec_region_reg(s->conn, s->mem + skew, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->region);
+	int rc = rsec_region_alloc(s->conn, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->region);
 	if (rc < 0)
 		return rc;
-	s->mem_skew = skew;
+	s->mem = rsec_region_addr(s->region);
+	s->mem_len = len;
 	return 0;
 }
 
@@ -193,7 +177,8 @@ static int on_write_req(struct session *s, const struct app_msg *m)
 		return reply_error(s, "write: cannot prepare a buffer");
 	}
 	s->grant_tag = ++s->next_tag;
-	rc = rsec_grant(s->conn, s->region, 0, m->len, RSEC_ACCESS_WRITE, GRANT_TTL_MS, s->grant_tag, &s->grant_id);
+	rc = rsec_grant(s->conn, s->region, 0, m->len, RSEC_ACCESS_WRITE, s->srv->conf->grant_ttl_ms, s->grant_tag,
+			&s->grant_id);
 	if (rc < 0)
 		return rc;
 	s->grant_live = true;
@@ -202,26 +187,34 @@ static int on_write_req(struct session *s, const struct app_msg *m)
 	return reply(s, &r);
 }
 
-/* 1: the grant matched and is revoked; 0: it did not and the client was told; <0: failure. */
-static int finish_grant(struct session *s, const struct app_msg *m, uint8_t op)
+static bool grant_matches(const struct session *s, const struct app_msg *m, uint8_t op)
 {
-	if (!s->grant_live || s->grant_op != op || m->tag != s->grant_tag)
-		return reply_error(s, "no such grant");
-	/* Revoke first: once verified, nobody may change the bytes. */
-	int rc = rsec_revoke(s->conn, s->grant_id);
-	s->grant_live = false;
-	return rc < 0 ? rc : 1;
+	return s->grant_live && s->grant_op == op && m->tag == s->grant_tag;
 }
 
+/* The library revokes the grant, then checks the client's MAC of what it wrote. */
 static int on_write_done(struct session *s, const struct app_msg *m)
 {
-	int rc = finish_grant(s, m, APP_WRITE_REQ);
-	if (rc <= 0)
+	if (!grant_matches(s, m, APP_WRITE_REQ))
+		return reply_error(s, "no such grant");
+	uint64_t off, len;
+	int rc = rsec_grant_verify(s->conn, s->grant_id, &off, &len, VERIFY_WAIT_MS);
+	s->grant_live = rc == RSEC_E_TIMEOUT; /* without a claim the grant stays until its ttl */
+	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT || (rc == 0 && (off || len != s->mem_len))) {
+		s->srv->n.verify_failed++;
+		log_event("warn", "verify_failed", "conn=%llu peer=%s code=%s", (unsigned long long)s->id,
+			  log_q(s->peer), log_q(rc ? rsec_strerror(rc) : "partial write"));
+		s->data_len = 0;
+		return reply_error(s, rc == RSEC_E_MAC ? "write: the bytes differ from what you wrote (data MAC); "
+							 "discarded"
+						       : "write: no verified write of the whole grant");
+	}
+	if (rc < 0)
 		return rc;
 	s->data_len = s->mem_len;
 	s->srv->n.rdma_writes++;
 	struct app_msg r = { .op = APP_WRITE_RESULT, .len = s->data_len };
-	sha256(s->mem + s->mem_skew, s->data_len, r.sha256);
+	sha256(s->mem, s->data_len, r.sha256);
 	return reply(s, &r);
 }
 
@@ -230,21 +223,24 @@ static int on_read_req(struct session *s)
 	if (!s->region || s->data_len == 0 || s->grant_live)
 		return reply_error(s, "read: nothing written yet");
 	s->grant_tag = ++s->next_tag;
-	int rc = rsec_grant(s->conn, s->region, 0, s->data_len, RSEC_ACCESS_READ, GRANT_TTL_MS, s->grant_tag,
-			    &s->grant_id);
+	int rc = rsec_grant(s->conn, s->region, 0, s->data_len, RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED,
+			    s->srv->conf->grant_ttl_ms, s->grant_tag, &s->grant_id);
 	if (rc < 0)
 		return rc;
 	s->grant_live = true;
 	s->grant_op = APP_READ_REQ;
 	struct app_msg r = { .op = APP_READ_GRANTED, .tag = s->grant_tag, .len = s->data_len };
-	sha256(s->mem + s->mem_skew, s->data_len, r.sha256);
+	sha256(s->mem, s->data_len, r.sha256);
 	return reply(s, &r);
 }
 
 static int on_read_done(struct session *s, const struct app_msg *m)
 {
-	int rc = finish_grant(s, m, APP_READ_REQ);
-	if (rc <= 0)
+	if (!grant_matches(s, m, APP_READ_REQ))
+		return reply_error(s, "no such grant");
+	int rc = rsec_revoke(s->conn, s->grant_id);
+	s->grant_live = false;
+	if (rc < 0)
 		return rc;
 	s->srv->n.rdma_reads++;
 	struct app_msg r = { .op = APP_READ_RESULT };
@@ -288,16 +284,19 @@ static bool session_step(struct session *s)
 	srv->current = NULL;
 	if (rc == RSEC_E_AGAIN)
 		return true;
-	if (rc < 0) {
-		session_end(s, rc);
-		return false;
-	}
-	if (!s->established) {
+	/* A connection may come up and fail in one step (its fresh QP attacked): it still had a QP. */
+	struct rsec_conn_stats st;
+	if (!s->established && (rc == 0 || (rsec_conn_stats(s->conn, &st) == 0 && st.local_qpn != 0))) {
 		s->established = true;
 		srv->n.established++;
 		snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(s->conn));
-		log_event("info", "established", "conn=%llu peer=%s clients=%zu", (unsigned long long)s->id,
-			  log_q(s->peer), srv->nsessions);
+		const char *grants = rsec_conn_grant_mechanism(s->conn);
+		log_event("info", "established", "conn=%llu peer=%s clients=%zu grants=%s", (unsigned long long)s->id,
+			  log_q(s->peer), srv->nsessions, grants ? grants : "none");
+	}
+	if (rc < 0) {
+		session_end(s, rc);
+		return false;
 	}
 	for (;;) {
 		size_t len;
@@ -407,6 +406,15 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		.admit = admit,
 		.admit_arg = srv,
 	};
+	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL;
+	if (conf->audit_log[0]) {
+		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
+		attr.audit_path = conf->audit_log;
+	}
+	attr.qp_pool = conf->qp_pool;
+	attr.grant_mode = strcmp(conf->grant_mode, "mw") == 0   ? RSEC_GRANT_MW
+			  : strcmp(conf->grant_mode, "mr") == 0 ? RSEC_GRANT_MR
+								: RSEC_GRANT_AUTO;
 	if (psk_len) {
 		attr.psk = psk;
 		attr.psk_len = psk_len;

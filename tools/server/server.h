@@ -16,6 +16,7 @@ struct server_counters {
 	uint64_t established;       /* connections that got a QP */
 	uint64_t closed;
 	uint64_t messages, rdma_writes, rdma_reads;
+	uint64_t verify_failed;     /* verified writes whose data MAC did not match (or never came) */
 	uint64_t mac_failures, seq_violations, qp_errors;
 };
 

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The audit log: one JSON object per line for every security-relevant
+ * event (docs/audit.md). Records say who (authenticated identity, or the
+ * address when there is none yet), when, which region with which rights and
+ * window key; never key material or message contents.
+ */
+#ifndef RSEC_AUDIT_H
+#define RSEC_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "result.h"
+
+enum rsec_audit_event {
+	RSEC_AUDIT_ACCEPT = 1,       /* connection established */
+	RSEC_AUDIT_REFUSE,           /* admission refused (limit) after authentication */
+	RSEC_AUDIT_AUTH_FAILURE,     /* TLS/peer authentication failed */
+	RSEC_AUDIT_CLOSE,            /* connection closed (reason says why) */
+	RSEC_AUDIT_GRANT,            /* we exposed a region to the peer */
+	RSEC_AUDIT_REVOKE,           /* we revoked a grant */
+	RSEC_AUDIT_EXPIRE,           /* a grant reached its ttl */
+	RSEC_AUDIT_VERIFIED_WRITE,   /* the peer's write into our grant was checked (result ok/mismatch) */
+	RSEC_AUDIT_VERIFIED_READ,    /* our read from the peer's grant was checked (result ok/mismatch) */
+	RSEC_AUDIT_MAC_FAILURE,      /* a sealed message failed authentication */
+	RSEC_AUDIT_SEQ_VIOLATION,    /* a sealed message arrived out of sequence */
+	RSEC_AUDIT_QP_ERROR,         /* the queue pair entered the error state */
+};
+
+/* The region a grant-related record is about. */
+struct rsec_audit_region {
+	uint64_t grant_id;
+	uint64_t addr, len;          /* the exposed range, in the granter's address space */
+	uint64_t offset, span;       /* verified transfers: the range checked within the grant */
+	unsigned access;             /* RSEC_ACCESS_* bits */
+	uint32_t rkey;               /* the window's (or fallback MR's) key */
+	uint32_t ttl_ms;             /* 0: until revoked */
+	const char *mechanism;       /* "mw2" (type-2 window) or "mr" (fallback registration) */
+};
+
+struct rsec_audit_record {
+	enum rsec_audit_event event;
+	uint64_t time_ms;            /* wall clock, ms since the epoch; 0: now */
+	bool is_server;              /* our role */
+	uint64_t conn_id;            /* per-context connection number, 0: none */
+	const char *peer;            /* authenticated identity; NULL: not authenticated */
+	const char *peer_addr;       /* "ip:port" of the control connection; NULL: unknown */
+	const char *result;          /* short outcome ("ok", "mismatch", ...); NULL: omitted */
+	const char *reason;          /* free text, never secret; NULL: omitted */
+	const struct rsec_audit_region *region; /* NULL: none */
+	uint32_t local_qpn, remote_qpn; /* 0: none yet */
+};
+
+/* Name of an event as it appears in the "event" field; NULL if unknown. */
+const char *rsec_audit_event_name(enum rsec_audit_event ev);
+
+/*
+ * Encode r as one JSON object (no newline) into out, NUL-terminated.
+ * Returns the length, RSEC_E_INVAL (bad record), RSEC_E_RANGE (cap too
+ * small; out holds ""), RSEC_E_NOMEM.
+ */
+RSEC_MUST_CHECK int rsec_audit_encode(const struct rsec_audit_record *r, char *out, size_t cap);
+
+struct rsec_audit; /* an open log, safe to share between threads */
+
+/* Open (create 0600, append) path. Returns 0, RSEC_E_INVAL, RSEC_E_IO, RSEC_E_NOMEM. */
+RSEC_MUST_CHECK int rsec_audit_open(const char *path, struct rsec_audit **out);
+/* Append one record as one line with a single write(2). NULL a: no-op, 0. */
+RSEC_MUST_CHECK int rsec_audit_write(struct rsec_audit *a, const struct rsec_audit_record *r);
+void rsec_audit_close(struct rsec_audit *a);
+
+struct rsec_conn;
+/*
+ * Audit an event of connection c to its context's log (if any): fills the
+ * time, role, connection number, peer identity and address and QPNs from c.
+ * Never fails the caller; a write error is counted in the context.
+ */
+void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
+		     const struct rsec_audit_region *region);
+
+#endif /* RSEC_AUDIT_H */

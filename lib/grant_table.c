@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "grant_table.h"
+
+#define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
+
+void rsec_gt_init(struct rsec_grant_table *t, bool is_server)
+{
+	memset(t, 0, sizeof(*t));
+	t->is_server = is_server;
+	t->next_id = is_server ? RSEC_GRANT_ID_SERVER | 1 : 1;
+}
+
+bool rsec_gt_ours(const struct rsec_grant_table *t, uint64_t grant_id)
+{
+	return ((grant_id & RSEC_GRANT_ID_SERVER) != 0) == t->is_server;
+}
+
+struct rsec_local_grant *rsec_gt_slot(struct rsec_grant_table *t, unsigned *idx)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &t->local[i];
+		if (g->live || g->busy)
+			continue;
+		OPENSSL_cleanse(g, sizeof(*g));
+		*idx = i;
+		return g;
+	}
+	return NULL;
+}
+
+void rsec_gt_activate(struct rsec_grant_table *t, struct rsec_local_grant *g, uint64_t now_ms, uint32_t ttl_ms)
+{
+	g->live = true;
+	g->id = t->next_id++;
+	g->ttl_ms = ttl_ms;
+	g->expires_ms = ttl_ms ? now_ms + ttl_ms : 0;
+}
+
+struct rsec_local_grant *rsec_gt_find(struct rsec_grant_table *t, uint64_t grant_id)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		if (t->local[i].live && t->local[i].id == grant_id)
+			return &t->local[i];
+	return NULL;
+}
+
+struct rsec_local_grant *rsec_gt_expired(struct rsec_grant_table *t, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &t->local[i];
+		if (g->live && g->expires_ms && g->expires_ms <= now_ms)
+			return g;
+	}
+	return NULL;
+}
+
+int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v)
+{
+	struct rsec_local_grant *g = rsec_gt_find(t, v->grant_id);
+	if (!g)
+		return RSEC_E_GRANT;
+	if (!(g->access & RSEC_ACCESS_WRITE) || g->claim || v->len == 0 || v->offset > g->len ||
+	    v->len > g->len - v->offset)
+		return RSEC_E_PROTO;
+	g->claim = true;
+	g->claim_off = v->offset;
+	g->claim_len = v->len;
+	memcpy(g->claim_mac, v->mac, sizeof(g->claim_mac));
+	return 0;
+}
+
+int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify *v)
+{
+	if (v->offset != 0)
+		return RSEC_E_PROTO;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_pending_mac *p = &t->pending[i];
+		if (p->live)
+			continue;
+		p->live = true;
+		p->grant_id = v->grant_id;
+		p->len = v->len;
+		memcpy(p->mac, v->mac, sizeof(p->mac));
+		return 0;
+	}
+	return RSEC_E_PROTO;
+}
+
+int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
+{
+	if (rsec_gt_ours(t, g->grant_id))
+		return RSEC_E_PROTO;
+	unsigned i = 0;
+	while (i < RSEC_MAX_GRANTS && t->remote_live[i])
+		i++;
+	if (i == RSEC_MAX_GRANTS)
+		return RSEC_E_LIMIT;
+	struct rsec_remote_grant *rg = &t->remote[i];
+	*rg = (struct rsec_remote_grant){
+		.id = g->grant_id, .tag = g->tag, .len = g->len, .access = g->access & ACCESS_RW,
+		.ttl_ms = g->ttl_ms, .addr = g->addr, .rkey = g->rkey,
+	};
+	for (unsigned j = 0; j < RSEC_MAX_GRANTS; j++) {
+		struct rsec_pending_mac *p = &t->pending[j];
+		if (!p->live || p->grant_id != g->grant_id)
+			continue;
+		if (p->len == g->len && (rg->access & RSEC_ACCESS_READ)) {
+			rg->access |= RSEC_GRANT_VERIFIED;
+			memcpy(rg->mac, p->mac, sizeof(rg->mac));
+		}
+		OPENSSL_cleanse(p, sizeof(*p));
+	}
+	t->remote_live[i] = true;
+	return 0;
+}
+
+void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		if (t->remote_live[i] && t->remote[i].id == grant_id) {
+			t->remote_live[i] = false;
+			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
+		}
+	}
+}
+
+bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_remote_grant *out)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		if (t->remote_live[i] && t->remote[i].tag == tag) {
+			*out = t->remote[i];
+			t->remote_live[i] = false;
+			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
+			return true;
+		}
+	}
+	return false;
+}
+
+void rsec_gt_wipe(struct rsec_grant_table *t)
+{
+	bool is_server = t->is_server;
+	OPENSSL_cleanse(t, sizeof(*t));
+	rsec_gt_init(t, is_server);
+}

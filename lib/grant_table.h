@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Grant bookkeeping, apart from verbs and the network so it can be tested on
+ * its own: the grants we issued (slots, ids, expiry, the peer's write
+ * claims) and the grants the peer issued to us (with the MACs of verified
+ * READ grants, which arrive just before them). grant.c does the verbs work.
+ *
+ * Each side numbers its own grants; RSEC_GRANT_ID_SERVER marks the
+ * server's, so a VERIFY's grant id says whose grant it names.
+ */
+#ifndef RSEC_GRANT_TABLE_H
+#define RSEC_GRANT_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mw.h"
+#include "rdmasec.h"
+#include "result.h"
+#include "seal.h"
+#include "wire.h"
+
+#define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
+#define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
+
+struct rsec_local_grant {
+	bool live;     /* exposed and described to the peer */
+	bool busy;     /* its bind is in flight */
+	bool op_done, op_ok;
+	uint64_t id;
+	struct rsec_mw mw;    /* type-2 window mode */
+	struct ibv_mr *mr;    /* fallback mode: this grant's own registration */
+	bool by_mr;
+	uint8_t *addr;        /* the exposed range */
+	uint64_t len;
+	unsigned access;      /* RSEC_ACCESS_READ/WRITE */
+	uint32_t rkey, ttl_ms;
+	uint64_t expires_ms;  /* 0: never */
+	/* The peer's claim about what it wrote (a VERIFY naming this grant). */
+	bool claim;
+	uint64_t claim_off, claim_len;
+	uint8_t claim_mac[RSEC_SEAL_DATAMAC_LEN];
+};
+
+struct rsec_pending_mac {
+	bool live;
+	uint64_t grant_id, len;
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+};
+
+struct rsec_grant_table {
+	bool is_server;
+	uint64_t next_id;
+	struct rsec_local_grant local[RSEC_MAX_GRANTS];
+	struct rsec_remote_grant remote[RSEC_MAX_GRANTS];
+	bool remote_live[RSEC_MAX_GRANTS];
+	struct rsec_pending_mac pending[RSEC_MAX_GRANTS];
+};
+
+void rsec_gt_init(struct rsec_grant_table *t, bool is_server);
+/* Did this side issue grant_id? */
+bool rsec_gt_ours(const struct rsec_grant_table *t, uint64_t grant_id);
+
+/* A slot neither live nor busy, zeroed, its index in *idx; NULL when all are taken. */
+struct rsec_local_grant *rsec_gt_slot(struct rsec_grant_table *t, unsigned *idx);
+/* Mark g live under a new id, expiring ttl_ms after now_ms (ttl 0: never). */
+void rsec_gt_activate(struct rsec_grant_table *t, struct rsec_local_grant *g, uint64_t now_ms, uint32_t ttl_ms);
+/* The live grant with this id, or NULL. */
+struct rsec_local_grant *rsec_gt_find(struct rsec_grant_table *t, uint64_t grant_id);
+/* A live grant whose ttl has run out by now_ms, or NULL. */
+struct rsec_local_grant *rsec_gt_expired(struct rsec_grant_table *t, uint64_t now_ms);
+
+/*
+ * A write claim (VERIFY naming one of our grants). Returns 0 (recorded),
+ * RSEC_E_GRANT (no such live grant: revoked or expired meanwhile; ignore),
+ * RSEC_E_PROTO (not a WRITE grant, a second claim, or outside the grant).
+ */
+RSEC_MUST_CHECK int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v);
+
+/* The MAC of a verified READ grant of the peer's. Returns 0 or RSEC_E_PROTO (offset != 0, table full). */
+RSEC_MUST_CHECK int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify *v);
+/*
+ * A GRANT from the peer; a pending MAC for it (same id and length, READ
+ * access) makes it RSEC_GRANT_VERIFIED. Returns 0, RSEC_E_PROTO (an id of
+ * ours), RSEC_E_LIMIT (RSEC_MAX_GRANTS already open).
+ */
+RSEC_MUST_CHECK int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g);
+/* The peer revoked grant_id. */
+void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id);
+/* Hand out (and forget) the peer's live grant labelled tag; false if none. */
+bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_remote_grant *out);
+
+/* Wipe everything (keys, MACs, addresses); windows and MRs must be released first. */
+void rsec_gt_wipe(struct rsec_grant_table *t);
+
+#endif /* RSEC_GRANT_TABLE_H */

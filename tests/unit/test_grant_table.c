@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Grant bookkeeping (lib/grant_table): ids and their issuer bit, slots,
+ * expiry, the peer's write claims, verified READ grants and their MACs, and
+ * the remote table's limits. The verbs side is tested on the fabric
+ * (tests/fabric/grants.sh).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "grant_table.h"
+
+static struct rsec_grant_table t;
+
+/* Issue one live local grant of len bytes with these rights. */
+static struct rsec_local_grant *issue(uint64_t len, unsigned access, uint64_t now, uint32_t ttl)
+{
+	unsigned idx;
+	struct rsec_local_grant *g = rsec_gt_slot(&t, &idx);
+	assert_non_null(g);
+	assert_ptr_equal(g, &t.local[idx]);
+	g->len = len;
+	g->access = access;
+	rsec_gt_activate(&t, g, now, ttl);
+	return g;
+}
+
+static struct rsec_msg_verify verify_msg(uint64_t id, uint64_t off, uint64_t len, uint8_t fill)
+{
+	struct rsec_msg_verify v = { .grant_id = id, .offset = off, .len = len, .mac_alg = RSEC_WIRE_MAC_HMAC_SHA256 };
+	memset(v.mac, fill, sizeof(v.mac));
+	return v;
+}
+
+static void ids_carry_their_issuer(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	struct rsec_local_grant *a = issue(10, RSEC_ACCESS_READ, 0, 0);
+	struct rsec_local_grant *b = issue(10, RSEC_ACCESS_READ, 0, 0);
+	assert_true(a->id & RSEC_GRANT_ID_SERVER);
+	assert_int_not_equal(a->id, b->id);
+	assert_true(rsec_gt_ours(&t, a->id));
+	assert_false(rsec_gt_ours(&t, 1));
+	rsec_gt_init(&t, false);
+	struct rsec_local_grant *c = issue(10, RSEC_ACCESS_READ, 0, 0);
+	assert_false(c->id & RSEC_GRANT_ID_SERVER);
+	assert_true(rsec_gt_ours(&t, c->id));
+	assert_false(rsec_gt_ours(&t, RSEC_GRANT_ID_SERVER | 1));
+}
+
+static void slots_run_out_and_come_back(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, false);
+	struct rsec_local_grant *all[RSEC_MAX_GRANTS];
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		all[i] = issue(1, RSEC_ACCESS_WRITE, 0, 0);
+	unsigned idx = 99;
+	assert_null(rsec_gt_slot(&t, &idx));
+	/* A bind in flight holds its slot too. */
+	all[5]->live = false;
+	all[5]->busy = true;
+	assert_null(rsec_gt_slot(&t, &idx));
+	all[5]->busy = false;
+	struct rsec_local_grant *g = rsec_gt_slot(&t, &idx);
+	assert_int_equal(idx, 5);
+	assert_int_equal(g->id, 0); /* handed out wiped */
+	assert_ptr_equal(rsec_gt_find(&t, all[7]->id), all[7]);
+	assert_null(rsec_gt_find(&t, 12345));
+}
+
+static void expiry_follows_ttl(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	struct rsec_local_grant *forever = issue(8, RSEC_ACCESS_READ, 1000, 0);
+	struct rsec_local_grant *short_ = issue(8, RSEC_ACCESS_READ, 1000, 50);
+	struct rsec_local_grant *long_ = issue(8, RSEC_ACCESS_READ, 1000, 5000);
+	assert_null(rsec_gt_expired(&t, 1049));
+	assert_ptr_equal(rsec_gt_expired(&t, 1050), short_);
+	short_->live = false; /* what revoking it does */
+	assert_null(rsec_gt_expired(&t, 5999));
+	assert_ptr_equal(rsec_gt_expired(&t, 6000), long_);
+	long_->live = false;
+	assert_null(rsec_gt_expired(&t, UINT64_MAX));
+	assert_true(forever->live);
+}
+
+static void write_claims_are_checked(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	struct rsec_local_grant *w = issue(100, RSEC_ACCESS_WRITE, 0, 0);
+	struct rsec_local_grant *r = issue(100, RSEC_ACCESS_READ, 0, 0);
+	struct rsec_msg_verify v;
+
+	v = verify_msg(r->id, 0, 10, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO); /* nobody writes a READ grant */
+	v = verify_msg(w->id, 91, 10, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO); /* past the end */
+	v = verify_msg(w->id, UINT64_MAX, 2, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO); /* wraps */
+	v = verify_msg(w->id, 0, 0, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO);
+	v = verify_msg(w->id + 100, 0, 10, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_GRANT); /* unknown: ignored by the caller */
+	assert_false(w->claim);
+
+	v = verify_msg(w->id, 90, 10, 7);
+	assert_int_equal(rsec_gt_claim(&t, &v), 0);
+	assert_true(w->claim);
+	assert_int_equal(w->claim_off, 90);
+	assert_int_equal(w->claim_len, 10);
+	assert_memory_equal(w->claim_mac, v.mac, sizeof(v.mac));
+	v = verify_msg(w->id, 0, 10, 8);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO); /* one claim per grant */
+	assert_int_equal(w->claim_mac[0], 7);
+
+	w->live = false; /* revoked: a late claim is ignored */
+	v = verify_msg(w->id, 0, 10, 1);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_GRANT);
+}
+
+static struct rsec_msg_grant grant_msg(uint64_t id, uint64_t tag, uint64_t len, uint32_t access)
+{
+	return (struct rsec_msg_grant){ .grant_id = id, .addr = 0x10000, .rkey = 0x123456, .len = len,
+					.access = access, .tag = tag };
+}
+
+static void remote_grants_and_their_macs(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, false); /* a client: the server's ids have the top bit */
+	uint64_t sid = RSEC_GRANT_ID_SERVER | 9;
+	struct rsec_remote_grant out;
+
+	struct rsec_msg_grant own = grant_msg(3, 1, 10, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &own), RSEC_E_PROTO);
+
+	/* A MAC, then its READ grant: verified. */
+	struct rsec_msg_verify v = verify_msg(sid, 0, 64, 0x5a);
+	assert_int_equal(rsec_gt_pending_mac(&t, &v), 0);
+	struct rsec_msg_grant g = grant_msg(sid, 77, 64, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	assert_false(rsec_gt_remote_take(&t, 78, &out));
+	assert_true(rsec_gt_remote_take(&t, 77, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED);
+	assert_int_equal(out.mac[31], 0x5a);
+	assert_int_equal(out.rkey, 0x123456);
+	assert_false(rsec_gt_remote_take(&t, 77, &out)); /* taken once */
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		assert_false(t.pending[i].live); /* consumed */
+
+	/* A MAC for another length does not verify the grant. */
+	v = verify_msg(sid + 1, 0, 63, 1);
+	assert_int_equal(rsec_gt_pending_mac(&t, &v), 0);
+	g = grant_msg(sid + 1, 5, 64, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	assert_true(rsec_gt_remote_take(&t, 5, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_READ);
+
+	/* A MAC with an offset is malformed. */
+	v = verify_msg(sid + 2, 1, 10, 1);
+	assert_int_equal(rsec_gt_pending_mac(&t, &v), RSEC_E_PROTO);
+
+	/* Revoked grants cannot be taken; unknown bits never come in. */
+	g = grant_msg(sid + 3, 6, 64, RSEC_ACCESS_WRITE | 0x80);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	rsec_gt_remote_revoke(&t, sid + 3);
+	assert_false(rsec_gt_remote_take(&t, 6, &out));
+	g = grant_msg(sid + 4, 7, 64, RSEC_ACCESS_WRITE | 0x80);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	assert_true(rsec_gt_remote_take(&t, 7, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_WRITE);
+}
+
+static void remote_table_is_bounded(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_msg_grant g = grant_msg(i + 1, i, 8, RSEC_ACCESS_READ);
+		assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	}
+	struct rsec_msg_grant g = grant_msg(1000, 1000, 8, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), RSEC_E_LIMIT);
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_msg_verify v = verify_msg(2000 + i, 0, 8, 1);
+		assert_int_equal(rsec_gt_pending_mac(&t, &v), 0);
+	}
+	struct rsec_msg_verify v = verify_msg(3000, 0, 8, 1);
+	assert_int_equal(rsec_gt_pending_mac(&t, &v), RSEC_E_PROTO);
+}
+
+static void wipe_forgets_everything(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	struct rsec_local_grant *w = issue(100, RSEC_ACCESS_WRITE, 0, 0);
+	struct rsec_msg_verify v = verify_msg(w->id, 0, 10, 0xee);
+	assert_int_equal(rsec_gt_claim(&t, &v), 0);
+	struct rsec_msg_grant g = grant_msg(5, 1, 8, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
+	rsec_gt_wipe(&t);
+	assert_true(t.is_server);
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		assert_false(t.local[i].live);
+		assert_false(t.local[i].claim);
+		assert_int_equal(t.local[i].claim_mac[0], 0);
+		assert_false(t.remote_live[i]);
+		assert_int_equal(t.remote[i].rkey, 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ids_carry_their_issuer),
+		cmocka_unit_test(slots_run_out_and_come_back),
+		cmocka_unit_test(expiry_follows_ttl),
+		cmocka_unit_test(write_claims_are_checked),
+		cmocka_unit_test(remote_grants_and_their_macs),
+		cmocka_unit_test(remote_table_is_bounded),
+		cmocka_unit_test(wipe_forgets_everything),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
