@@ -154,6 +154,8 @@ int rsec_conn_process(struct rsec_conn *c);
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
 /** rsec_conn_peer - authenticated identity: certificate subject or "psk:<identity>". */
 const char *rsec_conn_peer(const struct rsec_conn *c);
+/** rsec_conn_peer_addr - the control connection's remote address, "IP:PORT" or "[IPv6]:PORT" ("" if unknown). */
+const char *rsec_conn_peer_addr(const struct rsec_conn *c);
 /** rsec_conn_error - why the connection closed or the last call failed (no secrets). */
 const char *rsec_conn_error(const struct rsec_conn *c);
 /** rsec_conn_close - authenticated disconnect: tell the peer over TLS, then tear down. */

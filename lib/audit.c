@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,6 @@
 
 #include "audit.h"
 #include "conn.h"
-
-#define AUDIT_LINE_MAX 4096
 
 struct rsec_audit {
 	int fd;
@@ -96,13 +95,36 @@ static json_object *hex(uint64_t v)
 	return json_object_new_string(buf);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one. */
+/*
+ * Length of the well-formed UTF-8 sequence at p (1..4), or 0 if it is not
+ * one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF),
+ * so that strict decoders accept every line we write.
+ */
 static size_t utf8_seq(const unsigned char *p)
 {
-	size_t n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-	if (n == 2 && p[0] < 0xc2)
-		return 0; /* overlong */
-	for (size_t i = 1; i < n; i++)
+	if (p[0] < 0x80)
+		return 1;
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;
 	return n;
@@ -133,11 +155,6 @@ static json_object *text(const char *s)
 	return json_object_new_string(buf);
 }
 
-static json_object *optional_string(const char *s)
-{
-	return s ? text(s) : NULL;
-}
-
 static json_object *region_object(const struct rsec_audit_region *r, bool *ok)
 {
 	json_object *o = json_object_new_object();
@@ -160,12 +177,11 @@ static json_object *region_object(const struct rsec_audit_region *r, bool *ok)
 	return o;
 }
 
-int rsec_audit_encode(const struct rsec_audit_record *r, char *out, size_t cap)
+/* The record as a json-c object; the caller puts it. */
+static int record_object(const struct rsec_audit_record *r, json_object **out)
 {
-	if (!r || !out || cap == 0)
-		return RSEC_E_INVAL;
-	out[0] = '\0';
-	const char *name = rsec_audit_event_name(r->event);
+	*out = NULL;
+	const char *name = r ? rsec_audit_event_name(r->event) : NULL;
 	if (!name)
 		return RSEC_E_INVAL;
 	json_object *o = json_object_new_object();
@@ -187,27 +203,41 @@ int rsec_audit_encode(const struct rsec_audit_record *r, char *out, size_t cap)
 	if (r->peer_addr)
 		add(o, "peer_addr", text(r->peer_addr), &ok);
 	if (r->result)
-		add(o, "result", optional_string(r->result), &ok);
+		add(o, "result", text(r->result), &ok);
 	if (r->reason)
-		add(o, "reason", optional_string(r->reason), &ok);
+		add(o, "reason", text(r->reason), &ok);
 	if (r->local_qpn)
 		add(o, "local_qpn", json_object_new_uint64(r->local_qpn), &ok);
 	if (r->remote_qpn)
 		add(o, "remote_qpn", json_object_new_uint64(r->remote_qpn), &ok);
 	if (r->region)
 		add(o, "region", region_object(r->region, &ok), &ok);
-	int rc = ok ? 0 : RSEC_E_NOMEM;
-	if (rc == 0) {
-		size_t len;
-		const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-		if (!s)
-			rc = RSEC_E_NOMEM;
-		else if (len >= cap)
-			rc = RSEC_E_RANGE;
-		else {
-			memcpy(out, s, len + 1);
-			rc = (int)len;
-		}
+	if (!ok) {
+		json_object_put(o);
+		return RSEC_E_NOMEM;
+	}
+	*out = o;
+	return 0;
+}
+
+int rsec_audit_encode(const struct rsec_audit_record *r, char *out, size_t cap)
+{
+	if (!r || !out || cap == 0)
+		return RSEC_E_INVAL;
+	out[0] = '\0';
+	json_object *o;
+	int rc = record_object(r, &o);
+	if (rc < 0)
+		return rc;
+	size_t len;
+	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	if (!s)
+		rc = RSEC_E_NOMEM;
+	else if (len >= cap || len > INT_MAX)
+		rc = RSEC_E_RANGE;
+	else {
+		memcpy(out, s, len + 1);
+		rc = (int)len;
 	}
 	json_object_put(o);
 	return rc;
@@ -218,12 +248,21 @@ int rsec_audit_open(const char *path, struct rsec_audit **out)
 	if (!path || !*path || !out)
 		return RSEC_E_INVAL;
 	*out = NULL;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* O_NONBLOCK: a FIFO without a reader must fail here, not hang the caller. */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0)
 		return RSEC_E_IO;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	int err = 0;
+	if (fstat(fd, &st) != 0)
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL; /* a directory, FIFO, device or socket */
+	else if (fcntl(fd, F_SETFL, O_APPEND) != 0)
+		err = errno;
+	if (err) {
 		close(fd);
+		errno = err; /* for the caller's message */
 		return RSEC_E_IO;
 	}
 	struct rsec_audit *a = calloc(1, sizeof(*a));
@@ -231,9 +270,28 @@ int rsec_audit_open(const char *path, struct rsec_audit **out)
 		close(fd);
 		return RSEC_E_NOMEM;
 	}
+	if (pthread_mutex_init(&a->lock, NULL) != 0) {
+		free(a);
+		close(fd);
+		return RSEC_E_NOMEM;
+	}
 	a->fd = fd;
-	pthread_mutex_init(&a->lock, NULL);
 	*out = a;
+	return 0;
+}
+
+/* All of buf, retrying short writes; the caller holds the lock. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, buf + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return RSEC_E_IO;
+		done += (size_t)w;
+	}
 	return 0;
 }
 
@@ -241,25 +299,25 @@ int rsec_audit_write(struct rsec_audit *a, const struct rsec_audit_record *r)
 {
 	if (!a)
 		return 0;
-	char line[AUDIT_LINE_MAX];
-	int n = rsec_audit_encode(r, line, sizeof(line) - 1);
-	if (n < 0)
-		return n;
-	line[n++] = '\n';
-	pthread_mutex_lock(&a->lock);
-	size_t done = 0;
-	int rc = 0;
-	while (done < (size_t)n) {
-		ssize_t w = write(a->fd, line + done, (size_t)n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = RSEC_E_IO;
-			break;
-		}
-		done += (size_t)w;
+	json_object *o;
+	int rc = record_object(r, &o);
+	if (rc < 0)
+		return rc;
+	/* No fixed cap: a long (escaped) peer name must not make its record vanish. */
+	size_t len;
+	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	char *line = s ? malloc(len + 1) : NULL;
+	if (!line) {
+		json_object_put(o);
+		return RSEC_E_NOMEM;
 	}
+	memcpy(line, s, len);
+	line[len] = '\n';
+	json_object_put(o);
+	pthread_mutex_lock(&a->lock);
+	rc = write_all(a->fd, line, len + 1);
 	pthread_mutex_unlock(&a->lock);
+	free(line);
 	return rc;
 }
 

@@ -40,6 +40,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
 	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
 	KEY_STR("server", audit_log),
+	KEY_STR("server", metrics_file),
 	KEY_U32("server", qp_pool, 1, 1024, false),
 	KEY_CHOICE("grants", grant_mode, "auto|mw|mr"),
 	KEY_U32("grants", grant_ttl_ms, 100, 3600000, false),

@@ -27,6 +27,7 @@ struct rsec_conf {
 	char device[64];        /* "": the device owning listen_addr */
 	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
 	char audit_log[4096];   /* "": none */
+	char metrics_file[4096]; /* Prometheus text export, rewritten atomically; "": none */
 	uint32_t qp_pool;       /* QPs kept ready and drawn at random (QPN randomization); 1: off */
 	/* [grants] */
 	char grant_mode[8];     /* "auto", "mw" (type-2 windows only) or "mr" (per-grant registrations) */

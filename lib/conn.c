@@ -102,21 +102,21 @@ static void audit_failure(struct rsec_conn *c, int code)
 	case RSEC_E_QP:
 		rsec_conn_audit(c, RSEC_AUDIT_QP_ERROR, why, c->error, NULL);
 		break;
-	case RSEC_E_AUTH:
-	case RSEC_E_TLS:
-		if (c->phase == PHASE_TLS)
-			rsec_conn_audit(c, RSEC_AUDIT_AUTH_FAILURE, why, c->error, NULL);
-		break;
-	case RSEC_E_LIMIT:
-		if (c->phase == PHASE_TLS) /* the admission hook said no */
-			rsec_conn_audit(c, RSEC_AUDIT_REFUSE, why, c->error, NULL);
-		break;
 	default:
 		break;
 	}
-	/* Closing an authenticated connection is worth a record; a failed handshake has one above. */
-	if (c->phase != PHASE_TLS)
-		rsec_conn_audit(c, RSEC_AUDIT_CLOSE, why, c->error, NULL);
+	/*
+	 * Every connection that ends in the handshake gets one record too: a
+	 * known identity there means the admission hook said no; none means the
+	 * peer never authenticated (bad certificate or PSK, timeout), unless we
+	 * closed it ourselves (RSEC_E_CLOSED comes only from rsec_conn_close here).
+	 */
+	enum rsec_audit_event ev = RSEC_AUDIT_CLOSE;
+	if (c->phase == PHASE_TLS && c->peer[0])
+		ev = RSEC_AUDIT_REFUSE;
+	else if (c->phase == PHASE_TLS && code != RSEC_E_CLOSED)
+		ev = RSEC_AUDIT_AUTH_FAILURE;
+	rsec_conn_audit(c, ev, why, c->error, NULL);
 }
 
 static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
@@ -207,8 +207,10 @@ static RSEC_MUST_CHECK int send_qp_info(struct rsec_conn *c)
 static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 {
 	int rc = rsec_tls_peer_identity(c->ssl, c->peer, sizeof(c->peer));
-	if (rc < 0)
+	if (rc < 0) {
+		c->peer[0] = '\0'; /* no identity: this must not look like a refusal */
 		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
+	}
 	if (c->is_server && c->ctx->admit) {
 		rc = c->ctx->admit(c->ctx->admit_arg, c->peer);
 		if (rc < 0) {
@@ -568,6 +570,11 @@ const char *rsec_conn_peer(const struct rsec_conn *c)
 	return c ? c->peer : "";
 }
 
+const char *rsec_conn_peer_addr(const struct rsec_conn *c)
+{
+	return c ? c->peer_addr : "";
+}
+
 const char *rsec_conn_error(const struct rsec_conn *c)
 {
 	return c ? c->error : "";
@@ -609,7 +616,7 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		(void)!rsec_tls_shutdown(c->ssl);
 	}
 	rsec_conn_teardown_rdma(c);
-	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally");
+	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally%s%s", reason ? ": " : "", reason ? reason : "");
 	return rc;
 }
 

@@ -29,7 +29,7 @@ fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7
 spid=$!
 fabric wait-port 7471 || { cat "$work/server.log"; exit 1; }
 
-client --certs "$work/other" -c "send x; quit" >"$work/other.out" 2>&1; echo "other=$?"
+client --certs "$work/other" --audit "$work/client-audit.jsonl" -c "send x; quit" >"$work/other.out" 2>&1; echo "other=$?"
 client --ca "$work/pki/ca.pem" --cert "$work/expired/client.pem" --key "$work/expired/client.key" \
 	-c "send x; quit" >"$work/expired.out" 2>&1; echo "expired=$?"
 # No client certificate at all: a plain TLS 1.3 client.
@@ -48,7 +48,8 @@ echo "qps_while_holding=$(qps_of $spid)"
 client --certs "$work/pki" -c "send y; quit" >"$work/second.out" 2>&1; echo "second=$?"
 wait $hold
 # Commands from standard input, as a user at a prompt would type them.
-printf 'send z\nstats\nquit\n' | client --certs "$work/pki" >"$work/good.out" 2>&1; echo "good=$?"
+printf 'send z\nstats\nquit\n' | client --certs "$work/pki" --audit "$work/client-audit.jsonl" >"$work/good.out" 2>&1
+echo "good=$?"
 kill -USR1 $spid; sleep 0.5
 kill -TERM $spid; wait $spid; echo "server=$?"
 
@@ -85,23 +86,44 @@ expect_match "$work/server.log" 'event=counters .*established=2 .*refused_auth=3
 expect_match "$work/run.out" '^psk=0$' "PSK mode failed with the right key"
 expect_match "$work/psk.out" '^reply: psk-ok$' "no echo in PSK mode"
 expect_match "$work/run.out" '^pskserver=0$' "the PSK server did not shut down cleanly"
-# The audit log has one record per refusal, with who and why, and the accepted connections.
-python3 - "$work/audit.jsonl" <<'PY' || fail "audit log check failed"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
-by = lambda ev: [r for r in recs if r["event"] == ev]
+# The audit logs (valid UTF-8 JSON, one object a line): the server's has one record per
+# refusal with who and why, the silent peer's timeout, and the accepted connections and
+# their ends; the client's has its own refusal of a server from another CA, then the good
+# connection with the server's identity.
+python3 - "$work/audit.jsonl" "$work/client-audit.jsonl" <<'PY' || fail "audit log check failed"
+import json, re, sys
+def load(path):
+    with open(path, encoding="utf-8", errors="strict") as f:
+        lines = f.read().split("\n")
+    assert lines[-1] == "", "last line not terminated"
+    recs = [json.loads(l) for l in lines[:-1]]
+    for r in recs:
+        assert isinstance(r, dict) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"]), r
+    return recs
+recs, crecs = load(sys.argv[1]), load(sys.argv[2])
+by = lambda ev, rs=recs: [r for r in rs if r["event"] == ev]
 auth = [r for r in by("auth_failure") if r["peer"] is None and r["peer_addr"].startswith("10.77.0.")]
-refuse = [r for r in by("refuse") if r["peer"].startswith("CN=client")]
-accept = [r for r in by("accept") if r["peer"].startswith("CN=client")]
+refuse = [r for r in by("refuse") if r["peer"] == "CN=client1,O=rdmasec-test"]
+accept = [r for r in by("accept") if r["peer"] == "CN=client1,O=rdmasec-test" and r.get("local_qpn")]
+close = [r for r in by("close") if r["peer"] == "CN=client1,O=rdmasec-test"]
 problems = []
-if len(auth) != 3: problems.append("%d auth_failure records, want 3" % len(auth))
+if len(auth) != 4: problems.append("%d auth_failure records, want 3 refusals and a timeout" % len(auth))
+if sum(r.get("result") == "timed out" for r in auth) != 1: problems.append("no record of the silent peer's timeout")
 if len(refuse) != 1: problems.append("%d refuse records, want 1" % len(refuse))
 if len(accept) != 2: problems.append("%d accept records, want 2" % len(accept))
+if sorted(r["conn"] for r in close) != sorted(r["conn"] for r in accept): problems.append("accepted connections without a close")
 if any(r.get("local_qpn") for r in auth + refuse): problems.append("a refused peer had a QP")
+if any(r["role"] != "server" for r in recs): problems.append("a server record without role server")
+cauth = [r for r in by("auth_failure", crecs) if r["role"] == "client" and r["peer"] is None and r["peer_addr"].endswith(":7471")]
+caccept = [r for r in by("accept", crecs) if r["peer"] == "CN=rdmasec-server,O=rdmasec-test" and r.get("remote_qpn")]
+if len(cauth) != 1: problems.append("the client did not record refusing the other CA's server")
+if len(caccept) != 1: problems.append("the client did not record its connection")
 if problems:
     print(problems, file=sys.stderr)
-    for r in recs: print(json.dumps(r), file=sys.stderr)
+    for r in recs + crecs: print(json.dumps(r), file=sys.stderr)
     sys.exit(1)
-print("audit: %d records, refusals recorded" % len(recs))
+print("audit: server %d records, client %d; refusals, timeout and connections recorded" % (len(recs), len(crecs)))
+for r in [next(r for r in auth if r.get("result") == "timed out"), refuse[0], accept[0], close[0], cauth[0]]:
+    print("audit sample:", json.dumps(r))
 PY
 echo "secure_refuse: ok"

@@ -13,12 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <json-c/json.h>
 
 #include "audit.h"
+#include "conn.h"
 #include "rdmasec.h"
 
 static json_object *encode_parse(const struct rsec_audit_record *r)
@@ -145,6 +147,32 @@ static void invalid_utf8_is_replaced(void **state)
 	assert_string_equal(str_field(o, "peer"),
 			    "CN=\xef\xbf\xbd\xef\xbf\xbd!\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd");
 	json_object_put(o);
+
+	/* What strict decoders reject: surrogates, overlong forms, beyond U+10FFFF, cut sequences. */
+	static const char *const bad[] = {
+		"\xed\xa0\x80",     /* U+D800 */
+		"\xed\xbf\xbf",     /* U+DFFF */
+		"\xe0\x80\xaf",     /* overlong '/' */
+		"\xf0\x80\x80\xaf", /* overlong '/' */
+		"\xf4\x90\x80\x80", /* U+110000 */
+		"\xf5\x80\x80\x80",
+		"\xe2\x82",         /* truncated at the end */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r.peer = bad[i];
+		o = encode_parse(&r);
+		const char *p = str_field(o, "peer");
+		assert_non_null(p);
+		assert_int_equal(strlen(p), 3 * strlen(bad[i])); /* one U+FFFD per byte */
+		for (size_t k = 0; p[k]; k += 3)
+			assert_memory_equal(p + k, "\xef\xbf\xbd", 3);
+		json_object_put(o);
+	}
+	/* The extremes that are valid stay. */
+	r.peer = "\xed\x9f\xbf \xee\x80\x80 \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf";
+	o = encode_parse(&r);
+	assert_string_equal(str_field(o, "peer"), r.peer);
+	json_object_put(o);
 }
 
 static void short_buffers_are_refused(void **state)
@@ -199,10 +227,126 @@ static void file_is_private_and_appended(void **state)
 	assert_null(fgets(line, sizeof(line), f));
 	fclose(f);
 
-	/* Not a regular file, or nothing at all: refused. */
+	/* Not a regular file, or nothing at all: refused, a FIFO without blocking. */
 	assert_int_equal(rsec_audit_open(dir, &a), RSEC_E_IO);
+	char fifo[160];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rsec_audit_open(fifo, &a), RSEC_E_IO);
+	unlink(fifo);
+	assert_int_equal(rsec_audit_open("/dev/null", &a), RSEC_E_IO);
 	assert_int_equal(rsec_audit_open("", &a), RSEC_E_INVAL);
 	assert_int_equal(rsec_audit_open(NULL, &a), RSEC_E_INVAL);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Reads path's records; returns how many (at most max), each parsed into recs. */
+static int read_records(const char *path, json_object **recs, int max)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	static char line[65536];
+	int n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		assert_true(n < max);
+		size_t len = strlen(line);
+		assert_true(len > 0 && line[len - 1] == '\n'); /* whole lines only */
+		recs[n] = json_tokener_parse(line);
+		assert_non_null(recs[n]);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void long_hostile_records_are_written_whole(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rsec-audit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	/* Control bytes escape to six characters each: far beyond any fixed line buffer. */
+	static char peer[1000], reason[1000];
+	memset(peer, 0x01, sizeof(peer) - 1);
+	memset(reason, '"', sizeof(reason) - 1);
+	struct rsec_audit *a;
+	assert_int_equal(rsec_audit_open(path, &a), 0);
+	struct rsec_audit_record r = { .event = RSEC_AUDIT_CLOSE, .peer = peer, .reason = reason };
+	assert_int_equal(rsec_audit_write(a, &r), 0);
+	rsec_audit_close(a);
+	json_object *recs[2];
+	assert_int_equal(read_records(path, recs, 2), 1);
+	assert_string_equal(str_field(recs[0], "peer"), peer);
+	assert_string_equal(str_field(recs[0], "reason"), reason);
+	json_object_put(recs[0]);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* rsec_conn_fail's records: the handshake's outcome, or a close; wired to the connection's fields. */
+static void connection_failures_are_classified(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rsec-audit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	struct rsec_ctx ctx = { .is_server = true };
+	assert_int_equal(rsec_audit_open(path, &ctx.audit), 0);
+
+	/* No identity yet: whatever ended the handshake is an authentication failure. */
+	struct rsec_conn c = { .ctx = &ctx, .is_server = true, .id = 7, .phase = PHASE_TLS };
+	snprintf(c.peer_addr, sizeof(c.peer_addr), "10.77.0.2:4000");
+	assert_int_equal(rsec_conn_fail(&c, RSEC_E_TIMEOUT, "set-up did not finish"), RSEC_E_TIMEOUT);
+	/* An identity, but the admission hook said no. */
+	struct rsec_conn d = { .ctx = &ctx, .is_server = true, .id = 8, .phase = PHASE_TLS };
+	snprintf(d.peer, sizeof(d.peer), "CN=client1");
+	assert_int_equal(rsec_conn_fail(&d, RSEC_E_LIMIT, "peer refused"), RSEC_E_LIMIT);
+	/* Closed by us before authentication (a server at max_clients): a close, nobody named. */
+	struct rsec_conn f = { .ctx = &ctx, .is_server = true, .id = 10, .phase = PHASE_TLS };
+	assert_int_equal(rsec_conn_close(&f, "max_clients reached"), 0);
+	/* Established: the end is a close, with the QPNs. */
+	struct rsec_conn e = { .ctx = &ctx, .is_server = true, .id = 9, .phase = PHASE_ESTABLISHED };
+	snprintf(e.peer, sizeof(e.peer), "CN=client2");
+	e.stats.local_qpn = 17;
+	e.stats.remote_qpn = 18;
+	rsec_conn_audit(&e, RSEC_AUDIT_MAC_FAILURE, "x", NULL, NULL);
+	assert_int_equal(rsec_conn_fail(&e, RSEC_E_CLOSED, "peer disconnected: bye"), RSEC_E_CLOSED);
+	/* Closed already: no second record. */
+	assert_int_equal(rsec_conn_fail(&e, RSEC_E_IO, "again"), RSEC_E_CLOSED);
+	rsec_audit_close(ctx.audit);
+	assert_int_equal(ctx.audit_errors, 0);
+
+	json_object *recs[8];
+	assert_int_equal(read_records(path, recs, 8), 5);
+	static const struct {
+		const char *event, *peer, *reason;
+		uint64_t conn;
+	} want[] = {
+		{ "auth_failure", NULL, "set-up did not finish", 7 },
+		{ "refuse", "CN=client1", "peer refused", 8 },
+		{ "close", NULL, "closed locally: max_clients reached", 10 },
+		{ "mac_failure", "CN=client2", NULL, 9 },
+		{ "close", "CN=client2", "peer disconnected: bye", 9 },
+	};
+	for (int i = 0; i < 5; i++) {
+		json_object *v;
+		assert_string_equal(str_field(recs[i], "event"), want[i].event);
+		assert_true(json_object_object_get_ex(recs[i], "peer", &v));
+		if (want[i].peer)
+			assert_string_equal(json_object_get_string(v), want[i].peer);
+		else
+			assert_null(v);
+		if (want[i].reason)
+			assert_string_equal(str_field(recs[i], "reason"), want[i].reason);
+		assert_true(json_object_object_get_ex(recs[i], "conn", &v));
+		assert_int_equal(json_object_get_uint64(v), want[i].conn);
+		assert_string_equal(str_field(recs[i], "role"), "server");
+		assert_int_equal(json_object_object_get_ex(recs[i], "local_qpn", &v), i >= 3);
+		json_object_put(recs[i]);
+	}
 	unlink(path);
 	rmdir(dir);
 }
@@ -216,6 +360,8 @@ int main(void)
 		cmocka_unit_test(invalid_utf8_is_replaced),
 		cmocka_unit_test(short_buffers_are_refused),
 		cmocka_unit_test(file_is_private_and_appended),
+		cmocka_unit_test(long_hostile_records_are_written_whole),
+		cmocka_unit_test(connection_failures_are_classified),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@ static const char full[] =
 	"handshake_timeout_ms = 100   ; inline comment\n"
 	"idle_timeout_ms = 86400000\n"
 	"audit_log = /var/log/rdmasec/audit.log\n"
+	"metrics_file = /var/lib/node_exporter/rdmasec.prom\n"
 	"\n"
 	"[tls]\n"
 	"ca = /etc/rdmasec/ca.pem\n"
@@ -47,6 +48,7 @@ static void defaults(void **state)
 	assert_int_equal(c.idle_timeout_ms, 0);
 	assert_int_equal(c.qp_pool, 32); /* RSEC_QPOOL_DEFAULT */
 	assert_string_equal(c.audit_log, "");
+	assert_string_equal(c.metrics_file, "");
 	assert_string_equal(c.ca, "");
 	assert_string_equal(c.psk_file, "");
 	assert_int_equal(c.max_msg, 16777216);
@@ -78,6 +80,7 @@ static void full_valid_file(void **state)
 	assert_int_equal(c.handshake_timeout_ms, 100);
 	assert_int_equal(c.idle_timeout_ms, 86400000);
 	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
+	assert_string_equal(c.metrics_file, "/var/lib/node_exporter/rdmasec.prom");
 	assert_string_equal(c.ca, "/etc/rdmasec/ca.pem");
 	assert_string_equal(c.cert, "/etc/rdmasec/server.pem");
 	assert_string_equal(c.key, "/etc/rdmasec/server.key");

@@ -253,6 +253,16 @@ static int cmd_stats(struct client *cl, const char *args)
 	       (unsigned long long)s.mac_failures, (unsigned long long)s.seq_violations,
 	       (unsigned long long)s.malformed, (unsigned long long)s.qp_errors);
 	fflush(stdout);
+	/* Then what the server counted about this client's identity, this connection included. */
+	struct app_msg m = { .op = APP_STATS_REQ };
+	if (send_app(cl, &m, "stats") < 0 || recv_app(cl, APP_STATS_REPLY, &m, "stats") < 0)
+		return -1;
+	printf("server-stats: peer=%s mac_failures=%llu seq_violations=%llu qp_errors=%llu refused_handshakes=%llu "
+	       "connections=%llu\n",
+	       m.text, (unsigned long long)m.stats.mac_failures, (unsigned long long)m.stats.seq_violations,
+	       (unsigned long long)m.stats.qp_errors, (unsigned long long)m.stats.refused_handshakes,
+	       (unsigned long long)m.stats.connections);
+	fflush(stdout);
 	return 0;
 }
 
@@ -274,7 +284,7 @@ static const struct command {
 	{ "send", cmd_send, "send TEXT | send -s SIZE   two-sided message, echoed and compared" },
 	{ "write", cmd_write, "write TEXT | write -s SIZE one-sided RDMA WRITE through a grant" },
 	{ "read", cmd_read, "read                       RDMA READ back what was written" },
-	{ "stats", cmd_stats, "stats                      this connection's counters" },
+	{ "stats", cmd_stats, "stats                      this connection's counters, then the server's about us" },
 	{ "quit", cmd_quit, "quit                       authenticated disconnect" },
 	{ "help", cmd_help, "help                       this list" },
 };

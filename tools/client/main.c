@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		"  -d, --device NAME           RDMA device (default: the one owning the local address)\n"
 		"      --aead aes-256-gcm|chacha20-poly1305   message protection (default aes-256-gcm)\n"
 		"  -t, --timeout MS            per operation and for set-up (default 30000)\n"
+		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
 		"  -h, --help\n");
 }
 
@@ -91,7 +92,7 @@ static int run_stdin(struct client *cl)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD };
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT };
 	static const struct option opts[] = {
 		{ "commands", required_argument, NULL, 'c' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -106,12 +107,13 @@ int main(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' },
 		{ "aead", required_argument, NULL, OPT_AEAD },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	char ca[4096] = "", cert[4096] = "", key[4096] = "";
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
-	const char *source = NULL;
+	const char *source = NULL, *audit = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
@@ -141,6 +143,7 @@ int main(int argc, char **argv)
 				ok = fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", optarg) < 0;
 			break;
 		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
+		case OPT_AUDIT: audit = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -160,6 +163,10 @@ int main(int argc, char **argv)
 	size_t psk_len = 0;
 	struct rsec_ctx_attr attr = { .device = device, .local_addr = source, .aead = aead, .max_msg = MAX_MSG,
 				      .handshake_timeout_ms = (int)timeout };
+	if (audit) {
+		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
+		attr.audit_path = audit;
+	}
 	if (psk_file) {
 		if (!psk_id) {
 			fprintf(stderr, "rdmasec-client: --psk-file needs --psk-identity\n");

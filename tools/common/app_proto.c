@@ -35,9 +35,36 @@ static void put_u64(uint8_t *out, uint64_t v)
 		out[i] = (uint8_t)v;
 }
 
+/* The rest of the message as text: printable ASCII, at most APP_ERROR_TEXT_MAX bytes. */
+static bool take_text(struct cursor *c, char out[static APP_ERROR_TEXT_MAX + 1], const char **why)
+{
+	if (c->left > APP_ERROR_TEXT_MAX) {
+		*why = "text too long";
+		return false;
+	}
+	for (size_t i = 0; i < c->left; i++) {
+		if (c->p[i] < 0x20 || c->p[i] > 0x7e) {
+			*why = "text not printable";
+			return false;
+		}
+	}
+	memcpy(out, c->p, c->left);
+	out[c->left] = '\0';
+	c->p += c->left;
+	c->left = 0;
+	return true;
+}
+
+static size_t put_text(uint8_t *out, const char *text)
+{
+	size_t t = strnlen(text, APP_ERROR_TEXT_MAX);
+	memcpy(out, text, t);
+	return t;
+}
+
 size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 {
-	uint8_t buf[1 + 8 + 8 + APP_SHA256_LEN + APP_ERROR_TEXT_MAX];
+	uint8_t buf[APP_MSG_FIXED_MAX];
 	size_t n = 0;
 	buf[n++] = m->op;
 	switch (m->op) {
@@ -45,6 +72,7 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 	case APP_ECHO_REPLY:
 	case APP_READ_REQ:
 	case APP_READ_RESULT:
+	case APP_STATS_REQ:
 		break;
 	case APP_WRITE_REQ:
 		put_u64(buf + n, m->len);
@@ -69,12 +97,17 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 		memcpy(buf + n, m->sha256, APP_SHA256_LEN);
 		n += APP_SHA256_LEN;
 		break;
-	case APP_ERROR: {
-		size_t t = strnlen(m->text, APP_ERROR_TEXT_MAX);
-		memcpy(buf + n, m->text, t);
-		n += t;
+	case APP_STATS_REPLY: {
+		const uint64_t f[] = { m->stats.connections, m->stats.mac_failures, m->stats.seq_violations,
+				       m->stats.qp_errors, m->stats.refused_handshakes };
+		for (size_t i = 0; i < 5; i++, n += 8)
+			put_u64(buf + n, f[i]);
+		n += put_text(buf + n, m->text);
 		break;
 	}
+	case APP_ERROR:
+		n += put_text(buf + n, m->text);
+		break;
 	default:
 		return 0;
 	}
@@ -100,6 +133,7 @@ bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **w
 		return true;
 	case APP_READ_REQ:
 	case APP_READ_RESULT:
+	case APP_STATS_REQ:
 		ok = true;
 		break;
 	case APP_WRITE_REQ:
@@ -116,20 +150,14 @@ bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **w
 	case APP_READ_GRANTED:
 		ok = take_u64(&c, &m->tag) && take_u64(&c, &m->len) && take(&c, m->sha256, APP_SHA256_LEN);
 		break;
-	case APP_ERROR:
-		if (c.left > APP_ERROR_TEXT_MAX) {
-			*why = "error text too long";
+	case APP_STATS_REPLY:
+		if (!(take_u64(&c, &m->stats.connections) && take_u64(&c, &m->stats.mac_failures) &&
+		      take_u64(&c, &m->stats.seq_violations) && take_u64(&c, &m->stats.qp_errors) &&
+		      take_u64(&c, &m->stats.refused_handshakes)))
 			return false;
-		}
-		for (size_t i = 0; i < c.left; i++) {
-			if (c.p[i] < 0x20 || c.p[i] > 0x7e) {
-				*why = "error text not printable";
-				return false;
-			}
-		}
-		memcpy(m->text, c.p, c.left);
-		m->text[c.left] = '\0';
-		return true;
+		return take_text(&c, m->text, why);
+	case APP_ERROR:
+		return take_text(&c, m->text, why);
 	default:
 		*why = "unknown opcode";
 		return false;
@@ -156,6 +184,8 @@ const char *app_op_name(uint8_t op)
 	case APP_READ_GRANTED: return "read-granted";
 	case APP_READ_DONE: return "read-done";
 	case APP_READ_RESULT: return "read-result";
+	case APP_STATS_REQ: return "stats-request";
+	case APP_STATS_REPLY: return "stats-reply";
 	case APP_ERROR: return "error";
 	default: return "unknown";
 	}

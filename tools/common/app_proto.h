@@ -25,8 +25,18 @@ enum app_op {
 	APP_READ_GRANTED = 'r',  /* tag, len, sha256 of the READ grant's bytes */
 	APP_READ_DONE = 'F',     /* tag                     -> APP_READ_RESULT */
 	APP_READ_RESULT = 'f',
+	APP_STATS_REQ = 'S',     /*                         -> APP_STATS_REPLY */
+	APP_STATS_REPLY = 's',   /* stats, then text: the peer (as the server counts it) they are about */
 	APP_ERROR = 'x',         /* text */
 };
+
+/* The server's counters about one peer (rdmasec-server(8), METRICS). */
+struct app_stats {
+	uint64_t connections, mac_failures, seq_violations, qp_errors, refused_handshakes;
+};
+#define APP_STATS_LEN (5 * 8)
+/* The longest encoded message without an echo payload. */
+#define APP_MSG_FIXED_MAX (1 + APP_STATS_LEN + APP_ERROR_TEXT_MAX)
 
 struct app_msg {
 	uint8_t op;
@@ -35,7 +45,8 @@ struct app_msg {
 	uint8_t sha256[APP_SHA256_LEN];
 	const uint8_t *payload; /* APP_ECHO(_REPLY): points into the decoded buffer */
 	size_t payload_len;
-	char text[APP_ERROR_TEXT_MAX + 1];
+	struct app_stats stats;              /* APP_STATS_REPLY */
+	char text[APP_ERROR_TEXT_MAX + 1];   /* APP_ERROR: the error; APP_STATS_REPLY: the peer */
 };
 
 /* Encodes the fixed part of m (not an echo payload) into out; returns bytes or 0 if cap is short. */

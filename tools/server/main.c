@@ -39,11 +39,13 @@ static void usage(FILE *f)
 		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
 		"      --qp-pool N             QPs kept ready per device, each connection draws one at\n"
 		"                              random so QPNs are not sequential (default 32; 1: off)\n"
+		"      --metrics FILE          per-peer and server counters in Prometheus text format,\n"
+		"                              rewritten atomically each second after a change\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
 		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: tell every client, then exit.\n"
-		"SIGUSR1: log the counters.\n");
+		"SIGUSR1: log the counters and rewrite the metrics file.\n");
 }
 
 static bool set(struct rsec_conf *c, const char *section, const char *key, const char *value)
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE };
 	enum { OPT_GRANT_MODE = 300, OPT_GRANT_TTL, OPT_AUDIT };
 	enum { OPT_QP_POOL = 320 };
+	enum { OPT_METRICS = 330 };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -90,6 +93,7 @@ int main(int argc, char **argv)
 		{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -130,6 +134,7 @@ int main(int argc, char **argv)
 		case OPT_GRANT_TTL: ok = set(&conf, "grants", "grant_ttl_ms", optarg); break;
 		case OPT_AUDIT: ok = set(&conf, "server", "audit_log", optarg); break;
 		case OPT_QP_POOL: ok = set(&conf, "server", "qp_pool", optarg); break;
+		case OPT_METRICS: ok = set(&conf, "server", "metrics_file", optarg); break;
 		case 'v': log_set_verbose(1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -21,6 +21,7 @@
 
 #include "app_proto.h"
 #include "log.h"
+#include "metrics.h"
 #include "rdmasec.h"
 #include "server.h"
 
@@ -56,6 +57,8 @@ struct server {
 	uint8_t *msg;            /* one receive buffer, max_msg + opcode */
 	size_t msg_cap;
 	struct server_counters n;
+	struct metrics *metrics;       /* per-peer counters: the stats reply and the metrics file */
+	struct metrics_export metrics_file;
 	bool stop;
 };
 
@@ -90,13 +93,18 @@ static void session_end(struct session *s, int rc)
 {
 	struct server *srv = s->srv;
 	struct rsec_conn_stats st;
+	struct peer_counters per_peer = { 0 };
 	if (rsec_conn_stats(s->conn, &st) == 0) {
 		srv->n.mac_failures += st.mac_failures;
 		srv->n.seq_violations += st.seq_violations;
 		srv->n.qp_errors += st.qp_errors;
+		per_peer.mac_failures = st.mac_failures;
+		per_peer.seq_violations = st.seq_violations;
+		per_peer.qp_errors = st.qp_errors;
 	}
 	const char *why = rsec_conn_error(s->conn);
 	if (s->established) {
+		per_peer.connections = 1;
 		srv->n.closed++;
 		log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
 			  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
@@ -109,9 +117,11 @@ static void session_end(struct session *s, int rc)
 		const char *event = "handshake_failed";
 		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
 			srv->n.refused_auth++;
+			per_peer.refused_handshakes = 1;
 			event = "refused";
 		} else if (rc == RSEC_E_LIMIT) {
 			srv->n.refused_identity++;
+			per_peer.refused_handshakes = 1;
 			event = "refused";
 		} else {
 			srv->n.handshake_failed++;
@@ -120,6 +130,10 @@ static void session_end(struct session *s, int rc)
 			  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
 			  log_q(rsec_strerror(rc)), log_q(why));
 	}
+	/* Under the identity; a peer refused before authenticating, under its address. */
+	char key[METRICS_KEY_MAX];
+	metrics_peer_key(key, rsec_conn_peer(s->conn), rsec_conn_peer_addr(s->conn));
+	metrics_add(srv->metrics, key, &per_peer);
 	region_release(s);
 	if (s->prev)
 		s->prev->next = s->next;
@@ -247,6 +261,33 @@ static int on_read_done(struct session *s, const struct app_msg *m)
 	return reply(s, &r);
 }
 
+/* The server's counters about this client's identity: its ended connections, plus this one. */
+static int on_stats_req(struct session *s)
+{
+	struct peer_counters c;
+	const char *key = metrics_lookup(s->srv->metrics, s->peer, &c);
+	struct rsec_conn_stats st;
+	if (rsec_conn_stats(s->conn, &st) == 0) {
+		c.connections++;
+		c.mac_failures += st.mac_failures;
+		c.seq_violations += st.seq_violations;
+		c.qp_errors += st.qp_errors;
+	}
+	struct app_msg r = { .op = APP_STATS_REPLY };
+	r.stats = (struct app_stats){ c.connections, c.mac_failures, c.seq_violations, c.qp_errors,
+				      c.refused_handshakes };
+	/* The reply's text is printable ASCII; an identity may hold UTF-8. */
+	size_t n = 0;
+	for (; key[n] && n < APP_ERROR_TEXT_MAX; n++)
+		r.text[n] = key[n] >= 0x20 && key[n] < 0x7f ? key[n] : '?';
+	r.text[n] = '\0';
+	uint8_t buf[APP_MSG_FIXED_MAX];
+	size_t len = app_encode(&r, buf, sizeof(buf));
+	if (len == 0)
+		return RSEC_E_INVAL;
+	return rsec_send(s->conn, buf, len, 5000);
+}
+
 static int on_message(struct session *s, uint8_t *buf, size_t len)
 {
 	struct app_msg m;
@@ -270,6 +311,8 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 		return on_read_req(s);
 	case APP_READ_DONE:
 		return on_read_done(s, &m);
+	case APP_STATS_REQ:
+		return on_stats_req(s);
 	default:
 		return reply_error(s, "unexpected request");
 	}
@@ -327,8 +370,12 @@ static void accept_all(struct server *srv)
 		if (srv->nsessions >= srv->conf->max_clients) {
 			/* Before TLS, before any RDMA resource. */
 			srv->n.refused_capacity++;
+			char key[METRICS_KEY_MAX];
+			metrics_peer_key(key, NULL, rsec_conn_peer_addr(conn));
+			metrics_add(srv->metrics, key, &(struct peer_counters){ .refused_handshakes = 1 });
 			log_event("warn", "refused", "reason=\"max_clients reached\" clients=%zu qp_created=no",
 				  srv->nsessions);
+			(void)rsec_conn_close(conn, "max_clients reached"); /* the reason goes to the audit log */
 			rsec_conn_free(conn);
 			continue;
 		}
@@ -369,12 +416,34 @@ static void log_counters(const struct server *srv)
 		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors);
 }
 
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Rewrites the metrics file (if any) when due, or now; logs when writing starts failing and recovers. */
+static int metrics_flush(struct server *srv, bool force)
+{
+	char err[512] = "";
+	bool was_failing = srv->metrics_file.failing;
+	int rc = metrics_export_tick(&srv->metrics_file, srv->metrics, &srv->n, srv->nsessions, monotonic_ms(),
+				     force, err, sizeof(err));
+	if (rc < 0 && !was_failing)
+		log_event("warn", "metrics_failed", "reason=%s", log_q(err));
+	else if (rc > 0 && was_failing)
+		log_event("info", "metrics_written", "file=%s", log_q(srv->metrics_file.path));
+	return rc;
+}
+
 static void on_signal(struct server *srv)
 {
 	struct signalfd_siginfo si;
 	while (read(srv->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
 			log_counters(srv);
+			(void)metrics_flush(srv, true);
 			continue;
 		}
 		log_event("info", "shutdown", "signal=%s clients=%zu", si.ssi_signo == SIGINT ? "INT" : "TERM",
@@ -396,6 +465,12 @@ static void tick_all(struct server *srv)
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 {
 	char err[256] = "";
+	srv->metrics = metrics_new(METRICS_MAX_PEERS);
+	if (!srv->metrics) {
+		fprintf(stderr, "rdmasec-server: out of memory\n");
+		return RSEC_E_NOMEM;
+	}
+	srv->metrics_file.path = conf->metrics_file;
 	struct rsec_ctx_attr attr = {
 		.is_server = 1,
 		.device = conf->device[0] ? conf->device : NULL,
@@ -457,6 +532,13 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
+	/* A metrics file that cannot be written is a set-up error, not a warning nobody reads. */
+	char merr[512] = "";
+	if (metrics_export_tick(&srv->metrics_file, srv->metrics, &srv->n, 0, monotonic_ms(), true, merr,
+				sizeof(merr)) < 0) {
+		fprintf(stderr, "rdmasec-server: metrics: %s\n", merr);
+		return RSEC_E_IO;
+	}
 	return 0;
 }
 
@@ -504,6 +586,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 			tick_all(&srv);
 			last_tick = now;
 		}
+		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
 	}
 	while (srv.sessions) {
 		struct session *s = srv.sessions;
@@ -511,8 +594,10 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		session_end(s, RSEC_E_CLOSED);
 	}
 	log_counters(&srv);
+	(void)metrics_flush(&srv, true);
 	status = 0;
 out:
+	metrics_free(srv.metrics);
 	rsec_listener_free(srv.listener);
 	rsec_ctx_free(srv.ctx);
 	free(srv.msg);
