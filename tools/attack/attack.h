@@ -18,6 +18,8 @@ int probe_rkey_main(int argc, char *argv[]);
 int probe_alloc_main(int argc, char *argv[]);
 int inject_main(int argc, char *argv[]);
 int qp_error_main(int argc, char *argv[]);
+int sniff_main(int argc, char *argv[]);
+int impersonate_main(int argc, char *argv[]);
 
 /* Strict numbers: decimal or 0x-hex, whole string, 0..max. Print why on failure. */
 bool parse_u64(const char *s, uint64_t max, uint64_t *out, const char *what);

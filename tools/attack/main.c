@@ -19,6 +19,8 @@ static const struct {
 	{ "probe-alloc", probe_alloc_main, "V4: addresses of consecutively allocated buffers" },
 	{ "inject", inject_main, "A1: forge RoCEv2 SEND / RDMA WRITE packets into a victim QP" },
 	{ "qp-error", qp_error_main, "A2: one malformed packet moves the victim QP to error" },
+	{ "sniff", sniff_main, "T3: what an on-path observer learns (QPN, PSN, rkey, VA), from a pcap or live" },
+	{ "impersonate", impersonate_main, "NeVerMore 4.1: unprivileged injection via verbs, PSN sweep over many QPs" },
 };
 
 static void usage(FILE *f)
