@@ -114,6 +114,8 @@ struct rsec_ctx_attr {
  */
 int rsec_ctx_new(const struct rsec_ctx_attr *attr, struct rsec_ctx **out, char *err, size_t errlen);
 void rsec_ctx_free(struct rsec_ctx *ctx);
+/** rsec_ctx_audit_errors - audit records that could not be written (a full disk, say) since rsec_ctx_new. */
+uint64_t rsec_ctx_audit_errors(const struct rsec_ctx *ctx);
 /** rsec_ctx_device - name of the RDMA device in use. */
 const char *rsec_ctx_device(const struct rsec_ctx *ctx);
 

@@ -171,6 +171,11 @@ err:
 	return rc;
 }
 
+uint64_t rsec_ctx_audit_errors(const struct rsec_ctx *ctx)
+{
+	return ctx ? __atomic_load_n(&ctx->audit_errors, __ATOMIC_RELAXED) : 0;
+}
+
 void rsec_ctx_free(struct rsec_ctx *ctx)
 {
 	if (!ctx)

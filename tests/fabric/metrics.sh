@@ -37,6 +37,17 @@ echo "idle_rewrite=$([ "$t1" = "$t2" ] && echo no || echo yes) usr1_rewrite=$([ 
 cp "$work/rdmasec.prom" "$work/usr1.prom"
 ls "$work" | grep -c 'rdmasec\.prom\.tmp' | sed 's/^/tmp_files=/'
 kill -TERM $spid; wait $spid; echo "server=$?"
+
+# An audit log on a full file system: every lost record is logged and counted, and the server goes on.
+mkdir -p /tmp/full && mount -t tmpfs -o size=64k tmpfs /tmp/full && { head -c 1M /dev/zero >/tmp/full/fill; } 2>/dev/null
+fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7472" \
+	--audit /tmp/full/audit.jsonl --metrics "$work/full.prom" 2>"$work/full.log" &
+spid=$!
+fabric wait-port 7472 || { cat "$work/full.log"; exit 1; }
+fabric on 2 "$bin/client/rdmasec-client" --source "$(fabric ip 2)" -t 20000 --certs "$work/pki" -c "send hi; quit" \
+	-p 7472 "$server" >"$work/full.out" 2>&1; echo "full_client=$?"
+sleep 2
+kill -TERM $spid; wait $spid; echo "full_server=$?"
 EOF
 
 "$fabric" run --hosts 3 --timeout 300 --share "$build" -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
@@ -80,6 +91,13 @@ check "$work/tick.prom"
 check "$work/usr1.prom"
 expect_match "$work/start.prom" '^rdmasec_server_accepted_total 0$' "no metrics file at start-up"
 expect_match "$work/usr1.prom" '^rdmasec_server_clients 0$' "clients gauge is not 0 after both clients left"
+# The full audit file system.
+expect_match "$work/run.out" '^full_client=0$' "a client failed because the audit log could not be written"
+expect_match "$work/run.out" '^full_server=0$' "the server with a full audit file system did not shut down cleanly"
+expect_match "$work/full.log" 'level=error event=audit_failed records_lost=[1-9]' "no audit_failed event in the log"
+expect_match "$work/full.log" 'event=counters .* audit_errors=[1-9]' "the counters do not show the lost records"
+awk '$1 == "rdmasec_server_audit_errors_total" && $2 >= 1 {ok=1} END{exit !ok}' "$work/full.prom" ||
+	{ cat "$work/full.prom" >&2; fail "the metrics file does not count lost audit records"; }
 echo "--- metrics file:"
 grep -v '^#' "$work/usr1.prom"
 echo "metrics: ok"

@@ -147,7 +147,8 @@ static void renders_prometheus_text(void **state)
 	metrics_add(m, "CN=client1,O=rdmasec-test", &(struct peer_counters){ .connections = 3, .mac_failures = 1 });
 	metrics_add(m, "addr:10.77.0.3", &one_refusal);
 	metrics_add(m, "psk:a\"b\\c\nd", &one_conn);
-	struct server_counters n = { .accepted = 5, .established = 4, .refused_auth = 1, .messages = 12 };
+	struct server_counters n = { .accepted = 5, .established = 4, .refused_auth = 1, .messages = 12,
+				     .audit_errors = 7 };
 	char *text = render(m, &n, 2);
 	assert_parses(text);
 	assert_non_null(strstr(text, "# HELP rdmasec_server_mac_failures_total "));
@@ -160,6 +161,8 @@ static void renders_prometheus_text(void **state)
 	assert_non_null(strstr(text, "rdmasec_server_accepted_total 5\n"));
 	assert_non_null(strstr(text, "rdmasec_server_established_total 4\n"));
 	assert_non_null(strstr(text, "rdmasec_server_refused_auth_total 1\n"));
+	assert_non_null(strstr(text, "# TYPE rdmasec_server_audit_errors_total counter\n"));
+	assert_non_null(strstr(text, "rdmasec_server_audit_errors_total 7\n"));
 	assert_non_null(strstr(text, "rdmasec_server_messages_total 12\n"));
 	assert_non_null(strstr(text, "# TYPE rdmasec_server_clients gauge\nrdmasec_server_clients 2\n"));
 	/* "other" appears only once something was folded into it. */

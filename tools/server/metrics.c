@@ -295,6 +295,8 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		{ "rdmasec_server_rdma_reads_total", "counter", "Verified one-sided reads.", n->rdma_reads },
 		{ "rdmasec_server_verify_failed_total", "counter", "Writes whose data MAC did not match or never came.",
 		  n->verify_failed },
+		{ "rdmasec_server_audit_errors_total", "counter", "Audit records that could not be written.",
+		  n->audit_errors },
 		{ "rdmasec_server_clients", "gauge", "Connections now, handshakes included.", clients },
 		{ "rdmasec_server_metrics_peers", "gauge", "Peers in the per-peer table.", m->npeers },
 		{ "rdmasec_server_metrics_peers_max", "gauge", "The per-peer table's capacity.", m->max_peers },

@@ -406,14 +406,16 @@ static void log_counters(const struct server *srv)
 	log_event("info", "counters",
 		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
-		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu",
+		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
+		  "audit_errors=%llu",
 		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
 		  (unsigned long long)n->refused_auth, (unsigned long long)n->refused_identity,
 		  (unsigned long long)n->handshake_failed, (unsigned long long)n->closed,
 		  (unsigned long long)n->messages, (unsigned long long)n->rdma_writes,
 		  (unsigned long long)n->rdma_reads, (unsigned long long)n->mac_failures,
-		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors);
+		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors,
+		  (unsigned long long)n->audit_errors);
 }
 
 static uint64_t monotonic_ms(void)
@@ -452,8 +454,19 @@ static void on_signal(struct server *srv)
 	}
 }
 
+/* A lost audit record is a security event of its own: say so once per second it happens. */
+static void check_audit(struct server *srv)
+{
+	uint64_t lost = rsec_ctx_audit_errors(srv->ctx);
+	if (lost > srv->n.audit_errors)
+		log_event("error", "audit_failed", "records_lost=%llu total=%llu",
+			  (unsigned long long)(lost - srv->n.audit_errors), (unsigned long long)lost);
+	srv->n.audit_errors = lost;
+}
+
 static void tick_all(struct server *srv)
 {
+	check_audit(srv);
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
@@ -593,6 +606,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		(void)rsec_conn_close(s->conn, "server shutting down");
 		session_end(s, RSEC_E_CLOSED);
 	}
+	check_audit(&srv);
 	log_counters(&srv);
 	(void)metrics_flush(&srv, true);
 	status = 0;

@@ -18,6 +18,7 @@ struct server_counters {
 	uint64_t messages, rdma_writes, rdma_reads;
 	uint64_t verify_failed;     /* verified writes whose data MAC did not match (or never came) */
 	uint64_t mac_failures, seq_violations, qp_errors;
+	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
 };
 
 /* Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0: certificate mode. */
