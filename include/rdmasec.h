@@ -66,7 +66,7 @@ typedef int (*rsec_admit_fn)(void *arg, const char *peer_identity);
 /* How grants expose memory (docs/protocol.md, "Grants"). */
 enum rsec_grant_mode {
 	RSEC_GRANT_AUTO = 0, /* type-2 memory windows when the device has them, else RSEC_GRANT_MR */
-	RSEC_GRANT_MW = 1,   /* type-2 memory windows only; contexts fail without them */
+	RSEC_GRANT_MW = 1,   /* type-2 memory windows only; without them grants fail with RSEC_E_NODEV */
 	RSEC_GRANT_MR = 2,   /* fallback: one fresh memory registration per grant (new random rkey) */
 };
 
@@ -219,7 +219,8 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id);
  * (off and len: the range, now exactly what the peer wrote), RSEC_E_MAC (the
  * bytes differ from what the peer wrote: the range is wiped, never use it),
  * RSEC_E_GRANT (no such live grant), RSEC_E_TIMEOUT (no claim yet; the grant
- * stays live). The grant is gone after any other outcome.
+ * stays live; RSEC_E_AGAIN with timeout_ms <= 0). Any other error closes
+ * the connection, and closing revokes every grant.
  */
 int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms);
 /** rsec_conn_grant_mechanism - "mw2" (type-2 windows) or "mr" (fallback registrations); NULL before set-up. */

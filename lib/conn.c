@@ -62,6 +62,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		rsec_wire_text_set(&m.u.error.text, c->error);
 		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
 	}
+	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection. */
+	rsec_grant_close(c);
 	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;
@@ -615,6 +617,7 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		rc = rsec_chan_send(c, &m);
 		(void)!rsec_tls_shutdown(c->ssl);
 	}
+	rsec_grant_close(c); /* audited revokes, before the resources go */
 	rsec_conn_teardown_rdma(c);
 	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally%s%s", reason ? ": " : "", reason ? reason : "");
 	return rc;

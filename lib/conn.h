@@ -191,6 +191,8 @@ RSEC_MUST_CHECK int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr);
 void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
+/* The connection is closing: QP to error, every live grant revoked (and audited) now. */
+void rsec_grant_close(struct rsec_conn *c);
 void rsec_grant_teardown(struct rsec_conn *c);
 
 #endif /* RSEC_CONN_H */

@@ -204,12 +204,14 @@ void rsec_region_free(struct rsec_region *r)
 	free(r);
 }
 
-static void grant_release(struct rsec_local_grant *g)
+/* Frees the window or registration; RSEC_E_VERBS if the device refused (the peer's key may still work). */
+static RSEC_MUST_CHECK int grant_release(struct rsec_local_grant *g)
 {
-	rsec_mw_free(&g->mw);
-	if (g->mr)
-		(void)ibv_dereg_mr(g->mr);
+	int rc = rsec_mw_free(&g->mw);
+	if (g->mr && ibv_dereg_mr(g->mr) != 0)
+		rc = RSEC_E_VERBS;
 	g->mr = NULL;
+	return rc;
 }
 
 static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
@@ -235,7 +237,7 @@ static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_reg
 		rc = RSEC_E_QP;
 	if (rc < 0) {
 		/* A failed bind leaves the key unknown: drop the window. */
-		rsec_mw_free(&g->mw);
+		(void)!rsec_mw_free(&g->mw);
 		return rc;
 	}
 	g->rkey = g->mw.rkey;
@@ -313,13 +315,29 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	return 0;
 }
 
-/* Deallocating a bound window (or the registration) revokes it at once: the peer's next access fails. */
+/*
+ * Deallocating a bound window (or the registration) revokes it at once: the
+ * peer's next access fails. If the device refuses, the key may still work,
+ * so the connection fails, which puts the QP in the error state.
+ */
 static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
+	if (grant_release(g) < 0) {
+		audit_grant(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
+		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+	}
 	audit_grant(c, ev, g, "ok", NULL, 0, 0);
-	grant_release(g);
 	return send_revoke(c, g->id);
+}
+
+/* A live grant of ours, or NULL; one past its ttl but not yet swept counts as gone. */
+static struct rsec_local_grant *find_live(struct rsec_conn *c, uint64_t grant_id)
+{
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	if (g && g->expires_ms && g->expires_ms <= rsec_now_ms())
+		return NULL;
+	return g;
 }
 
 int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
@@ -327,7 +345,7 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
 	if (!c)
 		return RSEC_E_INVAL;
 	RSEC_GUARD(require_established(c));
-	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id); /* expired or not: revoke it now */
 	if (!g)
 		return RSEC_E_GRANT;
 	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
@@ -341,7 +359,7 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 		return RSEC_E_INVAL;
 	*off = *len = 0;
 	RSEC_GUARD(require_established(c));
-	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	struct rsec_local_grant *g = find_live(c, grant_id);
 	if (!g || !(g->access & RSEC_ACCESS_WRITE))
 		return RSEC_E_GRANT;
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
@@ -368,8 +386,10 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 	OPENSSL_cleanse(mac, sizeof(mac));
 	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
 	g->claim = false;
-	if (rc < 0)
+	if (rc < 0) {
+		OPENSSL_cleanse(p, g->claim_len); /* unverified: never handed out */
 		return rc;
+	}
 	audit_grant(c, RSEC_AUDIT_VERIFIED_WRITE, g, ok ? "ok" : "mismatch",
 		    ok ? NULL : "bytes differ from what the peer wrote; wiped", g->claim_off, g->claim_len);
 	if (!ok) {
@@ -534,9 +554,15 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 		return RSEC_E_GRANT;
 	if (cap < g->len)
 		return RSEC_E_RANGE;
-	RSEC_GUARD(rsec_read(c, g, 0, buf, g->len, timeout_ms));
+	/* Whatever fails, unverified bytes never stay in buf. */
+	int rc = rsec_read(c, g, 0, buf, g->len, timeout_ms);
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	RSEC_GUARD(rsec_seal_data_mac(&c->seal, !c->is_server, g->id, 0, buf, g->len, mac));
+	if (rc == 0)
+		rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, 0, buf, g->len, mac);
+	if (rc < 0) {
+		OPENSSL_cleanse(buf, g->len);
+		return rc;
+	}
 	bool ok = rsec_seal_mac_equal(mac, g->mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	struct rsec_audit_region r = {
@@ -553,9 +579,24 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	return 0;
 }
 
+void rsec_grant_close(struct rsec_conn *c)
+{
+	if (c->have_qp && c->qp.qp)
+		(void)!rsec_qp_to_error(&c->qp); /* no remote access at all from here on */
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &c->gt.local[i];
+		if (!g->live)
+			continue;
+		g->live = false;
+		bool freed = grant_release(g) == 0;
+		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
+		c->stats.grants_revoked++;
+	}
+}
+
 void rsec_grant_teardown(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		grant_release(&c->gt.local[i]);
+		(void)!grant_release(&c->gt.local[i]);
 	rsec_gt_wipe(&c->gt);
 }

@@ -94,11 +94,13 @@ int rsec_mw_invalidate_post(struct rsec_qp *q, struct rsec_mw *w, uint64_t wr_id
 	return 0;
 }
 
-void rsec_mw_free(struct rsec_mw *w)
+int rsec_mw_free(struct rsec_mw *w)
 {
 	if (w == NULL)
-		return;
-	if (w->mw != NULL)
-		(void)ibv_dealloc_mw(w->mw);
+		return 0;
+	int rc = 0;
+	if (w->mw != NULL && ibv_dealloc_mw(w->mw) != 0)
+		rc = RSEC_E_VERBS;
 	memset(w, 0, sizeof(*w));
+	return rc;
 }

@@ -57,7 +57,10 @@ RSEC_MUST_CHECK int rsec_mw_bind_post(struct rsec_qp *q, struct rsec_mw *w, stru
  */
 RSEC_MUST_CHECK int rsec_mw_invalidate_post(struct rsec_qp *q, struct rsec_mw *w, uint64_t wr_id);
 
-/* Deallocate (invalidates any binding); w is zeroed. NULL-safe. */
-void rsec_mw_free(struct rsec_mw *w);
+/*
+ * Deallocate (invalidates any binding); w is zeroed. NULL-safe. Returns
+ * RSEC_E_VERBS if the device refused: the window (and its key) may live on.
+ */
+int rsec_mw_free(struct rsec_mw *w);
 
 #endif /* RSEC_MW_H */

@@ -16,6 +16,8 @@
  *   verified-read                 A reads back through a verified READ grant
  *   foreign-invalidate            B sends SEND_WITH_INV naming A's grant key, under the
  *                                 library (it links the internals to reach B's QP)
+ *   (no RESULT)                   A leaves holding a live grant; grants.sh finds the
+ *                                 server's audited revoke "connection closed"
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -239,6 +241,11 @@ int main(int argc, char **argv)
 	rsec_conn_free(b);
 	rc = rsec_write(a, &ga, 0, data, LEN, TIMEOUT_MS);
 	result("invalidated-victim-write", "%s", outcome(rc));
+	rsec_conn_free(a);
+
+	/* A leaves with a live grant: the server revokes it as the connection closes (audited). */
+	a = connect_to(ca);
+	ga = write_grant(a, &tag);
 	rsec_conn_free(a);
 
 	rsec_ctx_free(ca);

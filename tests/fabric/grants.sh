@@ -85,6 +85,7 @@ need = [
     dict(event="grant", region=dict(mechanism=sys.argv[2], rights="write")),
     dict(event="expire"),
     dict(event="revoke"),
+    dict(event="revoke", result="ok", reason="connection closed"),
     dict(event="verified_write", result="mismatch"),
     dict(event="verified_write", result="ok"),
     dict(event="qp_error"),
