@@ -98,21 +98,26 @@ static void full_table_folds_into_other(void **state)
 		snprintf(key, sizeof(key), "addr:10.0.%d.%d", i / 256, i % 256);
 		metrics_add(m, key, &one_refusal);
 	}
-	assert_int_equal(metrics_peers(m), 3);
-	assert_int_equal(metrics_folded(m), 997);
+	/* Addresses (unauthenticated peers) take at most half the table: two of three. */
+	assert_int_equal(metrics_peers(m), 2);
+	assert_int_equal(metrics_folded(m), 998);
 	struct peer_counters got;
-	/* Known peers keep counting on their own; new ones land in "other". */
+	/* Known peers keep counting on their own; new addresses land in "other". */
 	metrics_add(m, "addr:10.0.0.1", &one_refusal);
 	assert_string_equal(metrics_lookup(m, "addr:10.0.0.1", &got), "addr:10.0.0.1");
 	assert_int_equal(got.refused_handshakes, 2);
-	assert_string_equal(metrics_lookup(m, "CN=late", &got), METRICS_OTHER);
-	assert_int_equal(got.refused_handshakes, 997);
+	/* An identity still gets the place the addresses could not take. */
+	metrics_add(m, "CN=late", &one_conn);
+	assert_string_equal(metrics_lookup(m, "CN=late", &got), "CN=late");
+	assert_int_equal(got.connections, 1);
+	assert_string_equal(metrics_lookup(m, "CN=later", &got), METRICS_OTHER);
+	assert_int_equal(got.refused_handshakes, 998);
 
 	struct server_counters n = { 0 };
 	char *text = render(m, &n, 0);
 	assert_parses(text);
-	assert_non_null(strstr(text, "rdmasec_server_refused_handshakes_total{peer=\"other\"} 997\n"));
-	assert_non_null(strstr(text, "rdmasec_server_metrics_folded_total 997\n"));
+	assert_non_null(strstr(text, "rdmasec_server_refused_handshakes_total{peer=\"other\"} 998\n"));
+	assert_non_null(strstr(text, "rdmasec_server_metrics_folded_total 998\n"));
 	assert_non_null(strstr(text, "rdmasec_server_metrics_peers 3\n"));
 	assert_non_null(strstr(text, "rdmasec_server_metrics_peers_max 3\n"));
 	free(text);

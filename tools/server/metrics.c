@@ -16,6 +16,7 @@ struct metrics_entry {
 
 struct metrics {
 	size_t max_peers, npeers;
+	size_t naddrs;                /* entries keyed by address (unauthenticated): at most half */
 	size_t mask;                  /* slots - 1; slots is a power of two >= 2 * max_peers */
 	struct metrics_entry **slots; /* open addressing, linear probing; entries never leave */
 	struct metrics_entry other;
@@ -91,10 +92,14 @@ void metrics_add(struct metrics *m, const char *key, const struct peer_counters 
 	cut_key(k, key);
 	size_t i = find_slot(m, k);
 	struct metrics_entry *e = m->slots[i];
-	if (!e && m->npeers < m->max_peers && (e = calloc(1, sizeof(*e))) != NULL) {
+	/* Anyone can connect from many addresses: they must not crowd out the identities. */
+	bool by_addr = strncmp(k, "addr:", 5) == 0;
+	bool room = m->npeers < m->max_peers && (!by_addr || m->naddrs < (m->max_peers + 1) / 2);
+	if (!e && room && (e = calloc(1, sizeof(*e))) != NULL) {
 		memcpy(e->key, k, sizeof(k));
 		m->slots[i] = e;
 		m->npeers++;
+		m->naddrs += by_addr;
 	}
 	if (!e) {
 		e = &m->other;
