@@ -21,6 +21,7 @@ static const struct {
 	{ "qp-error", qp_error_main, "A2: one malformed packet moves the victim QP to error" },
 	{ "sniff", sniff_main, "T3: what an on-path observer learns (QPN, PSN, rkey, VA), from a pcap or live" },
 	{ "impersonate", impersonate_main, "NeVerMore 4.1: unprivileged injection via verbs, PSN sweep over many QPs" },
+	{ "mem-access", mem_access_main, "A3: guess another client's rkey and address from the model, read/write it" },
 };
 
 static void usage(FILE *f)
