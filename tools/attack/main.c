@@ -22,6 +22,7 @@ static const struct {
 	{ "sniff", sniff_main, "T3: what an on-path observer learns (QPN, PSN, rkey, VA), from a pcap or live" },
 	{ "impersonate", impersonate_main, "NeVerMore 4.1: unprivileged injection via verbs, PSN sweep over many QPs" },
 	{ "mem-access", mem_access_main, "A3: guess another client's rkey and address from the model, read/write it" },
+	{ "cm-disconnect", cm_disconnect_main, "NeVerMore 4.3: forged CM Disconnect Request ends an rdma_cm connection" },
 };
 
 static void usage(FILE *f)

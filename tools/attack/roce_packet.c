@@ -33,6 +33,8 @@ static const struct opcode_desc opcodes[] = {
 	[ROCE_RC_FETCH_ADD] = { "RC FetchAdd", ROCE_HDR_ATOMETH },
 	[ROCE_RC_SEND_LAST_INV] = { "RC SEND Last with Invalidate", ROCE_HDR_IETH | P },
 	[ROCE_RC_SEND_ONLY_INV] = { "RC SEND Only with Invalidate", ROCE_HDR_IETH | P },
+	[ROCE_UD_SEND_ONLY] = { "UD SEND Only", ROCE_HDR_DETH | P },
+	[ROCE_UD_SEND_ONLY_IMM] = { "UD SEND Only with Immediate", ROCE_HDR_DETH | ROCE_HDR_IMM | P },
 };
 #undef P
 
@@ -55,6 +57,8 @@ static size_t ext_len(unsigned hdrs)
 		n += ROCE_RETH_LEN;
 	if (hdrs & ROCE_HDR_AETH)
 		n += ROCE_AETH_LEN;
+	if (hdrs & ROCE_HDR_DETH)
+		n += ROCE_DETH_LEN;
 	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
 		n += ROCE_IMM_LEN;
 	if (hdrs & ROCE_HDR_ATOMETH)
@@ -216,6 +220,7 @@ int roce_pkt_build(const struct roce_pkt *p, uint8_t *buf, size_t cap, size_t *l
 	RSEC_ENSURE(!(hdrs & (ROCE_HDR_ATOMETH | ROCE_HDR_ATOMACK)), RSEC_E_INVAL);
 	RSEC_ENSURE(p->dest_qp <= ROCE_QPN_MAX && p->psn <= ROCE_PSN_MAX, RSEC_E_INVAL);
 	RSEC_ENSURE(p->tver <= 0xf, RSEC_E_INVAL);
+	RSEC_ENSURE(p->deth_src_qp <= ROCE_QPN_MAX, RSEC_E_INVAL);
 	RSEC_ENSURE(p->payload_len == 0 || p->payload != NULL, RSEC_E_INVAL);
 	RSEC_ENSURE(p->payload_len == 0 || (hdrs & ROCE_HDR_PAYLOAD), RSEC_E_INVAL);
 	RSEC_ENSURE(p->payload_len <= ROCE_MAX_PAYLOAD, RSEC_E_RANGE);
@@ -258,6 +263,11 @@ int roce_pkt_build(const struct roce_pkt *p, uint8_t *buf, size_t cap, size_t *l
 	}
 	if (hdrs & ROCE_HDR_AETH)
 		RSEC_GUARD(put_u32(&c, p->aeth));
+	/* IBA 9.2: the DETH comes before a UD ImmDt. */
+	if (hdrs & ROCE_HDR_DETH) {
+		RSEC_GUARD(put_u32(&c, p->deth_qkey));
+		RSEC_GUARD(put_u32(&c, p->deth_src_qp));
+	}
 	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
 		RSEC_GUARD(put_u32(&c, p->imm));
 	RSEC_GUARD(put_bytes(&c, p->payload, p->payload_len));
@@ -342,6 +352,12 @@ int roce_pkt_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
 	}
 	if (hdrs & ROCE_HDR_AETH)
 		RSEC_GUARD(get_u32(&c, &p->aeth));
+	if (hdrs & ROCE_HDR_DETH) {
+		RSEC_GUARD(get_u32(&c, &p->deth_qkey));
+		RSEC_GUARD(get_u32(&c, &w));
+		RSEC_ENSURE((w >> 24) == 0, RSEC_E_PROTO); /* reserved byte */
+		p->deth_src_qp = w;
+	}
 	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
 		RSEC_GUARD(get_u32(&c, &p->imm));
 	if (hdrs & ROCE_HDR_ATOMETH)

@@ -21,6 +21,7 @@ enum {
 	ROCE_RETH_LEN = 16,
 	ROCE_AETH_LEN = 4,
 	ROCE_IMM_LEN = 4,
+	ROCE_DETH_LEN = 8,
 	ROCE_ATOMETH_LEN = 28,
 	ROCE_ATOMACK_LEN = 8,
 	ROCE_ICRC_LEN = 4,
@@ -31,7 +32,11 @@ enum {
 	ROCE_PSN_MAX = 0xffffff,
 	ROCE_QPN_MAX = 0xffffff,
 	ROCE_DEFAULT_PKEY = 0xffff,
+	ROCE_GSI_QPN = 1,
 };
+
+/* The Q_Key every GSI (QP1) datagram carries (IBA 10.2.5). */
+#define ROCE_GSI_QKEY 0x80010000u
 
 /* IBA reliable-connection opcodes (transport 000b). */
 enum roce_opcode {
@@ -58,6 +63,9 @@ enum roce_opcode {
 	ROCE_RC_FETCH_ADD = 0x14,
 	ROCE_RC_SEND_LAST_INV = 0x16,
 	ROCE_RC_SEND_ONLY_INV = 0x17,
+	/* Unreliable datagram (transport 011b): what carries CM MADs to QP1. */
+	ROCE_UD_SEND_ONLY = 0x64,
+	ROCE_UD_SEND_ONLY_IMM = 0x65,
 };
 
 /* Decoded fields; addresses and numbers in host byte order. */
@@ -88,6 +96,8 @@ struct roce_pkt {
 	uint32_t reth_len;
 	uint32_t aeth;      /* syndrome << 24 | MSN */
 	uint32_t imm;       /* ImmDt or IETH (invalidated rkey) */
+	uint32_t deth_qkey; /* UD: Q_Key */
+	uint32_t deth_src_qp; /* UD: the sender's QPN, 24 bits */
 	/* Payload (not including pad). */
 	const uint8_t *payload;
 	size_t payload_len;
@@ -106,10 +116,11 @@ enum {
 	ROCE_HDR_ATOMETH = 1U << 4,
 	ROCE_HDR_ATOMACK = 1U << 5,
 	ROCE_HDR_PAYLOAD = 1U << 6,
+	ROCE_HDR_DETH = 1U << 7,
 };
 
 /*
- * roce_opcode_info - extension headers (ROCE_HDR_*) of an RC opcode and its
+ * roce_opcode_info - extension headers (ROCE_HDR_*) of an RC or UD opcode and its
  * name. Returns 0, or RSEC_E_PROTO for an opcode this module does not know.
  */
 RSEC_MUST_CHECK int roce_opcode_info(uint8_t opcode, unsigned *hdrs, const char **name);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "roce_packet.h"
+#include "cm_vectors.h"
 
 /* RC SEND Only, 64 bytes of '{', QPN 0x11, PSN 0xcd1d36, AckReq. */
 static const uint8_t cap_send_only[] = {
@@ -89,6 +90,65 @@ static void icrc_matches_captured_ack(void **state)
 {
 	(void)state;
 	check_vector(cap_ack, sizeof(cap_ack));
+}
+
+/* UD SEND Only + DETH (a CM DREQ to QP1): the ICRC masks the same fields as for RC. */
+static void icrc_matches_captured_ud_send(void **state)
+{
+	(void)state;
+	check_vector(cap_req, sizeof(cap_req));
+	check_vector(cap_dreq, sizeof(cap_dreq));
+}
+
+static void parse_decodes_ud_deth(void **state)
+{
+	uint8_t pkt[sizeof(cap_dreq)];
+	struct roce_pkt p;
+
+	(void)state;
+	assert_int_equal(roce_pkt_parse(cap_dreq, sizeof(cap_dreq), &p), 0);
+	assert_int_equal(p.opcode, ROCE_UD_SEND_ONLY);
+	assert_int_equal(p.dest_qp, ROCE_GSI_QPN);
+	assert_int_equal(p.pkey, 0xffff);
+	assert_int_equal(p.psn, 2);
+	assert_int_equal(p.deth_qkey, ROCE_GSI_QKEY);
+	assert_int_equal(p.deth_src_qp, ROCE_GSI_QPN);
+	assert_int_equal(p.payload_len, 256);
+	assert_int_equal(p.payload[0], 0x01); /* MAD base version */
+	assert_int_equal(p.payload[1], 0x07); /* CM class */
+	/* The DETH's reserved byte (packet offset 44) must be zero. */
+	memcpy(pkt, cap_dreq, sizeof(pkt));
+	pkt[44] = 0x01;
+	assert_int_equal(roce_pkt_parse(pkt, sizeof(pkt), &p), RSEC_E_PROTO);
+	/* Truncated anywhere: malformed, never a read past the end. */
+	for (size_t n = 0; n < sizeof(cap_dreq); n++)
+		assert_int_equal(roce_pkt_parse(cap_dreq, n, &p), RSEC_E_PROTO);
+}
+
+static void build_ud_checks_src_qp(void **state)
+{
+	static const uint8_t msg[4] = { 1, 2, 3, 4 };
+	struct roce_pkt p = { .opcode = ROCE_UD_SEND_ONLY_IMM, .pkey = 0xffff, .ttl = 64, .ip_id = 1,
+			      .dest_qp = 1, .deth_qkey = ROCE_GSI_QKEY, .deth_src_qp = 0x1000000,
+			      .imm = 0xabcd0123, .payload = msg, .payload_len = sizeof(msg) };
+	struct roce_pkt q;
+	uint8_t out[128];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(roce_pkt_build(&p, out, sizeof(out), &n), RSEC_E_INVAL);
+	p.deth_src_qp = 0x123456;
+	assert_int_equal(roce_pkt_build(&p, out, sizeof(out), &n), 0);
+	assert_int_equal(n, 20 + 8 + 12 + 8 + 4 + 4 + 4);
+	/* DETH then ImmDt (IBA 9.2). */
+	assert_int_equal(out[40], 0x80);
+	assert_int_equal(out[45], 0x12);
+	assert_int_equal(out[48], 0xab);
+	assert_int_equal(roce_pkt_parse(out, n, &q), 0);
+	assert_true(q.icrc_ok);
+	assert_int_equal(q.deth_src_qp, 0x123456);
+	assert_int_equal(q.imm, 0xabcd0123);
+	assert_memory_equal(q.payload, msg, sizeof(msg));
 }
 
 static void parse_decodes_fields(void **state)
@@ -246,6 +306,9 @@ int main(void)
 		cmocka_unit_test(build_pads_payload),
 		cmocka_unit_test(build_rejects_bad_input),
 		cmocka_unit_test(parse_rejects_malformed),
+		cmocka_unit_test(icrc_matches_captured_ud_send),
+		cmocka_unit_test(parse_decodes_ud_deth),
+		cmocka_unit_test(build_ud_checks_src_qp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
