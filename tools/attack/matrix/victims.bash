@@ -1,0 +1,322 @@
+# SPDX-License-Identifier: MIT
+# Victims for the attack matrix (sourced inside the fabric guest by run.sh).
+#
+# Fabric layout: host 1 (10.77.0.1) runs the victim's server, host 2
+# (10.77.0.2) its client, host 3 (10.77.0.3) is free for the attacker.
+#
+# Environment the caller provides: BIN (the build's tools/ directory), REPO,
+# CELL (a fresh scratch directory for this cell). Optional: VICTIM_SECONDS
+# (each victim process's life, default 14), VICTIM_MODE (see victim_start),
+# VICTIM_SEND_BW_RATE (ib_send_bw's client sends at most this many messages
+# per second, perftest's software rate limiter; default: unlimited).
+#
+# API
+#   victim_names
+#       Prints the seven victim names: pingpong send_bw write_bw rping ucmatose
+#       naive rdmasec.
+#   victim_start NAME
+#       Starts NAME's server on host 1, waits for its port, starts a capture of
+#       the first RoCE request on the bridge (client to server; ucmatose:
+#       server to client), then starts
+#       NAME's client on host 2, and waits (up to 15 s) until that request was
+#       seen: traffic flows. Returns 1 (and says why on stderr) if not.
+#       Logs: $CELL/victim-server.log, $CELL/victim-client.log.
+#       Exports VICTIM, VICTIM_SERVER_IP, VICTIM_CLIENT_IP, VICTIM_PORT,
+#       the attacked direction VICTIM_DST_IP/VICTIM_DST_DEV (the QP that
+#       receives the requests: the server's, except for ucmatose, whose server
+#       sends the bulk of the data to its client, and ib_write_bw, whose
+#       server QP's PSN races ahead while the client's own responder waits at
+#       the PSN the plaintext exchange told) and VICTIM_SRC_IP/
+#       VICTIM_SRC_DEV/VICTIM_SRC_HOST (its legitimate peer, whose address a
+#       forger spoofs and on whose host impersonate runs),
+#       VICTIM_SERVER_PID, VICTIM_CLIENT_PID, VICTIM_SERVER_LOG,
+#       VICTIM_CLIENT_LOG, and for rdmasec VICTIM_AUDIT (the server's audit
+#       log, JSON lines) and VICTIM_PKI.
+#       The naive victim's client sends "hello" once connected; rdmasec's
+#       client sends "send before the attack", then waits until the cell calls
+#       victim_attack_done (at most VICTIM_SECONDS), then sends "send after
+#       the attack" and quits. So for both, the first request's PSN + 1 is
+#       exactly the PSN the server expects next while the attacker works.
+#       Streaming victims (pingpong, perftest, rping, ucmatose) keep sending;
+#       use a forward PSN sweep from the seen PSN.
+#       With VICTIM_MODE=sniff-exchange, the plaintext TCP exchange of
+#       pingpong/perftest is routed across the bridge (it would go through lo
+#       on the one guest kernel), so an observer there can read it.
+#   victim_wire_bth [--now]
+#       After victim_start: reads the captured request's BTH (with --now, of
+#       a request captured now, for a current PSN of a streaming victim). Sets (and
+#       exports) WIRE_QPN (0x-hex, the receiving QP), WIRE_PSN (decimal),
+#       WIRE_OPCODE (decimal). Returns 1 if nothing was captured.
+#   victim_exchange
+#       pingpong, send_bw, write_bw: sets EXCH_QPN, EXCH_PSN, EXCH_RKEY,
+#       EXCH_VA for the attacked QP from what the plaintext exchange told (as
+#       the client printed it). See the function.
+#   victim_attack_done
+#       Tells the victim the attack was sent (the rdmasec client then goes on).
+#   victim_wait [SECONDS]
+#       Waits up to SECONDS (default VICTIM_SECONDS + 5) for both processes to
+#       end by themselves (once one has ended, the other gets 2 s), then
+#       stops what is left. Sets VICTIM_SERVER_RC and
+#       VICTIM_CLIENT_RC (124 or 143 when it had to be stopped).
+#   victim_stop
+#       Stops both processes now (TERM, then KILL after 2 s) and the capture;
+#       sets VICTIM_SERVER_RC / VICTIM_CLIENT_RC. Safe to call twice.
+#   victim_grep FILE REGEX
+#       Prints the first line of FILE matching REGEX (ERE), cut to 200 chars,
+#       without its trailing newline; returns 1 if none.
+#   matrix_result ATTACK VICTIM OUTCOME MECHANISM EVIDENCE
+#       Prints the one MATRIX line of a cell, JSON-escaped (evidence cut to 200
+#       characters, control characters dropped). OUTCOME: succeeded | blocked |
+#       detected | not-applicable | error.
+#
+# run.sh runs each cell in its own session and kills that whole process group
+# afterwards, so a cell that forgets something does not disturb the next one;
+# still, a cell must stop everything it started (victim_stop does the victim).
+
+VICTIM_SECONDS=${VICTIM_SECONDS:-14}
+VICTIM_SERVER_IP=10.77.0.1
+VICTIM_CLIENT_IP=10.77.0.2
+export VICTIM_SERVER_IP VICTIM_CLIENT_IP
+
+victim_names() {
+	echo pingpong send_bw write_bw rping ucmatose naive rdmasec
+}
+
+victim_grep() {
+	local line
+	line=$(grep -E -m1 -- "$2" "$1" 2>/dev/null) || return 1
+	printf '%s' "${line:0:200}"
+}
+
+# JSON string body of $1: escape \ and ", drop other control characters.
+_matrix_json_str() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=$(printf '%s' "$s" | tr -d '\000-\037\177')
+	printf '%s' "$s"
+}
+
+matrix_result() {
+	local ev=${5:0:200}
+	printf 'MATRIX {"attack":"%s","victim":"%s","outcome":"%s","mechanism":"%s","evidence":"%s"}\n' \
+		"$(_matrix_json_str "$1")" "$(_matrix_json_str "$2")" "$(_matrix_json_str "$3")" \
+		"$(_matrix_json_str "$4")" "$(_matrix_json_str "$ev")"
+}
+
+_gid() { fabric gid-index "$1"; }
+
+# The server and client commands of each victim ($1 = name, $2 = server|client).
+_victim_cmd() {
+	local n=$1 side=$2 s=$VICTIM_SECONDS g1 g2
+	g1=$(_gid 1) g2=$(_gid 2)
+	case "$n:$side" in
+	pingpong:server) echo "ibv_rc_pingpong -d rxe1 -g $g1 -s 64 -n 10000000" ;;
+	pingpong:client) echo "ibv_rc_pingpong -d rxe2 -g $g2 -s 64 -n 10000000 $VICTIM_SERVER_IP" ;;
+	send_bw:server) echo "ib_send_bw -d rxe1 -x $g1 -s 64 -D $((s - 4)) -F" ;;
+	send_bw:client)
+		echo "ib_send_bw -d rxe2 -x $g2 -s 64 -D $((s - 4)) -F${VICTIM_SEND_BW_RATE:+ --rate_limit=$VICTIM_SEND_BW_RATE --rate_units=p --rate_limit_type=SW} $VICTIM_SERVER_IP"
+		;;
+	write_bw:server) echo "ib_write_bw -d rxe1 -x $g1 -s 4096 -D $((s - 4)) -F" ;;
+	write_bw:client) echo "ib_write_bw -d rxe2 -x $g2 -s 4096 -D $((s - 4)) -F $VICTIM_SERVER_IP" ;;
+	rping:server) echo "rping -s -v -a $VICTIM_SERVER_IP -S 64" ;;
+	rping:client) echo "rping -c -v -a $VICTIM_SERVER_IP -I $VICTIM_CLIENT_IP -S 64 -C 1000000" ;;
+	ucmatose:server) echo "ucmatose -b $VICTIM_SERVER_IP -C 2000 -S 65536" ;;
+	ucmatose:client) echo "ucmatose -s $VICTIM_SERVER_IP -b $VICTIM_CLIENT_IP -C 2000 -S 65536" ;;
+	naive:server) echo "$BIN/attack/rdmasec-naive-victim server -d rxe1 -g $g1 -t $s" ;;
+	naive:client) echo "$BIN/attack/rdmasec-naive-victim client -d rxe2 -g $g2 -l $VICTIM_CLIENT_IP -t $((s - 2)) -m hello $VICTIM_SERVER_IP" ;;
+	rdmasec:server)
+		echo "$BIN/server/rdmasec-server --certs $VICTIM_PKI --listen $VICTIM_SERVER_IP:7471 --handshake-timeout 60000 --audit $VICTIM_AUDIT"
+		;;
+	rdmasec:client) echo "bash $CELL/rdmasec-client.sh" ;;
+	*) return 1 ;;
+	esac
+}
+
+_victim_port() {
+	case "$1" in
+	pingpong | send_bw | write_bw) echo 18515 ;;
+	rping) echo 7174 ;;
+	ucmatose | rdmasec) echo 7471 ;;
+	naive) echo 18516 ;;
+	*) return 1 ;;
+	esac
+}
+
+# rdmasec's client: one round trip, hold the connection while the attacker works, one more.
+_victim_rdmasec_client() {
+	cat >"$CELL/rdmasec-client.sh" <<EOF
+set -u
+{
+	echo "send before the attack"
+	for _ in \$(seq 1 $((VICTIM_SECONDS * 10))); do [ -e "$CELL/attack-done" ] && break; sleep 0.1; done
+	sleep 2
+	echo "send after the attack"
+	echo quit
+} | "$BIN/client/rdmasec-client" --certs "$VICTIM_PKI" --source $VICTIM_CLIENT_IP -t 20000 $VICTIM_SERVER_IP
+EOF
+}
+
+# rping and ucmatose listen through rdma_cm, invisible to ss: ask rdma(8).
+_victim_wait_listen() {
+	case "$VICTIM" in
+	rping | ucmatose)
+		for _ in $(seq 1 150); do
+			rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr $VICTIM_SERVER_IP:$1" &&
+				return 0
+			sleep 0.1
+		done
+		return 1
+		;;
+	*) fabric wait-port "$1" 15 2>>"$CELL/victim-errors.log" ;;
+	esac
+}
+
+victim_start() {
+	local n=$1 scmd ccmd i
+	VICTIM=$n
+	VICTIM_PORT=$(_victim_port "$n") || { echo "victims: unknown victim '$n'" >&2; return 1; }
+	VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
+	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_SERVER_RC='' VICTIM_CLIENT_RC='' VICTIM_TCPDUMP_PID=''
+	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE=''
+	case "$n" in
+	ucmatose | write_bw)
+		VICTIM_DST_IP=$VICTIM_CLIENT_IP VICTIM_DST_DEV=rxe2 VICTIM_SRC_IP=$VICTIM_SERVER_IP VICTIM_SRC_DEV=rxe1 VICTIM_SRC_HOST=1
+		;;
+	*) VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2 ;;
+	esac
+	# The wire carries requests one way: ucmatose's server streams to its
+	# client, everyone else's client sends to its server.
+	if [ "$n" = ucmatose ]; then
+		_wire_src=$VICTIM_SERVER_IP _wire_dst=$VICTIM_CLIENT_IP
+	else
+		_wire_src=$VICTIM_CLIENT_IP _wire_dst=$VICTIM_SERVER_IP
+	fi
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST
+	export VICTIM VICTIM_PORT VICTIM_SERVER_LOG VICTIM_CLIENT_LOG
+	rm -f "$CELL/attack-done"
+	if [ "$n" = rdmasec ]; then
+		VICTIM_PKI=${MATRIX_PKI:-$CELL/pki} VICTIM_AUDIT=$CELL/audit.jsonl
+		export VICTIM_PKI VICTIM_AUDIT
+		[ -e "$VICTIM_PKI/ca.pem" ] || "$BIN/keygen/rdmasec-keygen" "$VICTIM_PKI" >/dev/null ||
+			{ echo "victims: rdmasec-keygen failed" >&2; return 1; }
+		_victim_rdmasec_client
+	fi
+	# pingpong and perftest cannot choose their TCP source: on the one kernel
+	# host 2's exchange would go through lo. Host 2's table (102) sends it out
+	# of fab2, across the bridge, as between two machines.
+	if [ "${VICTIM_MODE:-}" = sniff-exchange ] && [ "$VICTIM_PORT" = 18515 ]; then
+		ip rule show pref 90 | grep -q . ||
+			ip rule add pref 90 iif lo to $VICTIM_SERVER_IP ipproto tcp dport 18515 lookup 102
+	fi
+	scmd=$(_victim_cmd "$n" server) && ccmd=$(_victim_cmd "$n" client) || return 1
+	# exec: the recorded PID is timeout's, and timeout passes TERM on.
+	# shellcheck disable=SC2086 # the commands are word lists without globs
+	fabric on 1 timeout "$VICTIM_SECONDS" stdbuf -oL -eL $scmd >"$VICTIM_SERVER_LOG" 2>&1 &
+	VICTIM_SERVER_PID=$!
+	if ! _victim_wait_listen "$VICTIM_PORT"; then
+		echo "victims: $n's server does not listen on $VICTIM_PORT" >&2
+		victim_stop
+		return 1
+	fi
+	# The first request (BTH opcode < 0x0d: SEND, WRITE or READ request) from SRC to DST.
+	tcpdump -i fabbr -nn -x -c 1 \
+		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
+		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
+	VICTIM_TCPDUMP_PID=$!
+	for i in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	# shellcheck disable=SC2086
+	fabric on 2 timeout "$VICTIM_SECONDS" stdbuf -oL -eL $ccmd >"$VICTIM_CLIENT_LOG" 2>&1 &
+	VICTIM_CLIENT_PID=$!
+	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
+	for i in $(seq 1 150); do
+		grep -q '^[[:space:]]*0x0010:' "$CELL/wire-first.txt" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "victims: no RoCE traffic from $n's client within 15 s" >&2
+	return 1
+}
+
+victim_wire_bth() {
+	local hex
+	if [ "${1:-}" = --now ]; then
+		timeout 8 tcpdump -i fabbr -nn -x -c 1 \
+			"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
+			>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err"
+	fi
+	for _ in $(seq 1 50); do
+		grep -q '^[[:space:]]*0x0020:' "$CELL/wire-first.txt" 2>/dev/null && break
+		sleep 0.1
+	done
+	hex=$(awk '/^[[:space:]]*0x[0-9a-f]+:/ { for (i = 2; i <= NF; i++) printf "%s", $i }' "$CELL/wire-first.txt")
+	# IPv4 (20) + UDP (8) bytes, then the BTH: opcode at byte 28, DestQP 33..35, PSN 37..39.
+	[ ${#hex} -ge 80 ] || { echo "victims: no BTH captured" >&2; return 1; }
+	WIRE_OPCODE=$((0x${hex:56:2})) WIRE_QPN=0x${hex:66:6} WIRE_PSN=$((0x${hex:74:6}))
+	export WIRE_OPCODE WIRE_QPN WIRE_PSN
+}
+
+#   victim_exchange
+#       For pingpong, send_bw and write_bw: what the plaintext TCP exchange
+#       told about the attacked QP (DST), as the client printed it. Sets
+#       EXCH_QPN (DST's QP), EXCH_PSN (the PSN DST expects: its peer's initial
+#       one), EXCH_RKEY and EXCH_VA (DST's buffer; perftest only), all 0x-hex.
+victim_exchange() {
+	local mine theirs
+	mine=$(grep -m1 'local address' "$VICTIM_CLIENT_LOG") && theirs=$(grep -m1 'remote address' "$VICTIM_CLIENT_LOG") ||
+		{ echo "victims: no exchange printed by the client" >&2; return 1; }
+	[ "$VICTIM_DST_IP" = "$VICTIM_CLIENT_IP" ] || { local t=$mine; mine=$theirs theirs=$t; }
+	EXCH_QPN=$(sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p' <<<"$mine")
+	EXCH_PSN=$(sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p' <<<"$theirs")
+	EXCH_RKEY=$(sed -n 's/.*RKey \(0x[0-9a-f]*\).*/\1/p' <<<"$mine")
+	EXCH_VA=$(sed -n 's/.*VAddr \(0x[0-9a-f]*\).*/\1/p' <<<"$mine")
+	export EXCH_QPN EXCH_PSN EXCH_RKEY EXCH_VA
+	[ -n "$EXCH_QPN" ] && [ -n "$EXCH_PSN" ]
+}
+
+victim_attack_done() {
+	touch "$CELL/attack-done"
+}
+
+
+victim_wait() {
+	local limit=${1:-$((VICTIM_SECONDS + 5))} i s c grace=0
+	for i in $(seq 1 $((limit * 10))); do
+		s=0 c=0
+		{ [ -z "$VICTIM_SERVER_PID" ] || ! kill -0 "$VICTIM_SERVER_PID" 2>/dev/null; } && s=1
+		{ [ -z "$VICTIM_CLIENT_PID" ] || ! kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null; } && c=1
+		[ $s = 1 ] && [ $c = 1 ] && break
+		# One side is gone: the other (a server waiting for clients, a client
+		# retrying into a dead QP) gets 2 s to finish.
+		if [ $s = 1 ] || [ $c = 1 ]; then
+			grace=$((grace + 1))
+			[ $grace -ge 20 ] && break
+		fi
+		sleep 0.1
+	done
+	victim_stop
+}
+
+victim_stop() {
+	local p
+	for p in $VICTIM_SERVER_PID $VICTIM_CLIENT_PID $VICTIM_TCPDUMP_PID; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for _ in $(seq 1 20); do
+		p=0
+		for x in $VICTIM_SERVER_PID $VICTIM_CLIENT_PID $VICTIM_TCPDUMP_PID; do
+			kill -0 "$x" 2>/dev/null && p=1
+		done
+		[ $p = 0 ] && break
+		sleep 0.1
+	done
+	for p in $VICTIM_SERVER_PID $VICTIM_CLIENT_PID $VICTIM_TCPDUMP_PID; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	# wait in this shell: a command substitution could not reap our children.
+	if [ -n "$VICTIM_SERVER_PID" ]; then wait "$VICTIM_SERVER_PID" 2>/dev/null; VICTIM_SERVER_RC=$?; fi
+	if [ -n "$VICTIM_CLIENT_PID" ]; then wait "$VICTIM_CLIENT_PID" 2>/dev/null; VICTIM_CLIENT_RC=$?; fi
+	[ -z "$VICTIM_TCPDUMP_PID" ] || wait "$VICTIM_TCPDUMP_PID" 2>/dev/null
+	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_TCPDUMP_PID=''
+	export VICTIM_SERVER_RC VICTIM_CLIENT_RC
+	return 0
+}
