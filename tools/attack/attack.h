@@ -22,6 +22,7 @@ int sniff_main(int argc, char *argv[]);
 int impersonate_main(int argc, char *argv[]);
 int mem_access_main(int argc, char *argv[]);
 int cm_disconnect_main(int argc, char *argv[]);
+int exhaust_main(int argc, char *argv[]);
 int matrix_main(int argc, char *argv[]);
 
 /* Strict numbers: decimal or 0x-hex, whole string, 0..max. Print why on failure. */

@@ -23,6 +23,7 @@ static const struct {
 	{ "impersonate", impersonate_main, "NeVerMore 4.1: unprivileged injection via verbs, PSN sweep over many QPs" },
 	{ "mem-access", mem_access_main, "A3: guess another client's rkey and address from the model, read/write it" },
 	{ "cm-disconnect", cm_disconnect_main, "NeVerMore 4.3: forged CM Disconnect Request ends an rdma_cm connection" },
+	{ "exhaust", exhaust_main, "A4 / NeVerMore 4.4: exhaust QPs locally or through a service; rdma cgroup limits" },
 	{ "matrix", matrix_main, "every attack against every victim on the fabric: outcome table, JSON, SVG" },
 };
 
