@@ -34,7 +34,7 @@ cell_cm_blind() {
 }
 
 cell_cm_disconnect() {
-	local v=$1 lp line n delay=0
+	local v=$1 lp line n st delay=0
 	# rping: let the pings start; ucmatose's transfer is over within a second, so at once.
 	[ "$v" = rping ] && delay=1000
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
@@ -53,6 +53,8 @@ cell_cm_disconnect() {
 		return
 	fi
 	echo "cm-disconnect: $(cat "$CELL/learn.json")" >&2
+	# What the attacked side's CM made of the DREQ, before the victim ends.
+	rdma resource show cm_id 2>/dev/null | grep "src-addr $VICTIM_CLIENT_IP:" >"$CELL/cm_ids.txt"
 	victim_attack_done
 	victim_wait 10
 	n=$(grep -c 'ping data' "$VICTIM_CLIENT_LOG")
@@ -64,6 +66,9 @@ cell_cm_disconnect() {
 	elif line=$(cell_victim_error_line); then
 		matrix_result cm-disconnect "$v" succeeded "" "$line"
 	else
-		matrix_result cm-disconnect "$v" error "" "DREQ sent, victim showed nothing (client rc $VICTIM_CLIENT_RC): $(tail -n 1 "$VICTIM_CLIENT_LOG")"
+		# ucmatose reads CM events only once its transfers are done: a
+		# DISCONNECTED event queued earlier changes nothing it does.
+		st=$(sed -n 's/.* state \([A-Z_]*\) .*/\1/p' "$CELL/cm_ids.txt" | sort -u | tr '\n' ' ')
+		matrix_result cm-disconnect "$v" error "" "missed: DREQ sent (client cm_id state ${st:-unknown}after it), but the victim showed nothing and ended normally (client rc $VICTIM_CLIENT_RC: $(tail -n 1 "$VICTIM_CLIENT_LOG"))"
 	fi
 }
