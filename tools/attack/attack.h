@@ -35,6 +35,9 @@ bool parse_sweep(const char *s, uint32_t *start, uint32_t *count);
 bool parse_hex(const char *s, uint8_t *buf, size_t cap, size_t *len, const char *what);
 const char *ipv4_str(uint32_t ip, char buf[static 16]);
 
+/* Seconds on the monotonic clock: for rates, deadlines and elapsed times. */
+double now_s(void);
+
 /*
  * Only loopback and the fabric network may be attacked unless the user says
  * --allow-any-target. Prints the refusal. 

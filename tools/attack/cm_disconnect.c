@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "attack.h"
+#include "capture.h"
 #include "cm_mad.h"
 #include "sniff_parse.h"
 
@@ -173,72 +174,8 @@ static bool check_args(struct cmd_opts *o)
 	return target_allowed(o->f.dst_ip, o->f.allow_any);
 }
 
-static bool link_of(int dlt, enum sniff_link *link)
-{
-	switch (dlt) {
-	case DLT_EN10MB: *link = SNIFF_LINK_ETHERNET; return true;
-	case DLT_LINUX_SLL: *link = SNIFF_LINK_SLL; return true;
-	case DLT_LINUX_SLL2: *link = SNIFF_LINK_SLL2; return true;
-	case DLT_RAW:
-	case DLT_IPV4: *link = SNIFF_LINK_RAW; return true;
-	default: return false;
-	}
-}
-
-static pcap_t *open_capture(const struct cmd_opts *o)
-{
-	char err[PCAP_ERRBUF_SIZE] = "";
-	struct bpf_program prog;
-	pcap_t *p;
-	int rc;
-
-	if (o->sniff_file) {
-		p = pcap_open_offline(o->sniff_file, err);
-		if (!p)
-			fprintf(stderr, "%s cm-disconnect: cannot read %s: %s\n", PROG, o->sniff_file, err);
-		return p;
-	}
-	p = pcap_create(o->sniff_iface, err);
-	if (!p) {
-		fprintf(stderr, "%s cm-disconnect: cannot capture on %s: %s\n", PROG, o->sniff_iface, err);
-		return NULL;
-	}
-	if (pcap_set_snaplen(p, SNAPLEN) || pcap_set_promisc(p, 1) || pcap_set_timeout(p, POLL_MS) ||
-	    pcap_set_immediate_mode(p, 1) || (rc = pcap_activate(p)) < 0) {
-		fprintf(stderr, "%s cm-disconnect: cannot capture on %s: %s (live capture needs CAP_NET_RAW)\n",
-			PROG, o->sniff_iface, pcap_geterr(p));
-		pcap_close(p);
-		return NULL;
-	}
-	/* Only RoCEv2 UD SEND Only (opcode 0x64, the first BTH byte) to QP1 (BTH bytes 5..7). */
-	if (pcap_compile(p, &prog, "udp dst port 4791 and udp[8] == 0x64 and udp[13:2] == 0 and udp[15] == 1",
-			 1, PCAP_NETMASK_UNKNOWN) != 0) {
-		fprintf(stderr, "%s cm-disconnect: cannot compile the capture filter: %s\n", PROG, pcap_geterr(p));
-		pcap_close(p);
-		return NULL;
-	}
-	rc = pcap_setfilter(p, &prog);
-	pcap_freecode(&prog);
-	if (rc != 0) {
-		fprintf(stderr, "%s cm-disconnect: cannot set the capture filter: %s\n", PROG, pcap_geterr(p));
-		pcap_close(p);
-		return NULL;
-	}
-	if (pcap_setnonblock(p, 1, err) != 0 || pcap_get_selectable_fd(p) < 0) {
-		fprintf(stderr, "%s cm-disconnect: cannot poll the capture on %s: %s\n", PROG, o->sniff_iface, err);
-		pcap_close(p);
-		return NULL;
-	}
-	return p;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+/* Only RoCEv2 UD SEND Only (opcode 0x64, the first BTH byte) to QP1 (BTH bytes 5..7). */
+#define CM_CAPTURE_FILTER "udp dst port 4791 and udp[8] == 0x64 and udp[13:2] == 0 and udp[15] == 1"
 
 /* One captured frame: if it is a CM MAD, feed the learner; true once dst's connection is complete. */
 static bool learn_frame(const struct cmd_opts *o, enum sniff_link link, const uint8_t *buf, size_t len,
@@ -278,15 +215,18 @@ static int sniff_ids(const struct cmd_opts *o, struct learned *out)
 	double deadline = now_s() + o->timeout_s;
 	enum sniff_link link;
 	char s[16];
-	pcap_t *p = open_capture(o);
+	pcap_t *p = capture_open("cm-disconnect", o->sniff_file, o->sniff_iface, SNAPLEN, POLL_MS);
 	int rc = 0;
 
 	if (!p)
 		return RSEC_E_IO;
-	if (!link_of(pcap_datalink(p), &link)) {
-		fprintf(stderr, "%s cm-disconnect: unsupported link type %d\n", PROG, pcap_datalink(p));
+	if (!capture_link("cm-disconnect", p, o->sniff_file ? o->sniff_file : o->sniff_iface, &link)) {
 		pcap_close(p);
 		return RSEC_E_PROTO;
+	}
+	if (o->sniff_iface && !capture_set_filter("cm-disconnect", p, CM_CAPTURE_FILTER, "capture filter")) {
+		pcap_close(p);
+		return RSEC_E_IO;
 	}
 	if (o->sniff_iface)
 		fprintf(stderr, "%s cm-disconnect: listening on %s for an rdma_cm connection of %s\n", PROG,

@@ -27,13 +27,6 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 long exh_read_file(const char *path, char *buf, size_t cap)
 {
 	FILE *f = fopen(path, "r");

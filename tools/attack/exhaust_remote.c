@@ -39,13 +39,6 @@ struct tcp_conn {
 	char line[LINE_CAP];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static uint32_t random_qpn(void)
 {
 	uint32_t v = 0;

@@ -139,13 +139,6 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static bool parse_qpn_sweep(const char *s, uint32_t *first, uint32_t *count)
 {
 	const char *colon = strchr(s, ':');

@@ -130,13 +130,6 @@ static bool parse_secs(const char *s, uint32_t max, uint32_t *out, const char *w
 	return true;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Writes one rendering to path; false (said why) on failure. */
 static bool write_file(const char *path, int (*render)(const struct mx_table *, FILE *), const struct mx_table *t)
 {

@@ -104,13 +104,6 @@ struct result {
 	uint8_t back[MEMACC_READ_MAX];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A signed number: optional '-', then what parse_u64 takes. */
 static bool parse_i64(const char *s, int64_t max, int64_t *out, const char *what)
 {

@@ -38,13 +38,6 @@ struct naive {
 	struct slot s[MEMACC_BATCH_MAX];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void naive_close(void *state)
 {
 	struct naive *a = state;

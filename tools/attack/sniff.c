@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "attack.h"
+#include "capture.h"
 #include "sniff_report.h"
 #include "sniff_track.h"
 
@@ -127,92 +128,6 @@ static bool parse_args(int argc, char *argv[], struct sniff_opts *o)
 	return true;
 }
 
-static bool link_of(int dlt, enum sniff_link *link)
-{
-	switch (dlt) {
-	case DLT_EN10MB: *link = SNIFF_LINK_ETHERNET; return true;
-	case DLT_LINUX_SLL: *link = SNIFF_LINK_SLL; return true;
-	case DLT_LINUX_SLL2: *link = SNIFF_LINK_SLL2; return true;
-	case DLT_RAW:
-	case DLT_IPV4: *link = SNIFF_LINK_RAW; return true;
-	default: return false;
-	}
-}
-
-static pcap_t *open_file(const char *path)
-{
-	char err[PCAP_ERRBUF_SIZE] = "";
-	pcap_t *p = pcap_open_offline(path, err);
-
-	if (!p)
-		fprintf(stderr, "%s sniff: cannot read %s: %s\n", PROG, path, err);
-	return p;
-}
-
-static pcap_t *open_live(const char *iface)
-{
-	char err[PCAP_ERRBUF_SIZE] = "";
-	pcap_t *p = pcap_create(iface, err);
-	int rc;
-
-	if (!p) {
-		fprintf(stderr, "%s sniff: cannot capture on %s: %s\n", PROG, iface, err);
-		return NULL;
-	}
-	if (pcap_set_snaplen(p, LIVE_SNAPLEN) || pcap_set_promisc(p, 1) || pcap_set_timeout(p, LIVE_TIMEOUT_MS) ||
-	    pcap_set_immediate_mode(p, 1)) {
-		fprintf(stderr, "%s sniff: cannot configure capture on %s\n", PROG, iface);
-		pcap_close(p);
-		return NULL;
-	}
-	rc = pcap_activate(p);
-	if (rc == PCAP_ERROR_PERM_DENIED || rc == PCAP_ERROR_PROMISC_PERM_DENIED) {
-		fprintf(stderr, "%s sniff: live capture on %s is not permitted: it needs root (CAP_NET_RAW); "
-			"or capture with tcpdump elsewhere and read the file (%s)\n", PROG, iface, pcap_geterr(p));
-		pcap_close(p);
-		return NULL;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "%s sniff: cannot capture on %s: %s\n", PROG, iface,
-			rc == PCAP_ERROR_NO_SUCH_DEVICE ? "no such interface" : pcap_geterr(p));
-		pcap_close(p);
-		return NULL;
-	}
-	if (rc > 0)
-		fprintf(stderr, "%s sniff: warning: %s\n", PROG, pcap_geterr(p));
-	/* Non-blocking, so that --seconds and signals are noticed while the wire is idle. */
-	if (pcap_setnonblock(p, 1, err) != 0 || pcap_get_selectable_fd(p) < 0) {
-		fprintf(stderr, "%s sniff: cannot poll the capture on %s: %s\n", PROG, iface, err);
-		pcap_close(p);
-		return NULL;
-	}
-	return p;
-}
-
-static bool set_filter(pcap_t *p, const char *expr)
-{
-	struct bpf_program prog;
-	bool ok;
-
-	if (pcap_compile(p, &prog, expr, 1, PCAP_NETMASK_UNKNOWN) != 0) {
-		fprintf(stderr, "%s sniff: bad --filter `%s': %s\n", PROG, expr, pcap_geterr(p));
-		return false;
-	}
-	ok = pcap_setfilter(p, &prog) == 0;
-	if (!ok)
-		fprintf(stderr, "%s sniff: cannot apply --filter: %s\n", PROG, pcap_geterr(p));
-	pcap_freecode(&prog);
-	return ok;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Feed every frame to the tracker until the file ends or a limit is hit. */
 static int run_capture(pcap_t *p, enum sniff_link link, const struct sniff_opts *o, struct sniff_state *s)
 {
@@ -288,7 +203,7 @@ int sniff_main(int argc, char *argv[])
 	struct sniff_state s;
 	enum sniff_link link;
 	pcap_t *p;
-	int dlt, rc;
+	int rc;
 
 	if (!parse_args(argc, argv, &o)) {
 		fprintf(stderr, "Try `%s sniff --help'.\n", PROG);
@@ -298,21 +213,18 @@ int sniff_main(int argc, char *argv[])
 		help(stdout);
 		return 0;
 	}
-	p = o.file ? open_file(o.file) : open_live(o.iface);
+	p = capture_open("sniff", o.file, o.iface, LIVE_SNAPLEN, LIVE_TIMEOUT_MS);
 	if (!p)
 		return 1;
-	dlt = pcap_datalink(p);
 	src = (struct sniff_source){ .name = o.file ? o.file : o.iface, .live = !o.file,
-				     .linktype = pcap_datalink_val_to_name(dlt) };
+				     .linktype = pcap_datalink_val_to_name(pcap_datalink(p)) };
 	if (!src.linktype)
 		src.linktype = "unknown";
-	if (!link_of(dlt, &link)) {
-		fprintf(stderr, "%s sniff: %s has link type %s (%d); sniff reads Ethernet (EN10MB), Linux "
-			"cooked (LINUX_SLL, LINUX_SLL2) and raw IP captures\n", PROG, src.name, src.linktype, dlt);
+	if (!capture_link("sniff", p, src.name, &link)) {
 		pcap_close(p);
 		return 1;
 	}
-	if (o.filter && !set_filter(p, o.filter)) {
+	if (o.filter && !capture_set_filter("sniff", p, o.filter, "--filter")) {
 		pcap_close(p);
 		return 2;
 	}

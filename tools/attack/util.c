@@ -493,3 +493,11 @@ out:
 		rc = RSEC_E_IO;
 	return rc;
 }
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
