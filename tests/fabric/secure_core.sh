@@ -91,21 +91,24 @@ psns = list(first.values())
 n = len(psns)
 print(f"psn: {n} connections' initial PSNs seen on the wire")
 assert n >= 200, f"expected >= 200 directions (111 connections x 2), saw {n}"
-assert len(set(psns)) == n, "two connections share an initial PSN"
-# Chi-square over 16 equal bins of the 24-bit space; 15 dof, p = 0.001 -> 37.70.
+# Thresholds are set so that chance alone fails a run about once in 10^6 or
+# less; a static, sequential or narrow PSN still fails them by far.
+# ~220 random 24-bit values share one by chance with p ~ 0.15%; two pairs ~ 1e-6.
+assert n - len(set(psns)) <= 1, "connections share initial PSNs"
+# Chi-square over 16 equal bins of the 24-bit space; 15 dof, p ~ 1e-9 -> 80.
 bins = [0] * 16
 for p in psns:
     bins[p >> 20] += 1
 exp = n / 16
 chi2 = sum((b - exp) ** 2 / exp for b in bins)
-print(f"psn: chi-square over 16 bins = {chi2:.1f} (reject above 37.7)")
-assert chi2 < 37.7, f"PSNs not uniform: {bins}"
+print(f"psn: chi-square over 16 bins = {chi2:.1f} (reject above 80)")
+assert chi2 < 80, f"PSNs not uniform: {bins}"
 # Every bit is set about half the time (the seed design forced PSNs odd).
 for bit in range(24):
     ones = sum((p >> bit) & 1 for p in psns)
     z = abs(ones - n / 2) / ((n / 4) ** 0.5)
-    assert z < 4.0, f"bit {bit} set in {ones} of {n} PSNs"
-print("psn: every bit balanced (|z| < 4)")
+    assert z < 6.0, f"bit {bit} set in {ones} of {n} PSNs"
+print("psn: every bit balanced (|z| < 6)")
 EOF
 
 # The control channel (TCP 7471) is TLS 1.3 and carries none of the tokens in
