@@ -340,8 +340,19 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 		/* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer disconnected: %s", m->u.disconnect.text.s);
 	}
-	if (m->type == RSEC_MSG_ERROR)
+	if (m->type == RSEC_MSG_ERROR) {
+		/*
+		 * A transport error moves both ends of an RC connection to ERR, and
+		 * the peer's report can overtake our own failed completion: our QP
+		 * error is still one to count and audit.
+		 */
+		if (c->have_qp && rsec_qp_state(&c->qp) == IBV_QPS_ERR) {
+			c->stats.qp_errors++;
+			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
+					      m->u.error.text.s);
+		}
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer reported an error: %s", m->u.error.text.s);
+	}
 	switch (c->phase) {
 	case PHASE_HELLO:
 		if (m->type == RSEC_MSG_HELLO)
