@@ -166,11 +166,22 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason);
 void rsec_conn_free(struct rsec_conn *c);
 
 /**
- * rsec_send - send len bytes (up to max_msg) as one sealed message. Waits up
- * to timeout_ms for flow-control credits. Returns 0, RSEC_E_TIMEOUT,
- * RSEC_E_RANGE (too long), RSEC_E_CLOSED, RSEC_E_QP.
+ * rsec_send - send len bytes (up to the peer's max_msg) as one sealed
+ * message. Fragments go out as the peer's flow-control credits allow, for up
+ * to timeout_ms (0: not at all); what is left then is copied and sent by the
+ * library as credits return (rsec_conn_process and every blocking call drive
+ * it), so a message is never sent in part. One such message may wait per
+ * connection: while one does, rsec_send first waits up to timeout_ms for it
+ * to leave, and if it has not, returns RSEC_E_TIMEOUT (RSEC_E_AGAIN for
+ * timeout_ms 0) having sent nothing of buf. A peer that returns no credit for
+ * 30 s while a message waits fails the connection (RSEC_E_TIMEOUT).
+ * rsec_conn_close discards a waiting message. Returns 0 (posted or queued),
+ * RSEC_E_TIMEOUT, RSEC_E_AGAIN, RSEC_E_RANGE (too long), RSEC_E_CLOSED,
+ * RSEC_E_QP.
  */
 int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms);
+/** rsec_send_queued - bytes of an accepted message still waiting for credits (0: rsec_send takes one now). */
+size_t rsec_send_queued(const struct rsec_conn *c);
 /**
  * rsec_recv - receive the next authenticated message into buf. timeout_ms 0
  * polls (RSEC_E_AGAIN when none). A message that fails authentication or
@@ -239,7 +250,13 @@ struct rsec_remote_grant {
 };
 /** rsec_grant_wait - wait for the peer's grant labelled tag. */
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms);
-/** rsec_write / rsec_read - one-sided transfer through a remote grant. */
+/**
+ * rsec_write / rsec_read - one-sided transfer through a remote grant, one at
+ * a time per connection (RSEC_E_AGAIN while another runs). If it does not
+ * complete within timeout_ms, the connection fails (RSEC_E_TIMEOUT, and
+ * rsec_conn_error says so): its queue pair is moved to the error state first,
+ * so a late READ response can never land in buf after the call returned.
+ */
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 	       size_t len, int timeout_ms);
 int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
@@ -267,6 +284,10 @@ struct rsec_conn_stats {
 	uint64_t grants_issued, grants_revoked, grants_expired;
 	uint64_t rdma_writes, rdma_reads;
 	uint32_t local_qpn, remote_qpn;
+	/* Completions the peer caused that rdmasec never asks for (a WRITE WITH
+	 * IMMEDIATE, a SEND_WITH_INV, a frame over our buffer): each closes the
+	 * connection with RSEC_E_PROTO. */
+	uint64_t protocol_violations;
 };
 int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
 

@@ -2,7 +2,7 @@
 /*
  * The control channel: wire.c frames carried in TLS records. Reads are
  * non-blocking and reassemble one frame at a time in a fixed buffer, so a
- * peer can never make us allocate; writes are small and bounded in time.
+ * peer can never make us allocate; writes are queued and never block.
  */
 #include <string.h>
 
@@ -10,17 +10,61 @@
 
 #include "conn.h"
 
-#define CHAN_WRITE_TIMEOUT_MS 5000
-
+/*
+ * Frames wait in a fixed queue until the socket takes them, so no peer can
+ * make us block on a write: one that stops reading fills the queue (or
+ * leaves it unread for RSEC_CHAN_STALL_MS) and its connection fails.
+ */
 int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
 {
-	uint8_t frame[RSEC_WIRE_HDR_LEN + RSEC_WIRE_MAX_BODY];
-	size_t len;
-	RSEC_GUARD(rsec_wire_encode(m, frame, sizeof(frame), &len));
-	int rc = rsec_tls_write_all(c->ssl, frame, len, CHAN_WRITE_TIMEOUT_MS);
-	/* Frames carry QPNs, PSNs and window keys: leave none on the stack. */
-	OPENSSL_cleanse(frame, len);
-	return rc;
+	struct rsec_chan_tx *q = &c->ctrl_out;
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t len = 0;
+	RSEC_ENSURE(c->ssl, RSEC_E_CLOSED);
+	int rc = rsec_wire_encode(m, frame, sizeof(frame), &len);
+	if (rc == 0 && len > sizeof(q->buf) - q->len)
+		rc = RSEC_E_LIMIT; /* the peer left RSEC_CHAN_TXQ_MAX bytes unread */
+	if (rc == 0) {
+		if (q->len == 0)
+			q->since_ms = rsec_now_ms();
+		memcpy(q->buf + q->len, frame, len);
+		q->len += len;
+	}
+	OPENSSL_cleanse(frame, sizeof(frame));
+	RSEC_GUARD(rc);
+	return rsec_chan_flush(c);
+}
+
+int rsec_chan_flush(struct rsec_conn *c)
+{
+	struct rsec_chan_tx *q = &c->ctrl_out;
+	int rc = 0;
+	while (q->len > 0) {
+		size_t done = 0;
+		rc = rsec_tls_write_some(c->ssl, q->buf, q->len, &done);
+		if (rc < 0)
+			break;
+		/* Frames carry QPNs, PSNs and window keys: what left is wiped. */
+		memmove(q->buf, q->buf + done, q->len - done);
+		OPENSSL_cleanse(q->buf + q->len - done, done);
+		q->len -= done;
+		q->since_ms = rsec_now_ms();
+	}
+	if (rc < 0 && rc != RSEC_E_AGAIN)
+		return rc;
+	return rsec_conn_watch(c);
+}
+
+bool rsec_chan_stalled(const struct rsec_conn *c, uint64_t now_ms)
+{
+	const struct rsec_chan_tx *q = &c->ctrl_out;
+	return q->len > 0 && now_ms - q->since_ms > RSEC_CHAN_STALL_MS;
+}
+
+void rsec_chan_discard(struct rsec_conn *c)
+{
+	OPENSSL_cleanse(c->ctrl_out.buf, c->ctrl_out.len);
+	c->ctrl_out.len = 0;
 }
 
 int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m)

@@ -52,9 +52,17 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 {
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
+	int n = 0;
+	if (code == RSEC_E_LIMIT && c->ctrl_out.len + RSEC_WIRE_MAX_FRAME > sizeof(c->ctrl_out.buf)) {
+		/* rsec_chan_send found no room: say whose fault it is. */
+		n = snprintf(c->error, sizeof(c->error), "control channel: the peer is not reading (%zu bytes unsent): ",
+			     c->ctrl_out.len);
+		if (n < 0 || (size_t)n >= sizeof(c->error))
+			n = 0;
+	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	vsnprintf(c->error + n, sizeof(c->error) - (size_t)n, fmt, ap);
 	va_end(ap);
 	if (c->phase != PHASE_TLS && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
@@ -140,6 +148,7 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 		free(c);
 		return NULL;
 	}
+	c->sock_events = EPOLLIN;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
 	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, sock, &ev) < 0) {
 		close(c->epfd);
@@ -272,10 +281,28 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	return 0;
 }
 
+/*
+ * The peer's receive buffers decide our credits, frame size and send ring:
+ * it must stay within the limits we hold ourselves to (a single buffer
+ * would leave no credit for data, since the last one is kept for credit
+ * returns). wire.c already bounded every field.
+ */
+static RSEC_MUST_CHECK int check_peer_buffers(struct rsec_conn *c, const struct rsec_msg_qp_info *q)
+{
+	if (q->recv_slots < RSEC_RECV_SLOTS_MIN || q->recv_slots > RSEC_RECV_SLOTS_MAX)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced %u receive buffers; %u..%u are allowed",
+				      q->recv_slots, RSEC_RECV_SLOTS_MIN, RSEC_RECV_SLOTS_MAX);
+	if (q->slot_size < RSEC_SLOT_SIZE_MIN || q->slot_size > RSEC_SLOT_SIZE_MAX)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced %u-byte receive buffers; %u..%u are allowed",
+				      q->slot_size, RSEC_SLOT_SIZE_MIN, RSEC_SLOT_SIZE_MAX);
+	return 0;
+}
+
 static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	const struct rsec_msg_qp_info *q = &m->u.qp_info;
 	int rc;
+	RSEC_GUARD(check_peer_buffers(c, q));
 	c->remote.qpn = q->qpn;
 	c->remote.psn = q->psn;
 	c->remote.lid = q->lid;
@@ -377,25 +404,57 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 	return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message during set-up", rsec_wire_type_name(m->type));
 }
 
+int rsec_conn_watch(struct rsec_conn *c)
+{
+	uint32_t events = EPOLLIN | (c->tls_want_write || c->ctrl_out.len ? EPOLLOUT : 0);
+	if (events == c->sock_events)
+		return 0;
+	struct epoll_event ev = { .events = events, .data.u32 = 0 };
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
+		return RSEC_E_IO;
+	c->sock_events = events;
+	return 0;
+}
+
 static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
 {
 	bool want_write = false;
 	int rc = rsec_tls_handshake_step(c->ssl, &want_write);
-	if (rc == RSEC_E_AGAIN) {
-		struct epoll_event ev = { .events = EPOLLIN | (want_write ? EPOLLOUT : 0), .data.u32 = 0 };
-		if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
-			return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
+	c->tls_want_write = rc == RSEC_E_AGAIN && want_write;
+	if (rsec_conn_watch(c) < 0)
+		return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
+	if (rc == RSEC_E_AGAIN)
 		return RSEC_E_AGAIN;
-	}
 	if (rc < 0) {
 		char why[160];
 		rsec_tls_last_error(c->ssl, why, sizeof(why));
 		return rsec_conn_fail(c, rc, "TLS handshake failed: %s", why);
 	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
-		return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
 	return on_tls_done(c);
+}
+
+/* Queued control frames go out as the peer reads; a peer that stops reading is dropped. */
+static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
+{
+	if (c->ctrl_out.len == 0)
+		return 0;
+	int rc = rsec_chan_flush(c);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "control channel: %s", rsec_strerror(rc));
+	if (rsec_chan_stalled(c, rsec_now_ms()))
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT,
+				      "control channel: the peer has not read %zu queued bytes for %u ms",
+				      c->ctrl_out.len, RSEC_CHAN_STALL_MS);
+	return 0;
+}
+
+int rsec_conn_violation(struct rsec_conn *c, const char *why)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	c->stats.protocol_violations++;
+	snprintf(c->violation, sizeof(c->violation), "%s", why);
+	return rsec_conn_fail(c, RSEC_E_PROTO, "%s", why);
 }
 
 static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
@@ -429,6 +488,7 @@ int rsec_conn_process(struct rsec_conn *c)
 		if (rc < 0)
 			return rc;
 	}
+	RSEC_GUARD(process_ctrl_out(c));
 	/* Drain every whole control frame: TLS may hold several in one record. */
 	while (c->phase != PHASE_CLOSED) {
 		struct rsec_msg m;

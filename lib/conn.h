@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "completion.h"
 #include "dev.h"
 #include "grant_table.h"
 #include "mw.h"
@@ -29,6 +30,20 @@
 #define RSEC_DEFAULT_MAX_MSG (16u << 20)
 #define RSEC_DEFAULT_HANDSHAKE_MS 10000
 #define RSEC_DEV_CACHE 8
+/* Receive buffers, ours and (announced in QP_INFO) the peer's: a peer must
+ * stay within the limits we hold ourselves to. */
+#define RSEC_SLOT_SIZE_MIN 4096u
+#define RSEC_SLOT_SIZE_MAX (1u << 20)
+#define RSEC_RECV_SLOTS_MIN 4u
+#define RSEC_RECV_SLOTS_MAX 4096u
+/* Our frames fill at most this much of a peer's slot, so the send ring a
+ * peer's announcement makes us pin stays within 16 x 64 KiB. */
+#define RSEC_FRAME_MAX 65536u
+/* Control frames waiting for the peer's TCP window, and how long they may wait. */
+#define RSEC_CHAN_TXQ_MAX 32768u
+#define RSEC_CHAN_STALL_MS 10000u
+/* How long an accepted message may wait for the peer's credits. */
+#define RSEC_SEND_STALL_MS 30000u
 
 /* ctx.c: the device owning local address ip, opened once per context. */
 RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out);
@@ -86,6 +101,13 @@ struct rsec_chan_rx {
 	size_t need; /* header, then header + body */
 };
 
+/* Outgoing control frames the TLS socket has not taken yet (plaintext: wiped as they leave). */
+struct rsec_chan_tx {
+	uint8_t buf[RSEC_CHAN_TXQ_MAX];
+	size_t len;
+	uint64_t since_ms; /* when the oldest queued byte was queued or the last progress */
+};
+
 struct rsec_region {
 	struct rsec_conn *conn;
 	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
@@ -113,6 +135,9 @@ struct rsec_conn {
 	enum rsec_aead_alg aead;
 
 	struct rsec_chan_rx crx;
+	struct rsec_chan_tx ctrl_out;
+	bool tls_want_write;  /* the handshake waits for the socket to become writable */
+	uint32_t sock_events; /* the socket's events in epfd */
 
 	/* Data path, valid from PHASE_QP_INFO on. */
 	struct rsec_qp qp;
@@ -124,13 +149,20 @@ struct rsec_conn {
 	uint32_t peer_slots;      /* the peer's: our initial credits */
 	uint32_t peer_slot_size;  /* largest frame the peer accepts */
 	uint32_t peer_max_msg;    /* largest message the peer accepts */
-	uint32_t send_slots;      /* send buffers, peer_slot_size each */
+	uint32_t frame_size;      /* our largest frame: peer_slot_size, at most RSEC_FRAME_MAX */
+	uint32_t send_slots;      /* send buffers, frame_size each */
 	uint8_t *send_ring, *recv_ring;
 	struct ibv_mr *send_mr, *recv_mr;
 	uint32_t send_next;       /* next send slot to use */
 	uint32_t sends_inflight;  /* posted, not completed */
 	uint32_t credits;         /* frames we may still send */
 	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
+
+	/* The part of an accepted message that waits for credits (rsec_send). */
+	uint8_t *txm;
+	size_t txm_len, txm_off;
+	bool txm_started;         /* its FIRST fragment is out */
+	uint64_t txm_progress_ms; /* last time a fragment of it went out */
 
 	/* Reassembly of the message currently arriving. */
 	uint8_t *rx_msg;
@@ -147,25 +179,32 @@ struct rsec_conn {
 	bool rdma_done;
 
 	struct rsec_conn_stats stats;
+	char violation[160];        /* the last protocol violation, for the audit record */
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 };
-
-/* wr_id layout: kind in the top byte, index below. */
-enum rsec_wr_kind { WR_SEND = 1, WR_RECV = 2, WR_BIND = 3, WR_RDMA = 4 };
-#define RSEC_WR_ID(kind, idx) (((uint64_t)(kind) << 56) | (uint64_t)(idx))
-#define RSEC_WR_KIND(id) ((enum rsec_wr_kind)((id) >> 56))
-#define RSEC_WR_INDEX(id) ((uint32_t)((id) & 0xffffffffu))
 
 uint64_t rsec_now_ms(void);
 
 /* chan.c */
+/*
+ * Queue one frame and write what the socket takes now; never blocks. A peer
+ * that leaves RSEC_CHAN_TXQ_MAX bytes unread gets RSEC_E_LIMIT.
+ */
 RSEC_MUST_CHECK int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m);
+/* Write queued frames the socket takes now: 0 (maybe some left), or the channel's error. */
+RSEC_MUST_CHECK int rsec_chan_flush(struct rsec_conn *c);
+/* Queued bytes have waited for the peer longer than RSEC_CHAN_STALL_MS. */
+bool rsec_chan_stalled(const struct rsec_conn *c, uint64_t now_ms);
+/* Wipe whatever is still queued. */
+void rsec_chan_discard(struct rsec_conn *c);
 /* 0 with *m filled, RSEC_E_AGAIN when no whole frame is available yet. */
 RSEC_MUST_CHECK int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m);
 
 /* conn.c */
 int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Keep epfd watching the socket for writability exactly while TLS or the control queue waits for it. */
+RSEC_MUST_CHECK int rsec_conn_watch(struct rsec_conn *c);
 /* Wait until the fd is readable or timeout; processes the connection. */
 RSEC_MUST_CHECK int rsec_conn_wait(struct rsec_conn *c, int timeout_ms);
 RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
@@ -186,6 +225,10 @@ void rsec_data_teardown(struct rsec_conn *c);
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
 /* Post one signaled work request on the send queue, keeping count. */
 RSEC_MUST_CHECK int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr);
+/* What this connection has outstanding, to check completions against. */
+void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out);
+/* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */
+int rsec_conn_violation(struct rsec_conn *c, const char *why);
 
 /* grant.c */
 void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);

@@ -70,7 +70,8 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 	}
 	uint32_t slot = or_default(a->slot_size, RSEC_DEFAULT_SLOT_SIZE);
 	uint32_t slots = or_default(a->recv_slots, RSEC_DEFAULT_RECV_SLOTS);
-	if (slot < 4096 || slot > (1u << 20) || slots < 4 || slots > 4096) {
+	if (slot < RSEC_SLOT_SIZE_MIN || slot > RSEC_SLOT_SIZE_MAX || slots < RSEC_RECV_SLOTS_MIN ||
+	    slots > RSEC_RECV_SLOTS_MAX) {
 		set_err(err, errlen, "slot_size must be 4096..1048576 and recv_slots 4..4096");
 		return RSEC_E_RANGE;
 	}

@@ -86,7 +86,9 @@ int rsec_data_start(struct rsec_conn *c)
 {
 	RSEC_GUARD(rsec_qp_connect(&c->qp, &c->remote));
 	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
-	size_t bytes = (size_t)c->send_slots * c->peer_slot_size;
+	/* The peer's slot size bounds our frames; our own ceiling bounds what it makes us pin. */
+	c->frame_size = c->peer_slot_size < RSEC_FRAME_MAX ? c->peer_slot_size : RSEC_FRAME_MAX;
+	size_t bytes = (size_t)c->send_slots * c->frame_size;
 	c->send_ring = ring_alloc(bytes);
 	RSEC_ENSURE(c->send_ring, RSEC_E_NOMEM);
 	c->send_mr = ibv_reg_mr(c->qp.pd, c->send_ring, bytes, 0);
@@ -114,9 +116,10 @@ void rsec_data_teardown(struct rsec_conn *c)
 	if (c->have_qp)
 		rsec_qp_destroy(&c->qp);
 	c->have_qp = false;
-	ring_free(&c->send_ring, (size_t)c->send_slots * c->peer_slot_size);
+	ring_free(&c->send_ring, (size_t)c->send_slots * c->frame_size);
 	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
 	ring_free(&c->rx_msg, c->rx_cap);
+	ring_free(&c->txm, c->txm_len);
 	c->rx_cap = c->rx_len = 0;
 	c->rx_started = c->rx_complete = false;
 }
@@ -135,10 +138,10 @@ int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr)
 static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const uint8_t *pt, uint32_t len)
 {
 	uint32_t slot = c->send_next % c->send_slots;
-	uint8_t *buf = c->send_ring + (size_t)slot * c->peer_slot_size;
+	uint8_t *buf = c->send_ring + (size_t)slot * c->frame_size;
 	uint16_t credits = c->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->credits_owed;
 	size_t n;
-	RSEC_GUARD(rsec_seal_frame(c->seal.tx, credits, flags, pt, len, buf, c->peer_slot_size, &n));
+	RSEC_GUARD(rsec_seal_frame(c->seal.tx, credits, flags, pt, len, buf, c->frame_size, &n));
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = c->send_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = RSEC_WR_ID(WR_SEND, slot),
@@ -174,24 +177,31 @@ static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *w
 			      wc->vendor_err);
 }
 
+void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
+{
+	*out = (struct rsec_posted){
+		.recv_slots = c->recv_slots,
+		.slot_size = c->ctx->slot_size,
+		.send_slots = c->send_slots,
+		.sends_inflight = c->sends_inflight,
+		.binds = RSEC_MAX_GRANTS,
+		.rdma_busy = c->rdma_busy,
+	};
+}
+
 static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	switch (RSEC_WR_KIND(wc->wr_id)) {
-	case WR_SEND:
-		if (wc->status != IBV_WC_SUCCESS)
-			return qp_failed(c, wc);
+	struct rsec_posted posted;
+	char why[160];
+	rsec_data_posted(c, &posted);
+	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
+	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
 		c->sends_inflight--;
-		return 0;
-	case WR_BIND:
-	case WR_RDMA:
-		rsec_grant_on_wc(c, wc);
-		if (wc->status != IBV_WC_SUCCESS)
-			return qp_failed(c, wc);
-		return 0;
-	default:
-		return rsec_conn_fail(c, RSEC_E_VERBS, "unexpected completion 0x%llx",
-				      (unsigned long long)wc->wr_id);
+		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
+	rsec_grant_on_wc(c, wc);
+	return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 }
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
@@ -231,18 +241,13 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 {
 	if (wc->status != IBV_WC_SUCCESS)
 		return qp_failed(c, wc);
-	uint32_t slot = RSEC_WR_INDEX(wc->wr_id);
-	if (RSEC_WR_KIND(wc->wr_id) != WR_RECV || slot >= c->recv_slots)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "unexpected receive completion");
-	/*
-	 * rdmasec never sends SEND_WITH_INV. One from the peer already revoked a
-	 * window, perhaps another connection's: rxe does not check who asks
-	 * (docs/verbs.md). rxe flags it with bit 2 (IB_WC_WITH_INVALIDATE), which
-	 * libibverbs names IBV_WC_IP_CSUM_OK, never with IBV_WC_WITH_INV.
-	 */
-	if ((wc->wc_flags & IBV_WC_WITH_INV) ||
-	    ((wc->wc_flags & IBV_WC_IP_CSUM_OK) && !(wc->wc_flags & IBV_WC_WITH_IMM) && wc->invalidated_rkey))
-		return rsec_conn_fail(c, RSEC_E_PROTO, "peer sent SEND_WITH_INV, a remote invalidation");
+	/* Nothing of the slot is read before the completion is bounded by what we posted. */
+	struct rsec_posted posted;
+	uint32_t slot;
+	char why[160];
+	rsec_data_posted(c, &posted);
+	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0)
+		return rsec_conn_violation(c, why);
 	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
@@ -274,6 +279,61 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot repost a receive buffer");
 	c->credits_owed++;
+	return 0;
+}
+
+/* Post fragments of [p, p + len) from *off on while credits allow; all out when *started && *off == len. */
+static RSEC_MUST_CHECK int post_fragments(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off,
+					  bool *started)
+{
+	uint32_t frag_max = c->frame_size - RSEC_SEAL_OVERHEAD;
+	while ((!*started || *off < len) && can_send(c, false)) {
+		uint32_t n = len - *off > frag_max ? frag_max : (uint32_t)(len - *off);
+		uint8_t flags = (*started ? 0 : RSEC_SEAL_FLAG_FIRST) | (*off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
+		RSEC_GUARD(send_frame(c, flags, p + *off, n));
+		*started = true;
+		*off += n;
+	}
+	return 0;
+}
+
+/* Keep what credits did not let out, to send as they return. */
+static RSEC_MUST_CHECK int queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off, bool started)
+{
+	size_t rest = len - off;
+	c->txm = malloc(rest ? rest : 1);
+	if (!c->txm)
+		return rsec_conn_fail(c, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
+	if (rest)
+		memcpy(c->txm, p + off, rest);
+	c->txm_len = rest;
+	c->txm_off = 0;
+	c->txm_started = started;
+	c->txm_progress_ms = rsec_now_ms();
+	return 0;
+}
+
+/* The queued message, as credits return; a peer that returns none for too long is dropped. */
+static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
+{
+	if (!c->txm)
+		return 0;
+	size_t off = c->txm_off;
+	bool started = c->txm_started;
+	int rc = post_fragments(c, c->txm, c->txm_len, &c->txm_off, &c->txm_started);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
+	uint64_t now = rsec_now_ms();
+	if (c->txm_off != off || c->txm_started != started)
+		c->txm_progress_ms = now;
+	if (c->txm_started && c->txm_off == c->txm_len) {
+		ring_free(&c->txm, c->txm_len);
+		c->txm_len = c->txm_off = 0;
+		return 0;
+	}
+	if (now - c->txm_progress_ms > RSEC_SEND_STALL_MS)
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
+				      RSEC_SEND_STALL_MS);
 	return 0;
 }
 
@@ -309,7 +369,8 @@ int rsec_data_poll(struct rsec_conn *c)
 		RSEC_GUARD(on_recv_wc(c, &wc[0]));
 	if (n < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
-	return maybe_return_credits(c);
+	RSEC_GUARD(maybe_return_credits(c));
+	return progress_queued(c);
 }
 
 static int remaining_ms(uint64_t deadline)
@@ -325,6 +386,28 @@ static RSEC_MUST_CHECK int check_open(struct rsec_conn *c)
 	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
+size_t rsec_send_queued(const struct rsec_conn *c)
+{
+	if (!c || !c->txm)
+		return 0;
+	return c->txm_len - c->txm_off + (c->txm_started ? 0 : 1); /* an empty message not yet out counts */
+}
+
+/* Run the connection until no message waits in the library, or the deadline. */
+static RSEC_MUST_CHECK int wait_queue_empty(struct rsec_conn *c, uint64_t deadline, int timeout_ms)
+{
+	while (c->txm) {
+		RSEC_GUARD(rsec_conn_process(c));
+		if (!c->txm)
+			break;
+		if (remaining_ms(deadline) == 0)
+			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
+		RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
+		RSEC_GUARD(check_open(c));
+	}
+	return 0;
+}
+
 int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 {
 	if (!c || (!buf && len))
@@ -333,27 +416,23 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	if (len > c->peer_max_msg)
 		return RSEC_E_RANGE;
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	uint32_t frag_max = c->peer_slot_size - RSEC_SEAL_OVERHEAD;
+	RSEC_GUARD(wait_queue_empty(c, deadline, timeout_ms));
 	const uint8_t *p = buf;
 	size_t off = 0;
-	do {
-		while (!can_send(c, false)) {
-			int rc = rsec_conn_process(c);
-			if (rc < 0)
-				return rc;
-			if (can_send(c, false))
-				break;
-			if (remaining_ms(deadline) == 0)
-				return RSEC_E_TIMEOUT;
-			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
-		}
-		uint32_t n = len - off > frag_max ? frag_max : (uint32_t)(len - off);
-		uint8_t flags = (off == 0 ? RSEC_SEAL_FLAG_FIRST : 0) | (off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
-		int rc = send_frame(c, flags, p + off, n);
+	bool started = false;
+	for (;;) {
+		int rc = post_fragments(c, p, len, &off, &started);
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
-		off += n;
-	} while (off < len);
+		if ((started && off == len) || remaining_ms(deadline) == 0)
+			break;
+		RSEC_GUARD(rsec_conn_process(c));
+		if (!can_send(c, false))
+			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
+		RSEC_GUARD(check_open(c));
+	}
+	if (!started || off < len)
+		RSEC_GUARD(queue_rest(c, p, len, off, started));
 	c->stats.msgs_sent++;
 	c->stats.bytes_sent += len;
 	return 0;

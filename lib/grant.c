@@ -32,6 +32,7 @@
 #include "conn.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
+#define RDMA_DRAIN_MS 1000
 
 static int access_to_verbs(unsigned access)
 {
@@ -422,9 +423,9 @@ void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 		c->rdma_status = wc->status;
 		return;
 	}
-	if (idx >= RSEC_MAX_GRANTS)
-		return;
-	struct rsec_local_grant *g = &c->gt.local[idx];
+	struct rsec_local_grant *g = &c->gt.local[idx]; /* idx < RSEC_MAX_GRANTS: rsec_completion_check_send */
+	if (!g->busy)
+		return; /* the bind's waiter gave up; its window is gone */
 	g->op_done = true;
 	g->op_ok = wc->status == IBV_WC_SUCCESS;
 }
@@ -471,6 +472,27 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
 	}
 }
 
+/*
+ * The connection failed with our one-sided operation in flight, and its QP
+ * is in the error state (rsec_conn_fail moved it there first), so the device
+ * accepts no response for it any more. Its flushed completion proves the
+ * device has let go of the buffer; wait for it briefly.
+ */
+static void drain_rdma(struct rsec_conn *c)
+{
+	uint64_t deadline = rsec_now_ms() + RDMA_DRAIN_MS;
+	while (c->have_qp && !c->rdma_done && rsec_now_ms() < deadline) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(c->qp.send_cq, 1, &wc);
+		if (n < 0)
+			return;
+		if (n == 1 && wc.wr_id == RSEC_WR_ID(WR_RDMA, 0))
+			c->rdma_done = true;
+		else if (n == 0)
+			(void)usleep(100);
+	}
+}
+
 static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
 				     size_t len, int timeout_ms, bool write)
 {
@@ -498,12 +520,19 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	int rc = rsec_data_post(c, &wr);
 	if (rc == 0)
 		rc = wait_done(c, &c->rdma_done, timeout_ms);
-	/* On timeout the WR may still run: keep the MR until the QP is torn down. */
-	if (rc == RSEC_E_TIMEOUT)
-		c->stale_mr = mr;
-	else
+	if (rc < 0 && !c->rdma_done) {
+		if (rc == RSEC_E_TIMEOUT)
+			rc = rsec_conn_fail(c, RSEC_E_TIMEOUT,
+					    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
+					    write ? "WRITE" : "READ", len, timeout_ms);
+		drain_rdma(c);
+	}
+	/* Never drained: the device may still hold the MR, so it stays until the QP is destroyed. */
+	if (c->rdma_done)
 		(void)ibv_dereg_mr(mr);
-	c->rdma_busy = rc == RSEC_E_TIMEOUT;
+	else
+		c->stale_mr = mr;
+	c->rdma_busy = !c->rdma_done;
 	RSEC_GUARD(rc);
 	if (c->rdma_status != IBV_WC_SUCCESS)
 		return RSEC_E_QP;

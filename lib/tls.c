@@ -218,6 +218,8 @@ int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opts *o, SSL **out)
 		SSL_free(ssl);
 		return RSEC_E_TLS;
 	}
+	/* rsec_tls_write_some: report partial writes, and let a queue that moved retry. */
+	SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	if (o->is_server)
 		SSL_set_accept_state(ssl);
 	else
@@ -386,6 +388,16 @@ int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
 {
 	/* SSL_write_ex only reads from the buffer. */
 	return transfer_all(ssl, (uint8_t *)(uintptr_t)buf, n, timeout_ms, true);
+}
+
+int rsec_tls_write_some(SSL *ssl, const void *buf, size_t n, size_t *done)
+{
+	*done = 0;
+	ERR_clear_error();
+	int ret = SSL_write_ex(ssl, buf, n, done);
+	if (ret == 1)
+		return 0;
+	return map_result(ssl, ret, NULL);
 }
 
 int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
