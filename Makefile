@@ -37,7 +37,7 @@ unit: build asan
 	ctest --test-dir $(BUILD) -L unit --output-on-failure $(CTEST_ARGS)
 	ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure $(CTEST_ARGS)
 
-fabric-check: build
+fabric-check: build asan
 	ctest --test-dir $(BUILD) -L fabric --output-on-failure $(CTEST_ARGS)
 
 check: unit fabric-check

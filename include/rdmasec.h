@@ -93,8 +93,8 @@ struct rsec_ctx_attr {
 	size_t psk_len;
 	const char *psk_identity;
 	enum rsec_aead_choice aead;
-	uint32_t recv_slots;       /* receive buffers per connection; 0: 64 */
-	uint32_t slot_size;        /* bytes per receive buffer; 0: 65536 */
+	uint32_t recv_slots;       /* receive buffers per connection, 4..4096; 0: 16 */
+	uint32_t slot_size;        /* bytes per receive buffer, 4096..1048576; 0: 65536 */
 	uint32_t max_msg;          /* largest two-sided message; 0: 16 MiB */
 	int handshake_timeout_ms;  /* 0: 10000 */
 	rsec_admit_fn admit;       /* server only; NULL admits every authenticated peer */
@@ -217,7 +217,12 @@ void rsec_region_free(struct rsec_region *r);
  * rsec_grant - expose [off, off+len) of a region to the peer through a
  * type-2 memory window bound to this connection's QP only, with a fresh key;
  * the descriptor travels over TLS. ttl_ms 0: until revoked. The peer finds it
- * with rsec_grant_wait(tag).
+ * with rsec_grant_wait(tag). Never waits: the window's bind completes behind
+ * the sends already in flight (whose acknowledgement the peer controls), and
+ * the descriptor goes out then, driven by rsec_conn_process and every
+ * blocking call. *grant_id is valid at once; a grant revoked before its bind
+ * completed is never described to the peer. rsec_region_free may be called
+ * while binds are in flight: the region goes when they complete.
  */
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);

@@ -3,7 +3,8 @@
  * The audit log (docs/audit.md): records are built with json-c, so any byte
  * an attacker puts into a certificate subject comes out escaped, and each
  * record reaches the file in one write(2) so concurrent writers never
- * interleave lines.
+ * interleave lines. Records of unauthenticated peers pass a token bucket
+ * first (audit.h); what it holds back is counted and summarised.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,9 +23,24 @@
 #include "audit.h"
 #include "conn.h"
 
+#define MILLI 1000u /* the bucket counts thousandths of a record, so it refills every ms */
+
+/* The events the limit applies to (with peer NULL), each with its own summary. */
+enum { LIMITED_AUTH_FAILURE, LIMITED_REFUSE, LIMITED_CLOSE, LIMITED_N };
+
+struct audit_pending {
+	uint64_t count, first_ms, last_ms;
+	bool is_server;
+};
+
+/* Everything but fd is under lock. tokens <= RSEC_AUDIT_UNAUTH_BURST * MILLI. */
 struct rsec_audit {
 	int fd;
 	pthread_mutex_t lock;
+	uint64_t (*now_ms)(void);    /* monotonic: wall-clock steps must not refill or drain */
+	uint64_t tokens, refilled_ms;
+	struct audit_pending pending[LIMITED_N];
+	uint64_t suppressed;
 };
 
 static const char *const event_names[] = {
@@ -40,6 +56,14 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_MAC_FAILURE] = "mac_failure",
 	[RSEC_AUDIT_SEQ_VIOLATION] = "seq_violation",
 	[RSEC_AUDIT_QP_ERROR] = "qp_error",
+	[RSEC_AUDIT_SUPPRESSED] = "suppressed",
+	[RSEC_AUDIT_PROTOCOL_VIOLATION] = "protocol_violation",
+};
+
+static const enum rsec_audit_event limited_events[LIMITED_N] = {
+	[LIMITED_AUTH_FAILURE] = RSEC_AUDIT_AUTH_FAILURE,
+	[LIMITED_REFUSE] = RSEC_AUDIT_REFUSE,
+	[LIMITED_CLOSE] = RSEC_AUDIT_CLOSE,
 };
 
 const char *rsec_audit_event_name(enum rsec_audit_event ev)
@@ -53,6 +77,13 @@ static uint64_t wall_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
@@ -177,12 +208,29 @@ static json_object *region_object(const struct rsec_audit_region *r, bool *ok)
 	return o;
 }
 
+static json_object *summary_object(const struct rsec_audit_summary *sum, bool *ok)
+{
+	json_object *o = json_object_new_object();
+	if (!o) {
+		*ok = false;
+		return NULL;
+	}
+	char when[32];
+	add(o, "event", json_object_new_string(rsec_audit_event_name(sum->event)), ok);
+	add(o, "count", json_object_new_uint64(sum->count), ok);
+	iso_time(sum->first_ms, when);
+	add(o, "first", json_object_new_string(when), ok);
+	iso_time(sum->last_ms, when);
+	add(o, "last", json_object_new_string(when), ok);
+	return o;
+}
+
 /* The record as a json-c object; the caller puts it. */
 static int record_object(const struct rsec_audit_record *r, json_object **out)
 {
 	*out = NULL;
 	const char *name = r ? rsec_audit_event_name(r->event) : NULL;
-	if (!name)
+	if (!name || (r->summary && !rsec_audit_event_name(r->summary->event)))
 		return RSEC_E_INVAL;
 	json_object *o = json_object_new_object();
 	if (!o)
@@ -212,6 +260,8 @@ static int record_object(const struct rsec_audit_record *r, json_object **out)
 		add(o, "remote_qpn", json_object_new_uint64(r->remote_qpn), &ok);
 	if (r->region)
 		add(o, "region", region_object(r->region, &ok), &ok);
+	if (r->summary)
+		add(o, "suppressed", summary_object(r->summary, &ok), &ok);
 	if (!ok) {
 		json_object_put(o);
 		return RSEC_E_NOMEM;
@@ -276,8 +326,22 @@ int rsec_audit_open(const char *path, struct rsec_audit **out)
 		return RSEC_E_NOMEM;
 	}
 	a->fd = fd;
+	a->now_ms = monotonic_ms;
+	a->tokens = (uint64_t)RSEC_AUDIT_UNAUTH_BURST * MILLI;
+	a->refilled_ms = monotonic_ms();
 	*out = a;
 	return 0;
+}
+
+void rsec_audit_set_clock(struct rsec_audit *a, uint64_t (*now_ms)(void))
+{
+	if (!a || !now_ms)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->now_ms = now_ms;
+	a->tokens = (uint64_t)RSEC_AUDIT_UNAUTH_BURST * MILLI;
+	a->refilled_ms = now_ms();
+	pthread_mutex_unlock(&a->lock);
 }
 
 /* All of buf, retrying short writes; the caller holds the lock. */
@@ -295,36 +359,139 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int rsec_audit_write(struct rsec_audit *a, const struct rsec_audit_record *r)
+/* r as one line with its newline, in *line (malloc'd), length in *len. */
+static int record_line(const struct rsec_audit_record *r, char **line, size_t *len)
 {
-	if (!a)
-		return 0;
 	json_object *o;
 	int rc = record_object(r, &o);
 	if (rc < 0)
 		return rc;
 	/* No fixed cap: a long (escaped) peer name must not make its record vanish. */
-	size_t len;
-	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	char *line = s ? malloc(len + 1) : NULL;
-	if (!line) {
+	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, len);
+	*line = s ? malloc(*len + 1) : NULL;
+	if (!*line) {
 		json_object_put(o);
 		return RSEC_E_NOMEM;
 	}
-	memcpy(line, s, len);
-	line[len] = '\n';
+	memcpy(*line, s, *len);
+	(*line)[(*len)++] = '\n';
 	json_object_put(o);
+	return 0;
+}
+
+/* Which summary an unauthenticated record counts under; -1: never limited. */
+static int limited_slot(const struct rsec_audit_record *r)
+{
+	if (r->peer)
+		return -1;
+	for (int i = 0; i < LIMITED_N; i++)
+		if (r->event == limited_events[i])
+			return i;
+	return -1;
+}
+
+/* Takes a token if there is one, refilling first; under lock. */
+static bool take_token(struct rsec_audit *a)
+{
+	const uint64_t cap = (uint64_t)RSEC_AUDIT_UNAUTH_BURST * MILLI, rate = RSEC_AUDIT_UNAUTH_RATE;
+	uint64_t now = a->now_ms();
+	if (now > a->refilled_ms) {
+		/* Compared by division, so a long quiet spell cannot overflow. */
+		uint64_t elapsed = now - a->refilled_ms, room = cap - a->tokens;
+		a->tokens = elapsed > room / rate ? cap : a->tokens + elapsed * rate;
+		a->refilled_ms = now;
+	}
+	if (a->tokens < MILLI)
+		return false;
+	a->tokens -= MILLI;
+	return true;
+}
+
+/* Writes one "suppressed" record per event held back; under lock. What fails stays pending. */
+static int write_pending(struct rsec_audit *a)
+{
+	int rc = 0;
+	for (int i = 0; i < LIMITED_N; i++) {
+		struct audit_pending *p = &a->pending[i];
+		if (p->count == 0)
+			continue;
+		struct rsec_audit_summary sum = { limited_events[i], p->count, p->first_ms, p->last_ms };
+		struct rsec_audit_record r = {
+			.event = RSEC_AUDIT_SUPPRESSED,
+			.is_server = p->is_server,
+			.result = "rate limited",
+			.reason = "records of unauthenticated peers over the audit log's rate limit",
+			.summary = &sum,
+		};
+		char *line;
+		size_t len;
+		int err = record_line(&r, &line, &len);
+		if (err == 0) {
+			err = write_all(a->fd, line, len);
+			free(line);
+		}
+		if (err == 0)
+			*p = (struct audit_pending){ 0 };
+		else if (rc == 0)
+			rc = err;
+	}
+	return rc;
+}
+
+int rsec_audit_write(struct rsec_audit *a, const struct rsec_audit_record *r)
+{
+	if (!a)
+		return 0;
+	if (!r || !rsec_audit_event_name(r->event))
+		return RSEC_E_INVAL;
+	int slot = limited_slot(r);
+	if (slot >= 0) {
+		pthread_mutex_lock(&a->lock);
+		bool pass = take_token(a);
+		if (!pass) {
+			struct audit_pending *p = &a->pending[slot];
+			uint64_t when = r->time_ms ? r->time_ms : wall_ms();
+			if (p->count++ == 0)
+				p->first_ms = when;
+			p->last_ms = when;
+			p->is_server = r->is_server;
+			a->suppressed++;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!pass)
+			return 0;
+	}
+	char *line;
+	size_t len;
+	int rc = record_line(r, &line, &len);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&a->lock);
-	rc = write_all(a->fd, line, len + 1);
+	/* The summaries first: they say what happened before this record. */
+	int sum_rc = write_pending(a);
+	rc = write_all(a->fd, line, len);
 	pthread_mutex_unlock(&a->lock);
 	free(line);
-	return rc;
+	return rc < 0 ? rc : sum_rc;
+}
+
+uint64_t rsec_audit_suppressed(struct rsec_audit *a)
+{
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	uint64_t n = a->suppressed;
+	pthread_mutex_unlock(&a->lock);
+	return n;
 }
 
 void rsec_audit_close(struct rsec_audit *a)
 {
 	if (!a)
 		return;
+	pthread_mutex_lock(&a->lock);
+	(void)write_pending(a); /* nobody is left to count a failure */
+	pthread_mutex_unlock(&a->lock);
 	close(a->fd);
 	pthread_mutex_destroy(&a->lock);
 	free(a);

@@ -27,7 +27,21 @@ enum rsec_audit_event {
 	RSEC_AUDIT_MAC_FAILURE,      /* a sealed message failed authentication */
 	RSEC_AUDIT_SEQ_VIOLATION,    /* a sealed message arrived out of sequence */
 	RSEC_AUDIT_QP_ERROR,         /* the queue pair entered the error state */
+	RSEC_AUDIT_SUPPRESSED,       /* records held back by the rate limit below, counted */
+	RSEC_AUDIT_PROTOCOL_VIOLATION, /* a completion rdmasec never asks for (WRITE WITH IMMEDIATE, ...) */
 };
+
+/*
+ * Records of peers that never authenticated (peer NULL: auth_failure, refuse
+ * and close) cost an attacker nothing but a TCP connection, so each log
+ * writes at most RSEC_AUDIT_UNAUTH_RATE of them a second, after a burst of
+ * RSEC_AUDIT_UNAUTH_BURST (a token bucket on a monotonic clock). The rest are
+ * counted per event, and one "suppressed" record per event (count, first and
+ * last time) goes out before the next record written, or at rsec_audit_close.
+ * A record with an authenticated peer is never held back.
+ */
+#define RSEC_AUDIT_UNAUTH_RATE 20    /* records a second, sustained */
+#define RSEC_AUDIT_UNAUTH_BURST 100  /* records at once, after a quiet spell */
 
 /* The region a grant-related record is about. */
 struct rsec_audit_region {
@@ -38,6 +52,13 @@ struct rsec_audit_region {
 	uint32_t rkey;               /* the window's (or fallback MR's) key */
 	uint32_t ttl_ms;             /* 0: until revoked */
 	const char *mechanism;       /* "mw2" (type-2 window) or "mr" (fallback registration) */
+};
+
+/* What a "suppressed" record reports. */
+struct rsec_audit_summary {
+	enum rsec_audit_event event; /* the event held back */
+	uint64_t count;
+	uint64_t first_ms, last_ms;  /* wall clock of the first and last one held back */
 };
 
 struct rsec_audit_record {
@@ -51,6 +72,7 @@ struct rsec_audit_record {
 	const char *reason;          /* free text, never secret; NULL: omitted */
 	const struct rsec_audit_region *region; /* NULL: none */
 	uint32_t local_qpn, remote_qpn; /* 0: none yet */
+	const struct rsec_audit_summary *summary; /* RSEC_AUDIT_SUPPRESSED; NULL: none */
 };
 
 /* Name of an event as it appears in the "event" field; NULL if unknown. */
@@ -67,9 +89,18 @@ struct rsec_audit; /* an open log, safe to share between threads */
 
 /* Open (create 0600, append) path. Returns 0, RSEC_E_INVAL, RSEC_E_IO, RSEC_E_NOMEM. */
 RSEC_MUST_CHECK int rsec_audit_open(const char *path, struct rsec_audit **out);
-/* Append one record as one line with a single write(2). NULL a: no-op, 0. */
+/*
+ * Append one record as one line with a single write(2), after any pending
+ * "suppressed" records. NULL a: no-op, 0. A record held back by the rate
+ * limit is counted and returns 0.
+ */
 RSEC_MUST_CHECK int rsec_audit_write(struct rsec_audit *a, const struct rsec_audit_record *r);
+/* Writes the pending "suppressed" records, then closes. */
 void rsec_audit_close(struct rsec_audit *a);
+/* Records held back by the rate limit since rsec_audit_open (summarised or still pending). */
+uint64_t rsec_audit_suppressed(struct rsec_audit *a);
+/* Tests: the rate limit's monotonic clock (ms); the bucket starts full at its time. */
+void rsec_audit_set_clock(struct rsec_audit *a, uint64_t (*now_ms)(void));
 
 struct rsec_conn;
 /*

@@ -39,18 +39,21 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("server", max_per_identity, 1, 65536, false),
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
 	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
+	KEY_U32("server", max_handshakes_per_source, 1, 65536, false),
+	KEY_U32("server", handshake_rate_per_source, 1, 1000000, false),
 	KEY_STR("server", audit_log),
 	KEY_STR("server", metrics_file),
 	KEY_U32("server", qp_pool, 1, 1024, false),
 	KEY_CHOICE("grants", grant_mode, "auto|mw|mr"),
 	KEY_U32("grants", grant_ttl_ms, 100, 3600000, false),
+	KEY_U32("grants", verify_timeout_ms, 100, 600000, false),
 	KEY_STR("tls", ca),
 	KEY_STR("tls", cert),
 	KEY_STR("tls", key),
 	KEY_STR("tls", psk_file),
 	KEY_STR("tls", psk_identity),
 	KEY_U32("limits", max_msg, 1, 1073741824, false),
-	KEY_U32("limits", recv_slots, 1, 4096, false),
+	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
@@ -235,12 +238,15 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_per_identity = 16;
 	c->handshake_timeout_ms = 5000;
 	c->idle_timeout_ms = 0;
+	c->max_handshakes_per_source = 256;
+	c->handshake_rate_per_source = 200;
 	c->qp_pool = 32;
 	c->max_msg = 16777216;
 	c->recv_slots = 64;
 	c->slot_size = 65536;
 	snprintf(c->grant_mode, sizeof(c->grant_mode), "auto");
 	c->grant_ttl_ms = 30000;
+	c->verify_timeout_ms = 5000;
 }
 
 int rsec_conf_set(struct rsec_conf *c, const char *section, const char *key, const char *value, char *err,

@@ -26,12 +26,16 @@ struct rsec_conf {
 	uint16_t listen_port;
 	char device[64];        /* "": the device owning listen_addr */
 	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
+	/* Before TLS, per source (an IPv4 address or an IPv6 /64): handshakes in progress at once,
+	 * and new handshakes a second (the bucket holds as many, so that is also the burst). */
+	uint32_t max_handshakes_per_source, handshake_rate_per_source;
 	char audit_log[4096];   /* "": none */
 	char metrics_file[4096]; /* Prometheus text export, rewritten atomically; "": none */
 	uint32_t qp_pool;       /* QPs kept ready and drawn at random (QPN randomization); 1: off */
 	/* [grants] */
 	char grant_mode[8];     /* "auto", "mw" (type-2 windows only) or "mr" (per-grant registrations) */
 	uint32_t grant_ttl_ms;  /* how long a client's write/read grant lives unused */
+	uint32_t verify_timeout_ms; /* how long the server waits for a VERIFY after WRITE_DONE */
 	/* [tls] */
 	char ca[4096], cert[4096], key[4096], psk_file[4096], psk_identity[128];
 	/* [limits] */

@@ -70,6 +70,9 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		rsec_wire_text_set(&m.u.error.text, c->error);
 		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
 	}
+	/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
+	rsec_chan_discard(c);
+	(void)!rsec_conn_watch(c);
 	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection. */
 	rsec_grant_close(c);
 	audit_failure(c, code);
@@ -453,7 +456,7 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	c->stats.protocol_violations++;
-	snprintf(c->violation, sizeof(c->violation), "%s", why);
+	rsec_conn_audit(c, RSEC_AUDIT_PROTOCOL_VIOLATION, rsec_strerror(RSEC_E_PROTO), why, NULL);
 	return rsec_conn_fail(c, RSEC_E_PROTO, "%s", why);
 }
 

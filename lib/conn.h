@@ -115,6 +115,9 @@ struct rsec_region {
 	size_t len;
 	unsigned access;
 	size_t map_len;       /* rsec_region_alloc: the mapping we own (0: caller's memory) */
+	unsigned binds;       /* window binds in flight over mr */
+	bool dying;           /* freed by the application while binds were in flight */
+	struct rsec_region *next_dying;
 };
 
 struct rsec_conn {
@@ -155,6 +158,7 @@ struct rsec_conn {
 	struct ibv_mr *send_mr, *recv_mr;
 	uint32_t send_next;       /* next send slot to use */
 	uint32_t sends_inflight;  /* posted, not completed */
+	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
 	uint32_t credits;         /* frames we may still send */
 	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
 
@@ -171,6 +175,7 @@ struct rsec_conn {
 
 	/* Grants we issued and grants the peer issued to us. */
 	struct rsec_grant_table gt;
+	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
 
 	/* Outstanding one-sided op (one at a time per connection). */
 	bool rdma_busy;          /* stays set after a timeout: the WR may still run */
@@ -179,7 +184,6 @@ struct rsec_conn {
 	bool rdma_done;
 
 	struct rsec_conn_stats stats;
-	char violation[160];        /* the last protocol violation, for the audit record */
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 };
 
@@ -231,7 +235,10 @@ void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out);
 int rsec_conn_violation(struct rsec_conn *c, const char *why);
 
 /* grant.c */
-void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
+/* A window bind or one-sided completion (checked against what we posted); a bound grant is announced. */
+RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
+/* The same completion, failed: the connection is failing; only the bookkeeping is done. */
+void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */

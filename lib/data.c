@@ -159,15 +159,21 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 
 static bool can_send(const struct rsec_conn *c, bool credit_only)
 {
-	/* A data frame must leave one credit for a CREDIT_ONLY frame. */
-	return c->sends_inflight < c->send_slots && c->credits > (credit_only ? 0u : 1u);
+	/*
+	 * A data frame must leave one credit for a CREDIT_ONLY frame. No send
+	 * goes behind a window bind in flight: rxe may leave it unsent until
+	 * something else wakes the QP, and a reply announcing a grant must not
+	 * overtake the bind anyway. Sends wait in the library meanwhile.
+	 */
+	return c->binds_inflight == 0 && c->sends_inflight < c->send_slots && c->credits > (credit_only ? 0u : 1u);
 }
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 {
 	if (c->credits_owed < c->recv_slots / 2 || !can_send(c, true))
 		return 0;
-	return send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	return rc < 0 ? rsec_conn_fail(c, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
 static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
@@ -200,8 +206,11 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 		c->sends_inflight--;
 		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
-	rsec_grant_on_wc(c, wc);
-	return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
+	if (wc->status != IBV_WC_SUCCESS) {
+		rsec_grant_on_wc_failed(c, wc);
+		return qp_failed(c, wc);
+	}
+	return rsec_grant_on_wc(c, wc);
 }
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)

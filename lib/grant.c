@@ -192,10 +192,8 @@ void *rsec_region_addr(const struct rsec_region *r)
 	return r ? r->addr : NULL;
 }
 
-void rsec_region_free(struct rsec_region *r)
+static void region_destroy(struct rsec_region *r)
 {
-	if (!r)
-		return;
 	if (r->mr)
 		(void)ibv_dereg_mr(r->mr);
 	if (r->map_len) {
@@ -203,6 +201,34 @@ void rsec_region_free(struct rsec_region *r)
 		(void)munmap(r->addr, r->map_len);
 	}
 	free(r);
+}
+
+/* A bind over the region is in flight: the device still uses its registration, so it goes when that completes. */
+void rsec_region_free(struct rsec_region *r)
+{
+	if (!r)
+		return;
+	if (r->binds == 0) {
+		region_destroy(r);
+		return;
+	}
+	r->dying = true;
+	r->next_dying = r->conn->dying;
+	r->conn->dying = r;
+}
+
+/* One bind over r is over (completed, or its QP is gone). */
+static void region_bind_done(struct rsec_conn *c, struct rsec_region *r)
+{
+	if (!r || r->binds == 0 || --r->binds > 0 || !r->dying)
+		return;
+	for (struct rsec_region **p = &c->dying; *p; p = &(*p)->next_dying) {
+		if (*p == r) {
+			*p = r->next_dying;
+			break;
+		}
+	}
+	region_destroy(r);
 }
 
 /* Frees the window or registration; RSEC_E_VERBS if the device refused (the peer's key may still work). */
@@ -222,26 +248,26 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
 	return rsec_chan_send(c, &m);
 }
 
-/* Bind a fresh window over g's range, for this QP only; on failure nothing is left. */
+/*
+ * Post the bind of a fresh window over g's range, for this QP only. It is
+ * not waited for: on an RC QP the bind completes behind every earlier send,
+ * whose acknowledgement the peer controls, so an event loop must never wait
+ * for it. The GRANT goes out when it completes (rsec_grant_on_wc).
+ */
 static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
 {
 	struct rsec_local_grant *g = &c->gt.local[idx];
 	RSEC_GUARD(rsec_mw_alloc(&c->qp, &g->mw));
-	g->busy = true;
-	g->op_done = false;
 	int rc = rsec_mw_bind_post(&c->qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
 				   RSEC_WR_ID(WR_BIND, idx));
-	if (rc == 0)
-		rc = wait_done(c, &g->op_done, 5000);
-	g->busy = false;
-	if (rc == 0 && !g->op_ok)
-		rc = RSEC_E_QP;
 	if (rc < 0) {
-		/* A failed bind leaves the key unknown: drop the window. */
 		(void)!rsec_mw_free(&g->mw);
 		return rc;
 	}
-	g->rkey = g->mw.rkey;
+	g->busy = true;
+	g->region = r;
+	r->binds++;
+	c->binds_inflight++;
 	return 0;
 }
 
@@ -272,6 +298,30 @@ static RSEC_MUST_CHECK int send_read_mac(struct rsec_conn *c, const struct rsec_
 	return rc;
 }
 
+/* Tell the peer about a grant whose window (or registration) is in place. */
+static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	g->announce = false;
+	int rc = g->verified ? send_read_mac(c, g) : 0;
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
+	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
+	m.u.grant.grant_id = g->id;
+	m.u.grant.addr = (uintptr_t)g->addr;
+	m.u.grant.rkey = g->rkey;
+	m.u.grant.len = g->len;
+	m.u.grant.access = g->access;
+	m.u.grant.ttl_ms = g->ttl_ms;
+	m.u.grant.tag = g->tag;
+	rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send GRANT");
+	c->stats.grants_issued++;
+	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", g->verified ? "verified read" : NULL, 0, 0);
+	return 0;
+}
+
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
 {
@@ -291,29 +341,17 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	g->len = len;
 	g->access = access;
 	g->by_mr = by_mr;
+	g->verified = verified;
+	g->tag = tag;
 	RSEC_GUARD(by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx));
 	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
-
-	int rc = verified ? send_read_mac(c, g) : 0;
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
-	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
-	m.u.grant.grant_id = g->id;
-	m.u.grant.addr = (uintptr_t)g->addr;
-	m.u.grant.rkey = g->rkey;
-	m.u.grant.len = len;
-	m.u.grant.access = access;
-	m.u.grant.ttl_ms = ttl_ms;
-	m.u.grant.tag = tag;
-	rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send GRANT");
-	c->stats.grants_issued++;
-	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", verified ? "verified read" : NULL, 0, 0);
 	if (grant_id)
 		*grant_id = g->id;
-	return 0;
+	if (g->busy) {
+		g->announce = true; /* when the bind completes */
+		return 0;
+	}
+	return announce(c, g);
 }
 
 /*
@@ -324,6 +362,12 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
+	if (g->busy) {
+		/* Never described to the peer; its window goes when the bind completes. */
+		g->announce = false;
+		audit_grant(c, ev, g, "ok", "before its bind completed; the peer was never told", 0, 0);
+		return 0;
+	}
 	if (grant_release(g) < 0) {
 		audit_grant(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
 		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
@@ -415,19 +459,48 @@ int rsec_grant_expire(struct rsec_conn *c)
 	return 0;
 }
 
-void rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+/* The grant whose bind completed, or NULL if none was in flight in that slot (the device misreported). */
+static struct rsec_local_grant *bound_grant(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	uint32_t idx = RSEC_WR_INDEX(wc->wr_id);
+	struct rsec_local_grant *g = &c->gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
+	if (!g->busy)
+		return NULL;
+	g->busy = false;
+	c->binds_inflight--;
+	region_bind_done(c, g->region);
+	g->region = NULL;
+	return g;
+}
+
+int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+{
+	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
+		c->rdma_done = true;
+		c->rdma_status = wc->status;
+		return 0;
+	}
+	struct rsec_local_grant *g = bound_grant(c, wc);
+	if (!g)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
+	if (!g->live) {
+		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
+		(void)!rsec_mw_free(&g->mw);
+		return 0;
+	}
+	g->rkey = g->mw.rkey;
+	return g->announce ? announce(c, g) : 0;
+}
+
+void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
+{
 	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
 		c->rdma_done = true;
 		c->rdma_status = wc->status;
 		return;
 	}
-	struct rsec_local_grant *g = &c->gt.local[idx]; /* idx < RSEC_MAX_GRANTS: rsec_completion_check_send */
-	if (!g->busy)
-		return; /* the bind's waiter gave up; its window is gone */
-	g->op_done = true;
-	g->op_ok = wc->status == IBV_WC_SUCCESS;
+	struct rsec_local_grant *g = bound_grant(c, wc);
+	if (g)
+		g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
 }
 
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
@@ -518,21 +591,27 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	c->rdma_busy = true;
 	c->rdma_done = false;
 	int rc = rsec_data_post(c, &wr);
-	if (rc == 0)
-		rc = wait_done(c, &c->rdma_done, timeout_ms);
+	if (rc < 0) {
+		c->rdma_busy = false; /* never posted */
+		(void)ibv_dereg_mr(mr);
+		return rc;
+	}
+	rc = wait_done(c, &c->rdma_done, timeout_ms);
 	if (rc < 0 && !c->rdma_done) {
-		if (rc == RSEC_E_TIMEOUT)
-			rc = rsec_conn_fail(c, RSEC_E_TIMEOUT,
-					    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
-					    write ? "WRITE" : "READ", len, timeout_ms);
+		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
+		rc = rsec_conn_fail(c, rc == RSEC_E_TIMEOUT ? RSEC_E_TIMEOUT : rc,
+				    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
+				    write ? "WRITE" : "READ", len, timeout_ms);
 		drain_rdma(c);
 	}
-	/* Never drained: the device may still hold the MR, so it stays until the QP is destroyed. */
-	if (c->rdma_done)
+	if (c->rdma_done) {
 		(void)ibv_dereg_mr(mr);
-	else
+	} else {
+		/* No flushed completion: destroying the QP is what stops the device using buf. */
 		c->stale_mr = mr;
-	c->rdma_busy = !c->rdma_done;
+		rsec_conn_teardown_rdma(c);
+	}
+	c->rdma_busy = false;
 	RSEC_GUARD(rc);
 	if (c->rdma_status != IBV_WC_SUCCESS)
 		return RSEC_E_QP;
@@ -625,7 +704,21 @@ void rsec_grant_close(struct rsec_conn *c)
 
 void rsec_grant_teardown(struct rsec_conn *c)
 {
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		(void)!grant_release(&c->gt.local[i]);
+	/* Windows first: a registration with windows bound to it cannot go. */
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &c->gt.local[i];
+		if (g->busy) {
+			g->busy = false;
+			c->binds_inflight--;
+			region_bind_done(c, g->region); /* the QP is gone: its binds will never complete */
+			g->region = NULL;
+		}
+		(void)!grant_release(g);
+	}
+	while (c->dying) {
+		struct rsec_region *r = c->dying;
+		c->dying = r->next_dying;
+		region_destroy(r);
+	}
 	rsec_gt_wipe(&c->gt);
 }

@@ -23,10 +23,15 @@
 #define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
 
+struct rsec_region;
+
 struct rsec_local_grant {
-	bool live;     /* exposed and described to the peer */
-	bool busy;     /* its bind is in flight */
-	bool op_done, op_ok;
+	bool live;     /* issued: described to the peer, or about to be once its bind completes */
+	bool busy;     /* its bind is in flight: the slot and the window stay until it completes */
+	bool announce; /* send GRANT (and the MAC of a verified READ grant) when the bind completes */
+	bool verified;
+	uint64_t tag;
+	struct rsec_region *region; /* window mode: the region the window is bound in */
 	uint64_t id;
 	struct rsec_mw mw;    /* type-2 window mode */
 	struct ibv_mr *mr;    /* fallback mode: this grant's own registration */

@@ -3,8 +3,11 @@
  * Audit records (lib/audit): every event encodes to one JSON object that
  * parses back with the fields docs/audit.md promises; hostile peer names
  * stay inside their string; short buffers are refused, not cut; the file is
- * created 0600 and appended one line per record.
+ * created 0600 and appended one line per record; records of unauthenticated
+ * peers are rate limited, every one held back is counted in a "suppressed"
+ * record, and authenticated ones always get through, from any thread.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -47,7 +50,7 @@ static const char *str_field(json_object *o, const char *key)
 static void every_event_encodes(void **state)
 {
 	(void)state;
-	for (int ev = RSEC_AUDIT_ACCEPT; ev <= RSEC_AUDIT_QP_ERROR; ev++) {
+	for (int ev = RSEC_AUDIT_ACCEPT; ev <= RSEC_AUDIT_PROTOCOL_VIOLATION; ev++) {
 		const char *name = rsec_audit_event_name((enum rsec_audit_event)ev);
 		assert_non_null(name);
 		struct rsec_audit_record r = {
@@ -178,7 +181,8 @@ static void invalid_utf8_is_replaced(void **state)
 static void short_buffers_are_refused(void **state)
 {
 	(void)state;
-	struct rsec_audit_record r = { .event = RSEC_AUDIT_ACCEPT, .peer = "CN=client" };
+	/* A fixed time: "now" may tick between the two encodings compared below. */
+	struct rsec_audit_record r = { .event = RSEC_AUDIT_ACCEPT, .peer = "CN=client", .time_ms = 1795370462123ull };
 	char buf[4096];
 	int n = rsec_audit_encode(&r, buf, sizeof(buf));
 	assert_true(n > 0);
@@ -351,6 +355,204 @@ static void connection_failures_are_classified(void **state)
 	rmdir(dir);
 }
 
+static void summaries_encode(void **state)
+{
+	(void)state;
+	struct rsec_audit_summary sum = { .event = RSEC_AUDIT_AUTH_FAILURE, .count = 1234,
+					  .first_ms = 1795370462123ull, .last_ms = 1795370463001ull };
+	struct rsec_audit_record r = { .event = RSEC_AUDIT_SUPPRESSED, .is_server = true, .result = "rate limited",
+				       .summary = &sum };
+	json_object *o = encode_parse(&r), *v, *peer;
+	assert_string_equal(str_field(o, "event"), "suppressed");
+	assert_true(json_object_object_get_ex(o, "peer", &peer));
+	assert_null(peer);
+	assert_false(json_object_object_get_ex(o, "conn", NULL));
+	assert_true(json_object_object_get_ex(o, "suppressed", &v));
+	assert_string_equal(str_field(v, "event"), "auth_failure");
+	assert_string_equal(str_field(v, "first"), "2026-11-22T18:01:02.123Z");
+	assert_string_equal(str_field(v, "last"), "2026-11-22T18:01:03.001Z");
+	json_object *n;
+	assert_true(json_object_object_get_ex(v, "count", &n));
+	assert_int_equal(json_object_get_uint64(n), 1234);
+	json_object_put(o);
+	sum.event = (enum rsec_audit_event)99;
+	char buf[256];
+	assert_int_equal(rsec_audit_encode(&r, buf, sizeof(buf)), RSEC_E_INVAL);
+}
+
+static uint64_t fake_ms;
+static uint64_t fake_clock(void)
+{
+	return __atomic_load_n(&fake_ms, __ATOMIC_RELAXED);
+}
+
+/* Per event name: records written, and records a "suppressed" record accounts for. */
+struct tally {
+	int written[RSEC_AUDIT_SUPPRESSED + 1];
+	uint64_t suppressed[RSEC_AUDIT_SUPPRESSED + 1];
+	int summaries;
+};
+
+static int event_of(const char *name)
+{
+	for (int ev = RSEC_AUDIT_ACCEPT; ev <= RSEC_AUDIT_SUPPRESSED; ev++)
+		if (strcmp(rsec_audit_event_name((enum rsec_audit_event)ev), name) == 0)
+			return ev;
+	fail_msg("unknown event '%s'", name);
+	return 0;
+}
+
+static void tally_file(const char *path, struct tally *t)
+{
+	static json_object *recs[20000];
+	int n = read_records(path, recs, 20000);
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < n; i++) {
+		int ev = event_of(str_field(recs[i], "event"));
+		t->written[ev]++;
+		json_object *sum, *count;
+		if (ev == RSEC_AUDIT_SUPPRESSED) {
+			assert_true(json_object_object_get_ex(recs[i], "suppressed", &sum));
+			assert_true(json_object_object_get_ex(sum, "count", &count));
+			assert_true(json_object_get_uint64(count) > 0);
+			t->suppressed[event_of(str_field(sum, "event"))] += json_object_get_uint64(count);
+			t->summaries++;
+		}
+		json_object_put(recs[i]);
+	}
+}
+
+static void unauthenticated_records_are_rate_limited(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rsec-audit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	struct rsec_audit *a;
+	assert_int_equal(rsec_audit_open(path, &a), 0);
+	fake_ms = 1000000;
+	rsec_audit_set_clock(a, fake_clock);
+
+	/* A flood: the burst gets through, the rest is counted. */
+	struct rsec_audit_record unauth = { .event = RSEC_AUDIT_AUTH_FAILURE, .is_server = true,
+					    .peer_addr = "10.0.0.66:4000", .time_ms = 1795370462000ull };
+	for (int i = 0; i < RSEC_AUDIT_UNAUTH_BURST + 50; i++)
+		assert_int_equal(rsec_audit_write(a, &unauth), 0);
+	struct rsec_audit_record closed = { .event = RSEC_AUDIT_CLOSE, .is_server = true,
+					    .time_ms = 1795370462500ull, .reason = "max_clients reached" };
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(rsec_audit_write(a, &closed), 0);
+	assert_int_equal(rsec_audit_suppressed(a), 60);
+
+	/* Authenticated peers' records are never held back, refusals and closes included. */
+	static const enum rsec_audit_event authed[] = { RSEC_AUDIT_ACCEPT, RSEC_AUDIT_REFUSE, RSEC_AUDIT_CLOSE,
+							RSEC_AUDIT_MAC_FAILURE };
+	for (size_t i = 0; i < sizeof(authed) / sizeof(authed[0]); i++) {
+		struct rsec_audit_record r = { .event = authed[i], .is_server = true, .peer = "CN=client1" };
+		assert_int_equal(rsec_audit_write(a, &r), 0);
+	}
+	assert_int_equal(rsec_audit_suppressed(a), 60);
+
+	/* 20 a second: 49 ms is not one record's worth, 50 ms is. */
+	fake_ms += 49;
+	assert_int_equal(rsec_audit_write(a, &unauth), 0);
+	assert_int_equal(rsec_audit_suppressed(a), 61);
+	fake_ms += 1;
+	assert_int_equal(rsec_audit_write(a, &unauth), 0);
+	assert_int_equal(rsec_audit_write(a, &unauth), 0);
+	assert_int_equal(rsec_audit_suppressed(a), 62);
+	/* A quiet hour refills the burst, not more. */
+	fake_ms += 3600000;
+	for (int i = 0; i < RSEC_AUDIT_UNAUTH_BURST + 1; i++)
+		assert_int_equal(rsec_audit_write(a, &unauth), 0);
+	assert_int_equal(rsec_audit_suppressed(a), 63);
+	rsec_audit_close(a); /* writes the last summary */
+
+	struct tally t;
+	tally_file(path, &t);
+	assert_int_equal(t.written[RSEC_AUDIT_AUTH_FAILURE], RSEC_AUDIT_UNAUTH_BURST + 1 + RSEC_AUDIT_UNAUTH_BURST);
+	assert_int_equal(t.suppressed[RSEC_AUDIT_AUTH_FAILURE], 50 + 1 + 1 + 1);
+	assert_int_equal(t.written[RSEC_AUDIT_CLOSE], 1);
+	assert_int_equal(t.suppressed[RSEC_AUDIT_CLOSE], 10);
+	assert_int_equal(t.written[RSEC_AUDIT_ACCEPT], 1);
+	assert_int_equal(t.written[RSEC_AUDIT_REFUSE], 1);
+	assert_int_equal(t.written[RSEC_AUDIT_MAC_FAILURE], 1);
+	/* Both kinds before the first authenticated record, one per record let through after a miss, one at close. */
+	assert_int_equal(t.summaries, 2 + 1 + 1 + 1);
+
+	/* The first summaries come right before the record that got through, with the window held back. */
+	static json_object *recs[400];
+	int n = read_records(path, recs, 400);
+	int at = RSEC_AUDIT_UNAUTH_BURST;
+	assert_string_equal(str_field(recs[at], "event"), "suppressed");
+	assert_string_equal(str_field(recs[at + 1], "event"), "suppressed");
+	assert_string_equal(str_field(recs[at + 2], "event"), "accept");
+	json_object *sum;
+	assert_true(json_object_object_get_ex(recs[at], "suppressed", &sum));
+	assert_string_equal(str_field(sum, "event"), "auth_failure");
+	assert_string_equal(str_field(sum, "first"), "2026-11-22T18:01:02.000Z");
+	assert_string_equal(str_field(recs[at], "role"), "server");
+	assert_true(json_object_object_get_ex(recs[at + 1], "suppressed", &sum));
+	assert_string_equal(str_field(sum, "event"), "close");
+	assert_string_equal(str_field(sum, "last"), "2026-11-22T18:01:02.500Z");
+	assert_string_equal(str_field(recs[n - 1], "event"), "suppressed");
+	for (int i = 0; i < n; i++)
+		json_object_put(recs[i]);
+	unlink(path);
+	rmdir(dir);
+}
+
+enum { WRITERS = 8, PER_WRITER = 500 };
+
+static void *flood(void *arg)
+{
+	struct rsec_audit *a = arg;
+	for (int i = 0; i < PER_WRITER; i++) {
+		struct rsec_audit_record r = { .event = i % 2 ? RSEC_AUDIT_AUTH_FAILURE : RSEC_AUDIT_ACCEPT,
+					       .is_server = true, .peer = i % 2 ? NULL : "CN=client" };
+		if (rsec_audit_write(a, &r) != 0)
+			return arg;
+		if (i % 50 == 0)
+			__atomic_add_fetch(&fake_ms, 10, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void rate_limit_is_thread_safe(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rsec-audit-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	struct rsec_audit *a;
+	assert_int_equal(rsec_audit_open(path, &a), 0);
+	fake_ms = 5000000;
+	rsec_audit_set_clock(a, fake_clock);
+	pthread_t th[WRITERS];
+	for (int i = 0; i < WRITERS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, flood, a), 0);
+	for (int i = 0; i < WRITERS; i++) {
+		void *rv;
+		assert_int_equal(pthread_join(th[i], &rv), 0);
+		assert_null(rv);
+	}
+	uint64_t held = rsec_audit_suppressed(a);
+	rsec_audit_close(a);
+	struct tally t;
+	tally_file(path, &t);
+	const int each = WRITERS * PER_WRITER / 2;
+	assert_int_equal(t.written[RSEC_AUDIT_ACCEPT], each);
+	assert_int_equal(t.written[RSEC_AUDIT_AUTH_FAILURE] + t.suppressed[RSEC_AUDIT_AUTH_FAILURE], each);
+	assert_int_equal(t.suppressed[RSEC_AUDIT_AUTH_FAILURE], held);
+	/* 80 clock steps of 10 ms refill 16 records beyond the burst; fewer if a step came late. */
+	assert_true(t.written[RSEC_AUDIT_AUTH_FAILURE] >= RSEC_AUDIT_UNAUTH_BURST);
+	assert_true(t.written[RSEC_AUDIT_AUTH_FAILURE] <= RSEC_AUDIT_UNAUTH_BURST + 16);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +564,9 @@ int main(void)
 		cmocka_unit_test(file_is_private_and_appended),
 		cmocka_unit_test(long_hostile_records_are_written_whole),
 		cmocka_unit_test(connection_failures_are_classified),
+		cmocka_unit_test(summaries_encode),
+		cmocka_unit_test(unauthenticated_records_are_rate_limited),
+		cmocka_unit_test(rate_limit_is_thread_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,8 @@ static const char full[] =
 	"idle_timeout_ms = 86400000\n"
 	"audit_log = /var/log/rdmasec/audit.log\n"
 	"metrics_file = /var/lib/node_exporter/rdmasec.prom\n"
+	"max_handshakes_per_source = 65536\n"
+	"handshake_rate_per_source = 1000000\n"
 	"\n"
 	"[tls]\n"
 	"ca = /etc/rdmasec/ca.pem\n"
@@ -56,6 +58,9 @@ static void defaults(void **state)
 	assert_int_equal(c.slot_size, 65536);
 	assert_string_equal(c.grant_mode, "auto");
 	assert_int_equal(c.grant_ttl_ms, 30000);
+	assert_int_equal(c.max_handshakes_per_source, 256);
+	assert_int_equal(c.handshake_rate_per_source, 200);
+	assert_int_equal(c.verify_timeout_ms, 5000);
 	/* An empty file changes nothing. */
 	struct rsec_conf d = c;
 	char err[256];
@@ -81,6 +86,8 @@ static void full_valid_file(void **state)
 	assert_int_equal(c.idle_timeout_ms, 86400000);
 	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
 	assert_string_equal(c.metrics_file, "/var/lib/node_exporter/rdmasec.prom");
+	assert_int_equal(c.max_handshakes_per_source, 65536);
+	assert_int_equal(c.handshake_rate_per_source, 1000000);
 	assert_string_equal(c.ca, "/etc/rdmasec/ca.pem");
 	assert_string_equal(c.cert, "/etc/rdmasec/server.pem");
 	assert_string_equal(c.key, "/etc/rdmasec/server.key");
@@ -113,6 +120,15 @@ static void full_valid_file(void **state)
 		assert_string_equal(c.grant_mode, modes[i]);
 		assert_int_equal(c.grant_ttl_ms, 100);
 	}
+	/* The lower bounds of the pre-authentication limits, and the VERIFY wait's range. */
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nmax_handshakes_per_source = 1\n"
+						"handshake_rate_per_source = 1\n[grants]\nverify_timeout_ms = 100\n",
+						err, sizeof(err)), 0);
+	assert_int_equal(c.max_handshakes_per_source, 1);
+	assert_int_equal(c.handshake_rate_per_source, 1);
+	assert_int_equal(c.verify_timeout_ms, 100);
+	assert_int_equal(rsec_conf_parse_string(&c, "[grants]\nverify_timeout_ms = 600000\n", err, sizeof(err)), 0);
+	assert_int_equal(c.verify_timeout_ms, 600000);
 }
 
 struct bad_case {
@@ -146,7 +162,8 @@ static void each_invalid_case(void **state)
 		  "line 2: idle_timeout_ms: '86400001' is not 0 or in 1000..86400000" },
 		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
 		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
-		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 1..4096" },
+		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 4..4096" },
+		{ "[limits]\nrecv_slots = 3\n", "line 2: recv_slots: '3' is not in 4..4096" },
 		{ "[limits]\nslot_size = 4095\n", "line 2: slot_size: '4095' is not in 4096..1048576" },
 		{ "[grants]\ngrant_mode = windows\n", "line 2: grant_mode: 'windows' is not one of auto|mw|mr" },
 		{ "[grants]\ngrant_mode = m\n", "line 2: grant_mode: 'm' is not one of auto|mw|mr" },
@@ -154,6 +171,20 @@ static void each_invalid_case(void **state)
 		{ "[grants]\ngrant_mode = autoxxxx\n",
 		  "line 2: grant_mode: 'autoxxxx' is too long (8 bytes, max 7)" },
 		{ "[grants]\ngrant_ttl_ms = 99\n", "line 2: grant_ttl_ms: '99' is not in 100..3600000" },
+		{ "[server]\nmax_handshakes_per_source = 0\n",
+		  "line 2: max_handshakes_per_source: '0' is not in 1..65536" },
+		{ "[server]\nmax_handshakes_per_source = 65537\n",
+		  "line 2: max_handshakes_per_source: '65537' is not in 1..65536" },
+		{ "[server]\nhandshake_rate_per_source = 0\n",
+		  "line 2: handshake_rate_per_source: '0' is not in 1..1000000" },
+		{ "[server]\nhandshake_rate_per_source = 1000001\n",
+		  "line 2: handshake_rate_per_source: '1000001' is not in 1..1000000" },
+		{ "[server]\nhandshake_rate_per_source = 10/s\n",
+		  "line 2: handshake_rate_per_source: '10/s' is not in 1..1000000" },
+		{ "[grants]\nverify_timeout_ms = 99\n", "line 2: verify_timeout_ms: '99' is not in 100..600000" },
+		{ "[grants]\nverify_timeout_ms = 600001\n",
+		  "line 2: verify_timeout_ms: '600001' is not in 100..600000" },
+		{ "[server]\nverify_timeout_ms = 5000\n", "line 2: unknown key 'verify_timeout_ms' in [server]" },
 		{ "[limits]\nslot_size = 1048577\n", "line 2: slot_size: '1048577' is not in 4096..1048576" },
 		{ "\n\n[server]\n\n\n\nmax_clients = 0\n", "line 7: max_clients: '0' is not in 1..65536" },
 		{ "[sever]\nlisten = 1.2.3.4:5\n", "line 2: unknown section '[sever]'" },
@@ -265,6 +296,12 @@ static void override_with_set(void **state)
 	assert_int_equal(c.listen_port, 443);
 	assert_int_equal(rsec_conf_set(&c, "server", "device", "", err, sizeof(err)), 0);
 	assert_string_equal(c.device, "");
+	assert_int_equal(rsec_conf_set(&c, "server", "max_handshakes_per_source", "3", err, sizeof(err)), 0);
+	assert_int_equal(c.max_handshakes_per_source, 3);
+	assert_int_equal(rsec_conf_set(&c, "server", "handshake_rate_per_source", "250", err, sizeof(err)), 0);
+	assert_int_equal(c.handshake_rate_per_source, 250);
+	assert_int_equal(rsec_conf_set(&c, "grants", "verify_timeout_ms", "12000", err, sizeof(err)), 0);
+	assert_int_equal(c.verify_timeout_ms, 12000);
 	/* Paths longer than a file line can be set here, up to the field. */
 	char longpath[4096];
 	memset(longpath, 'a', sizeof(longpath));
@@ -378,8 +415,8 @@ static void files_and_psk(void **state)
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeefg",    /* non-hex */
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0",   /* odd */
 		"",
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00", /* 65 bytes */
+		("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+		 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00"), /* 65 bytes */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		write_file(path, bad[i], 0600);

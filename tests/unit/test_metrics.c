@@ -62,7 +62,8 @@ static void counts_per_peer(void **state)
 	(void)state;
 	struct metrics *m = metrics_new(16);
 	assert_non_null(m);
-	struct peer_counters d = { .connections = 1, .mac_failures = 2, .seq_violations = 3, .qp_errors = 4 };
+	struct peer_counters d = { .connections = 1, .mac_failures = 2, .seq_violations = 3, .qp_errors = 4,
+				   .protocol_violations = 5 };
 	metrics_add(m, "CN=a", &d);
 	metrics_add(m, "CN=a", &one_refusal);
 	metrics_add(m, "CN=b", &one_conn);
@@ -72,6 +73,7 @@ static void counts_per_peer(void **state)
 	assert_int_equal(got.mac_failures, 2);
 	assert_int_equal(got.seq_violations, 3);
 	assert_int_equal(got.qp_errors, 4);
+	assert_int_equal(got.protocol_violations, 5);
 	assert_int_equal(got.refused_handshakes, 1);
 	assert_string_equal(metrics_lookup(m, "CN=b", &got), "CN=b");
 	assert_int_equal(got.connections, 1);

@@ -12,6 +12,8 @@
 #include "log.h"
 #include "server.h"
 
+#define SHORT_OPTS "f:C:l:d:vh"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -31,11 +33,17 @@ static void usage(FILE *f)
 		"      --max-clients N         connections at once, handshakes included (default 1024)\n"
 		"      --max-per-identity N    connections per authenticated identity (default 16)\n"
 		"      --handshake-timeout MS  set-up deadline per connection (default 5000)\n"
+		"      --max-handshakes-per-source N   handshakes in progress at once from one source\n"
+		"                              (an IPv4 address or an IPv6 /64; default 256)\n"
+		"      --handshake-rate N      new handshakes a second per source, and the burst\n"
+		"                              allowed after a quiet second (default 200)\n"
 		"      --max-msg BYTES         largest message and grant (default 16M)\n"
 		"      --recv-slots N --slot-size BYTES   receive buffers per connection\n"
 		"      --grant-mode MODE       auto (default), mw (type-2 windows only) or mr (a fresh\n"
 		"                              registration per grant, for devices without type-2 windows)\n"
 		"      --grant-ttl MS          a write/read grant's lifetime if unused (default 30000)\n"
+		"      --verify-timeout MS     how long to wait for a client's data MAC (VERIFY) after\n"
+		"                              it reports a write done (default 5000)\n"
 		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
 		"      --qp-pool N             QPs kept ready per device, each connection draws one at\n"
 		"                              random so QPNs are not sequential (default 32; 1: off)\n"
@@ -66,6 +74,24 @@ static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 	       cli_join(path, sizeof(path), dir, "server.key") && set(c, "tls", "key", path);
 }
 
+/*
+ * The configuration file, however getopt spells it (-f FILE, -fFILE,
+ * --config FILE, --config=FILE; the last one wins), or NULL. Errors in other
+ * options are left to the real pass.
+ */
+static const char *config_path(int argc, char **argv, const struct option *opts)
+{
+	const char *path = NULL;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
+		if (c == 'f')
+			path = optarg;
+	opterr = 1;
+	optind = 0; /* glibc: start the next scan afresh */
+	return path;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
@@ -73,6 +99,7 @@ int main(int argc, char **argv)
 	enum { OPT_GRANT_MODE = 300, OPT_GRANT_TTL, OPT_AUDIT };
 	enum { OPT_QP_POOL = 320 };
 	enum { OPT_METRICS = 330 };
+	enum { OPT_HS_PER_SOURCE = 340, OPT_HS_RATE, OPT_VERIFY_TIMEOUT };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -86,6 +113,9 @@ int main(int argc, char **argv)
 		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
 		{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_ID },
 		{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
+		{ "max-handshakes-per-source", required_argument, NULL, OPT_HS_PER_SOURCE },
+		{ "handshake-rate", required_argument, NULL, OPT_HS_RATE },
+		{ "verify-timeout", required_argument, NULL, OPT_VERIFY_TIMEOUT },
 		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
 		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
 		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
@@ -102,18 +132,17 @@ int main(int argc, char **argv)
 	rsec_conf_defaults(&conf);
 
 	/* The file first, so that flags override it whatever their order. */
-	for (int i = 1; i < argc - 1; i++) {
-		if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--config") == 0) {
-			char err[512];
-			if (rsec_conf_parse_file(&conf, argv[i + 1], err, sizeof(err)) < 0) {
-				fprintf(stderr, "rdmasec-server: %s: %s\n", argv[i + 1], err);
-				return 1;
-			}
+	const char *file = config_path(argc, argv, opts);
+	if (file) {
+		char err[512];
+		if (rsec_conf_parse_file(&conf, file, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rdmasec-server: %s: %s\n", file, err);
+			return 1;
 		}
 	}
 	int c;
 	bool ok = true;
-	while (ok && (c = getopt_long(argc, argv, "f:C:l:d:vh", opts, NULL)) != -1) {
+	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': break;
 		case 'C': ok = set_certs_dir(&conf, optarg); break;
@@ -127,6 +156,9 @@ int main(int argc, char **argv)
 		case OPT_MAX_CLIENTS: ok = set(&conf, "server", "max_clients", optarg); break;
 		case OPT_MAX_PER_ID: ok = set(&conf, "server", "max_per_identity", optarg); break;
 		case OPT_HS_TIMEOUT: ok = set(&conf, "server", "handshake_timeout_ms", optarg); break;
+		case OPT_HS_PER_SOURCE: ok = set(&conf, "server", "max_handshakes_per_source", optarg); break;
+		case OPT_HS_RATE: ok = set(&conf, "server", "handshake_rate_per_source", optarg); break;
+		case OPT_VERIFY_TIMEOUT: ok = set(&conf, "grants", "verify_timeout_ms", optarg); break;
 		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
 		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
 		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;

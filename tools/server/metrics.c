@@ -81,7 +81,8 @@ static void cut_key(char out[static METRICS_KEY_MAX], const char *key)
 
 static bool counters_zero(const struct peer_counters *d)
 {
-	return !(d->connections | d->mac_failures | d->seq_violations | d->qp_errors | d->refused_handshakes);
+	return !(d->connections | d->mac_failures | d->seq_violations | d->qp_errors | d->refused_handshakes |
+		 d->protocol_violations);
 }
 
 void metrics_add(struct metrics *m, const char *key, const struct peer_counters *d)
@@ -110,6 +111,7 @@ void metrics_add(struct metrics *m, const char *key, const struct peer_counters 
 	e->c.seq_violations += d->seq_violations;
 	e->c.qp_errors += d->qp_errors;
 	e->c.refused_handshakes += d->refused_handshakes;
+	e->c.protocol_violations += d->protocol_violations;
 	m->generation++;
 }
 
@@ -248,6 +250,10 @@ static const struct peer_family {
 	  offsetof(struct peer_counters, seq_violations) },
 	{ "rdmasec_server_qp_errors_total", "Queue pairs that went to the error state.",
 	  offsetof(struct peer_counters, qp_errors) },
+	{ "rdmasec_server_protocol_violations_total",
+	  "Connections closed for a completion rdmasec never asks for: a WRITE WITH IMMEDIATE, a SEND_WITH_INV, "
+	  "an oversized frame.",
+	  offsetof(struct peer_counters, protocol_violations) },
 	{ "rdmasec_server_refused_handshakes_total",
 	  "Connections refused before any RDMA resource: failed authentication, max_per_identity, max_clients.",
 	  offsetof(struct peer_counters, refused_handshakes) },
@@ -287,6 +293,17 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		{ "rdmasec_server_accepted_total", "counter", "TCP connections accepted.", n->accepted },
 		{ "rdmasec_server_refused_capacity_total", "counter",
 		  "Connections closed at accept: max_clients reached.", n->refused_capacity },
+		{ "rdmasec_server_refused_source_concurrent_total", "counter",
+		  "Connections closed at accept: max_handshakes_per_source in progress.", n->refused_source_concurrent },
+		{ "rdmasec_server_refused_source_rate_total", "counter",
+		  "Connections closed at accept: handshake_rate_per_source exceeded.", n->refused_source_rate },
+		{ "rdmasec_server_refused_source_table_total", "counter",
+		  "Connections closed at accept: the source table was full or the address unusable.",
+		  n->refused_source_table },
+		{ "rdmasec_server_accept_paused_total", "counter",
+		  "Times accepting paused to keep a file-descriptor reserve.", n->accept_paused },
+		{ "rdmasec_server_log_suppressed_total", "counter",
+		  "Log lines about unauthenticated peers left out by the rate limit (summarised).", n->log_suppressed },
 		{ "rdmasec_server_refused_auth_total", "counter", "Connections that failed TLS authentication.",
 		  n->refused_auth },
 		{ "rdmasec_server_refused_identity_total", "counter",

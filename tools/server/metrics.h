@@ -26,6 +26,7 @@ struct peer_counters {
 	uint64_t connections;        /* connections that got a queue pair, counted when they end */
 	uint64_t mac_failures, seq_violations, qp_errors;
 	uint64_t refused_handshakes; /* failed authentication, over a limit */
+	uint64_t protocol_violations; /* completions rdmasec never asks for (WRITE WITH IMMEDIATE, ...) */
 };
 
 struct metrics;

@@ -3,7 +3,10 @@
  * rdmasec-server's event loop: one thread, one epoll set holding the
  * listener, a signalfd and one fd per connection. No thread per client and
  * no fixed small cap: limits come from the configuration and hold before
- * any RDMA resource is spent (capacity at accept, identity at admission).
+ * any RDMA resource is spent (capacity, per-source handshakes and rate, and
+ * a file-descriptor reserve at accept; identity at admission). No session
+ * waits inside the loop: a request that needs the peer (a VERIFY, credits,
+ * a TLS window) leaves its session waiting while the others are served.
  */
 #include <errno.h>
 #include <signal.h>
@@ -19,14 +22,17 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "admission.h"
 #include "app_proto.h"
+#include "fdlimit.h"
 #include "log.h"
 #include "metrics.h"
+#include "ratelog.h"
 #include "rdmasec.h"
 #include "server.h"
 
 #define TICK_MS 250
-#define VERIFY_WAIT_MS 5000 /* the client's VERIFY (TLS) may trail its WRITE_DONE (RDMA) */
+#define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
 
 struct session {
 	struct server *srv;
@@ -34,6 +40,7 @@ struct session {
 	uint64_t id;
 	bool established;
 	bool admitted;
+	bool admission_held; /* counts as one of its source's handshakes in progress */
 	char peer[256];
 	/* The one buffer this client may reach by RDMA, only through grants. */
 	struct rsec_region *region;
@@ -42,6 +49,9 @@ struct session {
 	uint64_t grant_id, grant_tag, next_tag;
 	bool grant_live;
 	uint8_t grant_op; /* APP_WRITE_REQ or APP_READ_REQ */
+	/* WRITE_DONE came and the client's VERIFY (TLS) has not: it may trail (RDMA). */
+	bool verify_pending;
+	uint64_t verify_deadline_ms;
 	struct session *prev, *next;
 };
 
@@ -59,8 +69,19 @@ struct server {
 	struct server_counters n;
 	struct metrics *metrics;       /* per-peer counters: the stats reply and the metrics file */
 	struct metrics_export metrics_file;
+	struct admission *adm;         /* per-source handshakes before authentication */
+	struct ratelog *rlog;          /* log lines about unauthenticated peers, rate limited */
+	struct fdlimit_gate fdgate;    /* accepting pauses to keep a file-descriptor reserve */
+	uint64_t fd_base;              /* fds open with no session */
 	bool stop;
 };
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static int admit(void *arg, const char *peer)
 {
@@ -89,6 +110,44 @@ static void region_release(struct session *s)
 	s->mem_len = s->data_len = 0;
 }
 
+/* The session's handshake is over (or it ended): its source may start another. */
+static void admission_done(struct session *s)
+{
+	if (!s->admission_held)
+		return;
+	(void)admission_release(s->srv->adm, rsec_conn_peer_addr(s->conn));
+	s->admission_held = false;
+}
+
+static uint64_t fds_in_use(const struct server *srv)
+{
+	return srv->fd_base + (uint64_t)srv->nsessions * FDLIMIT_PER_CONN;
+}
+
+/* When the fd gate flipped: the listener leaves the epoll set (no busy loop at the limit), or returns. */
+static void listener_gate(struct server *srv, bool flipped)
+{
+	if (!flipped)
+		return;
+	int fd = rsec_listener_fd(srv->listener);
+	if (srv->fdgate.paused) {
+		(void)epoll_ctl(srv->epfd, EPOLL_CTL_DEL, fd, NULL);
+		srv->n.accept_paused++;
+		log_event("warn", "accept_paused", "clients=%zu fds=%llu fd_limit=%llu", srv->nsessions,
+			  (unsigned long long)fds_in_use(srv), (unsigned long long)srv->fdgate.soft);
+		return;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &srv->listener };
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		/* Paused again, so the tick retries: accepting must not stop for good. */
+		log_event("error", "accept_resume_failed", "reason=%s", log_q(strerror(errno)));
+		(void)fdlimit_gate_exhausted(&srv->fdgate, fds_in_use(srv), monotonic_ms());
+		return;
+	}
+	log_event("info", "accept_resumed", "clients=%zu fds=%llu", srv->nsessions,
+		  (unsigned long long)fds_in_use(srv));
+}
+
 static void session_end(struct session *s, int rc)
 {
 	struct server *srv = s->srv;
@@ -98,9 +157,11 @@ static void session_end(struct session *s, int rc)
 		srv->n.mac_failures += st.mac_failures;
 		srv->n.seq_violations += st.seq_violations;
 		srv->n.qp_errors += st.qp_errors;
+		srv->n.protocol_violations += st.protocol_violations;
 		per_peer.mac_failures = st.mac_failures;
 		per_peer.seq_violations = st.seq_violations;
 		per_peer.qp_errors = st.qp_errors;
+		per_peer.protocol_violations = st.protocol_violations;
 	}
 	const char *why = rsec_conn_error(s->conn);
 	if (s->established) {
@@ -108,11 +169,11 @@ static void session_end(struct session *s, int rc)
 		srv->n.closed++;
 		log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
 			  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
-			  "seq_violations=%llu qp_errors=%llu",
+			  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu",
 			  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
 			  (unsigned long long)st.msgs_received, (unsigned long long)st.msgs_sent,
 			  (unsigned long long)st.mac_failures, (unsigned long long)st.seq_violations,
-			  (unsigned long long)st.qp_errors);
+			  (unsigned long long)st.qp_errors, (unsigned long long)st.protocol_violations);
 	} else {
 		const char *event = "handshake_failed";
 		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
@@ -126,15 +187,18 @@ static void session_end(struct session *s, int rc)
 		} else {
 			srv->n.handshake_failed++;
 		}
-		log_event("warn", event, "conn=%llu peer=%s code=%s reason=%s qp_created=no",
-			  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
-			  log_q(rsec_strerror(rc)), log_q(why));
+		/* Anyone can make these: counted always, logged at a bounded rate. */
+		if (s->admitted || ratelog_allow(srv->rlog, event, monotonic_ms()))
+			log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
+				  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
+				  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
 	}
 	/* Under the identity; a peer refused before authenticating, under its address. */
 	char key[METRICS_KEY_MAX];
 	metrics_peer_key(key, rsec_conn_peer(s->conn), rsec_conn_peer_addr(s->conn));
 	metrics_add(srv->metrics, key, &per_peer);
 	region_release(s);
+	admission_done(s);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -144,6 +208,16 @@ static void session_end(struct session *s, int rc)
 	srv->nsessions--;
 	rsec_conn_free(s->conn); /* closes its fd, which leaves the epoll set */
 	free(s);
+	listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
+}
+
+/*
+ * Replies never wait: what credits do not let out now waits in the library,
+ * and the session takes no new request until it has left (session_busy).
+ */
+static int send_now(struct session *s, const uint8_t *buf, size_t len)
+{
+	return rsec_send(s->conn, buf, len, 0);
 }
 
 static int reply(struct session *s, const struct app_msg *m)
@@ -152,7 +226,7 @@ static int reply(struct session *s, const struct app_msg *m)
 	size_t n = app_encode(m, buf, sizeof(buf));
 	if (n == 0)
 		return RSEC_E_INVAL;
-	return rsec_send(s->conn, buf, n, 5000);
+	return send_now(s, buf, n);
 }
 
 static int reply_error(struct session *s, const char *text)
@@ -206,13 +280,21 @@ static bool grant_matches(const struct session *s, const struct app_msg *m, uint
 	return s->grant_live && s->grant_op == op && m->tag == s->grant_tag;
 }
 
-/* The library revokes the grant, then checks the client's MAC of what it wrote. */
-static int on_write_done(struct session *s, const struct app_msg *m)
+/*
+ * The library revokes the grant, then checks the client's MAC of what it
+ * wrote. Until the client's VERIFY arrives (or verify_timeout_ms passes) the
+ * session waits; the server does not.
+ */
+static int resume_verify(struct session *s)
 {
-	if (!grant_matches(s, m, APP_WRITE_REQ))
-		return reply_error(s, "no such grant");
 	uint64_t off, len;
-	int rc = rsec_grant_verify(s->conn, s->grant_id, &off, &len, VERIFY_WAIT_MS);
+	int rc = rsec_grant_verify(s->conn, s->grant_id, &off, &len, 0);
+	if (rc == RSEC_E_AGAIN) {
+		if (monotonic_ms() < s->verify_deadline_ms)
+			return 0;
+		rc = RSEC_E_TIMEOUT;
+	}
+	s->verify_pending = false;
 	s->grant_live = rc == RSEC_E_TIMEOUT; /* without a claim the grant stays until its ttl */
 	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT || (rc == 0 && (off || len != s->mem_len))) {
 		s->srv->n.verify_failed++;
@@ -230,6 +312,15 @@ static int on_write_done(struct session *s, const struct app_msg *m)
 	struct app_msg r = { .op = APP_WRITE_RESULT, .len = s->data_len };
 	sha256(s->mem, s->data_len, r.sha256);
 	return reply(s, &r);
+}
+
+static int on_write_done(struct session *s, const struct app_msg *m)
+{
+	if (!grant_matches(s, m, APP_WRITE_REQ))
+		return reply_error(s, "no such grant");
+	s->verify_pending = true;
+	s->verify_deadline_ms = monotonic_ms() + s->srv->conf->verify_timeout_ms;
+	return resume_verify(s);
 }
 
 static int on_read_req(struct session *s)
@@ -272,6 +363,7 @@ static int on_stats_req(struct session *s)
 		c.mac_failures += st.mac_failures;
 		c.seq_violations += st.seq_violations;
 		c.qp_errors += st.qp_errors;
+		c.protocol_violations += st.protocol_violations;
 	}
 	struct app_msg r = { .op = APP_STATS_REPLY };
 	r.stats = (struct app_stats){ c.connections, c.mac_failures, c.seq_violations, c.qp_errors,
@@ -285,7 +377,7 @@ static int on_stats_req(struct session *s)
 	size_t len = app_encode(&r, buf, sizeof(buf));
 	if (len == 0)
 		return RSEC_E_INVAL;
-	return rsec_send(s->conn, buf, len, 5000);
+	return send_now(s, buf, len);
 }
 
 static int on_message(struct session *s, uint8_t *buf, size_t len)
@@ -302,7 +394,7 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 	switch (m.op) {
 	case APP_ECHO:
 		buf[0] = APP_ECHO_REPLY; /* the reply is the request with its opcode changed */
-		return rsec_send(s->conn, buf, len, 10000);
+		return send_now(s, buf, len);
 	case APP_WRITE_REQ:
 		return on_write_req(s, &m);
 	case APP_WRITE_DONE:
@@ -325,6 +417,8 @@ static bool session_step(struct session *s)
 	srv->current = s;
 	int rc = rsec_conn_process(s->conn);
 	srv->current = NULL;
+	if (rc != RSEC_E_AGAIN)
+		admission_done(s);
 	if (rc == RSEC_E_AGAIN)
 		return true;
 	/* A connection may come up and fail in one step (its fresh QP attacked): it still had a QP. */
@@ -337,11 +431,14 @@ static bool session_step(struct session *s)
 		log_event("info", "established", "conn=%llu peer=%s clients=%zu grants=%s", (unsigned long long)s->id,
 			  log_q(s->peer), srv->nsessions, grants ? grants : "none");
 	}
+	if (rc == 0 && s->verify_pending)
+		rc = resume_verify(s);
 	if (rc < 0) {
 		session_end(s, rc);
 		return false;
 	}
-	for (;;) {
+	/* One request at a time: the next waits in the library until this one is answered. */
+	while (!s->verify_pending && rsec_send_queued(s->conn) == 0) {
 		size_t len;
 		rc = rsec_recv(s->conn, srv->msg, srv->msg_cap, &len, 0);
 		if (rc == RSEC_E_AGAIN)
@@ -353,49 +450,111 @@ static bool session_step(struct session *s)
 			return false;
 		}
 	}
+	return true;
+}
+
+/* Closed at accept, before TLS and any RDMA resource: counted per address, logged at a bounded rate. */
+static void refuse_at_accept(struct server *srv, struct rsec_conn *conn, const char *why)
+{
+	char key[METRICS_KEY_MAX];
+	metrics_peer_key(key, NULL, rsec_conn_peer_addr(conn));
+	metrics_add(srv->metrics, key, &(struct peer_counters){ .refused_handshakes = 1 });
+	if (ratelog_allow(srv->rlog, "refused", monotonic_ms()))
+		log_event("warn", "refused", "addr=%s reason=%s clients=%zu qp_created=no",
+			  log_q(rsec_conn_peer_addr(conn)), log_q(why), srv->nsessions);
+	(void)rsec_conn_close(conn, why); /* the reason goes to the audit log */
+	rsec_conn_free(conn);
+}
+
+/* Capacity, then the source's handshakes in progress and rate: NULL admits. */
+static const char *accept_verdict(struct server *srv, struct rsec_conn *conn)
+{
+	if (srv->nsessions >= srv->conf->max_clients) {
+		srv->n.refused_capacity++;
+		return "max_clients reached";
+	}
+	const char *why = NULL;
+	switch (admission_try(srv->adm, rsec_conn_peer_addr(conn), monotonic_ms(), &why)) {
+	case ADMISSION_ADMIT:
+		return NULL;
+	case ADMISSION_REFUSE_CONCURRENT:
+		srv->n.refused_source_concurrent++;
+		return why;
+	case ADMISSION_REFUSE_RATE:
+		srv->n.refused_source_rate++;
+		return why;
+	default:
+		srv->n.refused_source_table++;
+		return why;
+	}
+}
+
+static struct session *session_new(struct server *srv, struct rsec_conn *conn)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+	if (!s || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(conn), &ev) < 0) {
+		log_event("warn", "accept_failed", "reason=%s", log_q(s ? strerror(errno) : "out of memory"));
+		free(s);
+		return NULL;
+	}
+	s->srv = srv;
+	s->conn = conn;
+	s->admission_held = true;
+	s->id = ++srv->next_id;
+	s->next = srv->sessions;
+	if (s->next)
+		s->next->prev = s;
+	srv->sessions = s;
+	srv->nsessions++;
+	return s;
+}
+
+/* accept(2): network errors of the pending connection, to be treated like EAGAIN and retried. */
+static bool accept_error_transient(int err)
+{
+	switch (err) {
+	case ENETDOWN: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
+	case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH: case EPERM:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static void accept_all(struct server *srv)
 {
-	for (;;) {
+	while (!srv->fdgate.paused) {
 		struct rsec_conn *conn;
 		int rc = rsec_accept(srv->listener, &conn);
 		if (rc == RSEC_E_AGAIN)
 			return;
 		if (rc < 0) {
-			log_event("warn", "accept_failed", "code=%s", log_q(rsec_strerror(rc)));
+			int err = errno;
+			if (ratelog_allow(srv->rlog, "accept_failed", monotonic_ms()))
+				log_event("warn", "accept_failed", "code=%s reason=%s", log_q(rsec_strerror(rc)),
+					  log_q(strerror(err)));
+			if (rc == RSEC_E_IO && accept_error_transient(err))
+				continue; /* that connection's own trouble */
+			/* Out of fds, memory or buffers: pause rather than spin on a readable listener. */
+			listener_gate(srv, fdlimit_gate_exhausted(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
 			return;
 		}
 		srv->n.accepted++;
-		if (srv->nsessions >= srv->conf->max_clients) {
-			/* Before TLS, before any RDMA resource. */
-			srv->n.refused_capacity++;
-			char key[METRICS_KEY_MAX];
-			metrics_peer_key(key, NULL, rsec_conn_peer_addr(conn));
-			metrics_add(srv->metrics, key, &(struct peer_counters){ .refused_handshakes = 1 });
-			log_event("warn", "refused", "reason=\"max_clients reached\" clients=%zu qp_created=no",
-				  srv->nsessions);
-			(void)rsec_conn_close(conn, "max_clients reached"); /* the reason goes to the audit log */
+		const char *why = accept_verdict(srv, conn);
+		if (why) {
+			refuse_at_accept(srv, conn, why);
+			continue;
+		}
+		struct session *s = session_new(srv, conn);
+		if (!s) {
+			(void)admission_release(srv->adm, rsec_conn_peer_addr(conn));
 			rsec_conn_free(conn);
 			continue;
 		}
-		struct session *s = calloc(1, sizeof(*s));
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
-		if (!s || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(conn), &ev) < 0) {
-			log_event("warn", "accept_failed", "reason=%s", log_q(s ? strerror(errno) : "out of memory"));
-			free(s);
-			rsec_conn_free(conn);
-			continue;
-		}
-		s->srv = srv;
-		s->conn = conn;
-		s->id = ++srv->next_id;
-		s->next = srv->sessions;
-		if (s->next)
-			s->next->prev = s;
-		srv->sessions = s;
-		srv->nsessions++;
-		log_event("debug", "accepted", "conn=%llu", (unsigned long long)s->id);
+		log_event("debug", "accepted", "conn=%llu addr=%s", (unsigned long long)s->id,
+			  log_q(rsec_conn_peer_addr(conn)));
+		listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
 		(void)session_step(s);
 	}
 }
@@ -405,24 +564,24 @@ static void log_counters(const struct server *srv)
 	const struct server_counters *n = &srv->n;
 	log_event("info", "counters",
 		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
+		  "refused_source_concurrent=%llu refused_source_rate=%llu refused_source_table=%llu "
+		  "accept_paused=%llu log_suppressed=%llu "
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
+		  "protocol_violations=%llu "
 		  "audit_errors=%llu",
 		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
+		  (unsigned long long)n->refused_source_concurrent, (unsigned long long)n->refused_source_rate,
+		  (unsigned long long)n->refused_source_table, (unsigned long long)n->accept_paused,
+		  (unsigned long long)n->log_suppressed,
 		  (unsigned long long)n->refused_auth, (unsigned long long)n->refused_identity,
 		  (unsigned long long)n->handshake_failed, (unsigned long long)n->closed,
 		  (unsigned long long)n->messages, (unsigned long long)n->rdma_writes,
 		  (unsigned long long)n->rdma_reads, (unsigned long long)n->mac_failures,
 		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors,
+		  (unsigned long long)n->protocol_violations,
 		  (unsigned long long)n->audit_errors);
-}
-
-static uint64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Rewrites the metrics file (if any) when due, or now; logs when writing starts failing and recovers. */
@@ -467,6 +626,10 @@ static void check_audit(struct server *srv)
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
+	uint64_t now = monotonic_ms();
+	ratelog_tick(srv->rlog, now);
+	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
+	listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), now));
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
@@ -478,8 +641,14 @@ static void tick_all(struct server *srv)
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 {
 	char err[256] = "";
+	uint64_t fd_soft, fd_hard;
+	(void)fdlimit_raise(&fd_soft, &fd_hard); /* logs both limits, and a failure to raise */
+	struct admission_limits limits;
+	admission_limits_from_conf(&limits, conf);
+	srv->adm = admission_new(&limits);
+	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
 	srv->metrics = metrics_new(METRICS_MAX_PEERS);
-	if (!srv->metrics) {
+	if (!srv->metrics || !srv->adm || !srv->rlog) {
 		fprintf(stderr, "rdmasec-server: out of memory\n");
 		return RSEC_E_NOMEM;
 	}
@@ -545,6 +714,13 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
+	srv->fd_base = (uint64_t)(fdlimit_count_open() > 0 ? fdlimit_count_open() : 0);
+	uint64_t reserve = fdlimit_reserve(conf->qp_pool, rsec_ctx_device(srv->ctx) ? 0 : DEVICES_BY_ADDRESS);
+	fdlimit_gate_init(&srv->fdgate, fd_soft, reserve);
+	uint64_t room = fdlimit_capacity(fd_soft, srv->fd_base, reserve);
+	if (room < conf->max_clients)
+		log_event("warn", "fd_limit_low", "max_clients=%u fit=%llu fd_limit=%llu", conf->max_clients,
+			  (unsigned long long)room, (unsigned long long)fd_soft);
 	/* A metrics file that cannot be written is a set-up error, not a warning nobody reads. */
 	char merr[512] = "";
 	if (metrics_export_tick(&srv->metrics_file, srv->metrics, &srv->n, 0, monotonic_ms(), true, merr,
@@ -591,9 +767,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 				}
 			}
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		uint64_t now = monotonic_ms();
 		if (now - last_tick >= TICK_MS) {
 			/* Deadlines, keepalives and grant expiry need time to pass, not events. */
 			tick_all(&srv);
@@ -607,10 +781,14 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		session_end(s, RSEC_E_CLOSED);
 	}
 	check_audit(&srv);
+	ratelog_flush(srv.rlog, monotonic_ms());
+	srv.n.log_suppressed = ratelog_suppressed_total(srv.rlog);
 	log_counters(&srv);
 	(void)metrics_flush(&srv, true);
 	status = 0;
 out:
+	ratelog_free(srv.rlog);
+	admission_free(srv.adm);
 	metrics_free(srv.metrics);
 	rsec_listener_free(srv.listener);
 	rsec_ctx_free(srv.ctx);

@@ -10,6 +10,11 @@
 struct server_counters {
 	uint64_t accepted;          /* TCP connections taken */
 	uint64_t refused_capacity;  /* closed at accept: max_clients reached (no TLS, no RDMA) */
+	uint64_t refused_source_concurrent; /* closed at accept: max_handshakes_per_source reached */
+	uint64_t refused_source_rate;       /* closed at accept: handshake_rate_per_source exceeded */
+	uint64_t refused_source_table;      /* closed at accept: source table full, or no usable address */
+	uint64_t accept_paused;     /* times accepting paused to keep the fd reserve (or after EMFILE/ENFILE) */
+	uint64_t log_suppressed;    /* pre-authentication log lines left out (counted in event=suppressed) */
 	uint64_t refused_auth;      /* failed TLS authentication (no RDMA) */
 	uint64_t refused_identity;  /* authenticated but over max_per_identity (no RDMA) */
 	uint64_t handshake_failed;  /* other set-up failures, timeouts included */
@@ -18,6 +23,7 @@ struct server_counters {
 	uint64_t messages, rdma_writes, rdma_reads;
 	uint64_t verify_failed;     /* verified writes whose data MAC did not match (or never came) */
 	uint64_t mac_failures, seq_violations, qp_errors;
+	uint64_t protocol_violations; /* peers closed for completions rdmasec never asks for */
 	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
 };
 

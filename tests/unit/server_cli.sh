@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# rdmasec-server's command line, without a device: the configuration file is
+# read however getopt spells its option (each spelling once made the server
+# ignore it), flags are checked, --help works. Needs no RDMA device: every
+# case fails or exits before the context is created.
+set -u
+server=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+printf '[server]\nlisten = 127.0.0.1:7999\nmax_clients = 0\n' >"$work/bad.ini"
+for spelling in "--config=$work/bad.ini" "-f$work/bad.ini" "-f $work/bad.ini" "--config $work/bad.ini"; do
+	# shellcheck disable=SC2086 # the spelling splits into words on purpose
+	"$server" $spelling >"$work/out" 2>&1 && fail "$spelling: accepted a bad configuration"
+	grep -q "bad.ini: line 3: max_clients: '0' is not in 1..65536" "$work/out" ||
+		fail "$spelling: the file was not read: $(cat "$work/out")"
+done
+"$server" --max-handshakes-per-source 0 >"$work/out" 2>&1 && fail "--max-handshakes-per-source 0 accepted"
+grep -q "max_handshakes_per_source" "$work/out" || fail "no reason for a bad flag: $(cat "$work/out")"
+"$server" --verify-timeout 10 >"$work/out" 2>&1 && fail "--verify-timeout 10 accepted"
+"$server" --no-such-flag >"$work/out" 2>&1 && fail "an unknown flag was accepted"
+"$server" --help >"$work/out" 2>&1 || fail "--help failed"
+grep -q -- "--handshake-rate" "$work/out" || fail "--help lacks --handshake-rate"
+echo "server_cli: ok"
