@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hostile_client: an authenticated client that breaks the rules, for
+ * tests/fabric/hostile_peer.sh and hostile_flood.sh (run in the guest).
+ *
+ * It links the library's internals so that it may post any work request on
+ * its own QP, or drive the data path without the control channel: what a
+ * peer with its own copy of the code could do. One mode per run, from the
+ * table at the bottom; each prints "RESULT name=value" lines the scripts
+ * assert on. The server's side of each story is in its log.
+ *
+ *   hostile_client [-i IDENTITY] MODE PKI_DIR SERVER_IP SOURCE_IP [ARGS]
+ *
+ * IDENTITY names PKI_DIR's IDENTITY.pem/.key (default "client"); each attack
+ * gets its own, so the server's log lines tell them apart.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "app_proto.h"
+#include "conn.h"
+#include "rdmasec.h"
+
+#define PORT 7471
+/* TLS in the emulated guest is slow, and slower still under a flood. */
+#define TIMEOUT_MS 60000
+/* How long an attacker waits for the server to close it. */
+#define CLOSE_WAIT_MS 30000
+#define REPLY_WAIT_MS 15000 /* no-read: the server closes the connection, or stops answering */
+#define ECHO_MAX (256u << 10)
+#define GAP_REPORT_MS 1000 /* the good client reports every pause this long */
+#define PACE_US 20000      /* between its round trips: the guest has two emulated cores */
+#define WHY_MAX 512
+#define FIRST_ERR_MAX (WHY_MAX + 64)
+
+struct opts {
+	const char *pki, *server, *source, *identity;
+	int argc; /* the mode's own arguments */
+	char **argv;
+};
+
+/* SIGTERM/SIGINT: stop holding (or looping) and report. */
+static volatile sig_atomic_t stop_requested;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "hostile_client: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+static void result(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void result(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("RESULT %s=", name);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Wall-clock seconds, so the scripts can line our events up with theirs. */
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int arg_int(const struct opts *o, int i, long min, long max)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(o->argv[i], &end, 10);
+	if (errno || end == o->argv[i] || *end || v < min || v > max)
+		die("argument '%s' must be a number in %ld..%ld", o->argv[i], min, max);
+	return (int)v;
+}
+
+/* An RSEC_E_* code and the connection's own reason, for RESULT lines. */
+static const char *why(int rc, const struct rsec_conn *c)
+{
+	static char buf[WHY_MAX];
+	const char *e = rsec_conn_error(c);
+	snprintf(buf, sizeof(buf), "%s%s%s", rsec_strerror(rc), e[0] ? ": " : "", e);
+	return buf;
+}
+
+/* slot_size and recv_slots 0: the library's defaults. */
+static struct rsec_ctx *ctx_new(const struct opts *o, uint32_t slot_size, uint32_t recv_slots)
+{
+	char ca[512], cert[512], key[512], err[256] = "";
+	snprintf(ca, sizeof(ca), "%s/ca.pem", o->pki);
+	snprintf(cert, sizeof(cert), "%s/%s.pem", o->pki, o->identity);
+	snprintf(key, sizeof(key), "%s/%s.key", o->pki, o->identity);
+	struct rsec_ctx_attr attr = {
+		.local_addr = o->source, .ca_file = ca, .cert_file = cert, .key_file = key,
+		.handshake_timeout_ms = TIMEOUT_MS, .slot_size = slot_size, .recv_slots = recv_slots,
+	};
+	struct rsec_ctx *ctx;
+	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
+	if (rc < 0)
+		die("context for %s: %s (%s)", o->identity, err, rsec_strerror(rc));
+	return ctx;
+}
+
+/* On failure *c still holds the connection, with its reason. */
+static int conn_open(struct rsec_ctx *ctx, const struct opts *o, struct rsec_conn **c)
+{
+	return rsec_connect(ctx, o->server, PORT, NULL, TIMEOUT_MS, c);
+}
+
+static struct rsec_conn *conn_open_or_die(struct rsec_ctx *ctx, const struct opts *o)
+{
+	struct rsec_conn *c;
+	int rc = conn_open(ctx, o, &c);
+	if (rc < 0)
+		die("connect: %s", why(rc, c));
+	return c;
+}
+
+static int send_app(struct rsec_conn *c, const struct app_msg *m)
+{
+	uint8_t buf[APP_MSG_FIXED_MAX];
+	size_t n = app_encode(m, buf, sizeof(buf));
+	return n ? rsec_send(c, buf, n, TIMEOUT_MS) : RSEC_E_INVAL;
+}
+
+/* The next reply; one that does not decode is RSEC_E_PROTO. */
+static int recv_app(struct rsec_conn *c, struct app_msg *m, int timeout_ms)
+{
+	static uint8_t buf[ECHO_MAX + 1];
+	size_t len;
+	const char *bad;
+	int rc = rsec_recv(c, buf, sizeof(buf), &len, timeout_ms);
+	if (rc < 0)
+		return rc;
+	return app_decode(buf, len, m, &bad) ? 0 : RSEC_E_PROTO;
+}
+
+/* One echo of len bytes; the reply must carry the same bytes back. */
+static int echo(struct rsec_conn *c, size_t len, int timeout_ms)
+{
+	static uint8_t req[ECHO_MAX + 1], rep[ECHO_MAX + 1];
+	static uint32_t seed = 1;
+	if (len > ECHO_MAX)
+		return RSEC_E_RANGE;
+	req[0] = APP_ECHO;
+	for (size_t i = 1; i <= len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		req[i] = (uint8_t)(seed >> 16);
+	}
+	size_t got;
+	int rc = rsec_send(c, req, len + 1, timeout_ms);
+	if (rc == 0)
+		rc = rsec_recv(c, rep, sizeof(rep), &got, timeout_ms);
+	if (rc < 0)
+		return rc;
+	return got == len + 1 && rep[0] == APP_ECHO_REPLY && memcmp(rep + 1, req + 1, len) == 0 ? 0 : RSEC_E_PROTO;
+}
+
+/* A WRITE grant of len bytes at the server, or die: the attacks need one. */
+static struct rsec_remote_grant write_grant(struct rsec_conn *c, uint64_t len, uint64_t *tag)
+{
+	struct app_msg m = { .op = APP_WRITE_REQ, .len = len };
+	int rc = send_app(c, &m);
+	if (rc == 0)
+		rc = recv_app(c, &m, TIMEOUT_MS);
+	if (rc < 0)
+		die("write request: %s", why(rc, c));
+	if (m.op != APP_WRITE_GRANTED)
+		die("no write grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
+	struct rsec_remote_grant g;
+	rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS);
+	if (rc < 0)
+		die("grant_wait: %s", why(rc, c));
+	*tag = m.tag;
+	return g;
+}
+
+/* A buffer of len bytes of fill, registered on our own PD for hand-made WRs. */
+static struct ibv_mr *local_buf(struct rsec_conn *c, size_t len, uint8_t fill)
+{
+	uint8_t *p = malloc(len);
+	if (!p)
+		die("out of memory");
+	memset(p, fill, len);
+	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	return mr;
+}
+
+#define HOSTILE_WR_ID UINT64_C(0x686f7374696c65) /* "hostile": no kind the library uses */
+
+/*
+ * Straight onto our QP, past the library, and reaped here: the requester's
+ * completion says whether the server's side took the WR (the library never
+ * sees it; nothing of its own is outstanding at this point).
+ */
+static void post_raw(struct rsec_conn *c, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad;
+	wr->wr_id = HOSTILE_WR_ID;
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	int err = ibv_post_send(c->qp.qp, wr, &bad);
+	if (err)
+		die("cannot post %s: %s", what, strerror(err));
+	uint64_t deadline = now_ms() + 10000;
+	struct ibv_wc wc;
+	while (now_ms() < deadline) {
+		int n = ibv_poll_cq(c->qp.send_cq, 1, &wc);
+		if (n < 0)
+			die("ibv_poll_cq failed");
+		if (n == 1 && wc.wr_id == HOSTILE_WR_ID) {
+			result("posted", "%s: %s", what, ibv_wc_status_str(wc.status));
+			return;
+		}
+		if (n == 0)
+			usleep(1000);
+	}
+	result("posted", "%s: no completion in 10 s", what);
+}
+
+/*
+ * Run the connection until it closes (0 if it did not within timeout_ms),
+ * keeping the text of any APP_ERROR the server sent meanwhile.
+ */
+static int wait_closed(struct rsec_conn *c, int timeout_ms, char *app_error, size_t cap)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		uint64_t now = now_ms();
+		if (now >= deadline)
+			return 0;
+		struct app_msg m;
+		int rc = recv_app(c, &m, (int)(deadline - now));
+		if (rc == RSEC_E_TIMEOUT)
+			return 0;
+		if (rc == 0 && m.op == APP_ERROR && app_error)
+			snprintf(app_error, cap, "%s", m.text);
+		if (rc < 0 && rc != RSEC_E_PROTO)
+			return rc;
+	}
+}
+
+/* NAME=closed (code) after N ms, or still open; NAME-reason=the connection's reason. */
+static int report_close(const char *name, struct rsec_conn *c, uint64_t since)
+{
+	char app_error[APP_ERROR_TEXT_MAX + 1] = "";
+	char key[64];
+	int rc = wait_closed(c, CLOSE_WAIT_MS, app_error, sizeof(app_error));
+	if (rc == 0)
+		result(name, "still open after %d ms", CLOSE_WAIT_MS);
+	else
+		result(name, "closed (%s) after %llu ms", rsec_strerror(rc), (unsigned long long)(now_ms() - since));
+	snprintf(key, sizeof(key), "%s-reason", name);
+	result(key, "%s", rsec_conn_error(c));
+	if (app_error[0]) {
+		snprintf(key, sizeof(key), "%s-app-error", name);
+		result(key, "%s", app_error);
+	}
+	return 0;
+}
+
+/* Keep c alive (keepalives answered) until seconds pass or a stop signal; 0 or why it failed. */
+static int hold(struct rsec_conn *c, int seconds)
+{
+	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
+	while (!stop_requested && now_ms() < deadline) {
+		int rc = rsec_conn_process(c);
+		if (rc < 0)
+			return rc;
+		usleep(200000);
+	}
+	return 0;
+}
+
+/* ---- good: the well-behaved client that must not notice the attacks ---- */
+
+static int mode_good(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 86400);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c;
+	int rc = conn_open(ctx, o, &c);
+	if (rc < 0) {
+		result("good-failed", "connect: %s", why(rc, c));
+		return 1;
+	}
+	result("good-connected", "yes");
+	uint64_t start = now_ms(), last = start, max_gap = 0;
+	unsigned long rounds = 0;
+	while (!stop_requested && now_ms() - start < (uint64_t)seconds * 1000u) {
+		/* Small ones, and ones the server's 4 KiB slots must take in fragments. */
+		rc = echo(c, rounds % 2 ? 6000 : 32, TIMEOUT_MS);
+		if (rc < 0)
+			break;
+		uint64_t now = now_ms(), gap = now - last;
+		last = now;
+		rounds++;
+		if (gap > max_gap)
+			max_gap = gap;
+		if (gap >= GAP_REPORT_MS)
+			printf("good: %llu ms without a round trip, until %.3f\n", (unsigned long long)gap, wall_s());
+		usleep(PACE_US);
+	}
+	result("good-rounds", "%lu", rounds);
+	result("good-max-gap-ms", "%llu", (unsigned long long)max_gap);
+	result("good-failed", "%s", rc < 0 ? why(rc, c) : "none");
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return rc < 0;
+}
+
+/* ---- attacks on the data path, by hand-made work requests ---- */
+
+/*
+ * RDMA WRITE WITH IMMEDIATE of BYTES through our own WRITE grant: the data
+ * goes where the grant says, and the immediate consumes one of the server's
+ * receive buffers with byte_len = the whole write. The old code wiped
+ * byte_len bytes from that buffer on: with OpenSSL's assembly cleanse, which
+ * AddressSanitizer cannot see, so only a length that runs off the heap (16
+ * MiB) makes the damage show as a crash.
+ */
+static int mode_write_imm(const struct opts *o)
+{
+	size_t len = (size_t)arg_int(o, 0, 1, 1 << 30);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	uint64_t tag;
+	struct rsec_remote_grant g = write_grant(c, len, &tag);
+	struct ibv_mr *mr = local_buf(c, len, 'I');
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = (uint32_t)len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.imm_data = htonl(0x1badcafe),
+		.wr.rdma = { .remote_addr = g.addr, .rkey = g.rkey },
+	};
+	uint64_t t0 = now_ms();
+	post_raw(c, &wr, "RDMA_WRITE_WITH_IMM");
+	report_close("write-imm", c, t0);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/* SEND_WITH_INV naming our own live grant's key, with a frame-sized payload. */
+static int mode_send_inv(const struct opts *o)
+{
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	uint64_t tag;
+	struct rsec_remote_grant g = write_grant(c, 4096, &tag);
+	struct ibv_mr *mr = local_buf(c, 64, 0x5e);
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 64, .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.opcode = IBV_WR_SEND_WITH_INV, .sg_list = &sge, .num_sge = 1, .invalidate_rkey = g.rkey,
+	};
+	uint64_t t0 = now_ms();
+	post_raw(c, &wr, "SEND_WITH_INV");
+	report_close("send-inv", c, t0);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/* A plain SEND of LEN bytes, more than the server's receive buffers hold. */
+static int mode_oversize(const struct opts *o)
+{
+	size_t len = (size_t)arg_int(o, 0, 1, 1 << 30);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	struct ibv_mr *mr = local_buf(c, len, 0x0f);
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = (uint32_t)len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 };
+	uint64_t t0 = now_ms();
+	post_raw(c, &wr, "oversized SEND");
+	report_close("oversize", c, t0);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- attacks on flow control and resources, by what we announce ---- */
+
+/*
+ * One receive buffer announced: the server's last credit is reserved for
+ * returning credits, so it could never send us a reply. The public
+ * attributes refuse 1; the context's field does not.
+ */
+static int mode_recv_slots_1(const struct opts *o)
+{
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	ctx->recv_slots = 1;
+	struct rsec_conn *c;
+	int rc = conn_open(ctx, o, &c);
+	if (rc < 0) {
+		result("recv-slots-1", "refused at set-up");
+		result("recv-slots-1-reason", "%s", why(rc, c));
+	} else {
+		result("recv-slots-1", "connected");
+		uint64_t t0 = now_ms();
+		rc = echo(c, 32, 30000);
+		result("recv-slots-1-echo", "%s after %llu ms", rc ? why(rc, c) : "succeeded",
+		       (unsigned long long)(now_ms() - t0));
+	}
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/*
+ * 1 MiB receive buffers announced: the server sends into them, so it must
+ * not pin a 16 x 1 MiB send ring for us. Held open right after set-up (the
+ * ring exists from then on) while the script reads the server's VmRSS; then
+ * replies big enough to need the large frames.
+ */
+static int mode_huge_ring(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 0, 3600);
+	struct rsec_ctx *ctx = ctx_new(o, 1u << 20, 16);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	int rc = echo(c, 32, TIMEOUT_MS);
+	result("huge-ring-connected", "%s", rc ? why(rc, c) : "yes");
+	if (rc == 0)
+		rc = hold(c, seconds);
+	for (int i = 0; i < 2 && rc == 0; i++)
+		rc = echo(c, 200000, TIMEOUT_MS);
+	result("huge-ring-echo", "%s", rc ? why(rc, c) : "succeeded");
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- attacks on the server's waiting ---- */
+
+/* A write, WRITE_DONE, and never the VERIFY the server waits for. */
+static int mode_no_verify(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 3600);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	uint64_t tag;
+	struct rsec_remote_grant g = write_grant(c, 4096, &tag);
+	static uint8_t data[4096];
+	memset(data, 'n', sizeof(data));
+	int rc = rsec_write(c, &g, 0, data, sizeof(data), TIMEOUT_MS);
+	if (rc < 0)
+		die("write: %s", why(rc, c));
+	struct app_msg m = { .op = APP_WRITE_DONE, .tag = tag };
+	rc = send_app(c, &m);
+	uint64_t t0 = now_ms();
+	result("no-verify-sent", "WRITE_DONE at %.3f", wall_s());
+	if (rc == 0)
+		rc = recv_app(c, &m, seconds * 1000);
+	result("no-verify-reply", "%s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+	result("no-verify-after-ms", "%llu", (unsigned long long)(now_ms() - t0));
+	if (rc == 0) {
+		rc = echo(c, 32, TIMEOUT_MS);
+		result("no-verify-echo-after", "%s", rc ? why(rc, c) : "succeeded");
+	}
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/*
+ * The data path without the control channel: rsec_recv and anything else
+ * that runs the connection would read TLS, so these reap the RDMA side by
+ * hand (rsec_data_poll: completions, reposts, credits) and take reassembled
+ * messages straight from the connection.
+ */
+static bool rdma_can_send(const struct rsec_conn *c)
+{
+	return c->sends_inflight < c->send_slots && c->credits > 1; /* data.c's rule for a data frame */
+}
+
+static int rdma_poll(struct rsec_conn *c, int wait_ms)
+{
+	struct pollfd p = { .fd = c->qp.chan->fd, .events = POLLIN };
+	int rc = rsec_data_poll(c);
+	if (rc < 0)
+		return rc;
+	(void)poll(&p, 1, wait_ms);
+	return rsec_data_poll(c);
+}
+
+static bool rdma_take(struct rsec_conn *c, struct app_msg *m)
+{
+	const char *bad;
+	if (!c->rx_complete)
+		return false;
+	if (!app_decode(c->rx_msg, c->rx_len, m, &bad))
+		m->op = 0;
+	m->payload = NULL; /* it pointed into rx_msg */
+	OPENSSL_cleanse(c->rx_msg, c->rx_len);
+	c->rx_len = 0;
+	c->rx_complete = false;
+	return true;
+}
+
+/* Send m and wait for the reply, over RDMA only. */
+static int rdma_request(struct rsec_conn *c, struct app_msg *m, int timeout_ms)
+{
+	uint8_t buf[APP_MSG_FIXED_MAX];
+	size_t n = app_encode(m, buf, sizeof(buf));
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int rc = 0;
+	while (rc == 0 && !rdma_can_send(c) && now_ms() < deadline)
+		rc = rdma_poll(c, 50);
+	if (rc == 0 && !rdma_can_send(c))
+		return RSEC_E_TIMEOUT;
+	if (rc == 0)
+		rc = rsec_send(c, buf, n, 0); /* with credits in hand it only posts */
+	while (rc == 0 && !rdma_take(c, m)) {
+		if (now_ms() >= deadline)
+			return RSEC_E_TIMEOUT;
+		rc = rdma_poll(c, 50);
+	}
+	return rc;
+}
+
+/*
+ * Never read the control channel, and make the server write to it: every
+ * WRITE_REQ (answered over RDMA) costs it a GRANT, and the REVOKE of the
+ * previous grant, over TLS. The script shrinks the guest's TCP buffers.
+ */
+static int mode_no_read(const struct opts *o)
+{
+	int count = arg_int(o, 0, 1, 1000000);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	int small = 1; /* the kernel's minimum */
+	if (setsockopt(c->sock, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0)
+		die("SO_RCVBUF: %s", strerror(errno));
+	uint64_t t0 = now_ms();
+	int sent = 0, granted = 0, rc = 0;
+	const char *stop = "all requests answered";
+	for (; sent < count; sent++) {
+		struct app_msg m = { .op = APP_WRITE_REQ, .len = 4096 };
+		rc = rdma_request(c, &m, REPLY_WAIT_MS);
+		if (rc < 0)
+			break;
+		if (m.op != APP_WRITE_GRANTED) {
+			stop = m.op == APP_ERROR ? "the server answered with an error" : "unexpected reply";
+			sent++;
+			break;
+		}
+		granted++;
+	}
+	if (rc == RSEC_E_TIMEOUT)
+		stop = "no reply for 15 s";
+	else if (rc < 0)
+		stop = why(rc, c);
+	result("no-read-requests", "%d", sent);
+	result("no-read-granted", "%d", granted);
+	result("no-read-stop", "%s after %llu ms", stop, (unsigned long long)(now_ms() - t0));
+	/* Now read: whatever the server queued, then how it ended. */
+	report_close("no-read", c, t0);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/*
+ * A client-side guarantee: an RDMA READ that times out must leave the
+ * buffer alone afterwards. 16 MiB written (verified), read back with a 1 ms
+ * deadline, then the buffer is filled with a sentinel and watched.
+ */
+static void put_data(struct rsec_conn *c, const uint8_t *data, size_t len)
+{
+	uint64_t tag;
+	struct rsec_remote_grant g = write_grant(c, len, &tag);
+	int rc = rsec_write_verified(c, &g, 0, data, len, TIMEOUT_MS);
+	struct app_msg m = { .op = APP_WRITE_DONE, .tag = tag };
+	if (rc == 0)
+		rc = send_app(c, &m);
+	if (rc == 0)
+		rc = recv_app(c, &m, TIMEOUT_MS);
+	if (rc < 0 || m.op != APP_WRITE_RESULT)
+		die("verified write: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+}
+
+static struct rsec_remote_grant read_grant(struct rsec_conn *c)
+{
+	struct app_msg m = { .op = APP_READ_REQ };
+	int rc = send_app(c, &m);
+	if (rc == 0)
+		rc = recv_app(c, &m, TIMEOUT_MS);
+	if (rc < 0 || m.op != APP_READ_GRANTED)
+		die("read request: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+	struct rsec_remote_grant g;
+	rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS);
+	if (rc < 0)
+		die("grant_wait: %s", why(rc, c));
+	return g;
+}
+
+static int mode_timeout_read(const struct opts *o)
+{
+	const size_t len = 16u << 20;
+	const uint8_t sentinel = 0xa5; /* the data is lower-case letters */
+	uint8_t *data = malloc(len), *back = calloc(1, len);
+	if (!data || !back)
+		die("out of memory");
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)('a' + i % 26);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	put_data(c, data, len);
+	struct rsec_remote_grant g = read_grant(c);
+	int rc = rsec_read(c, &g, 0, back, len, 1);
+	memset(back, sentinel, len);
+	result("timeout-read", "%s", rsec_strerror(rc));
+	result("timeout-state", "%s", rsec_conn_state(c) == RSEC_CONN_CLOSED ? "closed" : "open");
+	result("timeout-reason", "%s", rsec_conn_error(c));
+	/* On the old code the READ went on and filled the buffer behind our back. */
+	sleep(3);
+	size_t late = 0;
+	for (size_t i = 0; i < len; i++)
+		late += back[i] != sentinel;
+	result("timeout-late-bytes", "%zu", late);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	free(data);
+	free(back);
+	return 0;
+}
+
+/* ---- floods ---- */
+
+/* One pass over the open connections: keepalives answered, failures noted and dropped. */
+static void service_all(struct rsec_conn **cs, int n, char first_err[static FIRST_ERR_MAX])
+{
+	for (int i = 0; i < n; i++) {
+		int rc = cs[i] ? rsec_conn_process(cs[i]) : 0;
+		if (rc < 0) {
+			if (!first_err[0])
+				snprintf(first_err, FIRST_ERR_MAX, "held connection %d: %s", i, why(rc, cs[i]));
+			rsec_conn_free(cs[i]);
+			cs[i] = NULL;
+		}
+	}
+}
+
+/* Keep every open connection alive until seconds pass or a stop signal. */
+static void hold_all(struct rsec_conn **cs, int n, int seconds, char first_err[static FIRST_ERR_MAX])
+{
+	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
+	while (!stop_requested && now_ms() < deadline) {
+		service_all(cs, n, first_err);
+		usleep(500000);
+	}
+}
+
+/*
+ * N authenticated connections from one context, one after another, each
+ * with an echo; all held; one more echo on each. Small buffers: each
+ * connection costs both sides memory.
+ */
+static int mode_many(const struct opts *o)
+{
+	int n = arg_int(o, 0, 1, 100000), seconds = arg_int(o, 1, 0, 3600);
+	struct rsec_ctx *ctx = ctx_new(o, 4096, 4);
+	struct rsec_conn **cs = calloc((size_t)n, sizeof(*cs));
+	char first_err[FIRST_ERR_MAX] = "";
+	int connected = 0, ok = 0;
+	if (!cs)
+		die("out of memory");
+	uint64_t t0 = now_ms(), serviced = t0;
+	for (int i = 0; i < n; i++) {
+		/* Those already open must answer the server's keepalives meanwhile. */
+		if (now_ms() - serviced >= 1000) {
+			service_all(cs, i, first_err);
+			serviced = now_ms();
+		}
+		int rc = conn_open(ctx, o, &cs[i]);
+		if (rc == 0)
+			rc = echo(cs[i], 32, TIMEOUT_MS);
+		if (rc < 0) {
+			if (!first_err[0])
+				snprintf(first_err, sizeof(first_err), "connection %d: %s", i, why(rc, cs[i]));
+			rsec_conn_free(cs[i]);
+			cs[i] = NULL;
+			continue;
+		}
+		if (++connected % 50 == 0)
+			fprintf(stderr, "many: %d connected\n", connected);
+	}
+	result("many-connected", "%d", connected);
+	result("many-connect-ms", "%llu", (unsigned long long)(now_ms() - t0));
+	hold_all(cs, n, seconds, first_err);
+	uint64_t t1 = now_ms();
+	serviced = t1;
+	for (int i = 0; i < n; i++) {
+		/* A loaded server answers slowly: the others still owe it keepalives. */
+		if (now_ms() - serviced >= 1000) {
+			service_all(cs, n, first_err);
+			serviced = now_ms();
+		}
+		int rc = cs[i] ? echo(cs[i], 32, TIMEOUT_MS) : RSEC_E_CLOSED;
+		if (rc == 0)
+			ok++;
+		else if (cs[i] && !first_err[0])
+			snprintf(first_err, sizeof(first_err), "second echo on %d: %s", i, why(rc, cs[i]));
+		rsec_conn_free(cs[i]);
+		cs[i] = NULL; /* service_all skips it from now on */
+	}
+	result("many-echo-ms", "%llu", (unsigned long long)(now_ms() - t1));
+	result("many-ok", "%d", ok);
+	result("many-failed", "%s", first_err[0] ? first_err : "none");
+	free(cs);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+static int tcp_start(const struct opts *o)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	if (inet_pton(AF_INET, o->source, &src.sin_addr) != 1 || inet_pton(AF_INET, o->server, &dst.sin_addr) != 1)
+		die("half-open: IPv4 addresses only");
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+	    (connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 && errno != EINPROGRESS))
+		die("connect: %s", strerror(errno));
+	return fd;
+}
+
+/*
+ * Wait for every connect to finish; the connected ones send the first bytes
+ * of a TLS record (a ClientHello that never comes). Returns how many connected;
+ * the others' fds become -1.
+ */
+static int tcp_finish(struct pollfd *p, int n, int timeout_ms)
+{
+	static const uint8_t partial_hello[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	int pending = n, connected = 0;
+	for (int i = 0; i < n; i++)
+		p[i].events = POLLOUT;
+	while (pending > 0 && now_ms() < deadline) {
+		(void)poll(p, (nfds_t)n, 200);
+		for (int i = 0; i < n; i++) {
+			if (p[i].fd < 0 || p[i].events != POLLOUT || !p[i].revents)
+				continue;
+			int err = 0;
+			socklen_t len = sizeof(err);
+			pending--;
+			p[i].events = POLLIN | POLLRDHUP;
+			if (getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err ||
+			    send(p[i].fd, partial_hello, sizeof(partial_hello), MSG_NOSIGNAL) < 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				continue;
+			}
+			connected++;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (p[i].fd >= 0 && p[i].events == POLLOUT) {
+			close(p[i].fd); /* never connected */
+			p[i].fd = -1;
+		}
+	}
+	return connected;
+}
+
+/* Until seconds pass or a stop signal; returns how many the server closed. */
+static int tcp_watch(struct pollfd *p, int n, int seconds)
+{
+	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
+	int closed = 0;
+	while (!stop_requested && now_ms() < deadline) {
+		(void)poll(p, (nfds_t)n, 200);
+		for (int i = 0; i < n; i++) {
+			uint8_t buf[512];
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			ssize_t got = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR)))
+				continue; /* a TLS alert, say: the close follows */
+			closed++;
+			close(p[i].fd);
+			p[i].fd = -1;
+		}
+	}
+	return closed;
+}
+
+/* N TCP connections that never finish a TLS handshake, held. */
+static int mode_half_open(const struct opts *o)
+{
+	int n = arg_int(o, 0, 1, 100000), seconds = arg_int(o, 1, 0, 3600);
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	if (!p)
+		die("out of memory");
+	for (int i = 0; i < n; i++)
+		p[i].fd = tcp_start(o);
+	int connected = tcp_finish(p, n, TIMEOUT_MS);
+	result("half-open-connected", "%d", connected);
+	int closed = tcp_watch(p, n, seconds);
+	result("half-open-closed-by-server", "%d", closed);
+	result("half-open-open-at-end", "%d", connected - closed);
+	for (int i = 0; i < n; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	free(p);
+	return 0;
+}
+
+static const struct mode {
+	const char *name;
+	int (*fn)(const struct opts *o);
+	int nargs;
+	const char *args, *help;
+} modes[] = {
+	{ "good", mode_good, 1, "SECONDS", "echo round trips for SECONDS (or until SIGTERM); reports the longest gap" },
+	{ "write-imm", mode_write_imm, 1, "BYTES", "RDMA WRITE WITH IMMEDIATE of BYTES through a WRITE grant" },
+	{ "send-inv", mode_send_inv, 0, "", "SEND_WITH_INV naming our own grant's key" },
+	{ "oversize", mode_oversize, 1, "BYTES", "a plain SEND of BYTES, over the server's receive buffer size" },
+	{ "recv-slots-1", mode_recv_slots_1, 0, "", "announce one receive buffer, then echo" },
+	{ "no-verify", mode_no_verify, 1, "SECONDS", "WRITE_DONE without VERIFY; wait SECONDS for the reply" },
+	{ "no-read", mode_no_read, 1, "COUNT", "up to COUNT WRITE_REQs over RDMA, never reading TLS" },
+	{ "huge-ring", mode_huge_ring, 1, "SECONDS", "announce 16 x 1 MiB receive buffers; echo, hold SECONDS, echo" },
+	{ "timeout-read", mode_timeout_read, 0, "", "a 16 MiB RDMA READ with a 1 ms deadline; watch the buffer" },
+	{ "many", mode_many, 2, "N SECONDS", "N authenticated connections, an echo on each, held SECONDS" },
+	{ "half-open", mode_half_open, 2, "N SECONDS", "N TCP connections stuck in the TLS handshake, held SECONDS" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hostile_client [-i IDENTITY] MODE PKI_DIR SERVER_IP SOURCE_IP [ARGS]\n\n");
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		fprintf(f, "  %-13s %-10s %s\n", modes[i].name, modes[i].args, modes[i].help);
+	fprintf(f, "\nPrints RESULT name=value lines. SIGTERM ends holds and the good client's loop.\n");
+}
+
+/* The floods hold thousands of sockets. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .identity = "client" };
+	int i = 1;
+	if (argc > 2 && strcmp(argv[1], "-i") == 0) {
+		o.identity = argv[2];
+		i = 3;
+	}
+	if (argc - i < 4) {
+		usage(stderr);
+		return 2;
+	}
+	const struct mode *m = NULL;
+	for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
+		if (strcmp(argv[i], modes[k].name) == 0)
+			m = &modes[k];
+	if (!m || argc - i - 4 != m->nargs) {
+		usage(stderr);
+		return 2;
+	}
+	o.pki = argv[i + 1];
+	o.server = argv[i + 2];
+	o.source = argv[i + 3];
+	o.argc = m->nargs;
+	o.argv = argv + i + 4;
+	raise_fd_limit();
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: a hold's sleep ends early */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return m->fn(&o);
+}
