@@ -16,7 +16,9 @@ help:
 	@echo "make check   install what is missing, build, run every unit and fabric test"
 	@echo "make bench   boot the fabric and measure QPN entropy: rxe's allocator vs the QP pool"
 	@echo "             (BENCH_ARGS='--trials 500 --pool 32 --pool 128:16', see docs/qpn.md)"
-	@echo "make build | unit | fabric-check | fuzz | install | clean"
+	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
+	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
+	@echo "make build | unit | fabric-check | install | clean"
 
 deps:
 	@bash scripts/install-deps

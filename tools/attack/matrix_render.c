@@ -58,7 +58,7 @@ bool mx_name_valid(const char *s)
 	return n > 0;
 }
 
-static int fail(char *err, size_t cap, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
 
