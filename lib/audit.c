@@ -80,13 +80,6 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static uint64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* "2026-11-22T18:01:02.123Z" */
 static void iso_time(uint64_t ms, char out[32])
 {
@@ -326,9 +319,9 @@ int rsec_audit_open(const char *path, struct rsec_audit **out)
 		return RSEC_E_NOMEM;
 	}
 	a->fd = fd;
-	a->now_ms = monotonic_ms;
+	a->now_ms = rsec_now_ms;
 	a->tokens = (uint64_t)RSEC_AUDIT_UNAUTH_BURST * MILLI;
-	a->refilled_ms = monotonic_ms();
+	a->refilled_ms = rsec_now_ms();
 	*out = a;
 	return 0;
 }

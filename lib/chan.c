@@ -22,8 +22,10 @@ int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
 	size_t len = 0;
 	RSEC_ENSURE(c->ssl, RSEC_E_CLOSED);
 	int rc = rsec_wire_encode(m, frame, sizeof(frame), &len);
-	if (rc == 0 && len > sizeof(q->buf) - q->len)
-		rc = RSEC_E_LIMIT; /* the peer left RSEC_CHAN_TXQ_MAX bytes unread */
+	if (rc == 0 && len > sizeof(q->buf) - q->len) {
+		q->overflow = true; /* the peer left RSEC_CHAN_TXQ_MAX bytes unread */
+		rc = RSEC_E_LIMIT;
+	}
 	if (rc == 0) {
 		if (q->len == 0)
 			q->since_ms = rsec_now_ms();

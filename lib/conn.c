@@ -53,8 +53,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	int n = 0;
-	if (code == RSEC_E_LIMIT && c->ctrl_out.len + RSEC_WIRE_MAX_FRAME > sizeof(c->ctrl_out.buf)) {
-		/* rsec_chan_send found no room: say whose fault it is. */
+	if (c->ctrl_out.overflow) {
+		/* rsec_chan_send found no room: say whose fault it is, whatever the caller says. */
 		n = snprintf(c->error, sizeof(c->error), "control channel: the peer is not reading (%zu bytes unsent): ",
 			     c->ctrl_out.len);
 		if (n < 0 || (size_t)n >= sizeof(c->error))

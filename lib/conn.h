@@ -106,6 +106,7 @@ struct rsec_chan_tx {
 	uint8_t buf[RSEC_CHAN_TXQ_MAX];
 	size_t len;
 	uint64_t since_ms; /* when the oldest queued byte was queued or the last progress */
+	bool overflow;     /* a frame found no room: the peer is not reading */
 };
 
 struct rsec_region {

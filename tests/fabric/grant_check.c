@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "app_proto.h"
+#include "check_util.h"
 #include "conn.h"
 #include "rdmasec.h"
 
@@ -35,43 +36,9 @@
 static const char *server_ip;
 static uint16_t port = 7471;
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "grant_check: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
-static void result(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("RESULT %s=", name);
-	vprintf(fmt, ap);
-	printf("\n");
-	fflush(stdout);
-	va_end(ap);
-}
-
 static struct rsec_ctx *ctx_for(const char *dir, const char *name, const char *source)
 {
-	char ca[512], cert[512], key[512], err[256] = "";
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	snprintf(cert, sizeof(cert), "%s/%s.pem", dir, name);
-	snprintf(key, sizeof(key), "%s/%s.key", dir, name);
-	struct rsec_ctx_attr attr = {
-		.local_addr = source, .ca_file = ca, .cert_file = cert, .key_file = key,
-		.handshake_timeout_ms = TIMEOUT_MS,
-	};
-	struct rsec_ctx *ctx;
-	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
-	if (rc < 0)
-		die("context for %s: %s (%s)", name, err, rsec_strerror(rc));
-	return ctx;
+	return check_client_ctx(dir, name, source, TIMEOUT_MS, 0, 0);
 }
 
 static struct rsec_conn *connect_to(struct rsec_ctx *ctx)
@@ -79,7 +46,7 @@ static struct rsec_conn *connect_to(struct rsec_ctx *ctx)
 	struct rsec_conn *c;
 	int rc = rsec_connect(ctx, server_ip, port, NULL, TIMEOUT_MS, &c);
 	if (rc < 0)
-		die("connect: %s", rsec_strerror(rc));
+		check_die("connect: %s", rsec_strerror(rc));
 	return c;
 }
 
@@ -89,7 +56,7 @@ static void send_app(struct rsec_conn *c, const struct app_msg *m)
 	size_t n = app_encode(m, buf, sizeof(buf));
 	int rc = n ? rsec_send(c, buf, n, TIMEOUT_MS) : RSEC_E_INVAL;
 	if (rc < 0)
-		die("send %s: %s", app_op_name(m->op), rsec_strerror(rc));
+		check_die("send %s: %s", app_op_name(m->op), rsec_strerror(rc));
 }
 
 /* The next reply; an APP_ERROR is returned, not fatal. */
@@ -100,9 +67,9 @@ static void recv_app(struct rsec_conn *c, struct app_msg *m)
 	const char *why;
 	int rc = rsec_recv(c, buf, sizeof(buf), &len, TIMEOUT_MS);
 	if (rc < 0)
-		die("recv: %s (%s)", rsec_strerror(rc), rsec_conn_error(c));
+		check_die("recv: %s (%s)", rsec_strerror(rc), rsec_conn_error(c));
 	if (!app_decode(buf, len, m, &why))
-		die("malformed reply: %s", why);
+		check_die("malformed reply: %s", why);
 }
 
 /* Ask for a WRITE grant of LEN bytes and wait for its descriptor. */
@@ -112,11 +79,11 @@ static struct rsec_remote_grant write_grant(struct rsec_conn *c, uint64_t *tag)
 	send_app(c, &m);
 	recv_app(c, &m);
 	if (m.op != APP_WRITE_GRANTED)
-		die("no write grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
+		check_die("no write grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
 	struct rsec_remote_grant g;
 	int rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS);
 	if (rc < 0)
-		die("grant_wait: %s", rsec_strerror(rc));
+		check_die("grant_wait: %s", rsec_strerror(rc));
 	*tag = m.tag;
 	return g;
 }
@@ -146,8 +113,9 @@ static const char *outcome(int rc)
 
 int main(int argc, char **argv)
 {
+	check_prog = "grant_check";
 	if (argc != 6)
-		die("usage: grant_check PKI_DIR SERVER_IP SOURCE_A SOURCE_B TTL_MS");
+		check_die("usage: grant_check PKI_DIR SERVER_IP SOURCE_A SOURCE_B TTL_MS");
 	const char *pki = argv[1];
 	server_ip = argv[2];
 	int ttl_ms = atoi(argv[5]);
@@ -165,24 +133,24 @@ int main(int argc, char **argv)
 	struct rsec_remote_grant ga = write_grant(a, &tag);
 	struct rsec_conn *b = connect_to(cb);
 	int rc = rsec_write(b, &ga, 0, evil, LEN, TIMEOUT_MS);
-	result("foreign-write", "%s", outcome(rc));
+	check_result("foreign-write", "%s", outcome(rc));
 	rsec_conn_free(b);
 	b = connect_to(cb);
 	struct rsec_remote_grant as_read = ga;
 	as_read.access |= RSEC_ACCESS_READ; /* B's library would refuse a READ on a WRITE grant */
 	rc = rsec_read(b, &as_read, 0, back, LEN, TIMEOUT_MS);
-	result("foreign-read", "%s", outcome(rc));
+	check_result("foreign-read", "%s", outcome(rc));
 	rsec_conn_free(b);
 
 	/* The victim's grant and connection are untouched. */
 	rc = rsec_write_verified(a, &ga, 0, data, LEN, TIMEOUT_MS);
 	struct app_msg m = rc == 0 ? write_done(a, tag) : (struct app_msg){ .op = APP_ERROR };
-	result("victim-write", "%s", rc == 0 && m.op == APP_WRITE_RESULT ? "succeeded" : outcome(rc));
-	result("victim-echo", "%s", echo_works(a) ? "succeeded" : "failed");
+	check_result("victim-write", "%s", rc == 0 && m.op == APP_WRITE_RESULT ? "succeeded" : outcome(rc));
+	check_result("victim-echo", "%s", echo_works(a) ? "succeeded" : "failed");
 
 	/* The server revoked the grant before verifying: the descriptor is dead. */
 	rc = rsec_write(a, &ga, 0, evil, LEN, TIMEOUT_MS);
-	result("after-revoke", "%s", outcome(rc));
+	check_result("after-revoke", "%s", outcome(rc));
 	rsec_conn_free(a);
 
 	/* A grant past its ttl. */
@@ -190,7 +158,7 @@ int main(int argc, char **argv)
 	ga = write_grant(a, &tag);
 	usleep((useconds_t)(ttl_ms + 1500) * 1000u);
 	rc = rsec_write(a, &ga, 0, data, LEN, TIMEOUT_MS);
-	result("after-expiry", "%s", outcome(rc));
+	check_result("after-expiry", "%s", outcome(rc));
 	rsec_conn_free(a);
 
 	/* A verified write, then one more byte changed by a plain write: the MAC must catch it. */
@@ -200,29 +168,29 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = rsec_write(a, &ga, 7, "X", 1, TIMEOUT_MS);
 	if (rc < 0)
-		die("tamper: writes failed: %s", rsec_strerror(rc));
+		check_die("tamper: writes failed: %s", rsec_strerror(rc));
 	m = write_done(a, tag);
-	result("tamper", "%s", m.op == APP_ERROR && strstr(m.text, "data MAC") ? "detected"
+	check_result("tamper", "%s", m.op == APP_ERROR && strstr(m.text, "data MAC") ? "detected"
 			       : m.op == APP_WRITE_RESULT                       ? "undetected"
 										: "other");
-	result("tamper-echo", "%s", echo_works(a) ? "succeeded" : "failed");
+	check_result("tamper-echo", "%s", echo_works(a) ? "succeeded" : "failed");
 
 	/* A clean verified write, then a verified read of it. */
 	ga = write_grant(a, &tag);
 	rc = rsec_write_verified(a, &ga, 0, data, LEN, TIMEOUT_MS);
 	m = rc == 0 ? write_done(a, tag) : (struct app_msg){ .op = APP_ERROR };
 	if (m.op != APP_WRITE_RESULT)
-		die("clean write failed: %s", rc ? rsec_strerror(rc) : m.text);
+		check_die("clean write failed: %s", rc ? rsec_strerror(rc) : m.text);
 	m = (struct app_msg){ .op = APP_READ_REQ };
 	send_app(a, &m);
 	recv_app(a, &m);
 	if (m.op != APP_READ_GRANTED)
-		die("no read grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
+		check_die("no read grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
 	struct rsec_remote_grant gr;
 	rc = rsec_grant_wait(a, m.tag, &gr, TIMEOUT_MS);
 	if (rc == 0)
 		rc = rsec_read_verified(a, &gr, back, sizeof(back), TIMEOUT_MS);
-	result("verified-read", "%s", rc == 0 && memcmp(back, data, LEN) == 0 ? "succeeded" : outcome(rc));
+	check_result("verified-read", "%s", rc == 0 && memcmp(back, data, LEN) == 0 ? "succeeded" : outcome(rc));
 	rsec_conn_free(a);
 
 	/*
@@ -234,13 +202,13 @@ int main(int argc, char **argv)
 	b = connect_to(cb);
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_INV, .invalidate_rkey = ga.rkey }, *bad;
 	if (ibv_post_send(b->qp.qp, &wr, &bad) != 0)
-		die("cannot post SEND_WITH_INV");
+		check_die("cannot post SEND_WITH_INV");
 	size_t len;
 	rc = rsec_recv(b, back, sizeof(back), &len, TIMEOUT_MS);
-	result("invalidator", "%s", rc == RSEC_E_CLOSED ? "closed by the server" : outcome(rc));
+	check_result("invalidator", "%s", rc == RSEC_E_CLOSED ? "closed by the server" : outcome(rc));
 	rsec_conn_free(b);
 	rc = rsec_write(a, &ga, 0, data, LEN, TIMEOUT_MS);
-	result("invalidated-victim-write", "%s", outcome(rc));
+	check_result("invalidated-victim-write", "%s", outcome(rc));
 	rsec_conn_free(a);
 
 	/* A leaves with a live grant: the server revokes it as the connection closes (audited). */

@@ -31,6 +31,7 @@
 #include <openssl/crypto.h>
 
 #include "app_proto.h"
+#include "check_util.h"
 #include "conn.h"
 #include "rdmasec.h"
 
@@ -55,37 +56,6 @@ struct opts {
 /* SIGTERM/SIGINT: stop holding (or looping) and report. */
 static volatile sig_atomic_t stop_requested;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "hostile_client: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
-static void result(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("RESULT %s=", name);
-	vprintf(fmt, ap);
-	printf("\n");
-	fflush(stdout);
-	va_end(ap);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Wall-clock seconds, so the scripts can line our events up with theirs. */
 static double wall_s(void)
 {
@@ -100,7 +70,7 @@ static int arg_int(const struct opts *o, int i, long min, long max)
 	errno = 0;
 	long v = strtol(o->argv[i], &end, 10);
 	if (errno || end == o->argv[i] || *end || v < min || v > max)
-		die("argument '%s' must be a number in %ld..%ld", o->argv[i], min, max);
+		check_die("argument '%s' must be a number in %ld..%ld", o->argv[i], min, max);
 	return (int)v;
 }
 
@@ -116,19 +86,7 @@ static const char *why(int rc, const struct rsec_conn *c)
 /* slot_size and recv_slots 0: the library's defaults. */
 static struct rsec_ctx *ctx_new(const struct opts *o, uint32_t slot_size, uint32_t recv_slots)
 {
-	char ca[512], cert[512], key[512], err[256] = "";
-	snprintf(ca, sizeof(ca), "%s/ca.pem", o->pki);
-	snprintf(cert, sizeof(cert), "%s/%s.pem", o->pki, o->identity);
-	snprintf(key, sizeof(key), "%s/%s.key", o->pki, o->identity);
-	struct rsec_ctx_attr attr = {
-		.local_addr = o->source, .ca_file = ca, .cert_file = cert, .key_file = key,
-		.handshake_timeout_ms = TIMEOUT_MS, .slot_size = slot_size, .recv_slots = recv_slots,
-	};
-	struct rsec_ctx *ctx;
-	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
-	if (rc < 0)
-		die("context for %s: %s (%s)", o->identity, err, rsec_strerror(rc));
-	return ctx;
+	return check_client_ctx(o->pki, o->identity, o->source, TIMEOUT_MS, slot_size, recv_slots);
 }
 
 /* On failure *c still holds the connection, with its reason. */
@@ -142,7 +100,7 @@ static struct rsec_conn *conn_open_or_die(struct rsec_ctx *ctx, const struct opt
 	struct rsec_conn *c;
 	int rc = conn_open(ctx, o, &c);
 	if (rc < 0)
-		die("connect: %s", why(rc, c));
+		check_die("connect: %s", why(rc, c));
 	return c;
 }
 
@@ -194,13 +152,13 @@ static struct rsec_remote_grant write_grant(struct rsec_conn *c, uint64_t len, u
 	if (rc == 0)
 		rc = recv_app(c, &m, TIMEOUT_MS);
 	if (rc < 0)
-		die("write request: %s", why(rc, c));
+		check_die("write request: %s", why(rc, c));
 	if (m.op != APP_WRITE_GRANTED)
-		die("no write grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
+		check_die("no write grant: %s", m.op == APP_ERROR ? m.text : app_op_name(m.op));
 	struct rsec_remote_grant g;
 	rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS);
 	if (rc < 0)
-		die("grant_wait: %s", why(rc, c));
+		check_die("grant_wait: %s", why(rc, c));
 	*tag = m.tag;
 	return g;
 }
@@ -210,11 +168,11 @@ static struct ibv_mr *local_buf(struct rsec_conn *c, size_t len, uint8_t fill)
 {
 	uint8_t *p = malloc(len);
 	if (!p)
-		die("out of memory");
+		check_die("out of memory");
 	memset(p, fill, len);
 	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
-		die("ibv_reg_mr: %s", strerror(errno));
+		check_die("ibv_reg_mr: %s", strerror(errno));
 	return mr;
 }
 
@@ -232,21 +190,21 @@ static void post_raw(struct rsec_conn *c, struct ibv_send_wr *wr, const char *wh
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	int err = ibv_post_send(c->qp.qp, wr, &bad);
 	if (err)
-		die("cannot post %s: %s", what, strerror(err));
-	uint64_t deadline = now_ms() + 10000;
+		check_die("cannot post %s: %s", what, strerror(err));
+	uint64_t deadline = rsec_now_ms() + 10000;
 	struct ibv_wc wc;
-	while (now_ms() < deadline) {
+	while (rsec_now_ms() < deadline) {
 		int n = ibv_poll_cq(c->qp.send_cq, 1, &wc);
 		if (n < 0)
-			die("ibv_poll_cq failed");
+			check_die("ibv_poll_cq failed");
 		if (n == 1 && wc.wr_id == HOSTILE_WR_ID) {
-			result("posted", "%s: %s", what, ibv_wc_status_str(wc.status));
+			check_result("posted", "%s: %s", what, ibv_wc_status_str(wc.status));
 			return;
 		}
 		if (n == 0)
 			usleep(1000);
 	}
-	result("posted", "%s: no completion in 10 s", what);
+	check_result("posted", "%s: no completion in 10 s", what);
 }
 
 /*
@@ -255,9 +213,9 @@ static void post_raw(struct rsec_conn *c, struct ibv_send_wr *wr, const char *wh
  */
 static int wait_closed(struct rsec_conn *c, int timeout_ms, char *app_error, size_t cap)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)timeout_ms;
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = rsec_now_ms();
 		if (now >= deadline)
 			return 0;
 		struct app_msg m;
@@ -278,14 +236,14 @@ static int report_close(const char *name, struct rsec_conn *c, uint64_t since)
 	char key[64];
 	int rc = wait_closed(c, CLOSE_WAIT_MS, app_error, sizeof(app_error));
 	if (rc == 0)
-		result(name, "still open after %d ms", CLOSE_WAIT_MS);
+		check_result(name, "still open after %d ms", CLOSE_WAIT_MS);
 	else
-		result(name, "closed (%s) after %llu ms", rsec_strerror(rc), (unsigned long long)(now_ms() - since));
+		check_result(name, "closed (%s) after %llu ms", rsec_strerror(rc), (unsigned long long)(rsec_now_ms() - since));
 	snprintf(key, sizeof(key), "%s-reason", name);
-	result(key, "%s", rsec_conn_error(c));
+	check_result(key, "%s", rsec_conn_error(c));
 	if (app_error[0]) {
 		snprintf(key, sizeof(key), "%s-app-error", name);
-		result(key, "%s", app_error);
+		check_result(key, "%s", app_error);
 	}
 	return 0;
 }
@@ -293,8 +251,8 @@ static int report_close(const char *name, struct rsec_conn *c, uint64_t since)
 /* Keep c alive (keepalives answered) until seconds pass or a stop signal; 0 or why it failed. */
 static int hold(struct rsec_conn *c, int seconds)
 {
-	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
-	while (!stop_requested && now_ms() < deadline) {
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
+	while (!stop_requested && rsec_now_ms() < deadline) {
 		int rc = rsec_conn_process(c);
 		if (rc < 0)
 			return rc;
@@ -312,18 +270,18 @@ static int mode_good(const struct opts *o)
 	struct rsec_conn *c;
 	int rc = conn_open(ctx, o, &c);
 	if (rc < 0) {
-		result("good-failed", "connect: %s", why(rc, c));
+		check_result("good-failed", "connect: %s", why(rc, c));
 		return 1;
 	}
-	result("good-connected", "yes");
-	uint64_t start = now_ms(), last = start, max_gap = 0;
+	check_result("good-connected", "yes");
+	uint64_t start = rsec_now_ms(), last = start, max_gap = 0;
 	unsigned long rounds = 0;
-	while (!stop_requested && now_ms() - start < (uint64_t)seconds * 1000u) {
+	while (!stop_requested && rsec_now_ms() - start < (uint64_t)seconds * 1000u) {
 		/* Small ones, and ones the server's 4 KiB slots must take in fragments. */
 		rc = echo(c, rounds % 2 ? 6000 : 32, TIMEOUT_MS);
 		if (rc < 0)
 			break;
-		uint64_t now = now_ms(), gap = now - last;
+		uint64_t now = rsec_now_ms(), gap = now - last;
 		last = now;
 		rounds++;
 		if (gap > max_gap)
@@ -332,9 +290,9 @@ static int mode_good(const struct opts *o)
 			printf("good: %llu ms without a round trip, until %.3f\n", (unsigned long long)gap, wall_s());
 		usleep(PACE_US);
 	}
-	result("good-rounds", "%lu", rounds);
-	result("good-max-gap-ms", "%llu", (unsigned long long)max_gap);
-	result("good-failed", "%s", rc < 0 ? why(rc, c) : "none");
+	check_result("good-rounds", "%lu", rounds);
+	check_result("good-max-gap-ms", "%llu", (unsigned long long)max_gap);
+	check_result("good-failed", "%s", rc < 0 ? why(rc, c) : "none");
 	rsec_conn_free(c);
 	rsec_ctx_free(ctx);
 	return rc < 0;
@@ -366,7 +324,7 @@ static int mode_write_imm(const struct opts *o)
 		.imm_data = htonl(0x1badcafe),
 		.wr.rdma = { .remote_addr = g.addr, .rkey = g.rkey },
 	};
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rsec_now_ms();
 	post_raw(c, &wr, "RDMA_WRITE_WITH_IMM");
 	report_close("write-imm", c, t0);
 	rsec_conn_free(c);
@@ -386,7 +344,7 @@ static int mode_send_inv(const struct opts *o)
 	struct ibv_send_wr wr = {
 		.opcode = IBV_WR_SEND_WITH_INV, .sg_list = &sge, .num_sge = 1, .invalidate_rkey = g.rkey,
 	};
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rsec_now_ms();
 	post_raw(c, &wr, "SEND_WITH_INV");
 	report_close("send-inv", c, t0);
 	rsec_conn_free(c);
@@ -403,7 +361,7 @@ static int mode_oversize(const struct opts *o)
 	struct ibv_mr *mr = local_buf(c, len, 0x0f);
 	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = (uint32_t)len, .lkey = mr->lkey };
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 };
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rsec_now_ms();
 	post_raw(c, &wr, "oversized SEND");
 	report_close("oversize", c, t0);
 	rsec_conn_free(c);
@@ -425,14 +383,14 @@ static int mode_recv_slots_1(const struct opts *o)
 	struct rsec_conn *c;
 	int rc = conn_open(ctx, o, &c);
 	if (rc < 0) {
-		result("recv-slots-1", "refused at set-up");
-		result("recv-slots-1-reason", "%s", why(rc, c));
+		check_result("recv-slots-1", "refused at set-up");
+		check_result("recv-slots-1-reason", "%s", why(rc, c));
 	} else {
-		result("recv-slots-1", "connected");
-		uint64_t t0 = now_ms();
+		check_result("recv-slots-1", "connected");
+		uint64_t t0 = rsec_now_ms();
 		rc = echo(c, 32, 30000);
-		result("recv-slots-1-echo", "%s after %llu ms", rc ? why(rc, c) : "succeeded",
-		       (unsigned long long)(now_ms() - t0));
+		check_result("recv-slots-1-echo", "%s after %llu ms", rc ? why(rc, c) : "succeeded",
+		       (unsigned long long)(rsec_now_ms() - t0));
 	}
 	rsec_conn_free(c);
 	rsec_ctx_free(ctx);
@@ -451,12 +409,12 @@ static int mode_huge_ring(const struct opts *o)
 	struct rsec_ctx *ctx = ctx_new(o, 1u << 20, 16);
 	struct rsec_conn *c = conn_open_or_die(ctx, o);
 	int rc = echo(c, 32, TIMEOUT_MS);
-	result("huge-ring-connected", "%s", rc ? why(rc, c) : "yes");
+	check_result("huge-ring-connected", "%s", rc ? why(rc, c) : "yes");
 	if (rc == 0)
 		rc = hold(c, seconds);
 	for (int i = 0; i < 2 && rc == 0; i++)
 		rc = echo(c, 200000, TIMEOUT_MS);
-	result("huge-ring-echo", "%s", rc ? why(rc, c) : "succeeded");
+	check_result("huge-ring-echo", "%s", rc ? why(rc, c) : "succeeded");
 	rsec_conn_free(c);
 	rsec_ctx_free(ctx);
 	return 0;
@@ -476,18 +434,18 @@ static int mode_no_verify(const struct opts *o)
 	memset(data, 'n', sizeof(data));
 	int rc = rsec_write(c, &g, 0, data, sizeof(data), TIMEOUT_MS);
 	if (rc < 0)
-		die("write: %s", why(rc, c));
+		check_die("write: %s", why(rc, c));
 	struct app_msg m = { .op = APP_WRITE_DONE, .tag = tag };
 	rc = send_app(c, &m);
-	uint64_t t0 = now_ms();
-	result("no-verify-sent", "WRITE_DONE at %.3f", wall_s());
+	uint64_t t0 = rsec_now_ms();
+	check_result("no-verify-sent", "WRITE_DONE at %.3f", wall_s());
 	if (rc == 0)
 		rc = recv_app(c, &m, seconds * 1000);
-	result("no-verify-reply", "%s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
-	result("no-verify-after-ms", "%llu", (unsigned long long)(now_ms() - t0));
+	check_result("no-verify-reply", "%s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+	check_result("no-verify-after-ms", "%llu", (unsigned long long)(rsec_now_ms() - t0));
 	if (rc == 0) {
 		rc = echo(c, 32, TIMEOUT_MS);
-		result("no-verify-echo-after", "%s", rc ? why(rc, c) : "succeeded");
+		check_result("no-verify-echo-after", "%s", rc ? why(rc, c) : "succeeded");
 	}
 	rsec_conn_free(c);
 	rsec_ctx_free(ctx);
@@ -534,16 +492,16 @@ static int rdma_request(struct rsec_conn *c, struct app_msg *m, int timeout_ms)
 {
 	uint8_t buf[APP_MSG_FIXED_MAX];
 	size_t n = app_encode(m, buf, sizeof(buf));
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)timeout_ms;
 	int rc = 0;
-	while (rc == 0 && !rdma_can_send(c) && now_ms() < deadline)
+	while (rc == 0 && !rdma_can_send(c) && rsec_now_ms() < deadline)
 		rc = rdma_poll(c, 50);
 	if (rc == 0 && !rdma_can_send(c))
 		return RSEC_E_TIMEOUT;
 	if (rc == 0)
 		rc = rsec_send(c, buf, n, 0); /* with credits in hand it only posts */
 	while (rc == 0 && !rdma_take(c, m)) {
-		if (now_ms() >= deadline)
+		if (rsec_now_ms() >= deadline)
 			return RSEC_E_TIMEOUT;
 		rc = rdma_poll(c, 50);
 	}
@@ -562,8 +520,8 @@ static int mode_no_read(const struct opts *o)
 	struct rsec_conn *c = conn_open_or_die(ctx, o);
 	int small = 1; /* the kernel's minimum */
 	if (setsockopt(c->sock, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0)
-		die("SO_RCVBUF: %s", strerror(errno));
-	uint64_t t0 = now_ms();
+		check_die("SO_RCVBUF: %s", strerror(errno));
+	uint64_t t0 = rsec_now_ms();
 	int sent = 0, granted = 0, rc = 0;
 	const char *stop = "all requests answered";
 	for (; sent < count; sent++) {
@@ -582,9 +540,9 @@ static int mode_no_read(const struct opts *o)
 		stop = "no reply for 15 s";
 	else if (rc < 0)
 		stop = why(rc, c);
-	result("no-read-requests", "%d", sent);
-	result("no-read-granted", "%d", granted);
-	result("no-read-stop", "%s after %llu ms", stop, (unsigned long long)(now_ms() - t0));
+	check_result("no-read-requests", "%d", sent);
+	check_result("no-read-granted", "%d", granted);
+	check_result("no-read-stop", "%s after %llu ms", stop, (unsigned long long)(rsec_now_ms() - t0));
 	/* Now read: whatever the server queued, then how it ended. */
 	report_close("no-read", c, t0);
 	rsec_conn_free(c);
@@ -608,7 +566,7 @@ static void put_data(struct rsec_conn *c, const uint8_t *data, size_t len)
 	if (rc == 0)
 		rc = recv_app(c, &m, TIMEOUT_MS);
 	if (rc < 0 || m.op != APP_WRITE_RESULT)
-		die("verified write: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+		check_die("verified write: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
 }
 
 static struct rsec_remote_grant read_grant(struct rsec_conn *c)
@@ -618,11 +576,11 @@ static struct rsec_remote_grant read_grant(struct rsec_conn *c)
 	if (rc == 0)
 		rc = recv_app(c, &m, TIMEOUT_MS);
 	if (rc < 0 || m.op != APP_READ_GRANTED)
-		die("read request: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
+		check_die("read request: %s", rc < 0 ? why(rc, c) : m.op == APP_ERROR ? m.text : app_op_name(m.op));
 	struct rsec_remote_grant g;
 	rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS);
 	if (rc < 0)
-		die("grant_wait: %s", why(rc, c));
+		check_die("grant_wait: %s", why(rc, c));
 	return g;
 }
 
@@ -632,7 +590,7 @@ static int mode_timeout_read(const struct opts *o)
 	const uint8_t sentinel = 0xa5; /* the data is lower-case letters */
 	uint8_t *data = malloc(len), *back = calloc(1, len);
 	if (!data || !back)
-		die("out of memory");
+		check_die("out of memory");
 	for (size_t i = 0; i < len; i++)
 		data[i] = (uint8_t)('a' + i % 26);
 	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
@@ -641,15 +599,15 @@ static int mode_timeout_read(const struct opts *o)
 	struct rsec_remote_grant g = read_grant(c);
 	int rc = rsec_read(c, &g, 0, back, len, 1);
 	memset(back, sentinel, len);
-	result("timeout-read", "%s", rsec_strerror(rc));
-	result("timeout-state", "%s", rsec_conn_state(c) == RSEC_CONN_CLOSED ? "closed" : "open");
-	result("timeout-reason", "%s", rsec_conn_error(c));
+	check_result("timeout-read", "%s", rsec_strerror(rc));
+	check_result("timeout-state", "%s", rsec_conn_state(c) == RSEC_CONN_CLOSED ? "closed" : "open");
+	check_result("timeout-reason", "%s", rsec_conn_error(c));
 	/* On the old code the READ went on and filled the buffer behind our back. */
 	sleep(3);
 	size_t late = 0;
 	for (size_t i = 0; i < len; i++)
 		late += back[i] != sentinel;
-	result("timeout-late-bytes", "%zu", late);
+	check_result("timeout-late-bytes", "%zu", late);
 	rsec_conn_free(c);
 	rsec_ctx_free(ctx);
 	free(data);
@@ -676,8 +634,8 @@ static void service_all(struct rsec_conn **cs, int n, char first_err[static FIRS
 /* Keep every open connection alive until seconds pass or a stop signal. */
 static void hold_all(struct rsec_conn **cs, int n, int seconds, char first_err[static FIRST_ERR_MAX])
 {
-	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
-	while (!stop_requested && now_ms() < deadline) {
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
+	while (!stop_requested && rsec_now_ms() < deadline) {
 		service_all(cs, n, first_err);
 		usleep(500000);
 	}
@@ -696,13 +654,13 @@ static int mode_many(const struct opts *o)
 	char first_err[FIRST_ERR_MAX] = "";
 	int connected = 0, ok = 0;
 	if (!cs)
-		die("out of memory");
-	uint64_t t0 = now_ms(), serviced = t0;
+		check_die("out of memory");
+	uint64_t t0 = rsec_now_ms(), serviced = t0;
 	for (int i = 0; i < n; i++) {
 		/* Those already open must answer the server's keepalives meanwhile. */
-		if (now_ms() - serviced >= 1000) {
+		if (rsec_now_ms() - serviced >= 1000) {
 			service_all(cs, i, first_err);
-			serviced = now_ms();
+			serviced = rsec_now_ms();
 		}
 		int rc = conn_open(ctx, o, &cs[i]);
 		if (rc == 0)
@@ -717,16 +675,16 @@ static int mode_many(const struct opts *o)
 		if (++connected % 50 == 0)
 			fprintf(stderr, "many: %d connected\n", connected);
 	}
-	result("many-connected", "%d", connected);
-	result("many-connect-ms", "%llu", (unsigned long long)(now_ms() - t0));
+	check_result("many-connected", "%d", connected);
+	check_result("many-connect-ms", "%llu", (unsigned long long)(rsec_now_ms() - t0));
 	hold_all(cs, n, seconds, first_err);
-	uint64_t t1 = now_ms();
+	uint64_t t1 = rsec_now_ms();
 	serviced = t1;
 	for (int i = 0; i < n; i++) {
 		/* A loaded server answers slowly: the others still owe it keepalives. */
-		if (now_ms() - serviced >= 1000) {
+		if (rsec_now_ms() - serviced >= 1000) {
 			service_all(cs, n, first_err);
-			serviced = now_ms();
+			serviced = rsec_now_ms();
 		}
 		int rc = cs[i] ? echo(cs[i], 32, TIMEOUT_MS) : RSEC_E_CLOSED;
 		if (rc == 0)
@@ -736,9 +694,9 @@ static int mode_many(const struct opts *o)
 		rsec_conn_free(cs[i]);
 		cs[i] = NULL; /* service_all skips it from now on */
 	}
-	result("many-echo-ms", "%llu", (unsigned long long)(now_ms() - t1));
-	result("many-ok", "%d", ok);
-	result("many-failed", "%s", first_err[0] ? first_err : "none");
+	check_result("many-echo-ms", "%llu", (unsigned long long)(rsec_now_ms() - t1));
+	check_result("many-ok", "%d", ok);
+	check_result("many-failed", "%s", first_err[0] ? first_err : "none");
 	free(cs);
 	rsec_ctx_free(ctx);
 	return 0;
@@ -748,13 +706,13 @@ static int tcp_start(const struct opts *o)
 {
 	struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET, .sin_port = htons(PORT) };
 	if (inet_pton(AF_INET, o->source, &src.sin_addr) != 1 || inet_pton(AF_INET, o->server, &dst.sin_addr) != 1)
-		die("half-open: IPv4 addresses only");
+		check_die("half-open: IPv4 addresses only");
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		die("socket: %s", strerror(errno));
+		check_die("socket: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
 	    (connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 && errno != EINPROGRESS))
-		die("connect: %s", strerror(errno));
+		check_die("connect: %s", strerror(errno));
 	return fd;
 }
 
@@ -766,11 +724,11 @@ static int tcp_start(const struct opts *o)
 static int tcp_finish(struct pollfd *p, int n, int timeout_ms)
 {
 	static const uint8_t partial_hello[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)timeout_ms;
 	int pending = n, connected = 0;
 	for (int i = 0; i < n; i++)
 		p[i].events = POLLOUT;
-	while (pending > 0 && now_ms() < deadline) {
+	while (pending > 0 && rsec_now_ms() < deadline) {
 		(void)poll(p, (nfds_t)n, 200);
 		for (int i = 0; i < n; i++) {
 			if (p[i].fd < 0 || p[i].events != POLLOUT || !p[i].revents)
@@ -800,9 +758,9 @@ static int tcp_finish(struct pollfd *p, int n, int timeout_ms)
 /* Until seconds pass or a stop signal; returns how many the server closed. */
 static int tcp_watch(struct pollfd *p, int n, int seconds)
 {
-	uint64_t deadline = now_ms() + (uint64_t)seconds * 1000u;
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
 	int closed = 0;
-	while (!stop_requested && now_ms() < deadline) {
+	while (!stop_requested && rsec_now_ms() < deadline) {
 		(void)poll(p, (nfds_t)n, 200);
 		for (int i = 0; i < n; i++) {
 			uint8_t buf[512];
@@ -825,14 +783,14 @@ static int mode_half_open(const struct opts *o)
 	int n = arg_int(o, 0, 1, 100000), seconds = arg_int(o, 1, 0, 3600);
 	struct pollfd *p = calloc((size_t)n, sizeof(*p));
 	if (!p)
-		die("out of memory");
+		check_die("out of memory");
 	for (int i = 0; i < n; i++)
 		p[i].fd = tcp_start(o);
 	int connected = tcp_finish(p, n, TIMEOUT_MS);
-	result("half-open-connected", "%d", connected);
+	check_result("half-open-connected", "%d", connected);
 	int closed = tcp_watch(p, n, seconds);
-	result("half-open-closed-by-server", "%d", closed);
-	result("half-open-open-at-end", "%d", connected - closed);
+	check_result("half-open-closed-by-server", "%d", closed);
+	check_result("half-open-open-at-end", "%d", connected - closed);
 	for (int i = 0; i < n; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
@@ -885,6 +843,7 @@ static void on_stop(int sig)
 
 int main(int argc, char **argv)
 {
+	check_prog = "hostile_client";
 	struct opts o = { .identity = "client" };
 	int i = 1;
 	if (argc > 2 && strcmp(argv[1], "-i") == 0) {

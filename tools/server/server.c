@@ -417,10 +417,9 @@ static bool session_step(struct session *s)
 	srv->current = s;
 	int rc = rsec_conn_process(s->conn);
 	srv->current = NULL;
-	if (rc != RSEC_E_AGAIN)
-		admission_done(s);
 	if (rc == RSEC_E_AGAIN)
 		return true;
+	admission_done(s); /* set-up is over, either way */
 	/* A connection may come up and fail in one step (its fresh QP attacked): it still had a QP. */
 	struct rsec_conn_stats st;
 	if (!s->established && (rc == 0 || (rsec_conn_stats(s->conn, &st) == 0 && st.local_qpn != 0))) {
@@ -514,8 +513,15 @@ static struct session *session_new(struct server *srv, struct rsec_conn *conn)
 static bool accept_error_transient(int err)
 {
 	switch (err) {
-	case ENETDOWN: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
-	case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH: case EPERM:
+	case ENETDOWN:
+	case EPROTO:
+	case ENOPROTOOPT:
+	case EHOSTDOWN:
+	case ENONET:
+	case EHOSTUNREACH:
+	case EOPNOTSUPP:
+	case ENETUNREACH:
+	case EPERM:
 		return true;
 	default:
 		return false;

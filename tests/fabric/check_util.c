@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by the fabric's test clients (check_util.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check_util.h"
+
+const char *check_prog = "check";
+
+void check_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", check_prog);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+void check_result(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("RESULT %s=", name);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+}
+
+struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const char *source, int timeout_ms,
+				  uint32_t slot_size, uint32_t recv_slots)
+{
+	char ca[512], cert[512], key[512], err[256] = "";
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	snprintf(cert, sizeof(cert), "%s/%s.pem", dir, identity);
+	snprintf(key, sizeof(key), "%s/%s.key", dir, identity);
+	struct rsec_ctx_attr attr = {
+		.local_addr = source, .ca_file = ca, .cert_file = cert, .key_file = key,
+		.handshake_timeout_ms = timeout_ms, .slot_size = slot_size, .recv_slots = recv_slots,
+	};
+	struct rsec_ctx *ctx;
+	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
+	if (rc < 0)
+		check_die("context for %s: %s (%s)", identity, err, rsec_strerror(rc));
+	return ctx;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the fabric's test clients (grant_check, hostile_client) share: how
+ * they fail, how they report a result to their shell script, and a client
+ * context for one identity of an rdmasec-keygen PKI directory.
+ */
+#ifndef RSEC_CHECK_UTIL_H
+#define RSEC_CHECK_UTIL_H
+
+#include <stdint.h>
+
+#include "rdmasec.h"
+
+/* The program's name in messages; set once at start. */
+extern const char *check_prog;
+
+/* "PROG: message" on stderr, exit 1. */
+void check_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "RESULT name=value" on stdout, flushed: the script reads these. */
+void check_result(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A client context for identity (DIR/ca.pem, DIR/IDENTITY.pem, .key), its
+ * control socket bound to source; slot_size and recv_slots 0: the defaults.
+ * Dies on failure.
+ */
+struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const char *source, int timeout_ms,
+				  uint32_t slot_size, uint32_t recv_slots);
+
+#endif
