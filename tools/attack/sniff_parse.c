@@ -337,27 +337,54 @@ static int parse_naive(const uint8_t *buf, size_t len, struct sniff_params *out)
 	return text_result(&t);
 }
 
-int sniff_exchange_parse(const uint8_t *buf, size_t len, struct sniff_params *out)
+enum { LID_HEX = 4 }; /* "LLLL:" opens the pingpong and perftest messages */
+
+typedef int (*parse_fn)(const uint8_t *buf, size_t len, struct sniff_params *out);
+
+/* The first of n parsers to find a message; else 0 if one wants more bytes, else RSEC_E_PROTO. */
+static int parse_first(const parse_fn *parsers, size_t n, const uint8_t *buf, size_t len,
+		       struct sniff_params *out)
 {
-	static int (*const parsers[])(const uint8_t *, size_t, struct sniff_params *) = {
-		parse_pingpong, parse_perftest, parse_naive,
-	};
 	bool more = false;
 
-	RSEC_ENSURE(buf != NULL && out != NULL, RSEC_E_PROTO);
-	for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct sniff_params p;
-		int n;
+		int rc;
 
 		memset(&p, 0, sizeof(p));
-		n = parsers[i](buf, len, &p);
-		if (n > 0) {
+		rc = parsers[i](buf, len, &p);
+		if (rc > 0) {
 			*out = p;
-			return n;
+			return rc;
 		}
-		more |= n == 0;
+		more |= rc == 0;
 	}
 	return more ? 0 : RSEC_E_PROTO;
+}
+
+/*
+ * Called at every offset of a stream, most of which open no message, so the
+ * opening picks the parsers: the naive victim's line opens with 'N', the two
+ * others with the same "LLLL:" (a LID), and a byte that breaks that opening
+ * would break every parser still in the running. The verdict is the one the
+ * three parsers in turn would give.
+ */
+int sniff_exchange_parse(const uint8_t *buf, size_t len, struct sniff_params *out)
+{
+	static const parse_fn naive[] = { parse_naive };
+	static const parse_fn lid_first[] = { parse_pingpong, parse_perftest };
+	struct text t;
+	uint64_t lid;
+
+	RSEC_ENSURE(buf != NULL && out != NULL, RSEC_E_PROTO);
+	if (len > 0 && buf[0] == 'N')
+		return parse_first(naive, 1, buf, len, out);
+	t = (struct text){ .p = buf, .len = len };
+	take_hex(&t, LID_HEX, &lid);
+	take_lit(&t, ":");
+	if (t.verdict == TEXT_NO)
+		return RSEC_E_PROTO;
+	return parse_first(lid_first, 2, buf, len, out);
 }
 
 void sniff_scanner_reset(struct sniff_scanner *s)
@@ -365,15 +392,39 @@ void sniff_scanner_reset(struct sniff_scanner *s)
 	s->len = 0;
 }
 
-/* Scan s->buf; keep only the tail from the first offset that may still start a message. */
+/* The first c in buf[from, len), or len if none; from itself when from >= len. */
+static size_t find_byte(const uint8_t *buf, size_t len, size_t from, uint8_t c)
+{
+	const uint8_t *p;
+
+	if (from >= len)
+		return from;
+	p = memchr(buf + from, c, len - from);
+	return p ? (size_t)(p - buf) : len;
+}
+
+/*
+ * Scan s->buf; keep only the tail from the first offset that may still start a message.
+ * Messages open with 'N' or "LLLL:", so the offsets worth parsing are an 'N',
+ * four bytes before a ':', and the last four bytes (an opening not complete
+ * yet): sniff_exchange_parse turns every other one away. memchr finds the
+ * next of each, and looks again only once pos has passed it.
+ */
 static size_t scan(struct sniff_scanner *s, sniff_found_fn found, void *arg)
 {
-	size_t pos = 0, count = 0;
+	size_t pos = 0, count = 0, next_n = 0, next_colon = 0;
 
 	while (pos < s->len) {
 		struct sniff_params p;
-		int n = sniff_exchange_parse(s->buf + pos, s->len - pos, &p);
+		int n;
 
+		if (next_n < pos)
+			next_n = find_byte(s->buf, s->len, pos, 'N');
+		if (next_colon < pos + LID_HEX)
+			next_colon = find_byte(s->buf, s->len, pos + LID_HEX, ':');
+		/* pos + LID_HEX <= next_colon <= max(pos + LID_HEX, s->len), so pos stays below s->len. */
+		pos = next_n < next_colon - LID_HEX ? next_n : next_colon - LID_HEX;
+		n = sniff_exchange_parse(s->buf + pos, s->len - pos, &p);
 		if (n > 0) {
 			found(arg, &p);
 			count++;

@@ -346,16 +346,38 @@ static void exchange_rejects_bent_messages(void **state)
 	assert_int_equal(sniff_exchange_parse(NULL, 4, &p), RSEC_E_PROTO);
 }
 
+/* The opening decides which parsers run; each byte of it either fits a format or fails them all. */
+static void exchange_openings(void **state)
+{
+	struct sniff_params p;
+
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		uint8_t one = (uint8_t)c;
+		uint8_t lid[5] = { '0', 'a', '9', 'f', (uint8_t)c };
+		uint8_t mid[5] = { 'b', '0', (uint8_t)c, '1', ':' };
+		bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+
+		assert_int_equal(sniff_exchange_parse(&one, 1, &p), hex || c == 'N' ? 0 : RSEC_E_PROTO);
+		assert_int_equal(sniff_exchange_parse(lid, 4, &p), 0);
+		assert_int_equal(sniff_exchange_parse(lid, 5, &p), c == ':' ? 0 : RSEC_E_PROTO);
+		assert_int_equal(sniff_exchange_parse(mid, 5, &p), hex ? 0 : RSEC_E_PROTO);
+	}
+	assert_int_equal(sniff_exchange_parse((const uint8_t *)"", 0, &p), 0);
+	assert_int_equal(sniff_exchange_parse((const uint8_t *)"NAIVE", 5, &p), 0);
+	assert_int_equal(sniff_exchange_parse((const uint8_t *)"NAIVE:", 6, &p), RSEC_E_PROTO);
+}
+
 struct found {
 	size_t n;
-	struct sniff_params p[8];
+	struct sniff_params p[32];
 };
 
 static void collect(void *arg, const struct sniff_params *p)
 {
 	struct found *f = arg;
 
-	if (f->n < 8)
+	if (f->n < sizeof(f->p) / sizeof(f->p[0]))
 		f->p[f->n] = *p;
 	f->n++;
 }
@@ -426,6 +448,81 @@ static void scanner_stays_bounded(void **state)
 	assert_int_equal(got.n, 0);
 }
 
+static bool same_params(const struct sniff_params *a, const struct sniff_params *b)
+{
+	return a->format == b->format && a->lid == b->lid && a->qpn == b->qpn && a->psn == b->psn &&
+	       !memcmp(a->gid, b->gid, sizeof(a->gid)) && a->has_rkey == b->has_rkey && a->rkey == b->rkey &&
+	       a->va == b->va && a->has_len == b->has_len && a->len == b->len;
+}
+
+/*
+ * The scanner parses only where a message can open: it must find exactly
+ * what parsing at every offset finds, on streams of message pieces, hex
+ * digits, colons and 'N's fed in pieces of any size.
+ */
+static void scanner_skips_only_what_fails(void **state)
+{
+	static const char bytes[] = "0123456789abcdef::N \n"; /* and its NUL, which ends two formats */
+	uint8_t perftest[256], stream[1024];
+	size_t n = unhex(frame_perftest, perftest, sizeof(perftest));
+	const struct {
+		const void *p;
+		size_t len;
+	} pieces[] = {
+		{ pingpong_msg, sizeof(pingpong_msg) },
+		{ perftest + n - 108, 108 },
+		{ naive_msg, strlen(naive_msg) },
+	};
+	uint32_t x = 2026;
+	size_t total = 0;
+
+	(void)state;
+	for (int round = 0; round < 2000; round++) {
+		struct sniff_scanner s = { .len = 0 };
+		struct found every = { 0 }, got = { 0 };
+		size_t len = 0, pos = 0;
+
+		while (len < sizeof(stream) - 128) {
+			x = x * 1103515245u + 12345u;
+			if ((x >> 16) % 16 == 0) {
+				/* a whole message, or a piece of one */
+				size_t k = (x >> 8) % 3;
+				size_t cut = (x >> 4) % 4 ? pieces[k].len : (x >> 20) % pieces[k].len;
+				memcpy(stream + len, pieces[k].p, cut);
+				len += cut;
+			} else {
+				stream[len++] = (uint8_t)bytes[(x >> 20) % sizeof(bytes)];
+			}
+		}
+		while (pos < len) {
+			struct sniff_params p;
+			int rc = sniff_exchange_parse(stream + pos, len - pos, &p);
+			if (rc > 0) {
+				collect(&every, &p);
+				pos += (size_t)rc;
+			} else if (rc == 0) {
+				break;
+			} else {
+				pos++;
+			}
+		}
+		for (pos = 0; pos < len;) {
+			size_t piece;
+			x = x * 1103515245u + 12345u;
+			piece = 1 + (x >> 16) % 300;
+			if (piece > len - pos)
+				piece = len - pos;
+			sniff_scanner_feed(&s, stream + pos, piece, collect, &got);
+			pos += piece;
+		}
+		assert_int_equal(got.n, every.n);
+		for (size_t i = 0; i < got.n && i < sizeof(got.p) / sizeof(got.p[0]); i++)
+			assert_true(same_params(&got.p[i], &every.p[i]));
+		total += got.n;
+	}
+	assert_true(total > 2000); /* the streams do carry messages */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,8 +535,10 @@ int main(void)
 		cmocka_unit_test(rejects_bad_headers),
 		cmocka_unit_test(exchange_prefixes_need_more),
 		cmocka_unit_test(exchange_rejects_bent_messages),
+		cmocka_unit_test(exchange_openings),
 		cmocka_unit_test(scanner_finds_split_messages),
 		cmocka_unit_test(scanner_stays_bounded),
+		cmocka_unit_test(scanner_skips_only_what_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
