@@ -75,6 +75,14 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_AUDIT = 1u << 0,      /* audit_path */
 	RSEC_CTX_ATTR_GRANT_MODE = 1u << 1, /* grant_mode */
 	RSEC_CTX_ATTR_QP_POOL = 1u << 2,    /* qp_pool */
+	RSEC_CTX_ATTR_DEPTH = 1u << 3,      /* max_inflight */
+	RSEC_CTX_ATTR_POLL = 1u << 4,       /* poll_mode */
+};
+
+/* How the library waits for completions (rsec_ctx_attr.poll_mode). */
+enum rsec_poll_mode {
+	RSEC_POLL_EVENT = 0, /* sleep on the completion channel: no CPU while idle */
+	RSEC_POLL_BUSY = 1,  /* spin on the completion queues: lowest latency, a core while waiting */
 };
 
 struct rsec_ctx_attr {
@@ -105,7 +113,12 @@ struct rsec_ctx_attr {
 	uint32_t qp_pool;          /* pre-created QPs drawn at random (QPN randomization);
 				    * 0: the default (32 for servers, 4 for clients),
 				    * 1: off (the device's sequential QPNs) */
+	uint32_t max_inflight;     /* one-sided operations in flight per connection (rsec_post),
+				    * 1..RSEC_MAX_INFLIGHT; 0: 128 */
+	enum rsec_poll_mode poll_mode; /* every wait of this context's connections */
 };
+
+#define RSEC_MAX_INFLIGHT 4096u
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -194,12 +207,15 @@ enum rsec_access {
 	RSEC_ACCESS_READ = 1,   /* the peer may RDMA READ */
 	RSEC_ACCESS_WRITE = 2,  /* the peer may RDMA WRITE */
 	RSEC_GRANT_VERIFIED = 4, /* rsec_grant, READ grants: send a MAC of the bytes for rsec_read_verified */
+	RSEC_ACCESS_LOCAL = 8,  /* regions: a local buffer for rsec_post only, never granted */
 };
 
 /**
- * rsec_region_reg - register local memory of this connection for grants.
- * access (RSEC_ACCESS_*) is the most any grant of it may allow; the
- * registration itself gives the peer nothing.
+ * rsec_region_reg - register local memory of this connection, for grants
+ * and as the local side of rsec_post's operations. access (RSEC_ACCESS_*)
+ * is the most any grant of it may allow; RSEC_ACCESS_LOCAL alone makes a
+ * region that can never be granted. The registration itself gives the peer
+ * nothing. Every region can be the source or destination of rsec_post.
  */
 int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access,
 		    struct rsec_region **out);
@@ -256,11 +272,16 @@ struct rsec_remote_grant {
 /** rsec_grant_wait - wait for the peer's grant labelled tag. */
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms);
 /**
- * rsec_write / rsec_read - one-sided transfer through a remote grant, one at
- * a time per connection (RSEC_E_AGAIN while another runs). If it does not
- * complete within timeout_ms, the connection fails (RSEC_E_TIMEOUT, and
- * rsec_conn_error says so): its queue pair is moved to the error state first,
- * so a late READ response can never land in buf after the call returned.
+ * rsec_write / rsec_read - one-sided transfer through a remote grant from or
+ * into any local buffer, waiting for it to complete: rsec_post and a wait,
+ * with buf registered for the call and deregistered after it (use a region
+ * and rsec_post to pay no registration per operation). Operations posted
+ * with rsec_post may be in flight meanwhile; their completions stay for
+ * rsec_poll. If it does not complete within timeout_ms, the connection
+ * fails (RSEC_E_TIMEOUT, and rsec_conn_error says so): its queue pair is
+ * moved to the error state first, so a late READ response can never land in
+ * buf after the call returned. RSEC_E_AGAIN: max_inflight operations are
+ * in flight already.
  */
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 	       size_t len, int timeout_ms);
@@ -281,6 +302,77 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
  */
 int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap,
 		       int timeout_ms);
+
+/*
+ * Asynchronous one-sided operations (docs/async.md). rsec_post queues work
+ * requests on the connection's QP without waiting, up to the context's
+ * max_inflight at once; rsec_poll reaps their completions in batches.
+ * Completions come in the order the operations were posted. The local side
+ * of every operation is a registered region of this connection, so nothing
+ * is registered per operation; neither buffer may be touched (a WRITE's
+ * source changed, a READ's destination read) before its completion.
+ */
+enum rsec_op {
+	RSEC_OP_WRITE = 1, /* RDMA WRITE local -> the peer's grant (needs RSEC_ACCESS_WRITE) */
+	RSEC_OP_READ = 2,  /* RDMA READ the peer's grant -> local (needs RSEC_ACCESS_READ) */
+};
+
+enum rsec_wr_flags {
+	/* Report no completion for this operation: it is done when a later
+	 * operation of this connection completes (selective signalling, as
+	 * perftest's --cq-mod). Its failure is still reported. */
+	RSEC_WR_UNSIGNALED = 1u << 0,
+};
+
+struct rsec_wr {
+	uint64_t user_id;                      /* returned in its rsec_wc */
+	enum rsec_op op;
+	unsigned flags;                        /* enum rsec_wr_flags */
+	const struct rsec_remote_grant *grant; /* the peer's grant (rsec_grant_wait) */
+	uint64_t remote_off;                   /* offset into the grant */
+	struct rsec_region *local;             /* a region of this connection */
+	size_t local_off;                      /* offset into it */
+	uint32_t len;                          /* bytes, > 0 */
+};
+
+struct rsec_wc {
+	uint64_t user_id;
+	enum rsec_op op;
+	int status;   /* 0, RSEC_E_QP (the device failed it: the connection is closed), or
+		       * the connection's close code (closed while in flight: it did not happen) */
+	uint32_t len; /* bytes transferred (the posted length on success, 0 otherwise) */
+};
+
+/**
+ * rsec_post - post n operations, as one chain of work requests, in order.
+ * Each is checked first (grant access and range, local region and range,
+ * a READ's region writable); *posted (may be NULL) says how many went out
+ * (each of those is reported by rsec_poll, even if the call failed). Returns 0 (all posted),
+ * RSEC_E_AGAIN (max_inflight reached: the first *posted went out; reap with
+ * rsec_poll and post the rest), RSEC_E_INVAL (bad wr[*posted]: nothing of
+ * it posted), RSEC_E_RANGE (wr[*posted] outside its grant or region, or not
+ * allowed by the grant), RSEC_E_CLOSED or the connection's close code.
+ */
+int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted);
+/** rsec_post_write / rsec_post_read - rsec_post of one operation. */
+int rsec_post_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		    struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id);
+int rsec_post_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		   struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id);
+/**
+ * rsec_poll - reap up to max completions of posted operations into wc,
+ * driving the connection (control messages, receives) as rsec_conn_process
+ * does. Waits up to timeout_ms for the first (0: never; the context's
+ * poll_mode says how). Returns the number reaped (0: none yet), or the
+ * close code once the connection is closed and every operation posted
+ * before has been reported (those in flight when it closed come back with
+ * that code as status: none of them can touch memory any more; to be sure
+ * of that the first call after a failure may wait up to 1 s for the
+ * device, whatever timeout_ms).
+ */
+int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout_ms);
+/** rsec_inflight - operations posted and not yet reaped by rsec_poll. */
+unsigned rsec_inflight(const struct rsec_conn *c);
 
 struct rsec_conn_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;

@@ -75,7 +75,7 @@ int rsec_completion_check_send(const struct ibv_wc *wc, const struct rsec_posted
 	enum rsec_wr_kind kind = RSEC_WR_KIND(wc->wr_id);
 	uint32_t idx = RSEC_WR_INDEX(wc->wr_id);
 	bool posted = (kind == WR_SEND && idx < p->send_slots && p->sends_inflight > 0) ||
-		      (kind == WR_BIND && idx < p->binds) || (kind == WR_RDMA && idx == 0 && p->rdma_busy);
+		      (kind == WR_BIND && idx < p->binds) || (kind == WR_RDMA && idx < p->ops_depth);
 	if (!posted || (wc->wr_id & RSEC_WR_UNUSED_BITS)) {
 		snprintf(why, whylen, "send completion for a work request we do not have outstanding (0x%llx)",
 			 (unsigned long long)wc->wr_id);

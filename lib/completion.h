@@ -31,7 +31,7 @@ struct rsec_posted {
 	uint32_t send_slots;     /* send WRs are WR_SEND 0..send_slots-1 */
 	uint32_t sends_inflight; /* of those, posted and not yet completed */
 	uint32_t binds;          /* window binds are WR_BIND 0..binds-1 */
-	bool rdma_busy;          /* the one WR_RDMA 0 is posted */
+	uint32_t ops_depth;      /* one-sided operations are WR_RDMA 0..ops_depth-1 (ops.c checks which are in flight) */
 };
 
 /*

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,14 +518,111 @@ int rsec_conn_process(struct rsec_conn *c)
 	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
+/*
+ * Busy polling: spin on the completion queues until one yields a
+ * completion, and look at the control socket (a system call) only every
+ * BUSY_SPINS polls. The completion channel is read only when it has an
+ * event: the CQs are armed once, when created.
+ */
+#define BUSY_SPINS 64u
+/* Busy polling: a whole rsec_conn_process (TLS read, timers: system calls) at least this often. */
+#define BUSY_FULL_MS 10u
+
+/* Which of epfd's fds have something; false if none. */
+static bool take_fd_events(struct rsec_conn *c)
+{
+	struct epoll_event ev[2];
+	int n = epoll_wait(c->epfd, ev, 2, 0);
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u32 == 1)
+			c->chan_event = true;
+		else
+			c->sock_event = true;
+	}
+	return n > 0;
+}
+
+int rsec_conn_step(struct rsec_conn *c)
+{
+	uint64_t now = rsec_now_ms();
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->phase != PHASE_ESTABLISHED || c->sock_event ||
+	    now >= c->next_full_ms) {
+		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
+		c->sock_event = false;
+		c->next_full_ms = now + BUSY_FULL_MS;
+		return rsec_conn_process(c);
+	}
+	/* The data path only: completions, credits, what waits for them, and queued control frames. */
+	RSEC_GUARD(process_ctrl_out(c));
+	RSEC_GUARD(rsec_data_poll(c));
+	return c->phase == PHASE_CLOSED ? c->close_code : 0;
+}
+
+static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
+{
+	/* Ending early is harmless: the caller holds the true deadline. */
+	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t seen = c->completions;
+	for (unsigned spin = 1;; spin++) {
+		RSEC_GUARD(rsec_data_poll(c));
+		if (c->completions != seen || c->phase == PHASE_CLOSED)
+			break;
+		if (spin % BUSY_SPINS)
+			continue;
+		uint64_t now = rsec_now_ms();
+		if (take_fd_events(c) || now >= deadline || now >= c->next_full_ms)
+			break;
+		/* A software device (rxe, siw) does its work in kernel threads on these same CPUs. */
+		(void)sched_yield();
+	}
+	int rc = rsec_conn_step(c);
+	return rc == RSEC_E_AGAIN ? 0 : rc;
+}
+
 int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 {
+	if (c->ctx->poll_mode == RSEC_POLL_BUSY && c->phase == PHASE_ESTABLISHED)
+		return busy_wait(c, timeout_ms);
 	struct pollfd p = { .fd = c->epfd, .events = POLLIN };
 	int n = poll(&p, 1, timeout_ms);
 	if (n < 0 && errno != EINTR)
 		return rsec_conn_fail(c, RSEC_E_IO, "poll: %s", strerror(errno));
 	int rc = rsec_conn_process(c);
 	return rc == RSEC_E_AGAIN ? 0 : rc;
+}
+
+/* The deadline, or sooner when a grant expires or a keepalive is due: a wait wakes for the library's timers. */
+static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
+{
+	uint64_t t = deadline;
+	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
+	if (expiry && expiry < t)
+		t = expiry;
+	if (c->phase == PHASE_ESTABLISHED && c->last_tx_ms + KEEPALIVE_MS < t)
+		t = c->last_tx_ms + KEEPALIVE_MS;
+	uint64_t now = rsec_now_ms();
+	return t > now ? t : now + 1;
+}
+
+int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms)
+{
+	uint64_t deadline = rsec_deadline_ms(timeout_ms);
+	for (;;) {
+		if (ready(c, arg))
+			return 0;
+		int rc = rsec_conn_step(c);
+		/* What became ready counts even if the connection closed meanwhile (a message that arrived whole). */
+		if (ready(c, arg))
+			return 0;
+		if (rc < 0 && rc != RSEC_E_AGAIN)
+			return rc;
+		uint64_t now = rsec_now_ms();
+		if (now >= deadline)
+			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
+		rc = rsec_conn_wait(c, (int)(next_timer(c, deadline) - now));
+		if (rc < 0 && !ready(c, arg))
+			return rc;
+	}
 }
 
 /* The control connection leaves from source, if given, so that it and the
@@ -668,6 +766,7 @@ static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn 
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)
 {
+	rsec_onesided_teardown(c); /* first: the regions its operations hold may be dying */
 	rsec_grant_teardown(c);
 	rsec_data_teardown(c);
 	if (c->have_seal) {
@@ -704,6 +803,7 @@ void rsec_conn_free(struct rsec_conn *c)
 	if (c->phase != PHASE_CLOSED)
 		(void)rsec_conn_close(c, "closed");
 	rsec_conn_teardown_rdma(c);
+	rsec_ops_free(&c->ops);
 	SSL_free(c->ssl);
 	if (c->dev)
 		rsec_dev_put(c->dev);

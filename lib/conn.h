@@ -17,6 +17,7 @@
 #include "dev.h"
 #include "grant_table.h"
 #include "mw.h"
+#include "ops.h"
 #include "qp.h"
 #include "qpool.h"
 #include "rdmasec.h"
@@ -29,6 +30,7 @@
 #define RSEC_DEFAULT_SLOT_SIZE 65536u
 #define RSEC_DEFAULT_MAX_MSG (16u << 20)
 #define RSEC_DEFAULT_HANDSHAKE_MS 10000
+#define RSEC_DEFAULT_INFLIGHT 128u /* one-sided operations, as perftest's default TX depth */
 #define RSEC_DEV_CACHE 8
 /* Receive buffers, ours and (announced in QP_INFO) the peer's: a peer must
  * stay within the limits we hold ourselves to. */
@@ -36,8 +38,8 @@
 #define RSEC_SLOT_SIZE_MAX (1u << 20)
 #define RSEC_RECV_SLOTS_MIN 4u
 #define RSEC_RECV_SLOTS_MAX 4096u
-/* Our frames fill at most this much of a peer's slot, so the send ring a
- * peer's announcement makes us pin stays within 16 x 64 KiB. */
+/* Our frames fill at most this much of a peer's slot; the send ring a
+ * peer's announcement makes us pin stays within 1 MiB (data.c). */
 #define RSEC_FRAME_MAX 65536u
 /* Control frames waiting for the peer's TCP window, and how long they may wait. */
 #define RSEC_CHAN_TXQ_MAX 32768u
@@ -74,6 +76,8 @@ struct rsec_ctx {
 	rsec_admit_fn admit;
 	void *admit_arg;
 	enum rsec_grant_mode grant_mode;
+	uint32_t max_inflight;     /* one-sided operations in flight per connection */
+	enum rsec_poll_mode poll_mode;
 	struct rsec_audit *audit;  /* NULL: no audit log */
 	uint64_t next_conn_id;     /* atomic */
 	uint64_t audit_errors;     /* atomic: records that could not be written */
@@ -116,8 +120,10 @@ struct rsec_region {
 	size_t len;
 	unsigned access;
 	size_t map_len;       /* rsec_region_alloc: the mapping we own (0: caller's memory) */
-	unsigned binds;       /* window binds in flight over mr */
-	bool dying;           /* freed by the application while binds were in flight */
+	struct ibv_mr *local_mr; /* the local side of rsec_post's operations */
+	bool local_ro;        /* local_mr without local write: READs may not land in it */
+	unsigned users;       /* window binds and one-sided operations in flight over its registrations */
+	bool dying;           /* freed by the application while users were in flight */
 	struct rsec_region *next_dying;
 };
 
@@ -169,26 +175,34 @@ struct rsec_conn {
 	bool txm_started;         /* its FIRST fragment is out */
 	uint64_t txm_progress_ms; /* last time a fragment of it went out */
 
-	/* Reassembly of the message currently arriving. */
+	/* Reassembly of the message currently arriving: in rx_msg, or straight
+	 * into the buffer of an rsec_recv waiting for it (rx_direct). */
 	uint8_t *rx_msg;
 	size_t rx_cap, rx_len;
 	bool rx_started, rx_complete;
+	uint8_t *rx_direct;       /* the waiting caller's buffer, while it waits */
+	size_t rx_direct_cap;
+	bool rx_in_direct;        /* the message so far is in rx_direct, not rx_msg */
 
 	/* Grants we issued and grants the peer issued to us. */
 	struct rsec_grant_table gt;
 	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
 
-	/* Outstanding one-sided op (one at a time per connection). */
-	bool rdma_busy;          /* stays set after a timeout: the WR may still run */
-	struct ibv_mr *stale_mr; /* the timed-out op's MR, released at teardown */
-	enum ibv_wc_status rdma_status;
-	bool rdma_done;
+	/* One-sided operations in flight (onesided.c). */
+	struct rsec_ops ops;
+	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
+	bool chan_event;          /* busy polling: the completion channel has an event to take */
+	bool sock_event;          /* busy polling: the control socket has something */
+	uint64_t next_full_ms;    /* busy polling: when the next whole rsec_conn_process is due */
 
 	struct rsec_conn_stats stats;
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 };
 
+/* Monotonic milliseconds, tick resolution (ctx.c): timers, and checking deadlines. */
 uint64_t rsec_now_ms(void);
+/* now + timeout_ms on the precise clock, a deadline rsec_now_ms() never reaches early; timeout_ms <= 0: 0, passed. */
+uint64_t rsec_deadline_ms(int timeout_ms);
 
 /* chan.c */
 /*
@@ -210,8 +224,21 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Keep epfd watching the socket for writability exactly while TLS or the control queue waits for it. */
 RSEC_MUST_CHECK int rsec_conn_watch(struct rsec_conn *c);
-/* Wait until the fd is readable or timeout; processes the connection. */
+/*
+ * Advance the connection as the blocking calls do: rsec_conn_process, or
+ * when busy polling, mostly the data path alone (no system call), the
+ * whole of it when the control socket has something and now and then.
+ */
+RSEC_MUST_CHECK int rsec_conn_step(struct rsec_conn *c);
+/* Wait until the fd is readable (busy polling: a completion arrives) or timeout; processes the connection. */
 RSEC_MUST_CHECK int rsec_conn_wait(struct rsec_conn *c, int timeout_ms);
+/*
+ * The one wait loop of the blocking calls: process the connection until
+ * ready(c, arg) holds. Returns 0, RSEC_E_TIMEOUT (timeout_ms > 0 passed),
+ * RSEC_E_AGAIN (timeout_ms <= 0 and not ready), or the connection's error.
+ */
+typedef bool (*rsec_ready_fn)(struct rsec_conn *c, void *arg);
+RSEC_MUST_CHECK int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms);
 RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
@@ -221,8 +248,8 @@ RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
 /* data.c */
 /* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
-/* Send WRs of every connection's QP (QP pools create theirs with it). */
-uint32_t rsec_data_send_wr(void);
+/* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
+uint32_t rsec_data_send_wr(uint32_t depth);
 /* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
 RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
@@ -245,5 +272,16 @@ RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */
 void rsec_grant_close(struct rsec_conn *c);
 void rsec_grant_teardown(struct rsec_conn *c);
+/* One user of r's registrations (a bind, an operation) is over; a region freed meanwhile goes with the last. */
+void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);
+
+/* onesided.c */
+RSEC_MUST_CHECK int rsec_onesided_setup(struct rsec_conn *c);
+/* A send-queue completion of a one-sided operation, successful or not (checked by completion.c first). */
+RSEC_MUST_CHECK int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
+/* Completions polled after the connection failed: the operations they name, and all before, end with the close code. */
+void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
+/* The QP is in the error state or gone: every operation in flight ends with the close code. */
+void rsec_onesided_teardown(struct rsec_conn *c);
 
 #endif /* RSEC_CONN_H */

@@ -16,11 +16,34 @@
 #include "audit.h"
 #include "conn.h"
 
+/*
+ * Millisecond deadlines need no finer clock than the kernel's tick, and the
+ * coarse clock is read from the vDSO without touching the clock hardware.
+ * The data path reads it several times per message; in an emulated guest
+ * whose clocksource is the HPET, every CLOCK_MONOTONIC read is a system
+ * call and an emulated device access.
+ */
 uint64_t rsec_now_ms(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * The coarse clock lags the real one by up to a tick or so: a deadline
+ * taken from it could pass before timeout_ms really has. Taken from the
+ * precise clock (once per blocking call) and compared with the coarse one,
+ * a wait ends at most a tick late, never early.
+ */
+uint64_t rsec_deadline_ms(int timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return 0; /* passed already: no clock to read */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000u + ((uint64_t)ts.tv_nsec + 999999u) / 1000000u;
+	return now + (uint64_t)timeout_ms;
 }
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -45,7 +68,8 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 
 static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *err, size_t errlen)
 {
-	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL)) {
+	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
+				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -88,6 +112,14 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 		set_err(err, errlen, "qp_pool must be 0..1024");
 		return RSEC_E_RANGE;
 	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_DEPTH) && a->max_inflight > RSEC_MAX_INFLIGHT) {
+		set_err(err, errlen, "max_inflight must be 0..4096");
+		return RSEC_E_RANGE;
+	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_POLL) && a->poll_mode != RSEC_POLL_EVENT && a->poll_mode != RSEC_POLL_BUSY) {
+		set_err(err, errlen, "unknown poll mode");
+		return RSEC_E_INVAL;
+	}
 	return 0;
 }
 
@@ -108,10 +140,13 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	ctx->slot_size = or_default(a->slot_size, RSEC_DEFAULT_SLOT_SIZE);
 	ctx->max_msg = or_default(a->max_msg, RSEC_DEFAULT_MAX_MSG);
 	ctx->handshake_timeout_ms = a->handshake_timeout_ms > 0 ? a->handshake_timeout_ms : RSEC_DEFAULT_HANDSHAKE_MS;
+	ctx->max_inflight = (a->comp_mask & RSEC_CTX_ATTR_DEPTH) ? or_default(a->max_inflight, RSEC_DEFAULT_INFLIGHT)
+								  : RSEC_DEFAULT_INFLIGHT;
+	ctx->poll_mode = (a->comp_mask & RSEC_CTX_ATTR_POLL) ? a->poll_mode : RSEC_POLL_EVENT;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,
-		.send_wr = rsec_data_send_wr(),
+		.send_wr = rsec_data_send_wr(ctx->max_inflight),
 		.recv_wr = ctx->recv_slots,
 	};
 	pthread_mutex_init(&ctx->dev_lock, NULL);

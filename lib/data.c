@@ -13,27 +13,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "conn.h"
 
-#define SEND_SLOTS_MAX 16u
-#define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations, one RDMA op */
-#define RING_ALIGN 4096u
+/* Sends in flight: as many as the peer's buffers, up to 128 (perftest's TX
+ * depth), within a 1 MiB send ring: 16 frames of 64 KiB, 128 of 8 KiB. */
+#define SEND_SLOTS_MAX 128u
+#define SEND_RING_MAX (1u << 20)
+#define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations */
 
-static void *ring_alloc(size_t n)
+/*
+ * Send and receive rings: anonymous mappings, so the kernel hands out zeroed
+ * pages as the registration pins them (no pass of our own over them). They
+ * only ever hold sealed frames, and a received frame is wiped as it is
+ * opened, so they are unmapped without another wipe. Their addresses never
+ * go on the wire.
+ */
+static uint8_t *ring_alloc(size_t n)
 {
-	void *p = NULL;
-	/* Rings are page-aligned heap memory; their addresses never go on the wire. */
-	if (posix_memalign(&p, RING_ALIGN, n) != 0)
-		return NULL;
-	memset(p, 0, n);
-	return p;
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 static void ring_free(uint8_t **p, size_t n)
+{
+	if (*p)
+		(void)munmap(*p, n);
+	*p = NULL;
+}
+
+/* A message's plaintext (reassembled, or waiting for credits): wiped before it goes. */
+static void msg_free(uint8_t **p, size_t n)
 {
 	if (*p) {
 		OPENSSL_cleanse(*p, n);
@@ -54,9 +68,9 @@ static RSEC_MUST_CHECK int post_recv(struct rsec_conn *c, uint32_t slot)
 	return ibv_post_recv(c->qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
 }
 
-uint32_t rsec_data_send_wr(void)
+uint32_t rsec_data_send_wr(uint32_t depth)
 {
-	return SEND_SLOTS_MAX + EXTRA_SEND_WR;
+	return SEND_SLOTS_MAX + EXTRA_SEND_WR + depth;
 }
 
 int rsec_data_setup(struct rsec_conn *c)
@@ -77,17 +91,20 @@ int rsec_data_setup(struct rsec_conn *c)
 	RSEC_ENSURE(flags >= 0 && fcntl(c->qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
 	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->qp.chan->fd, &ev) == 0, RSEC_E_IO);
+	c->chan_event = true; /* the CQs are created armed */
 	for (uint32_t i = 0; i < c->recv_slots; i++)
 		RSEC_GUARD(post_recv(c, i));
-	return 0;
+	return rsec_onesided_setup(c);
 }
 
 int rsec_data_start(struct rsec_conn *c)
 {
 	RSEC_GUARD(rsec_qp_connect(&c->qp, &c->remote));
-	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
 	/* The peer's slot size bounds our frames; our own ceiling bounds what it makes us pin. */
 	c->frame_size = c->peer_slot_size < RSEC_FRAME_MAX ? c->peer_slot_size : RSEC_FRAME_MAX;
+	uint32_t fit = SEND_RING_MAX / c->frame_size;
+	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
+	c->send_slots = c->send_slots < fit ? c->send_slots : fit;
 	size_t bytes = (size_t)c->send_slots * c->frame_size;
 	c->send_ring = ring_alloc(bytes);
 	RSEC_ENSURE(c->send_ring, RSEC_E_NOMEM);
@@ -97,17 +114,27 @@ int rsec_data_start(struct rsec_conn *c)
 	return 0;
 }
 
+/* Take and acknowledge every event the completion channel holds (never blocks: the fd is non-blocking). */
+static bool take_channel_events(struct rsec_conn *c)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	return errno == EAGAIN;
+}
+
 void rsec_data_teardown(struct rsec_conn *c)
 {
 	if (c->have_qp) {
-		if (c->qp.chan)
+		if (c->qp.chan) {
 			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->qp.chan->fd, NULL);
+			/* A CQ is destroyed only once each of its events is acknowledged. */
+			(void)take_channel_events(c);
+		}
 		if (c->qp.qp)
 			(void)!rsec_qp_to_error(&c->qp);
 	}
-	if (c->stale_mr)
-		(void)ibv_dereg_mr(c->stale_mr);
-	c->stale_mr = NULL;
 	if (c->send_mr)
 		(void)ibv_dereg_mr(c->send_mr);
 	if (c->recv_mr)
@@ -118,8 +145,8 @@ void rsec_data_teardown(struct rsec_conn *c)
 	c->have_qp = false;
 	ring_free(&c->send_ring, (size_t)c->send_slots * c->frame_size);
 	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
-	ring_free(&c->rx_msg, c->rx_cap);
-	ring_free(&c->txm, c->txm_len);
+	msg_free(&c->rx_msg, c->rx_cap);
+	msg_free(&c->txm, c->txm_len);
 	c->rx_cap = c->rx_len = 0;
 	c->rx_started = c->rx_complete = false;
 }
@@ -148,6 +175,8 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND,
+		/* Small frames travel in the work request: the device reads no memory for them. */
+		.send_flags = n <= c->qp.max_inline ? IBV_SEND_INLINE : 0,
 	};
 	RSEC_GUARD(rsec_data_post(c, &wr));
 	c->credits_owed -= credits;
@@ -191,7 +220,7 @@ void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
 		.send_slots = c->send_slots,
 		.sends_inflight = c->sends_inflight,
 		.binds = RSEC_MAX_GRANTS,
-		.rdma_busy = c->rdma_busy,
+		.ops_depth = c->ops.depth,
 	};
 }
 
@@ -204,6 +233,10 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
 		c->sends_inflight--;
+		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
+	}
+	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
+		RSEC_GUARD(rsec_onesided_on_wc(c, wc));
 		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -230,7 +263,7 @@ static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
 		return rsec_conn_fail(c, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
 	if (c->rx_msg) {
 		memcpy(p, c->rx_msg, c->rx_len);
-		ring_free(&c->rx_msg, c->rx_cap);
+		msg_free(&c->rx_msg, c->rx_cap);
 	}
 	c->rx_msg = p;
 	c->rx_cap = cap;
@@ -243,6 +276,41 @@ static RSEC_MUST_CHECK int check_fragment(struct rsec_conn *c, uint8_t flags)
 	bool first = flags & RSEC_SEAL_FLAG_FIRST;
 	if (first == c->rx_started)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "fragment out of order");
+	return 0;
+}
+
+/* The message so far leaves the caller's buffer for rx_msg (the caller stops waiting, or it does not fit). */
+static RSEC_MUST_CHECK int leave_direct(struct rsec_conn *c)
+{
+	if (!c->rx_in_direct)
+		return 0;
+	size_t n = c->rx_len;
+	c->rx_len = 0;
+	c->rx_in_direct = false;
+	int rc = reserve_rx(c, n);
+	if (rc == 0 && n)
+		memcpy(c->rx_msg, c->rx_direct, n);
+	OPENSSL_cleanse(c->rx_direct, n);
+	c->rx_len = rc == 0 ? n : 0;
+	return rc;
+}
+
+/* Where the next body bytes of the arriving message go: the waiting caller's buffer when they fit, else rx_msg. */
+static RSEC_MUST_CHECK int rx_room(struct rsec_conn *c, size_t body, uint8_t **dst, size_t *room)
+{
+	bool fresh = !c->rx_started && c->rx_len == 0;
+	if (c->rx_len + body > c->ctx->max_msg)
+		return rsec_conn_fail(c, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+	if (c->rx_direct && (c->rx_in_direct || fresh) && body <= c->rx_direct_cap - c->rx_len) {
+		c->rx_in_direct = true;
+		*dst = c->rx_direct + c->rx_len;
+		*room = c->rx_direct_cap - c->rx_len;
+		return 0;
+	}
+	RSEC_GUARD(leave_direct(c));
+	RSEC_GUARD(reserve_rx(c, body));
+	*dst = c->rx_msg ? c->rx_msg + c->rx_len : NULL;
+	*room = c->rx_cap - c->rx_len;
 	return 0;
 }
 
@@ -260,10 +328,11 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
-	RSEC_GUARD(reserve_rx(c, body));
+	uint8_t *dst = NULL;
+	size_t room = 0;
+	RSEC_GUARD(rx_room(c, body, &dst, &room));
 	struct rsec_seal_hdr hdr;
-	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, c->rx_msg ? c->rx_msg + c->rx_len : NULL,
-				 c->rx_cap - c->rx_len);
+	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered, and the stream
@@ -336,7 +405,7 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 	if (c->txm_off != off || c->txm_started != started)
 		c->txm_progress_ms = now;
 	if (c->txm_started && c->txm_off == c->txm_len) {
-		ring_free(&c->txm, c->txm_len);
+		msg_free(&c->txm, c->txm_len);
 		c->txm_len = c->txm_off = 0;
 		return 0;
 	}
@@ -348,12 +417,13 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 {
-	struct ibv_cq *cq;
-	void *cq_ctx;
-	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0)
-		ibv_ack_cq_events(cq, 1);
-	if (errno != EAGAIN)
+	if (c->ctx->poll_mode == RSEC_POLL_BUSY && !c->chan_event)
+		return 0; /* nothing armed since: no system call */
+	c->chan_event = false;
+	if (!take_channel_events(c))
 		return rsec_conn_fail(c, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
+	if (c->ctx->poll_mode == RSEC_POLL_BUSY)
+		return 0; /* the CQs were armed once, at creation; busy waits poll them */
 	/* Re-arm before polling, so a completion racing with the poll still wakes us. */
 	if (ibv_req_notify_cq(c->qp.send_cq, 0) || ibv_req_notify_cq(c->qp.recv_cq, 0))
 		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot arm the completion queues");
@@ -367,15 +437,25 @@ int rsec_data_poll(struct rsec_conn *c)
 	RSEC_GUARD(drain_channel(c));
 	struct ibv_wc wc[16];
 	int n;
-	while ((n = ibv_poll_cq(c->qp.send_cq, 16, wc)) > 0)
-		for (int i = 0; i < n; i++)
-			RSEC_GUARD(on_send_wc(c, &wc[i]));
+	while ((n = ibv_poll_cq(c->qp.send_cq, 16, wc)) > 0) {
+		c->completions += (uint64_t)n;
+		for (int i = 0; i < n; i++) {
+			int rc = on_send_wc(c, &wc[i]);
+			if (rc < 0) {
+				/* The rest of the batch are flushes: they end the operations they name. */
+				rsec_onesided_flushed(c, wc + i + 1, n - i - 1);
+				return rc;
+			}
+		}
+	}
 	if (n < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
 	/* One receive at a time, and none while a whole message waits for the
 	 * application: unread data stays in the peer's unreturned credits. */
-	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, wc)) > 0)
+	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, wc)) > 0) {
+		c->completions++;
 		RSEC_GUARD(on_recv_wc(c, &wc[0]));
+	}
 	if (n < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
 	RSEC_GUARD(maybe_return_credits(c));
@@ -402,19 +482,22 @@ size_t rsec_send_queued(const struct rsec_conn *c)
 	return c->txm_len - c->txm_off + (c->txm_started ? 0 : 1); /* an empty message not yet out counts */
 }
 
+static bool queue_empty(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->txm == NULL;
+}
+
 /* Run the connection until no message waits in the library, or the deadline. */
 static RSEC_MUST_CHECK int wait_queue_empty(struct rsec_conn *c, uint64_t deadline, int timeout_ms)
 {
-	while (c->txm) {
-		RSEC_GUARD(rsec_conn_process(c));
-		if (!c->txm)
-			break;
-		if (remaining_ms(deadline) == 0)
-			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
-		RSEC_GUARD(check_open(c));
-	}
-	return 0;
+	if (!c->txm)
+		return 0;
+	int rc = rsec_conn_wait_for(c, queue_empty, NULL, remaining_ms(deadline));
+	if (rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN)
+		return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
+	RSEC_GUARD(rc);
+	return check_open(c);
 }
 
 int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
@@ -424,7 +507,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	RSEC_GUARD(check_open(c));
 	if (len > c->peer_max_msg)
 		return RSEC_E_RANGE;
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = rsec_deadline_ms(timeout_ms);
 	RSEC_GUARD(wait_queue_empty(c, deadline, timeout_ms));
 	const uint8_t *p = buf;
 	size_t off = 0;
@@ -435,7 +518,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 			return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
 		if ((started && off == len) || remaining_ms(deadline) == 0)
 			break;
-		RSEC_GUARD(rsec_conn_process(c));
+		RSEC_GUARD(rsec_conn_step(c));
 		if (!can_send(c, false))
 			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
 		RSEC_GUARD(check_open(c));
@@ -447,31 +530,47 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
+static bool message_arrived(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->rx_complete;
+}
+
 int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms)
 {
 	if (!c || !len || (!buf && cap))
 		return RSEC_E_INVAL;
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	for (;;) {
-		int rc = c->rx_complete ? 0 : rsec_conn_process(c);
-		/* A message that arrived whole is delivered even if the peer closed since. */
-		if (c->rx_complete) {
-			*len = c->rx_len;
-			if (c->rx_len > cap)
-				return RSEC_E_RANGE;
-			if (c->rx_len)
-				memcpy(buf, c->rx_msg, c->rx_len);
-			OPENSSL_cleanse(c->rx_msg, c->rx_len);
-			c->rx_len = 0;
-			c->rx_complete = false;
-			/* Resume reaping receives held back while this message waited. */
-			(void)rsec_conn_process(c);
-			return 0;
-		}
-		if (rc < 0 && rc != RSEC_E_AGAIN)
-			return rc;
-		if (remaining_ms(deadline) == 0)
-			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
+	/* While we wait, a message arriving is opened straight into buf: no copy after. */
+	if (buf && !c->rx_complete) {
+		c->rx_direct = buf;
+		c->rx_direct_cap = cap;
 	}
+	/* A message that arrived whole is delivered even if the peer closed since. */
+	int rc = rsec_conn_wait_for(c, message_arrived, NULL, timeout_ms);
+	c->rx_direct_cap = 0;
+	if (rc == 0 && c->rx_in_direct) {
+		*len = c->rx_len;
+		c->rx_in_direct = false;
+		c->rx_direct = NULL;
+		c->rx_len = 0;
+		c->rx_complete = false;
+		(void)!rsec_conn_step(c); /* resume reaping receives held back while this message waited */
+		return 0;
+	}
+	/* Part of a message in buf, or nothing: buf is the caller's again. */
+	int moved = leave_direct(c);
+	c->rx_direct = NULL;
+	RSEC_GUARD(rc);
+	RSEC_GUARD(moved);
+	*len = c->rx_len;
+	if (c->rx_len > cap)
+		return RSEC_E_RANGE;
+	if (c->rx_len)
+		memcpy(buf, c->rx_msg, c->rx_len);
+	OPENSSL_cleanse(c->rx_msg, c->rx_len);
+	c->rx_len = 0;
+	c->rx_complete = false;
+	/* Resume reaping receives held back while this message waited. */
+	(void)!rsec_conn_step(c);
+	return 0;
 }

@@ -32,7 +32,6 @@
 #include "conn.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
-#define RDMA_DRAIN_MS 1000
 
 static int access_to_verbs(unsigned access)
 {
@@ -47,6 +46,12 @@ static int access_to_verbs(unsigned access)
 static bool access_valid(unsigned access)
 {
 	return (access & ACCESS_RW) && !(access & ~(unsigned)ACCESS_RW);
+}
+
+/* A region: what grants of it may allow, or RSEC_ACCESS_LOCAL alone (never granted). */
+static bool region_access_valid(unsigned access)
+{
+	return access == RSEC_ACCESS_LOCAL || access_valid(access);
 }
 
 static RSEC_MUST_CHECK int require_established(struct rsec_conn *c)
@@ -92,37 +97,28 @@ static void audit_grant(struct rsec_conn *c, enum rsec_audit_event ev, const str
 	rsec_conn_audit(c, ev, result, reason, &r);
 }
 
-/* Run the connection until *done or the deadline. */
-static RSEC_MUST_CHECK int wait_done(struct rsec_conn *c, const bool *done, int timeout_ms)
-{
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	while (!*done) {
-		int rc = rsec_conn_process(c);
-		if (rc < 0)
-			return rc;
-		if (*done)
-			break;
-		uint64_t now = rsec_now_ms();
-		if (now >= deadline)
-			return RSEC_E_TIMEOUT;
-		RSEC_GUARD(rsec_conn_wait(c, (int)(deadline - now)));
-	}
-	return 0;
-}
-
 static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
 {
 	bool mr;
 	RSEC_GUARD(use_mr(c, &mr));
+	/* The local side of rsec_post: a READ writes into it. No remote access.
+	 * Memory the process may not write (a read-only mapping) is still a
+	 * source for WRITEs and READ grants. */
+	r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->local_mr) {
+		r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, 0);
+		r->local_ro = true;
+	}
+	RSEC_ENSURE(r->local_mr != NULL, RSEC_E_VERBS);
 	/* Fallback mode registers per grant; window mode binds windows to this. */
-	if (mr)
+	if (mr || !(r->access & ACCESS_RW))
 		return 0;
 	return rsec_mr_reg(&c->qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
 }
 
 int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access, struct rsec_region **out)
 {
-	if (!c || !addr || !len || !out || !access_valid(access))
+	if (!c || !addr || !len || !out || !region_access_valid(access))
 		return RSEC_E_INVAL;
 	*out = NULL;
 	RSEC_GUARD(require_established(c));
@@ -135,6 +131,8 @@ int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access
 	r->access = access;
 	int rc = region_register(c, r);
 	if (rc < 0) {
+		if (r->local_mr)
+			(void)ibv_dereg_mr(r->local_mr);
 		free(r);
 		return rc;
 	}
@@ -169,7 +167,7 @@ static void *map_random(size_t len)
 
 int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct rsec_region **out)
 {
-	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !access_valid(access))
+	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !region_access_valid(access))
 		return RSEC_E_INVAL;
 	*out = NULL;
 	RSEC_GUARD(require_established(c));
@@ -196,6 +194,8 @@ static void region_destroy(struct rsec_region *r)
 {
 	if (r->mr)
 		(void)ibv_dereg_mr(r->mr);
+	if (r->local_mr)
+		(void)ibv_dereg_mr(r->local_mr);
 	if (r->map_len) {
 		OPENSSL_cleanse(r->addr, r->map_len);
 		(void)munmap(r->addr, r->map_len);
@@ -203,12 +203,12 @@ static void region_destroy(struct rsec_region *r)
 	free(r);
 }
 
-/* A bind over the region is in flight: the device still uses its registration, so it goes when that completes. */
+/* A bind or an operation over the region is in flight: the device still uses its registration, so it goes when that completes. */
 void rsec_region_free(struct rsec_region *r)
 {
 	if (!r)
 		return;
-	if (r->binds == 0) {
+	if (r->users == 0) {
 		region_destroy(r);
 		return;
 	}
@@ -217,10 +217,9 @@ void rsec_region_free(struct rsec_region *r)
 	r->conn->dying = r;
 }
 
-/* One bind over r is over (completed, or its QP is gone). */
-static void region_bind_done(struct rsec_conn *c, struct rsec_region *r)
+void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r)
 {
-	if (!r || r->binds == 0 || --r->binds > 0 || !r->dying)
+	if (!r || r->users == 0 || --r->users > 0 || !r->dying)
 		return;
 	for (struct rsec_region **p = &c->dying; *p; p = &(*p)->next_dying) {
 		if (*p == r) {
@@ -266,7 +265,7 @@ static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_reg
 	}
 	g->busy = true;
 	g->region = r;
-	r->binds++;
+	r->users++;
 	c->binds_inflight++;
 	return 0;
 }
@@ -398,6 +397,19 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
 	return 0;
 }
 
+struct claim_wanted {
+	const struct rsec_local_grant *g;
+	uint64_t grant_id;
+};
+
+/* The peer's claim arrived, or the grant is gone (expired meanwhile). */
+static bool claim_arrived(struct rsec_conn *c, void *arg)
+{
+	(void)c;
+	const struct claim_wanted *w = arg;
+	return w->g->claim || !w->g->live || w->g->id != w->grant_id;
+}
+
 int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
 {
 	if (!c || !off || !len)
@@ -407,20 +419,11 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 	struct rsec_local_grant *g = find_live(c, grant_id);
 	if (!g || !(g->access & RSEC_ACCESS_WRITE))
 		return RSEC_E_GRANT;
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	while (!g->claim) {
-		int rc = rsec_conn_process(c);
-		if (rc < 0)
-			return rc;
-		if (!g->live || g->id != grant_id)
-			return RSEC_E_GRANT; /* expired meanwhile */
-		if (g->claim)
-			break;
-		uint64_t now = rsec_now_ms();
-		if (now >= deadline)
-			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		RSEC_GUARD(rsec_conn_wait(c, (int)(deadline - now)));
-	}
+	struct claim_wanted w = { .g = g, .grant_id = grant_id };
+	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
+	RSEC_GUARD(require_established(c)); /* closing revoked it: say why, not RSEC_E_GRANT */
+	if (!g->live || g->id != grant_id)
+		return RSEC_E_GRANT; /* expired meanwhile */
 	/* Revoke first: once checked, nobody may change the bytes. */
 	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
 	c->stats.grants_revoked++;
@@ -467,18 +470,13 @@ static struct rsec_local_grant *bound_grant(struct rsec_conn *c, const struct ib
 		return NULL;
 	g->busy = false;
 	c->binds_inflight--;
-	region_bind_done(c, g->region);
+	rsec_region_unuse(c, g->region);
 	g->region = NULL;
 	return g;
 }
 
 int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
-		c->rdma_done = true;
-		c->rdma_status = wc->status;
-		return 0;
-	}
 	struct rsec_local_grant *g = bound_grant(c, wc);
 	if (!g)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
@@ -493,11 +491,6 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
-		c->rdma_done = true;
-		c->rdma_status = wc->status;
-		return;
-	}
 	struct rsec_local_grant *g = bound_grant(c, wc);
 	if (g)
 		g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
@@ -527,112 +520,23 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	}
 }
 
+struct grant_wanted {
+	uint64_t tag;
+	struct rsec_remote_grant *out;
+};
+
+static bool grant_arrived(struct rsec_conn *c, void *arg)
+{
+	struct grant_wanted *w = arg;
+	return rsec_gt_remote_take(&c->gt, w->tag, w->out);
+}
+
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms)
 {
 	if (!c || !out)
 		return RSEC_E_INVAL;
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	for (;;) {
-		if (rsec_gt_remote_take(&c->gt, tag, out))
-			return 0;
-		int rc = rsec_conn_process(c);
-		if (rc < 0)
-			return rc;
-		uint64_t now = rsec_now_ms();
-		if (now >= deadline)
-			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		RSEC_GUARD(rsec_conn_wait(c, (int)(deadline - now)));
-	}
-}
-
-/*
- * The connection failed with our one-sided operation in flight, and its QP
- * is in the error state (rsec_conn_fail moved it there first), so the device
- * accepts no response for it any more. Its flushed completion proves the
- * device has let go of the buffer; wait for it briefly.
- */
-static void drain_rdma(struct rsec_conn *c)
-{
-	uint64_t deadline = rsec_now_ms() + RDMA_DRAIN_MS;
-	while (c->have_qp && !c->rdma_done && rsec_now_ms() < deadline) {
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(c->qp.send_cq, 1, &wc);
-		if (n < 0)
-			return;
-		if (n == 1 && wc.wr_id == RSEC_WR_ID(WR_RDMA, 0))
-			c->rdma_done = true;
-		else if (n == 0)
-			(void)usleep(100);
-	}
-}
-
-static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
-				     size_t len, int timeout_ms, bool write)
-{
-	if (!c || !g || !buf || !len)
-		return RSEC_E_INVAL;
-	if (!(g->access & (write ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ)) || off > g->len || len > g->len - off ||
-	    len > UINT32_MAX)
-		return RSEC_E_RANGE;
-	RSEC_GUARD(require_established(c));
-	if (c->rdma_busy)
-		return RSEC_E_AGAIN;
-	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, buf, len, write ? 0 : IBV_ACCESS_LOCAL_WRITE);
-	if (!mr)
-		return RSEC_E_VERBS;
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)len, .lkey = mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = RSEC_WR_ID(WR_RDMA, 0),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-		.wr.rdma = { .remote_addr = g->addr + off, .rkey = g->rkey },
-	};
-	c->rdma_busy = true;
-	c->rdma_done = false;
-	int rc = rsec_data_post(c, &wr);
-	if (rc < 0) {
-		c->rdma_busy = false; /* never posted */
-		(void)ibv_dereg_mr(mr);
-		return rc;
-	}
-	rc = wait_done(c, &c->rdma_done, timeout_ms);
-	if (rc < 0 && !c->rdma_done) {
-		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
-		rc = rsec_conn_fail(c, rc == RSEC_E_TIMEOUT ? RSEC_E_TIMEOUT : rc,
-				    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
-				    write ? "WRITE" : "READ", len, timeout_ms);
-		drain_rdma(c);
-	}
-	if (c->rdma_done) {
-		(void)ibv_dereg_mr(mr);
-	} else {
-		/* No flushed completion: destroying the QP is what stops the device using buf. */
-		c->stale_mr = mr;
-		rsec_conn_teardown_rdma(c);
-	}
-	c->rdma_busy = false;
-	RSEC_GUARD(rc);
-	if (c->rdma_status != IBV_WC_SUCCESS)
-		return RSEC_E_QP;
-	if (write)
-		c->stats.rdma_writes++;
-	else
-		c->stats.rdma_reads++;
-	return 0;
-}
-
-int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf, size_t len,
-	       int timeout_ms)
-{
-	/* RDMA WRITE only reads the local buffer; the MR has no local write access. */
-	return one_sided(c, g, off, (void *)(uintptr_t)buf, len, timeout_ms, true);
-}
-
-int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
-	      int timeout_ms)
-{
-	return one_sided(c, g, off, buf, len, timeout_ms, false);
+	struct grant_wanted w = { .tag = tag, .out = out };
+	return rsec_conn_wait_for(c, grant_arrived, &w, timeout_ms);
 }
 
 int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
@@ -710,7 +614,7 @@ void rsec_grant_teardown(struct rsec_conn *c)
 		if (g->busy) {
 			g->busy = false;
 			c->binds_inflight--;
-			region_bind_done(c, g->region); /* the QP is gone: its binds will never complete */
+			rsec_region_unuse(c, g->region); /* the QP is gone: its binds will never complete */
 			g->region = NULL;
 		}
 		(void)!grant_release(g);

@@ -58,6 +58,17 @@ struct rsec_local_grant *rsec_gt_expired(struct rsec_grant_table *t, uint64_t no
 	return NULL;
 }
 
+uint64_t rsec_gt_next_expiry(const struct rsec_grant_table *t)
+{
+	uint64_t next = 0;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		const struct rsec_local_grant *g = &t->local[i];
+		if (g->live && g->expires_ms && (!next || g->expires_ms < next))
+			next = g->expires_ms;
+	}
+	return next;
+}
+
 int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v)
 {
 	struct rsec_local_grant *g = rsec_gt_find(t, v->grant_id);

@@ -74,6 +74,8 @@ void rsec_gt_activate(struct rsec_grant_table *t, struct rsec_local_grant *g, ui
 struct rsec_local_grant *rsec_gt_find(struct rsec_grant_table *t, uint64_t grant_id);
 /* A live grant whose ttl has run out by now_ms, or NULL. */
 struct rsec_local_grant *rsec_gt_expired(struct rsec_grant_table *t, uint64_t now_ms);
+/* When the first live grant with a ttl runs out (rsec_now_ms time), or 0 if none has one. */
+uint64_t rsec_gt_next_expiry(const struct rsec_grant_table *t);
 
 /*
  * A write claim (VERIFY naming one of our grants). Returns 0 (recorded),

@@ -128,8 +128,15 @@ RSEC_MUST_CHECK static int qp_alloc(struct rsec_qp *q, uint32_t send_wr, uint32_
 	ia.cap.max_recv_wr = recv_wr;
 	ia.cap.max_send_sge = sge;
 	ia.cap.max_recv_sge = sge;
+	ia.cap.max_inline_data = RSEC_QP_INLINE;
 	q->qp = ibv_create_qp(q->pd, &ia);
+	if (q->qp == NULL) {
+		/* A device without inline sends: every frame is read from the send ring. */
+		ia.cap.max_inline_data = 0;
+		q->qp = ibv_create_qp(q->pd, &ia);
+	}
 	RSEC_ENSURE(q->qp != NULL, RSEC_E_VERBS);
+	q->max_inline = ia.cap.max_inline_data;
 	return qp_to_init(q);
 }
 

@@ -20,7 +20,11 @@ struct rsec_qp {
 	struct ibv_cq *send_cq, *recv_cq;
 	struct ibv_qp *qp;
 	uint32_t local_psn;
+	uint32_t max_inline; /* bytes a send may carry inline (the device's answer to RSEC_QP_INLINE) */
 };
+
+/* Inline data we ask for: a small message's frame (64 B + 32 B of overhead) fits. */
+#define RSEC_QP_INLINE 128u
 
 /* What one side tells the other to connect (over the authenticated channel only). */
 struct rsec_qp_peer {

@@ -30,20 +30,29 @@ void check_result(const char *name, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const char *source, int timeout_ms,
-				  uint32_t slot_size, uint32_t recv_slots)
+struct rsec_ctx *check_ctx(const char *dir, const char *identity, struct rsec_ctx_attr *attr)
 {
 	char ca[512], cert[512], key[512], err[256] = "";
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 	snprintf(cert, sizeof(cert), "%s/%s.pem", dir, identity);
 	snprintf(key, sizeof(key), "%s/%s.key", dir, identity);
-	struct rsec_ctx_attr attr = {
-		.local_addr = source, .ca_file = ca, .cert_file = cert, .key_file = key,
-		.handshake_timeout_ms = timeout_ms, .slot_size = slot_size, .recv_slots = recv_slots,
-	};
+	attr->ca_file = ca;
+	attr->cert_file = cert;
+	attr->key_file = key;
 	struct rsec_ctx *ctx;
-	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
+	int rc = rsec_ctx_new(attr, &ctx, err, sizeof(err));
+	attr->ca_file = attr->cert_file = attr->key_file = NULL;
 	if (rc < 0)
 		check_die("context for %s: %s (%s)", identity, err, rsec_strerror(rc));
 	return ctx;
+}
+
+struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const char *source, int timeout_ms,
+				  uint32_t slot_size, uint32_t recv_slots)
+{
+	struct rsec_ctx_attr attr = {
+		.local_addr = source, .handshake_timeout_ms = timeout_ms, .slot_size = slot_size,
+		.recv_slots = recv_slots,
+	};
+	return check_ctx(dir, identity, &attr);
 }

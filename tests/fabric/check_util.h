@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the fabric's test clients (grant_check, hostile_client) share: how
+ * What the fabric's test clients (grant_check, hostile_client, async_check) share: how
  * they fail, how they report a result to their shell script, and a client
  * context for one identity of an rdmasec-keygen PKI directory.
  */
@@ -18,6 +18,8 @@ extern const char *check_prog;
 void check_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "RESULT name=value" on stdout, flushed: the script reads these. */
 void check_result(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A context with attr and identity's certificates (DIR/ca.pem, DIR/IDENTITY.pem, .key). Dies on failure. */
+struct rsec_ctx *check_ctx(const char *dir, const char *identity, struct rsec_ctx_attr *attr);
 /*
  * A client context for identity (DIR/ca.pem, DIR/IDENTITY.pem, .key), its
  * control socket bound to source; slot_size and recv_slots 0: the defaults.

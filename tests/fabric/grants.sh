@@ -16,14 +16,16 @@ cat >"$work/guest.sh" <<'EOF'
 set -u
 bin=$1 work=$2 check=$3
 server=$(fabric ip 1)
+# Grants live 5 s: long enough for the victim's grant to outlast the second
+# client's two connections on a loaded machine, short enough to see expire.
 for mode in mw mr; do
 	fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$server:7471" \
-		--grant-mode $mode --grant-ttl 1500 --audit "$work/audit-$mode.jsonl" --handshake-timeout 60000 \
+		--grant-mode $mode --grant-ttl 5000 --audit "$work/audit-$mode.jsonl" --handshake-timeout 60000 \
 		-v 2>"$work/server-$mode.log" &
 	spid=$!
 	fabric wait-port 7471 || { cat "$work/server-$mode.log"; exit 1; }
 	# The victim on host 2, the second client on host 3; one process holds both.
-	"$check" "$work/pki" "$server" "$(fabric ip 2)" "$(fabric ip 3)" 1500 >"$work/check-$mode.out" 2>&1
+	"$check" "$work/pki" "$server" "$(fabric ip 2)" "$(fabric ip 3)" 5000 >"$work/check-$mode.out" 2>&1
 	echo "check-$mode=$?"
 	kill -TERM $spid
 	wait $spid

@@ -248,6 +248,18 @@ static int report_close(const char *name, struct rsec_conn *c, uint64_t since)
 	return 0;
 }
 
+/* Post wr under the library, report how the server ended the connection, and tear down. */
+static int post_and_report(const char *name, struct rsec_ctx *ctx, struct rsec_conn *c, struct ibv_send_wr *wr,
+			   const char *what)
+{
+	uint64_t t0 = rsec_now_ms();
+	post_raw(c, wr, what);
+	report_close(name, c, t0);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
 /* Keep c alive (keepalives answered) until seconds pass or a stop signal; 0 or why it failed. */
 static int hold(struct rsec_conn *c, int seconds)
 {
@@ -324,12 +336,7 @@ static int mode_write_imm(const struct opts *o)
 		.imm_data = htonl(0x1badcafe),
 		.wr.rdma = { .remote_addr = g.addr, .rkey = g.rkey },
 	};
-	uint64_t t0 = rsec_now_ms();
-	post_raw(c, &wr, "RDMA_WRITE_WITH_IMM");
-	report_close("write-imm", c, t0);
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return 0;
+	return post_and_report("write-imm", ctx, c, &wr, "RDMA_WRITE_WITH_IMM");
 }
 
 /* SEND_WITH_INV naming our own live grant's key, with a frame-sized payload. */
@@ -344,12 +351,7 @@ static int mode_send_inv(const struct opts *o)
 	struct ibv_send_wr wr = {
 		.opcode = IBV_WR_SEND_WITH_INV, .sg_list = &sge, .num_sge = 1, .invalidate_rkey = g.rkey,
 	};
-	uint64_t t0 = rsec_now_ms();
-	post_raw(c, &wr, "SEND_WITH_INV");
-	report_close("send-inv", c, t0);
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return 0;
+	return post_and_report("send-inv", ctx, c, &wr, "SEND_WITH_INV");
 }
 
 /* A plain SEND of LEN bytes, more than the server's receive buffers hold. */
@@ -361,12 +363,7 @@ static int mode_oversize(const struct opts *o)
 	struct ibv_mr *mr = local_buf(c, len, 0x0f);
 	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = (uint32_t)len, .lkey = mr->lkey };
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 };
-	uint64_t t0 = rsec_now_ms();
-	post_raw(c, &wr, "oversized SEND");
-	report_close("oversize", c, t0);
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return 0;
+	return post_and_report("oversize", ctx, c, &wr, "oversized SEND");
 }
 
 /* ---- attacks on flow control and resources, by what we announce ---- */

@@ -74,6 +74,14 @@ snapshot before
 fabric on 3 "$hostile" half-open "$work/pki" "$server" "$(fabric ip 3)" "$half" 900 >"$work/half-open.out" 2>&1 &
 hpid=$!
 wait_for "$work/half-open.out" '^RESULT half-open-connected=|^hostile_client:' 120
+# The kernel completes the TCP handshakes; wait for the server to have taken
+# (or refused) them all, from its metrics file, before measuring.
+want=$(($(sed -n 's/^RESULT half-open-connected=//p' "$work/half-open.out") + 1))
+end=$((SECONDS + 120))
+until [ "$(sed -n 's/^rdmasec_server_accepted_total //p' "$work/metrics.prom")" -ge $want ] 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { echo "the server did not take the half-open connections"; break; }
+	sleep 1
+done
 snapshot half-open
 
 t0=$SECONDS

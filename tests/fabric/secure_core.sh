@@ -123,7 +123,19 @@ tshark -r "$work/wire.pcap" -Y 'infiniband.reth' -T fields -e infiniband.bth.des
 	>"$work/rkeys.txt" 2>/dev/null
 python3 - "$work/bth.txt" "$work/rkeys.txt" "$work/tcp.hex" <<'PY' || fail "a token crossed the control channel in clear"
 import sys
-tcp = bytes.fromhex("".join(l.strip().replace(":", "") for l in open(sys.argv[3])))
+# TLS 1.3 sends only ClientHello and ServerHello in clear (handshake records,
+# type 22): their length fields match small QPNs by chance (00 00 00 16),
+# so they are left out; every other byte is searched.
+def without_hellos(seg):
+    out, i = bytearray(), 0
+    while i + 5 <= len(seg) and seg[i] in (20, 21, 22, 23) and seg[i + 1] == 3:
+        end = i + 5 + int.from_bytes(seg[i + 3:i + 5], "big")
+        if seg[i] != 22:
+            out += seg[i:end]
+        i = end
+    return bytes(out + seg[i:])
+tcp = b"".join(without_hellos(bytes.fromhex(l.strip().replace(":", "")))
+               for l in open(sys.argv[3]) if l.strip())
 flows = {}
 for line in open(sys.argv[1]):
     parts = line.split()

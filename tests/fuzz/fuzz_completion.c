@@ -58,7 +58,7 @@ static void check_send(const struct ibv_wc *wc, const struct rsec_posted *p)
 		enum rsec_wr_kind k = RSEC_WR_KIND(wc->wr_id);
 		uint32_t i = RSEC_WR_INDEX(wc->wr_id);
 		bool ours = (k == WR_SEND && i < p->send_slots && p->sends_inflight) || (k == WR_BIND && i < p->binds) ||
-			    (k == WR_RDMA && i == 0 && p->rdma_busy);
+			    (k == WR_RDMA && i < p->ops_depth);
 		if (!ours || (wc->wr_id & RSEC_WR_UNUSED_BITS))
 			abort();
 	} else if (rc != RSEC_E_VERBS || why[0] == '\0') {
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.send_slots = (uint32_t)take(&r, 1),
 		.sends_inflight = (uint32_t)take(&r, 1),
 		.binds = (uint32_t)take(&r, 1),
-		.rdma_busy = take(&r, 1) & 1,
+		.ops_depth = (uint32_t)take(&r, 2),
 	};
 	check_recv(&wc, &p);
 	check_send(&wc, &p);

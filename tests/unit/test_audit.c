@@ -195,13 +195,18 @@ static void short_buffers_are_refused(void **state)
 	assert_int_equal(rsec_audit_encode(&r, small, 0), RSEC_E_INVAL);
 }
 
+/* A fresh directory from the template dir, and path = dir/audit.jsonl in it. */
+static void temp_log(char *dir, char *path, size_t cap)
+{
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, cap, "%s/audit.jsonl", dir);
+}
+
 static void file_is_private_and_appended(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rsec-audit-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
+	temp_log(dir, path, sizeof(path));
 	struct rsec_audit *a;
 	assert_int_equal(rsec_audit_open(path, &a), 0);
 	struct rsec_audit_record r = { .event = RSEC_AUDIT_ACCEPT, .peer = "CN=one" };
@@ -267,10 +272,8 @@ static int read_records(const char *path, json_object **recs, int max)
 static void long_hostile_records_are_written_whole(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rsec-audit-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
+	temp_log(dir, path, sizeof(path));
 	/* Control bytes escape to six characters each: far beyond any fixed line buffer. */
 	static char peer[1000], reason[1000];
 	memset(peer, 0x01, sizeof(peer) - 1);
@@ -293,10 +296,8 @@ static void long_hostile_records_are_written_whole(void **state)
 static void connection_failures_are_classified(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rsec-audit-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
+	temp_log(dir, path, sizeof(path));
 	struct rsec_ctx ctx = { .is_server = true };
 	assert_int_equal(rsec_audit_open(path, &ctx.audit), 0);
 
@@ -425,10 +426,8 @@ static void tally_file(const char *path, struct tally *t)
 static void unauthenticated_records_are_rate_limited(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rsec-audit-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
+	temp_log(dir, path, sizeof(path));
 	struct rsec_audit *a;
 	assert_int_equal(rsec_audit_open(path, &a), 0);
 	fake_ms = 1000000;
@@ -522,10 +521,8 @@ static void *flood(void *arg)
 static void rate_limit_is_thread_safe(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rsec-audit-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
+	temp_log(dir, path, sizeof(path));
 	struct rsec_audit *a;
 	assert_int_equal(rsec_audit_open(path, &a), 0);
 	fake_ms = 5000000;

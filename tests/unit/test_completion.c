@@ -17,7 +17,7 @@
 #include "completion.h"
 
 static const struct rsec_posted posted = {
-	.recv_slots = 8, .slot_size = 4096, .send_slots = 4, .sends_inflight = 2, .binds = 64, .rdma_busy = false,
+	.recv_slots = 8, .slot_size = 4096, .send_slots = 4, .sends_inflight = 2, .binds = 64, .ops_depth = 0,
 };
 
 static struct ibv_wc recv_wc(uint32_t slot, uint32_t len)
@@ -133,9 +133,11 @@ static void send_completions_match_what_we_posted(void **state)
 	assert_int_equal(check_send(RSEC_WR_ID(WR_RECV, 0), IBV_WC_SUCCESS, IBV_WC_RECV, &p), RSEC_E_VERBS);
 	/* No one-sided operation outstanding: its completion is not ours. */
 	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 0), IBV_WC_SUCCESS, IBV_WC_RDMA_READ, &p), RSEC_E_VERBS);
-	p.rdma_busy = true;
+	p.ops_depth = 2;
 	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 0), IBV_WC_SUCCESS, IBV_WC_RDMA_READ, &p), 0);
-	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 1), IBV_WC_SUCCESS, IBV_WC_RDMA_READ, &p), RSEC_E_VERBS);
+	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 1), IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, &p), 0);
+	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 2), IBV_WC_SUCCESS, IBV_WC_RDMA_READ, &p), RSEC_E_VERBS);
+	assert_int_equal(check_send(RSEC_WR_ID(WR_RDMA, 1), IBV_WC_SUCCESS, IBV_WC_SEND, &p), RSEC_E_VERBS);
 	/* More send completions than sends in flight: the device misreports. */
 	p.sends_inflight = 0;
 	assert_int_equal(check_send(RSEC_WR_ID(WR_SEND, 0), IBV_WC_SUCCESS, IBV_WC_SEND, &p), RSEC_E_VERBS);

@@ -81,12 +81,16 @@ static void expiry_follows_ttl(void **state)
 	struct rsec_local_grant *forever = issue(8, RSEC_ACCESS_READ, 1000, 0);
 	struct rsec_local_grant *short_ = issue(8, RSEC_ACCESS_READ, 1000, 50);
 	struct rsec_local_grant *long_ = issue(8, RSEC_ACCESS_READ, 1000, 5000);
+	/* What a wait sleeps until, at the latest. */
+	assert_int_equal(rsec_gt_next_expiry(&t), 1050);
 	assert_null(rsec_gt_expired(&t, 1049));
 	assert_ptr_equal(rsec_gt_expired(&t, 1050), short_);
 	short_->live = false; /* what revoking it does */
+	assert_int_equal(rsec_gt_next_expiry(&t), 6000);
 	assert_null(rsec_gt_expired(&t, 5999));
 	assert_ptr_equal(rsec_gt_expired(&t, 6000), long_);
 	long_->live = false;
+	assert_int_equal(rsec_gt_next_expiry(&t), 0); /* the one left never expires */
 	assert_null(rsec_gt_expired(&t, UINT64_MAX));
 	assert_true(forever->live);
 }

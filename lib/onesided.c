@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-sided operations through the peer's grants. rsec_post chains RDMA
+ * WRITE and READ work requests from registered regions onto the QP without
+ * waiting; ops.c keeps them in posting order and decides which are
+ * signaled; rsec_poll hands their completions back in batches. rsec_write
+ * and rsec_read are one operation each plus the one wait of conn.c.
+ *
+ * Nothing the device reports is used before ops.c has matched it against
+ * what is in flight. An operation outlives neither its connection nor its
+ * buffer: when the connection fails, its QP is in the error state and the
+ * operations end with the flushed completions, or when the QP is destroyed.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+
+#define CHAIN_MAX 32     /* work requests per ibv_post_send */
+#define DRAIN_MS 1000    /* how long a failed connection's flushed completions are waited for */
+
+int rsec_onesided_setup(struct rsec_conn *c)
+{
+	return rsec_ops_init(&c->ops, c->ctx->max_inflight);
+}
+
+/* The operation's buffer is the device's no more: a blocking call's own registration goes, a region has one user less. */
+static void release(void *arg, struct rsec_op_slot *s, int status)
+{
+	struct rsec_conn *c = arg;
+	if (status == 0) {
+		if (s->op == RSEC_OP_WRITE)
+			c->stats.rdma_writes++;
+		else
+			c->stats.rdma_reads++;
+	}
+	if (s->reporting == RSEC_OP_WAITER)
+		(void)ibv_dereg_mr(s->owner);
+	else
+		rsec_region_unuse(c, s->owner);
+}
+
+int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+{
+	char why[160];
+	int status = wc->status == IBV_WC_SUCCESS ? 0 : RSEC_E_QP;
+	if (rsec_ops_complete(&c->ops, RSEC_WR_INDEX(wc->wr_id), status, release, c, why, sizeof(why)) < 0)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
+	return 0;
+}
+
+void rsec_onesided_teardown(struct rsec_conn *c)
+{
+	if (!c->ops.busy)
+		return;
+	if (c->have_qp && c->qp.qp)
+		(void)!rsec_qp_to_error(&c->qp);
+	rsec_ops_flush(&c->ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
+}
+
+void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (RSEC_WR_KIND(wc[i].wr_id) == WR_RDMA && !(wc[i].wr_id & RSEC_WR_UNUSED_BITS))
+			(void)rsec_ops_flush_through(&c->ops, RSEC_WR_INDEX(wc[i].wr_id), c->close_code, release, c);
+}
+
+/*
+ * The connection failed (its QP is in the error state): take the flushed
+ * completions of operations in flight for a while, each the proof that the
+ * device let go of the buffers up to it. What stays without one is ended by
+ * destroying the QP.
+ */
+static void drain_failed(struct rsec_conn *c)
+{
+	uint64_t deadline = rsec_now_ms() + DRAIN_MS;
+	while (c->ops.busy && c->have_qp && rsec_now_ms() < deadline) {
+		struct ibv_wc wc[16];
+		int n = ibv_poll_cq(c->qp.send_cq, 16, wc);
+		if (n < 0)
+			break;
+		rsec_onesided_flushed(c, wc, n);
+		if (n == 0)
+			(void)usleep(100);
+	}
+	if (c->ops.busy)
+		rsec_conn_teardown_rdma(c);
+}
+
+static RSEC_MUST_CHECK int check_established(const struct rsec_conn *c)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED && c->ops.ring ? 0 : RSEC_E_AGAIN;
+}
+
+/* What the grant allows: the operation's kind, and [off, off + len) within it. */
+static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum rsec_op op, uint64_t off, uint64_t len)
+{
+	unsigned need = op == RSEC_OP_WRITE ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ;
+	RSEC_ENSURE(g->access & need, RSEC_E_RANGE);
+	RSEC_ENSURE(off <= g->len && len <= g->len - off, RSEC_E_RANGE);
+	return 0;
+}
+
+static RSEC_MUST_CHECK int check_wr(const struct rsec_conn *c, const struct rsec_wr *w)
+{
+	RSEC_ENSURE(w->op == RSEC_OP_WRITE || w->op == RSEC_OP_READ, RSEC_E_INVAL);
+	RSEC_ENSURE(!(w->flags & ~(unsigned)RSEC_WR_UNSIGNALED), RSEC_E_INVAL);
+	RSEC_ENSURE(w->grant && w->local && w->len, RSEC_E_INVAL);
+	RSEC_ENSURE(w->local->conn == c && !w->local->dying && w->local->local_mr, RSEC_E_INVAL);
+	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
+	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len));
+	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
+	return 0;
+}
+
+/* Claim a slot for op and fill its work request. */
+static void fill_wr(struct rsec_conn *c, const struct rsec_op_slot *op, const struct rsec_remote_grant *g,
+		    uint64_t remote_off, uint64_t laddr, uint32_t lkey, struct ibv_send_wr *w, struct ibv_sge *sge)
+{
+	uint32_t idx = rsec_ops_push(&c->ops, op);
+	*sge = (struct ibv_sge){ .addr = laddr, .length = op->len, .lkey = lkey };
+	*w = (struct ibv_send_wr){
+		.wr_id = RSEC_WR_ID(WR_RDMA, idx),
+		.sg_list = sge,
+		.num_sge = 1,
+		.opcode = op->op == RSEC_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+		.send_flags = c->ops.ring[idx].signaled ? IBV_SEND_SIGNALED : 0,
+		.wr.rdma = { .remote_addr = g->addr + remote_off, .rkey = g->rkey },
+	};
+}
+
+/*
+ * Post the n work requests just filled, as one chain; *sent says how many
+ * the device took. On failure the ones it refused leave the ring.
+ */
+static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w, unsigned n, unsigned *sent_out)
+{
+	for (unsigned i = 0; i + 1 < n; i++)
+		w[i].next = &w[i + 1];
+	struct ibv_send_wr *bad = NULL;
+	int err = ibv_post_send(c->qp.qp, w, &bad);
+	*sent_out = n;
+	if (!err)
+		return 0;
+	unsigned sent = bad >= w && bad < w + n ? (unsigned)(bad - w) : 0;
+	*sent_out = sent;
+	for (unsigned i = n; i > sent; i--) {
+		struct rsec_op_slot *s = &c->ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
+		if (s->reporting == RSEC_OP_WAITER)
+			(void)ibv_dereg_mr(s->owner);
+		else
+			rsec_region_unuse(c, s->owner);
+		rsec_ops_unpush(&c->ops);
+	}
+	return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+}
+
+int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted)
+{
+	if (posted)
+		*posted = 0;
+	if (!c || (!wr && n))
+		return RSEC_E_INVAL;
+	RSEC_GUARD(check_established(c));
+	unsigned done = 0;
+	int rc = 0;
+	while (done < n && rc == 0) {
+		struct ibv_send_wr w[CHAIN_MAX];
+		struct ibv_sge sge[CHAIN_MAX];
+		unsigned k = 0;
+		for (; done + k < n && k < CHAIN_MAX; k++) {
+			const struct rsec_wr *x = &wr[done + k];
+			rc = rsec_ops_room(&c->ops) ? check_wr(c, x) : RSEC_E_AGAIN;
+			if (rc < 0)
+				break;
+			struct rsec_op_slot op = {
+				.user_id = x->user_id, .op = x->op, .len = x->len, .owner = x->local,
+				.reporting = (x->flags & RSEC_WR_UNSIGNALED) ? RSEC_OP_SILENT : RSEC_OP_REPORT,
+			};
+			x->local->users++;
+			fill_wr(c, &op, x->grant, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
+				x->local->local_mr->lkey, &w[k], &sge[k]);
+		}
+		unsigned sent = 0;
+		int prc = k ? post_chain(c, w, k, &sent) : 0;
+		done += sent;
+		if (posted)
+			*posted = done;
+		RSEC_GUARD(prc);
+	}
+	return rc;
+}
+
+static int post_one(struct rsec_conn *c, enum rsec_op op, const struct rsec_remote_grant *g, uint64_t remote_off,
+		    struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
+{
+	struct rsec_wr w = {
+		.user_id = user_id, .op = op, .grant = g, .remote_off = remote_off, .local = local,
+		.local_off = local_off, .len = len,
+	};
+	return rsec_post(c, &w, 1, NULL);
+}
+
+int rsec_post_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		    struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
+{
+	return post_one(c, RSEC_OP_WRITE, g, remote_off, local, local_off, len, user_id);
+}
+
+int rsec_post_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		   struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
+{
+	return post_one(c, RSEC_OP_READ, g, remote_off, local, local_off, len, user_id);
+}
+
+static bool have_completions(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->ops.done_n > 0;
+}
+
+int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout_ms)
+{
+	if (!c || (!wc && max))
+		return RSEC_E_INVAL;
+	int rc = 0;
+	if (!have_completions(c, NULL) && c->phase != PHASE_CLOSED)
+		rc = rsec_conn_wait_for(c, have_completions, NULL, timeout_ms);
+	if (c->phase == PHASE_CLOSED && c->ops.busy)
+		drain_failed(c);
+	unsigned n = rsec_ops_take(&c->ops, wc, max > INT32_MAX ? INT32_MAX : max);
+	if (n)
+		return (int)n;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN ? 0 : rc;
+}
+
+unsigned rsec_inflight(const struct rsec_conn *c)
+{
+	return c ? rsec_ops_pending(&c->ops) : 0;
+}
+
+static bool waiter_done(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->ops.waiter_done;
+}
+
+/* rsec_write, rsec_read: buf registered for the call, one operation, waited for. */
+static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
+				     size_t len, int timeout_ms, enum rsec_op op)
+{
+	if (!c || !g || !buf || !len)
+		return RSEC_E_INVAL;
+	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
+	RSEC_GUARD(check_remote(g, op, off, len));
+	RSEC_GUARD(check_established(c));
+	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
+	/* A WRITE only reads buf: no local write access for it. */
+	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
+	RSEC_ENSURE(mr != NULL, RSEC_E_VERBS);
+	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = mr, .reporting = RSEC_OP_WAITER };
+	struct ibv_send_wr w;
+	struct ibv_sge sge;
+	c->ops.waiter_done = false;
+	fill_wr(c, &slot, g, off, (uintptr_t)buf, mr->lkey, &w, &sge);
+	unsigned sent;
+	RSEC_GUARD(post_chain(c, &w, 1, &sent));
+	int rc = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
+	if (!c->ops.waiter_done) {
+		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
+		rc = rsec_conn_fail(c, rc == RSEC_E_AGAIN ? RSEC_E_TIMEOUT : rc,
+				    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
+				    op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
+		drain_failed(c);
+		return rc;
+	}
+	return c->ops.waiter_status;
+}
+
+int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf, size_t len,
+	       int timeout_ms)
+{
+	return one_sided(c, g, off, (void *)(uintptr_t)buf, len, timeout_ms, RSEC_OP_WRITE);
+}
+
+int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
+	      int timeout_ms)
+{
+	return one_sided(c, g, off, buf, len, timeout_ms, RSEC_OP_READ);
+}
