@@ -14,8 +14,8 @@ all: build
 help:
 	@echo "make demo    install what is missing, build, boot the fabric, run the demo"
 	@echo "make check   install what is missing, build, run every unit and fabric test"
-	@echo "make bench   boot the fabric and measure QPN entropy: rxe's allocator vs the QP pool"
-	@echo "             (BENCH_ARGS='--trials 500 --pool 32 --pool 128:16', see docs/qpn.md)"
+	@echo "make bench   rdmasec-bench vs perftest and ucmatose, QPN entropy (one fabric boot); sealing vs openssl"
+	@echo "             (build/bench/results.{json,svg}, docs/bench.md; BENCH_ARGS='--trials 500' for qpn-entropy)"
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
 	@echo "make build | unit | fabric-check | install | clean"
@@ -48,7 +48,7 @@ demo: build
 	bash scripts/demo
 
 bench: build
-	fabric/rxe-fabric run --timeout 1800 -- $(BUILD)/bench/qpn-entropy $(BENCH_ARGS)
+	RSEC_BUILD_DIR=$(BUILD) BENCH_ARGS="$(BENCH_ARGS)" bash bench/run.sh
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DRSEC_FUZZ=ON -DRSEC_SANITIZE=ON

@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 	const char *device = NULL, *ip = getenv("FABRIC_IP");
 	bool json = false;
 	uint64_t v;
-	struct bench b = { .trials = 200, .warmup = UINT32_MAX, .send_wr = rsec_data_send_wr() };
+	struct bench b = { .trials = 200, .warmup = UINT32_MAX, .send_wr = rsec_data_send_wr(RSEC_DEFAULT_INFLIGHT) };
 	int c, rc;
 
 	memset(out, 0, sizeof(out));

@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make bench: rdmasec against the plain-verbs tools, side by side.
+#
+#  1. One fabric boot (2 hosts): perftest (ib_send_bw, ib_write_bw, ib_read_bw,
+#     ib_send_lat, ib_write_lat, ib_read_lat) and rdmasec-bench with the same
+#     sizes and iterations; connection set-up, ucmatose (rdma_cm) against
+#     rdmasec-bench --op connect; then qpn-entropy (QPN guessing, docs/qpn.md).
+#  2. Natively: seal-speed (rsec_seal_frame/rsec_open_frame per AEAD and size)
+#     against `openssl speed -evp` and `openssl speed -aead -evp`.
+#  3. bench/report.py: one table of ratios, BUILD/bench/results.json and
+#     BUILD/bench/results.svg. docs/bench.md explains the table.
+#
+# Environment:
+#   BENCH_ARGS         options for qpn-entropy (e.g. '--trials 500 --pool 128:16')
+#   BENCH_SIZES        'SIZE:ITERS ...' (default '64:1000 4096:500 65536:100 1048576:10')
+#   BENCH_CONNECTIONS  connections for the set-up test (default 20)
+#   BENCH_POLL         rdmasec-bench --poll for its clients and send servers: busy (default; perftest
+#                      polls too) or event
+#   BENCH_TX_DEPTH     -t of every bandwidth test, perftest's and rdmasec-bench's write and read
+#                      (default 128, perftest's)
+#   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
+#   BENCH_TESTS        subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,connect,qpn,seal
+#                      (default: all)
+#   RSEC_BUILD_DIR     the build (default build/)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${RSEC_BUILD_DIR:-$top/build}" && pwd) || exit 2
+out=$build/bench
+raw=$out/raw
+bin=$out/bin
+sizes=${BENCH_SIZES:-64:1000 4096:500 65536:100 1048576:10}
+conns=${BENCH_CONNECTIONS:-20}
+poll=${BENCH_POLL:-busy}
+tx_depth=${BENCH_TX_DEPTH:-128}
+cq_mod=${BENCH_CQ_MOD:-100}
+all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,connect,qpn,seal
+tests=${BENCH_TESTS:-$all_tests}
+read -r -a qpn_args <<<"${BENCH_ARGS:-}"
+
+die() {
+	echo "bench: $*" >&2
+	exit 2
+}
+
+check_inputs() {
+	local p
+	for p in tools/bench/rdmasec-bench tools/keygen/rdmasec-keygen bench/qpn-entropy bench/seal-speed; do
+		[ -x "$build/$p" ] || die "$build/$p is not built (make build)"
+	done
+	for p in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat ucmatose openssl python3; do
+		command -v "$p" >/dev/null || die "$p is missing (scripts/install-deps)"
+	done
+	local pair
+	for pair in $sizes; do
+		[[ $pair =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "BENCH_SIZES: '$pair' is not SIZE:ITERS"
+	done
+	[[ $conns =~ ^[1-9][0-9]*$ ]] || die "BENCH_CONNECTIONS: '$conns' is not a positive number"
+	[[ $poll =~ ^(busy|event)$ ]] || die "BENCH_POLL: '$poll' is not busy or event"
+	# rdmasec-bench's range (the library's RSEC_MAX_INFLIGHT)
+	local v
+	for v in "BENCH_TX_DEPTH $tx_depth" "BENCH_CQ_MOD $cq_mod"; do
+		if ! [[ ${v#* } =~ ^[1-9][0-9]{0,3}$ ]] || [ "${v#* }" -gt 4096 ]; then
+			die "${v%% *}: '${v#* }' is not in 1..4096"
+		fi
+	done
+	local t
+	for t in ${tests//,/ }; do
+		[[ ,$all_tests, == *,$t,* ]] || die "BENCH_TESTS: '$t' is not one of $all_tests"
+	done
+}
+
+wanted() { [[ ",$tests," == *",$1,"* ]]; }
+
+# The programs as built now: a rebuild during the run (another make) must not
+# swap them, or their library, under it.
+snapshot() {
+	rm -rf "$bin"
+	mkdir -p "$bin"
+	cp "$build/tools/bench/rdmasec-bench" "$build/bench/qpn-entropy" "$build/bench/seal-speed" \
+		"$build/lib/librdmasec.so.0" "$bin/" || die "cannot copy the programs into $bin"
+}
+
+fabric_part() {
+	local fabric_tests=${tests//,seal/}
+	[ -n "${fabric_tests//seal/}" ] || return 0
+	"$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
+	echo "== on the fabric (one boot): perftest and rdmasec-bench side by side"
+	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
+		bash "$top/bench/guest.sh" "$bin" "$out/pki" "$raw" "$sizes" "$conns" "$fabric_tests" \
+		"$poll" "$tx_depth" "$cq_mod" "${qpn_args[@]}"
+}
+
+# openssl speed prints the CPU time it spent; seal-speed measures CPU time too.
+native_part() {
+	wanted seal || return 0
+	echo "== natively: sealing against openssl speed"
+	"$bin/seal-speed" --json --seconds 1 >"$raw/seal.json" || return 1
+	local aead size
+	for aead in aes-256-gcm chacha20-poly1305; do
+		for size in 64 4096 65536; do
+			openssl speed -seconds 1 -bytes $size -evp $aead >"$raw/openssl-evp-$aead-$size.txt" 2>&1 || return 1
+			openssl speed -seconds 1 -bytes $size -aead -evp $aead >"$raw/openssl-aead-$aead-$size.txt" 2>&1 || return 1
+		done
+	done
+}
+
+write_meta() {
+	python3 -c 'import json, sys; json.dump(dict(zip(sys.argv[1::2], sys.argv[2::2])), sys.stdout)' \
+		sizes "$sizes" connections "$conns" tests "$tests" poll "$poll" tx_depth "$tx_depth" cq_mod "$cq_mod" \
+		qpn_args "${BENCH_ARGS:-}" \
+		started "$(date -u +%FT%TZ)" host_cpus "$(nproc)" kernel "$(uname -r)" \
+		openssl "$(openssl version)" perftest "$(dpkg-query -W -f '${Version}' perftest 2>/dev/null)" \
+		>"$raw/meta.json"
+}
+
+check_inputs
+snapshot
+rm -rf "$raw"
+mkdir -p "$raw"
+write_meta
+start=$SECONDS
+rc=0
+fabric_part || rc=1
+native_part || { echo "bench: the native part failed" >&2; rc=1; }
+python3 "$top/bench/report.py" "$out" || rc=1
+echo "bench: done in $((SECONDS - start)) s"
+exit $rc

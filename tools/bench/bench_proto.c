@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-bench's protocol codec (bench_proto.h). As in lib/wire.c, each
+ * message has a check (every limit, shared by both directions), a reader
+ * and a writer that follow the same schema one guarded field at a time.
+ */
+#include <string.h>
+
+#include "bench_proto.h"
+
+struct cursor {
+	uint8_t *w;        /* writing: next byte */
+	const uint8_t *r;  /* reading: next byte */
+	size_t left;
+};
+
+static bool get_u8(struct cursor *c, uint8_t *v)
+{
+	if (c->left < 1)
+		return false;
+	*v = *c->r++;
+	c->left--;
+	return true;
+}
+
+static bool get_be(struct cursor *c, unsigned bytes, uint64_t *v)
+{
+	if (c->left < bytes)
+		return false;
+	*v = 0;
+	for (unsigned i = 0; i < bytes; i++)
+		*v = *v << 8 | c->r[i];
+	c->r += bytes;
+	c->left -= bytes;
+	return true;
+}
+
+static bool get_u32(struct cursor *c, uint32_t *v)
+{
+	uint64_t x;
+	if (!get_be(c, 4, &x))
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+static bool get_u64(struct cursor *c, uint64_t *v)
+{
+	return get_be(c, 8, v);
+}
+
+static bool put_be(struct cursor *c, unsigned bytes, uint64_t v)
+{
+	if (c->left < bytes)
+		return false;
+	for (unsigned i = bytes; i-- > 0; v >>= 8)
+		c->w[i] = (uint8_t)v;
+	c->w += bytes;
+	c->left -= bytes;
+	return true;
+}
+
+/* ---- limits ---- */
+
+static bool printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+const char *bench_params_check(const struct bench_params *p)
+{
+	if (p->version != BENCH_PROTO_VERSION)
+		return "unknown protocol version";
+	if (p->op < BENCH_OP_SEND || p->op > BENCH_OP_CONNECT)
+		return "unknown operation";
+	if (p->lat > 1 || p->poll > BENCH_POLL_BUSY)
+		return "bad test or poll mode";
+	if ((p->iters == 0) == (p->duration_ms == 0))
+		return "need exactly one of iterations and duration";
+	if (p->iters > BENCH_ITERS_MAX || p->duration_ms > BENCH_DURATION_MS_MAX)
+		return "iterations or duration out of range";
+	if (p->op == BENCH_OP_CONNECT) {
+		if (p->size != 0 || p->iters == 0 || p->round < 1 || p->round > p->iters)
+			return "bad connect round";
+		return NULL;
+	}
+	if (p->size < 1 || p->size > BENCH_SIZE_MAX)
+		return "size out of range";
+	return p->round == 0 ? NULL : "round is for connect only";
+}
+
+static const char *check_result(const struct bench_result *r)
+{
+	if (r->iters > BENCH_COUNT_MAX || r->cpu.user_us > BENCH_COUNT_MAX || r->cpu.sys_us > BENCH_COUNT_MAX)
+		return "result out of range";
+	return NULL;
+}
+
+static const char *check_msg(const struct bench_msg *m)
+{
+	switch (m->type) {
+	case BENCH_MSG_PARAMS: return bench_params_check(&m->params);
+	case BENCH_MSG_READY: return NULL;
+	case BENCH_MSG_DATA: return NULL;
+	case BENCH_MSG_END: return m->iters > BENCH_COUNT_MAX ? "iterations out of range" : NULL;
+	case BENCH_MSG_RESULT: return check_result(&m->result);
+	case BENCH_MSG_ERROR: {
+		size_t n = strnlen(m->text, sizeof(m->text));
+		return n <= BENCH_TEXT_MAX && printable(m->text, n) ? NULL : "text not printable";
+	}
+	default: return "unknown message type";
+	}
+}
+
+/* ---- decoding ---- */
+
+static bool known_type(uint8_t t)
+{
+	switch (t) {
+	case BENCH_MSG_PARAMS:
+	case BENCH_MSG_READY:
+	case BENCH_MSG_DATA:
+	case BENCH_MSG_END:
+	case BENCH_MSG_RESULT:
+	case BENCH_MSG_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool read_params(struct cursor *c, struct bench_params *p)
+{
+	return get_u8(c, &p->version) && get_u8(c, &p->op) && get_u8(c, &p->lat) && get_u8(c, &p->poll) &&
+	       get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
+	       get_u64(c, &p->round);
+}
+
+static bool read_result(struct cursor *c, struct bench_result *r)
+{
+	return get_u64(c, &r->iters) && get_u64(c, &r->elapsed_ns) && get_u64(c, &r->cpu.user_us) &&
+	       get_u64(c, &r->cpu.sys_us);
+}
+
+/* The rest of the message as text. */
+static bool read_text(struct cursor *c, char out[static BENCH_TEXT_MAX + 1])
+{
+	if (c->left > BENCH_TEXT_MAX)
+		return false;
+	memcpy(out, c->r, c->left);
+	out[c->left] = '\0';
+	if (memchr(out, '\0', c->left))
+		return false; /* a NUL would hide the rest from check_msg */
+	c->r += c->left;
+	c->left = 0;
+	return true;
+}
+
+static bool read_body(struct cursor *c, struct bench_msg *m)
+{
+	switch (m->type) {
+	case BENCH_MSG_PARAMS: return read_params(c, &m->params);
+	case BENCH_MSG_READY: return get_u64(c, &m->tag);
+	case BENCH_MSG_END: return get_u64(c, &m->iters);
+	case BENCH_MSG_RESULT: return read_result(c, &m->result);
+	case BENCH_MSG_ERROR: return read_text(c, m->text);
+	default: return false;
+	}
+}
+
+bool bench_decode(const uint8_t *in, size_t len, struct bench_msg *m, const char **why)
+{
+	struct cursor c = { .r = in, .left = len };
+	memset(m, 0, sizeof(*m));
+	*why = "empty message";
+	if (!get_u8(&c, &m->type))
+		return false;
+	if (m->type == BENCH_MSG_DATA) {
+		m->payload = c.r;
+		m->payload_len = c.left;
+		return true;
+	}
+	*why = "unknown message type";
+	if (!known_type(m->type))
+		goto bad;
+	*why = "truncated";
+	if (!read_body(&c, m))
+		goto bad;
+	*why = "trailing bytes";
+	if (c.left)
+		goto bad;
+	*why = check_msg(m);
+	if (*why)
+		goto bad;
+	return true;
+bad:
+	memset(m, 0, sizeof(*m)); /* no half-parsed message for a careless caller */
+	return false;
+}
+
+/* ---- encoding ---- */
+
+static bool write_params(struct cursor *c, const struct bench_params *p)
+{
+	return put_be(c, 1, p->version) && put_be(c, 1, p->op) && put_be(c, 1, p->lat) && put_be(c, 1, p->poll) &&
+	       put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
+	       put_be(c, 8, p->round);
+}
+
+static bool write_result(struct cursor *c, const struct bench_result *r)
+{
+	return put_be(c, 8, r->iters) && put_be(c, 8, r->elapsed_ns) && put_be(c, 8, r->cpu.user_us) &&
+	       put_be(c, 8, r->cpu.sys_us);
+}
+
+static bool write_text(struct cursor *c, const char *text)
+{
+	size_t n = strnlen(text, BENCH_TEXT_MAX + 1);
+	if (n > c->left)
+		return false;
+	memcpy(c->w, text, n);
+	c->w += n;
+	c->left -= n;
+	return true;
+}
+
+static bool write_body(struct cursor *c, const struct bench_msg *m)
+{
+	switch (m->type) {
+	case BENCH_MSG_PARAMS: return write_params(c, &m->params);
+	case BENCH_MSG_READY: return put_be(c, 8, m->tag);
+	case BENCH_MSG_DATA: return true;
+	case BENCH_MSG_END: return put_be(c, 8, m->iters);
+	case BENCH_MSG_RESULT: return write_result(c, &m->result);
+	case BENCH_MSG_ERROR: return write_text(c, m->text);
+	default: return false;
+	}
+}
+
+size_t bench_encode(const struct bench_msg *m, uint8_t *out, size_t cap)
+{
+	struct cursor c = { .w = out, .left = cap };
+	if (check_msg(m) || !put_be(&c, 1, m->type) || !write_body(&c, m))
+		return 0;
+	return cap - c.left;
+}
+
+const char *bench_op_name(uint8_t op)
+{
+	switch (op) {
+	case BENCH_OP_SEND: return "send";
+	case BENCH_OP_WRITE: return "write";
+	case BENCH_OP_READ: return "read";
+	case BENCH_OP_CONNECT: return "connect";
+	default: return "unknown";
+	}
+}

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-bench's client: one connection runs every size; each size is one
+ * PARAMS/READY, the measured loop, then END/RESULT for the server's CPU
+ * time. Write and read post from (or into) one region registered once and
+ * keep up to TX_DEPTH operations in flight (rsec_post, rsec_poll), as
+ * perftest does. --op connect instead opens ITERS connections one after
+ * another.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bconn.h"
+#include "bench.h"
+
+#define MAX_ROWS 32
+
+struct client {
+	const struct bench_opts *o;
+	struct bench_step steps[BENCH_LIST_MAX]; /* what to run (bench_plan) */
+	size_t nsteps;
+	uint64_t max_size, max_iters;
+	struct rsec_ctx *ctx;
+	struct bench_conn bc;
+	uint8_t *data;      /* send: what we send; byte 0 is DATA's type */
+	struct rsec_region *region; /* write, read: what we write, or where we read */
+	struct rsec_wr *wr; /* write, read: one batch of work requests (tx_depth) */
+	struct rsec_wc *wc; /* ... and of completions */
+	uint64_t *samples;  /* latency: one per iteration */
+	struct bench_row rows[MAX_ROWS];
+	size_t nrows;
+};
+
+/* One size's test, as the loop sees it. */
+struct test {
+	struct client *cl;
+	const struct bench_params *p;
+	struct rsec_remote_grant g;
+};
+
+typedef int (*op_fn)(struct test *t);
+
+static int op_send(struct test *t)
+{
+	return bconn_send(&t->cl->bc, t->cl->data, t->p->size, "send");
+}
+
+static int op_pingpong(struct test *t)
+{
+	int rc = bconn_send(&t->cl->bc, t->cl->data, t->p->size, "send");
+	if (rc == 0)
+		rc = bconn_recv(&t->cl->bc, "receive the echo");
+	if (rc == 0 && t->cl->bc.len != t->p->size) {
+		fprintf(stderr, "%s: the echo has %zu bytes, not %llu\n", PROG, t->cl->bc.len,
+			(unsigned long long)t->p->size);
+		return RSEC_E_PROTO;
+	}
+	return rc;
+}
+
+/*
+ * What one iteration is, per operation and test; titles as perftest's
+ * banners. Write and read have no op_fn: their loop is run_one_sided.
+ */
+static const struct client_op {
+	enum bench_op op;
+	const char *bw_title, *lat_title;
+	op_fn bw, lat;
+	unsigned lat_divisor; /* 2: a ping-pong reports half the round trip, as ib_send_lat */
+} client_ops[] = {
+	{ BENCH_OP_SEND, "Send BW Test", "Send Latency Test", op_send, op_pingpong, 2 },
+	{ BENCH_OP_WRITE, "RDMA_Write BW Test", "RDMA_Write Latency Test", NULL, NULL, 1 },
+	{ BENCH_OP_READ, "RDMA_Read BW Test", "RDMA_Read Latency Test", NULL, NULL, 1 },
+	{ BENCH_OP_CONNECT, "Connection Set-up Test", "Connection Set-up Test", NULL, NULL, 1 },
+};
+
+static const struct client_op *find_op(enum bench_op op)
+{
+	for (size_t i = 0; i < sizeof(client_ops) / sizeof(client_ops[0]); i++)
+		if (client_ops[i].op == op)
+			return &client_ops[i];
+	return NULL;
+}
+
+size_t bench_plan(const struct bench_opts *o, struct bench_step steps[static BENCH_LIST_MAX])
+{
+	uint64_t iters = o->niters ? o->iters[0] : 0;
+	size_t n = 0;
+	if (o->op == BENCH_OP_CONNECT) {
+		steps[n++] = (struct bench_step){ 0, iters };
+		return n;
+	}
+	if (o->all_sizes) {
+		for (uint64_t size = BENCH_ALL_MIN; size <= BENCH_ALL_MAX && n < BENCH_LIST_MAX; size *= 2)
+			steps[n++] = (struct bench_step){ size, iters };
+		return n;
+	}
+	for (; n < o->nsizes; n++)
+		steps[n] = (struct bench_step){ o->sizes[n], o->niters > 1 ? o->iters[n] : iters };
+	return n;
+}
+
+static struct bench_params params_for(const struct bench_opts *o, const struct bench_step *step)
+{
+	return (struct bench_params){ .version = BENCH_PROTO_VERSION, .op = (uint8_t)o->op, .lat = o->lat,
+				      .poll = (uint8_t)o->poll, .size = step->size, .iters = step->iters,
+				      .duration_ms = o->duration_ms };
+}
+
+/*
+ * Clock reads per bandwidth test: in an emulated guest each one is a system
+ * call, so bandwidth reads the clock once per block of operations and its
+ * peak is the best block; latency needs one read per operation (as
+ * perftest's one timestamp per iteration).
+ */
+#define BW_BLOCKS 64
+#define DURATION_BLOCK 16
+
+static uint64_t block_of(const struct bench_params *p)
+{
+	if (p->lat && !p->duration_ms)
+		return 1;
+	if (p->duration_ms)
+		return DURATION_BLOCK;
+	return p->iters > BW_BLOCKS ? p->iters / BW_BLOCKS : 1;
+}
+
+/* The measured loop: ITERS operations, or as many as fit in the duration. */
+static int run_loop(struct test *t, op_fn once, struct bench_row *row, uint64_t *best_ns)
+{
+	const struct bench_params *p = t->p;
+	bool keep = p->lat && !p->duration_ms;
+	uint64_t block = block_of(p), start = bench_now_ns(), mark = start, i = 0;
+	uint64_t deadline = start + (uint64_t)p->duration_ms * 1000000u;
+	*best_ns = UINT64_MAX;
+	while (p->iters ? i < p->iters : mark < deadline) {
+		int rc = once(t);
+		if (rc < 0)
+			return rc;
+		i++;
+		bool last = p->iters && i == p->iters; /* -D ends on a block's end */
+		if (i % block && !last)
+			continue;
+		uint64_t now = bench_now_ns(), per_op = (now - mark) / (i % block ? i % block : block);
+		if (keep)
+			t->cl->samples[i - 1] = now - mark;
+		if (per_op < *best_ns)
+			*best_ns = per_op;
+		mark = now;
+	}
+	row->iters = i;
+	if (i == 0)
+		*best_ns = 0;
+	row->elapsed_s = (double)(mark - start) / 1e9;
+	return 0;
+}
+
+/* ---- write and read: TX_DEPTH operations in flight from one region ---- */
+
+/*
+ * Post n operations numbered from first (their user_id), each of size
+ * bytes at offset 0 of the grant and of the region (perftest, too, uses one
+ * buffer). A completion is asked for one in cq_mod and for the batch's
+ * last, so whatever is in flight always ends with one: nothing waits for a
+ * completion nobody asked for. *posted: how many went out.
+ */
+static int post_batch(struct test *t, enum rsec_op op, uint64_t first, unsigned n, unsigned *posted)
+{
+	struct client *cl = t->cl;
+	uint64_t cq_mod = t->p->lat ? 1 : cl->o->cq_mod;
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t id = first + k;
+		bool signaled = k + 1 == n || (id + 1) % cq_mod == 0;
+		cl->wr[k] = (struct rsec_wr){ .user_id = id, .op = op, .flags = signaled ? 0 : RSEC_WR_UNSIGNALED,
+					      .grant = &t->g, .local = cl->region, .len = (uint32_t)t->p->size };
+	}
+	int rc = rsec_post(cl->bc.c, cl->wr, n, posted);
+	if (rc == RSEC_E_AGAIN)
+		return 0; /* the library's depth is full: what did not fit goes in the next batch */
+	if (rc < 0)
+		fprintf(stderr, "%s: rsec_post: %s (%s)\n", PROG, rsec_strerror(rc), rsec_conn_error(cl->bc.c));
+	return rc;
+}
+
+/* Wait for completions and take them all; each must have succeeded. */
+static int reap(struct test *t)
+{
+	struct client *cl = t->cl;
+	int n = rsec_poll(cl->bc.c, cl->wc, (unsigned)cl->o->tx_depth, cl->o->timeout_ms);
+	if (n == 0) {
+		fprintf(stderr, "%s: rsec_poll: no completion in %d ms (%u operations in flight)\n", PROG,
+			cl->o->timeout_ms, rsec_inflight(cl->bc.c));
+		return RSEC_E_TIMEOUT;
+	}
+	if (n < 0) {
+		fprintf(stderr, "%s: rsec_poll: %s (%s)\n", PROG, rsec_strerror(n), rsec_conn_error(cl->bc.c));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		if (cl->wc[i].status == 0)
+			continue;
+		fprintf(stderr, "%s: operation %llu: %s (%s)\n", PROG, (unsigned long long)cl->wc[i].user_id,
+			rsec_strerror(cl->wc[i].status), rsec_conn_error(cl->bc.c));
+		return cl->wc[i].status;
+	}
+	return 0;
+}
+
+/*
+ * The measured loop of write and read: keep up to TX_DEPTH operations in
+ * flight (1 for latency) until ITERS are done, or post until the duration
+ * ends and let the last ones finish. The clock is read once per rsec_poll
+ * return; bandwidth's peak is the best block of operations, as in run_loop.
+ * Operations done are those posted and no longer in flight: an unsignaled
+ * one is done when a later one completes.
+ */
+static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row, uint64_t *best_ns)
+{
+	const struct bench_params *p = t->p;
+	struct rsec_conn *c = t->cl->bc.c;
+	bool keep = p->lat && !p->duration_ms;
+	uint64_t depth = p->lat ? 1 : t->cl->o->tx_depth;
+	uint64_t block = block_of(p), start = bench_now_ns(), now = start, mark = start;
+	uint64_t deadline = start + (uint64_t)p->duration_ms * 1000000u;
+	uint64_t posted = 0, done = 0, mark_done = 0;
+	*best_ns = UINT64_MAX;
+	for (;;) {
+		bool more = p->iters ? posted < p->iters : now < deadline;
+		uint64_t room = depth - rsec_inflight(c);
+		if (more && room) {
+			unsigned n = (unsigned)(p->iters && p->iters - posted < room ? p->iters - posted : room), sent = 0;
+			int rc = post_batch(t, op, posted, n, &sent);
+			posted += sent;
+			if (rc < 0)
+				return rc;
+		}
+		if (rsec_inflight(c) == 0 && !more)
+			break;
+		int rc = reap(t);
+		if (rc < 0)
+			return rc;
+		now = bench_now_ns();
+		done = posted - rsec_inflight(c);
+		bool finished = rsec_inflight(c) == 0 && (p->iters ? done == p->iters : now >= deadline);
+		uint64_t ops = done - mark_done;
+		if (ops == 0 || (ops < block && !finished))
+			continue;
+		if (keep)
+			t->cl->samples[done - 1] = now - mark; /* one in flight: ops == 1 */
+		if ((now - mark) / ops < *best_ns)
+			*best_ns = (now - mark) / ops;
+		mark = now;
+		mark_done = done;
+	}
+	row->iters = done;
+	if (done == 0)
+		*best_ns = 0;
+	row->elapsed_s = (double)(mark - start) / 1e9;
+	return 0;
+}
+
+static void figures(const struct client_op *op, const struct test *t, struct bench_row *row, uint64_t best_ns)
+{
+	row->have_row = true;
+	if (!row->lat) {
+		bench_bw_compute(row->bytes, row->iters, (uint64_t)(row->elapsed_s * 1e9), best_ns, &row->bw);
+		return;
+	}
+	if (row->duration)
+		row->l.avg = bench_lat_avg_us((uint64_t)(row->elapsed_s * 1e9), row->iters, op->lat_divisor);
+	else
+		bench_lat_summarize(t->cl->samples, row->iters, op->lat_divisor, &row->l);
+}
+
+/* PARAMS out, READY back; for write and read, the grant READY names. */
+static int start_test(struct test *t)
+{
+	struct bench_msg m = { .type = BENCH_MSG_PARAMS, .params = *t->p };
+	struct bench_conn *bc = &t->cl->bc;
+	int rc = bconn_send_msg(bc, &m, "send the parameters");
+	if (rc == 0)
+		rc = bconn_recv_msg(bc, BENCH_MSG_READY, &m, "wait for the server");
+	if (rc < 0 || (t->p->op != BENCH_OP_WRITE && t->p->op != BENCH_OP_READ))
+		return rc;
+	rc = rsec_grant_wait(bc->c, m.tag, &t->g, t->cl->o->timeout_ms);
+	if (rc < 0)
+		fprintf(stderr, "%s: no grant from the server: %s\n", PROG, rsec_strerror(rc));
+	return rc;
+}
+
+/* END out, RESULT back: the server's count must be ours. */
+static int finish_test(struct test *t, struct bench_row *row)
+{
+	struct bench_msg m = { .type = BENCH_MSG_END, .iters = row->iters };
+	int rc = bconn_send_msg(&t->cl->bc, &m, "end the test");
+	if (rc == 0)
+		rc = bconn_recv_msg(&t->cl->bc, BENCH_MSG_RESULT, &m, "wait for the server's result");
+	if (rc < 0)
+		return rc;
+	if (m.result.iters != row->iters) {
+		fprintf(stderr, "%s: the server counted %llu operations, we did %llu\n", PROG,
+			(unsigned long long)m.result.iters, (unsigned long long)row->iters);
+		return RSEC_E_PROTO;
+	}
+	row->peer_cpu = m.result.cpu;
+	row->have_peer = true;
+	return 0;
+}
+
+static int run_size(struct client *cl, const struct client_op *op, const struct bench_step *step,
+		    struct bench_row *row)
+{
+	struct bench_params p = params_for(cl->o, step);
+	struct test t = { .cl = cl, .p = &p };
+	uint64_t best_ns = 0, start = bench_now_ns();
+	*row = (struct bench_row){ .bytes = step->size, .lat = p.lat, .duration = p.duration_ms != 0 };
+	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
+	int rc = start_test(&t);
+	if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
+		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
+	else if (rc == 0)
+		rc = run_loop(&t, p.lat ? op->lat : op->bw, row, &best_ns);
+	if (rc == 0)
+		rc = finish_test(&t, row);
+	if (rc < 0)
+		return rc;
+	row->cpu = bench_cpu_since(&cpu0, BENCH_CPU_THREAD);
+	/* A sent message is only done once the server has it: its RESULT says so. */
+	if (op->op == BENCH_OP_SEND && !p.lat)
+		row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	figures(op, &t, row, best_ns);
+	return 0;
+}
+
+/* ---- --op connect ---- */
+
+static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, struct bench_msg *last)
+{
+	const struct bench_opts *o = cl->o;
+	struct rsec_conn *c;
+	uint64_t t0 = bench_now_ns();
+	int rc = rsec_connect(cl->ctx, o->host, o->port, NULL, o->timeout_ms, &c);
+	*setup_ns = bench_now_ns() - t0;
+	if (rc < 0) {
+		fprintf(stderr, "%s: connection %llu: %s (%s)\n", PROG, (unsigned long long)round, rsec_strerror(rc),
+			c ? rsec_conn_error(c) : "");
+		rsec_conn_free(c);
+		return rc;
+	}
+	struct bench_conn bc;
+	rc = bconn_init(&bc, c, o->timeout_ms, 0);
+	struct bench_params p = params_for(o, &cl->steps[0]);
+	p.round = round;
+	struct bench_msg m = { .type = BENCH_MSG_PARAMS, .params = p };
+	if (rc == 0)
+		rc = bconn_send_msg(&bc, &m, "send the parameters");
+	if (rc == 0)
+		rc = bconn_recv_msg(&bc, round == p.iters ? BENCH_MSG_RESULT : BENCH_MSG_READY, last,
+				    "wait for the server");
+	(void)rsec_conn_close(c, "round done");
+	bconn_free(&bc);
+	rsec_conn_free(c);
+	return rc;
+}
+
+static int run_connect(struct client *cl, struct bench_row *row)
+{
+	struct bench_msg last = { 0 };
+	*row = (struct bench_row){ .lat = true };
+	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_PROCESS);
+	uint64_t start = bench_now_ns();
+	uint64_t n = cl->steps[0].iters;
+	for (uint64_t k = 1; k <= n; k++) {
+		int rc = connect_round(cl, k, &cl->samples[k - 1], &last);
+		if (rc < 0)
+			return rc;
+	}
+	row->cpu = bench_cpu_since(&cpu0, BENCH_CPU_PROCESS);
+	row->iters = n;
+	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->peer_cpu = last.result.cpu;
+	row->have_peer = true;
+	row->have_row = true;
+	bench_lat_summarize(cl->samples, row->iters, 1, &row->l);
+	return 0;
+}
+
+/* ---- output and the run ---- */
+
+static void banner(const struct client *cl, const struct client_op *op)
+{
+	const struct bench_opts *o = cl->o;
+	report_rule(stdout);
+	printf("                    rdmasec %s\n", o->lat ? op->lat_title : op->bw_title);
+	printf(" Device          : %s\t\tPoll           : %s\n", rsec_ctx_device(cl->ctx),
+	       o->poll == BENCH_POLL_BUSY ? "busy" : "event");
+	if (o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ)
+		printf(" Number of qps   : 1\t\tTX depth       : %llu\n CQ Moderation   : %llu\t\tLocal buffer   : "
+		       "one region, registered once\n",
+		       (unsigned long long)(o->lat ? 1 : o->tx_depth), (unsigned long long)(o->lat ? 1 : o->cq_mod));
+	else
+		printf(" Number of qps   : 1\t\tTX depth       : %s\n",
+		       o->op == BENCH_OP_SEND ? "receiver's credits" : "1");
+	printf(" Protection      : TLS 1.3 set-up, %s messages, grants\n",
+	       o->aead == RSEC_AEAD_CHACHA20_POLY1305 ? "ChaCha20-Poly1305" : "AES-256-GCM");
+	printf(" CPU time        : %s, per operation\n",
+	       o->op == BENCH_OP_CONNECT ? "whole process" : "calling thread");
+	if (cl->bc.c)
+		printf(" Server          : %s (grants: %s)\n", rsec_conn_peer(cl->bc.c),
+		       rsec_conn_grant_mechanism(cl->bc.c));
+	report_rule(stdout);
+	report_header(stdout, o->lat, o->duration_ms != 0);
+}
+
+static int run_sizes(struct client *cl, const struct client_op *op)
+{
+	for (size_t i = 0; i < cl->nsteps && cl->nrows < MAX_ROWS; i++) {
+		struct bench_row *row = &cl->rows[cl->nrows];
+		int rc = run_size(cl, op, &cl->steps[i], row);
+		if (rc < 0)
+			return rc;
+		cl->nrows++;
+		report_row(stdout, row);
+	}
+	return 0;
+}
+
+static int connect_once(struct client *cl)
+{
+	const struct bench_opts *o = cl->o;
+	int rc = rsec_connect(cl->ctx, o->host, o->port, NULL, o->timeout_ms, &cl->bc.c);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot connect to %s:%u: %s\n", PROG, o->host, o->port,
+			cl->bc.c && *rsec_conn_error(cl->bc.c) ? rsec_conn_error(cl->bc.c) : rsec_strerror(rc));
+		return rc;
+	}
+	struct rsec_conn *c = cl->bc.c;
+	rc = bconn_init(&cl->bc, c, o->timeout_ms, o->op == BENCH_OP_SEND ? cl->max_size : 0);
+	if (rc < 0) {
+		fprintf(stderr, "%s: out of memory\n", PROG);
+		return rc;
+	}
+	if (o->op != BENCH_OP_WRITE && o->op != BENCH_OP_READ)
+		return 0;
+	/* Local only: never granted; the library registers it once, for every operation. */
+	rc = rsec_region_alloc(c, (size_t)cl->max_size, RSEC_ACCESS_LOCAL, &cl->region);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot register %llu bytes: %s\n", PROG, (unsigned long long)cl->max_size,
+			rsec_strerror(rc));
+		return rc;
+	}
+	uint8_t *p = rsec_region_addr(cl->region);
+	for (uint64_t i = 0; i < cl->max_size; i++)
+		p[i] = (uint8_t)(i * 131 + 7);
+	return 0;
+}
+
+static int alloc_buffers(struct client *cl)
+{
+	const struct bench_opts *o = cl->o;
+	cl->nsteps = bench_plan(o, cl->steps);
+	for (size_t i = 0; i < cl->nsteps; i++) {
+		if (cl->steps[i].size > cl->max_size)
+			cl->max_size = cl->steps[i].size;
+		if (cl->steps[i].iters > cl->max_iters)
+			cl->max_iters = cl->steps[i].iters;
+	}
+	size_t max = o->op == BENCH_OP_SEND ? (size_t)cl->max_size : 1;
+	cl->data = malloc(max);
+	if (o->lat && cl->max_iters)
+		cl->samples = calloc(cl->max_iters, sizeof(*cl->samples));
+	if (o->tx_depth) {
+		cl->wr = calloc(o->tx_depth, sizeof(*cl->wr));
+		cl->wc = calloc(o->tx_depth, sizeof(*cl->wc));
+	}
+	if (!cl->data || (o->lat && cl->max_iters && !cl->samples) || (o->tx_depth && (!cl->wr || !cl->wc))) {
+		fprintf(stderr, "%s: out of memory\n", PROG);
+		return RSEC_E_NOMEM;
+	}
+	for (size_t i = 0; i < max; i++)
+		cl->data[i] = (uint8_t)(i * 131 + 7);
+	cl->data[0] = BENCH_MSG_DATA;
+	return 0;
+}
+
+static void print_end(struct client *cl, const struct client_op *op)
+{
+	report_rule(stdout);
+	for (size_t i = 0; i < cl->nrows; i++)
+		report_cpu(stdout, "client", &cl->rows[i]);
+	if (cl->o->json_path) {
+		struct bench_meta meta = { .role = "client", .device = rsec_ctx_device(cl->ctx),
+					   .peer = cl->bc.c ? rsec_conn_peer(cl->bc.c) : "", .o = cl->o,
+					   .op = op->op, .lat = cl->o->lat,
+					   .aead = cl->o->aead == RSEC_AEAD_CHACHA20_POLY1305 ? "chacha20-poly1305" : "aes-256-gcm" };
+		if (!report_json(cl->o->json_path, &meta, cl->rows, cl->nrows))
+			cl->nrows = 0; /* fail the run */
+	}
+}
+
+static int client_body(struct client *cl, const struct client_op *op)
+{
+	int rc = alloc_buffers(cl);
+	if (rc == 0 && op->op != BENCH_OP_CONNECT)
+		rc = connect_once(cl);
+	if (rc < 0)
+		return rc;
+	banner(cl, op);
+	if (op->op == BENCH_OP_CONNECT) {
+		rc = run_connect(cl, &cl->rows[0]);
+		if (rc == 0) {
+			cl->nrows = 1;
+			report_row(stdout, &cl->rows[0]);
+		}
+	} else {
+		rc = run_sizes(cl, op);
+	}
+	if (rc < 0)
+		return rc;
+	print_end(cl, op);
+	return cl->nrows ? 0 : RSEC_E_IO;
+}
+
+int bench_client_run(const struct bench_opts *o)
+{
+	struct client cl = { .o = o };
+	const struct client_op *op = find_op(o->op);
+	int rc = bench_ctx_new(o, false, &cl.ctx);
+	if (rc == 0)
+		rc = client_body(&cl, op);
+	rsec_region_free(cl.region);
+	if (cl.bc.c) {
+		(void)rsec_conn_close(cl.bc.c, "bench done");
+		rsec_conn_free(cl.bc.c);
+	}
+	bconn_free(&cl.bc);
+	rsec_ctx_free(cl.ctx);
+	free(cl.data);
+	free(cl.samples);
+	free(cl.wr);
+	free(cl.wc);
+	return rc;
+}

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-bench: perftest for rdmasec. Without HOST it serves one client
+ * (every size that client asks for), with HOST it connects, measures and
+ * prints perftest's result rows, so one script reads both tools' output.
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " --certs DIR [--op send|write|read|connect] [--lat] [-s SIZE | -a]\n"
+		"                     [-n ITERS | -D SECS] [-t TX_DEPTH] [-Q CQ_MOD] [-q QPS] [--poll busy|event]\n"
+		"                     [--source ADDR] [--port P] [--json FILE] [HOST]\n"
+		"\n"
+		"perftest for rdmasec: without HOST, serve one client; with HOST, connect to it, run the\n"
+		"test and print perftest's result rows (ib_send_bw, ib_send_lat, ... column layout), then\n"
+		"the CPU time (user + system) per operation of both sides.\n"
+		"\n"
+		"  -C, --certs DIR        ca.pem and server.pem/.key (serving) or client.pem/.key (rdmasec-keygen)\n"
+		"      --op OP            send: sealed two-sided messages (default); write, read: one-sided\n"
+		"                         through one grant of SIZE bytes, from or into one registered region\n"
+		"                         (rsec_post, rsec_poll); connect: ITERS sequential connections (TCP,\n"
+		"                         TLS 1.3, QP bring-up), each one timed\n"
+		"      --lat              latency (send: ping-pong, half the round trip; write, read: each\n"
+		"                         operation's completion time, one in flight) instead of bandwidth\n"
+		"  -s, --size SIZE        bytes per operation, 1..16M (K, M suffixes); default 65536, 2 with --lat;\n"
+		"                         SIZE,SIZE,... runs each in turn on one connection\n"
+		"  -a, --all              every size from 2 to 8M, powers of two\n"
+		"  -n, --iters N          operations per size, 1..%u (default %u); N,N,...: one per -s size\n"
+		"  -D, --duration SECS    run each size for SECS seconds (1..3600) instead\n"
+		"  -t, --tx-depth N       write, read bandwidth: operations in flight, 1..%u (default %u)\n"
+		"  -Q, --cq-mod N         write, read bandwidth: ask for a completion for one operation in N\n"
+		"                         at most, and for the last of each batch posted (default %u, at\n"
+		"                         most TX_DEPTH)\n"
+		"  -q, --qps N            only 1: one connection is one queue pair\n"
+		"      --poll MODE        how this side waits (the library's poll_mode): busy: spin on the\n"
+		"                         completion queues (default for send, write and read, as perftest;\n"
+		"                         a server of write or read has no completions and defaults to event);\n"
+		"                         event: sleep on the completion channel (default for connect)\n"
+		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
+		"                         server: listen on ADDR (default: every IPv4 address)\n"
+		"  -p, --port P           default %u\n"
+		"  -d, --device NAME      RDMA device (default: the one owning the address in use)\n"
+		"      --aead NAME        aes-256-gcm (default) or chacha20-poly1305\n"
+		"      --timeout MS       per operation and for set-up (default 60000)\n"
+		"      --json FILE        also write the results, with both sides' CPU time, as JSON\n"
+		"  -h, --help\n"
+		"\n"
+		"A server given test options (--op, --lat, -s, -n, -D) refuses a client asking for others.\n",
+		BENCH_ITERS_MAX, BENCH_DEFAULT_ITERS, RSEC_MAX_INFLIGHT, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
+		BENCH_DEFAULT_PORT);
+}
+
+/* ---- one small parser per option ---- */
+
+static bool opt_certs(struct bench_opts *o, const char *a)
+{
+	if (snprintf(o->certs, sizeof(o->certs), "%s", a) >= (int)sizeof(o->certs)) {
+		fprintf(stderr, "--certs: '%s' is too long\n", a);
+		return false;
+	}
+	return true;
+}
+
+static bool opt_op(struct bench_opts *o, const char *a)
+{
+	static const struct { const char *name; enum bench_op op; } ops[] = {
+		{ "send", BENCH_OP_SEND }, { "write", BENCH_OP_WRITE },
+		{ "read", BENCH_OP_READ }, { "connect", BENCH_OP_CONNECT },
+	};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(a, ops[i].name) == 0) {
+			o->op = ops[i].op;
+			o->set |= BENCH_SET_OP;
+			return true;
+		}
+	}
+	fprintf(stderr, "--op: '%s' is not send, write, read or connect\n", a);
+	return false;
+}
+
+static bool opt_lat(struct bench_opts *o, const char *a)
+{
+	(void)a;
+	o->lat = true;
+	o->set |= BENCH_SET_LAT;
+	return true;
+}
+
+/* "V[,V...]": up to BENCH_LIST_MAX numbers in [min, max]. */
+static bool parse_list(const char *what, const char *arg, uint64_t min, uint64_t max, bool sizes,
+		       uint64_t out[static BENCH_LIST_MAX], size_t *n)
+{
+	char copy[512];
+	if (snprintf(copy, sizeof(copy), "%s", arg) >= (int)sizeof(copy)) {
+		fprintf(stderr, "%s: '%s' is too long\n", what, arg);
+		return false;
+	}
+	*n = 0;
+	for (char *tok = copy, *comma; tok; tok = comma ? comma + 1 : NULL) {
+		comma = strchr(tok, ',');
+		if (comma)
+			*comma = '\0';
+		if (*n == BENCH_LIST_MAX) {
+			fprintf(stderr, "%s: at most %d values\n", what, BENCH_LIST_MAX);
+			return false;
+		}
+		if (!cli_parse_u64(what, tok, min, max, sizes, &out[(*n)++]))
+			return false;
+	}
+	return true;
+}
+
+static bool opt_size(struct bench_opts *o, const char *a)
+{
+	o->set |= BENCH_SET_SIZE;
+	return parse_list("-s/--size", a, 1, BENCH_SIZE_MAX, true, o->sizes, &o->nsizes);
+}
+
+static bool opt_all(struct bench_opts *o, const char *a)
+{
+	(void)a;
+	o->all_sizes = true;
+	o->set |= BENCH_SET_SIZE;
+	return true;
+}
+
+static bool opt_iters(struct bench_opts *o, const char *a)
+{
+	o->set |= BENCH_SET_ITERS;
+	return parse_list("-n/--iters", a, 1, BENCH_ITERS_MAX, false, o->iters, &o->niters);
+}
+
+static bool opt_duration(struct bench_opts *o, const char *a)
+{
+	uint64_t s;
+	if (!cli_parse_u64("-D/--duration", a, 1, BENCH_DURATION_MS_MAX / 1000, false, &s))
+		return false;
+	o->duration_ms = (uint32_t)(s * 1000);
+	o->set |= BENCH_SET_DURATION;
+	return true;
+}
+
+static bool opt_tx_depth(struct bench_opts *o, const char *a)
+{
+	return cli_parse_u64("-t/--tx-depth", a, 1, RSEC_MAX_INFLIGHT, false, &o->tx_depth);
+}
+
+static bool opt_cq_mod(struct bench_opts *o, const char *a)
+{
+	return cli_parse_u64("-Q/--cq-mod", a, 1, RSEC_MAX_INFLIGHT, false, &o->cq_mod);
+}
+
+static bool opt_qps(struct bench_opts *o, const char *a)
+{
+	return cli_parse_u64("-q/--qps", a, 1, 65536, false, &o->qps);
+}
+
+static bool opt_poll(struct bench_opts *o, const char *a)
+{
+	o->set |= BENCH_SET_POLL;
+	if (strcmp(a, "event") == 0 || strcmp(a, "busy") == 0) {
+		o->poll = a[0] == 'b' ? BENCH_POLL_BUSY : BENCH_POLL_EVENT;
+		return true;
+	}
+	fprintf(stderr, "--poll: '%s' is not event or busy\n", a);
+	return false;
+}
+
+static bool opt_source(struct bench_opts *o, const char *a)
+{
+	uint8_t addr[16];
+	if (inet_pton(AF_INET, a, addr) != 1 && inet_pton(AF_INET6, a, addr) != 1) {
+		fprintf(stderr, "--source: '%s' is not an IPv4 or IPv6 address\n", a);
+		return false;
+	}
+	o->source = a;
+	return true;
+}
+
+static bool opt_port(struct bench_opts *o, const char *a)
+{
+	uint64_t p;
+	if (!cli_parse_u64("-p/--port", a, 1, 65535, false, &p))
+		return false;
+	o->port = (uint16_t)p;
+	return true;
+}
+
+static bool opt_device(struct bench_opts *o, const char *a)
+{
+	o->device = a;
+	return true;
+}
+
+static bool opt_aead(struct bench_opts *o, const char *a)
+{
+	if (strcmp(a, "aes-256-gcm") == 0)
+		o->aead = RSEC_AEAD_AES_256_GCM;
+	else if (strcmp(a, "chacha20-poly1305") == 0)
+		o->aead = RSEC_AEAD_CHACHA20_POLY1305;
+	else {
+		fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", a);
+		return false;
+	}
+	return true;
+}
+
+static bool opt_timeout(struct bench_opts *o, const char *a)
+{
+	uint64_t ms;
+	if (!cli_parse_u64("--timeout", a, 1, 3600000, false, &ms))
+		return false;
+	o->timeout_ms = (int)ms;
+	return true;
+}
+
+static bool opt_json(struct bench_opts *o, const char *a)
+{
+	/* Fail now, not after a long run: the file's directory must be writable. */
+	char dir[BENCH_PATH_MAX];
+	const char *slash = strrchr(a, '/');
+	int n = slash ? snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a), a) : snprintf(dir, sizeof(dir), ".");
+	if (n < 0 || (size_t)n >= sizeof(dir) || !*a || (slash && !slash[1])) {
+		fprintf(stderr, "--json: '%s' is not a file name\n", a);
+		return false;
+	}
+	if (access(dir[0] ? dir : "/", W_OK) != 0) {
+		fprintf(stderr, "--json: cannot write into '%s'\n", dir[0] ? dir : "/");
+		return false;
+	}
+	o->json_path = a;
+	return true;
+}
+
+static const struct handler {
+	struct option opt;
+	bool (*fn)(struct bench_opts *o, const char *arg);
+} handlers[] = {
+	{ { "certs", required_argument, NULL, 'C' }, opt_certs },
+	{ { "op", required_argument, NULL, 'O' }, opt_op },
+	{ { "lat", no_argument, NULL, 'L' }, opt_lat },
+	{ { "size", required_argument, NULL, 's' }, opt_size },
+	{ { "all", no_argument, NULL, 'a' }, opt_all },
+	{ { "iters", required_argument, NULL, 'n' }, opt_iters },
+	{ { "duration", required_argument, NULL, 'D' }, opt_duration },
+	{ { "tx-depth", required_argument, NULL, 't' }, opt_tx_depth },
+	{ { "cq-mod", required_argument, NULL, 'Q' }, opt_cq_mod },
+	{ { "qps", required_argument, NULL, 'q' }, opt_qps },
+	{ { "poll", required_argument, NULL, 'P' }, opt_poll },
+	{ { "source", required_argument, NULL, 'S' }, opt_source },
+	{ { "port", required_argument, NULL, 'p' }, opt_port },
+	{ { "device", required_argument, NULL, 'd' }, opt_device },
+	{ { "aead", required_argument, NULL, 'A' }, opt_aead },
+	{ { "timeout", required_argument, NULL, 'T' }, opt_timeout },
+	{ { "json", required_argument, NULL, 'J' }, opt_json },
+};
+#define NHANDLERS (sizeof(handlers) / sizeof(handlers[0]))
+
+/* ---- combinations ---- */
+
+static bool fail_combo(const char *msg)
+{
+	fprintf(stderr, PROG ": %s\n", msg);
+	return false;
+}
+
+static bool one_sided(const struct bench_opts *o)
+{
+	return o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ;
+}
+
+/* What rdmasec-bench cannot do is refused, never silently ignored. */
+static bool check_depth(const struct bench_opts *o)
+{
+	if (o->qps > 1)
+		return fail_combo("-q > 1: each rdmasec connection is one queue pair (run one rdmasec-bench "
+				  "pair per connection)");
+	if ((o->tx_depth || o->cq_mod) && !one_sided(o))
+		return fail_combo("-t and -Q are for write and read: rsec_send's window is the receiver's "
+				  "flow-control credits (its recv_slots), and connect has none");
+	if (o->tx_depth > 1 && o->lat)
+		return fail_combo("-t > 1 is for bandwidth: a latency test keeps one operation in flight, as "
+				  "perftest's");
+	if (o->cq_mod && o->lat)
+		return fail_combo("-Q is for bandwidth: a latency test asks for every completion");
+	if (o->poll == BENCH_POLL_BUSY && o->op == BENCH_OP_CONNECT)
+		return fail_combo("--poll busy is not for --op connect: set-up sleeps on its sockets");
+	return true;
+}
+
+/* The defaults that depend on the test: perftest's, as far as they apply. */
+static void set_defaults(struct bench_opts *o)
+{
+	bool client = o->host != NULL;
+	if (!(o->set & BENCH_SET_POLL))
+		o->poll = o->op == BENCH_OP_SEND || (client && one_sided(o)) ? BENCH_POLL_BUSY : BENCH_POLL_EVENT;
+	if (!one_sided(o))
+		return;
+	if (!o->tx_depth)
+		o->tx_depth = o->lat ? 1 : BENCH_DEFAULT_TX_DEPTH;
+	if (!o->cq_mod)
+		o->cq_mod = BENCH_DEFAULT_CQ_MOD;
+	if (o->cq_mod > o->tx_depth)
+		o->cq_mod = o->tx_depth;
+}
+
+static bool check_combos(struct bench_opts *o)
+{
+	if (!o->certs[0])
+		return fail_combo("no credentials: give --certs DIR (rdmasec-keygen writes one)");
+	if (o->nsizes && o->all_sizes)
+		return fail_combo("give -s or -a, not both");
+	if (o->niters && o->duration_ms)
+		return fail_combo("give -n or -D, not both");
+	if (o->niters > 1 && o->niters != o->nsizes)
+		return fail_combo("-n with several values needs as many -s sizes (one count per size)");
+	if (o->op == BENCH_OP_CONNECT && (o->set & (BENCH_SET_SIZE | BENCH_SET_DURATION)))
+		return fail_combo("--op connect takes -n (connections), not -s, -a or -D");
+	if (!check_depth(o))
+		return false;
+	set_defaults(o);
+	if (o->op == BENCH_OP_CONNECT)
+		o->lat = true; /* set-up times are latencies */
+	else if (!o->nsizes && !o->all_sizes)
+		o->sizes[o->nsizes++] = o->lat ? BENCH_DEFAULT_SIZE_LAT : BENCH_DEFAULT_SIZE_BW;
+	if (!o->niters && !o->duration_ms)
+		o->iters[o->niters++] = BENCH_DEFAULT_ITERS;
+	return true;
+}
+
+/* ---- main ---- */
+
+static const struct handler *find_handler(int key)
+{
+	for (size_t i = 0; i < NHANDLERS; i++)
+		if (handlers[i].opt.val == key)
+			return &handlers[i];
+	return NULL;
+}
+
+/* 0: parsed; 1: --help shown; 2: bad usage (said why). */
+static int parse_args(int argc, char **argv, struct bench_opts *o)
+{
+	struct option longopts[NHANDLERS + 2];
+	for (size_t i = 0; i < NHANDLERS; i++)
+		longopts[i] = handlers[i].opt;
+	longopts[NHANDLERS] = (struct option){ "help", no_argument, NULL, 'h' };
+	longopts[NHANDLERS + 1] = (struct option){ 0 };
+	int c;
+	while ((c = getopt_long(argc, argv, "C:s:an:D:t:Q:q:p:d:h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		const struct handler *h = find_handler(c);
+		if (!h) {
+			usage(stderr);
+			return 2;
+		}
+		if (!h->fn(o, optarg))
+			return 2;
+	}
+	if (argc - optind > 1) {
+		fail_combo("give at most one HOST (without one, serve)");
+		return 2;
+	}
+	o->host = optind < argc ? argv[optind] : NULL;
+	return check_combos(o) ? 0 : 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = { .op = BENCH_OP_SEND, .port = BENCH_DEFAULT_PORT, .timeout_ms = 60000 };
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = o.host ? bench_client_run(&o) : bench_server_run(&o);
+	return rc < 0 ? 1 : 0;
+}
