@@ -161,9 +161,12 @@ ucmatose_run() {
 	finish "$name" $start $rc $spid reference
 }
 
+# rdmasec twice: reconnects resuming TLS sessions (the default), then full
+# handshakes with certificates every time.
 connect_run() {
 	ucmatose_run
 	rdmasec connect-rdmasec 0 "$conns" --op connect
+	rdmasec connect-rdmasec-full 0 "$conns" --op connect -- --no-resume
 }
 
 run_tests

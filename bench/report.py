@@ -146,12 +146,12 @@ def fabric_rows(raw, sizes):
     return out
 
 
-def connect_row(raw):
-    doc = load_json(os.path.join(raw, "connect-rdmasec.json"))
+def connect_row(raw, name="connect-rdmasec"):
+    doc = load_json(os.path.join(raw, name + ".json"))
     res = (doc or {}).get("results") or [{}]
     n = res[0].get("iterations")
     ucm_ok = "return status 0" in (read(os.path.join(raw, "connect-ucmatose.txt")) or "")
-    t_r, t_u = wall_s(raw, "connect-rdmasec"), wall_s(raw, "connect-ucmatose")
+    t_r, t_u = wall_s(raw, name), wall_s(raw, "connect-ucmatose")
     rate_r = n / t_r if n and t_r else None
     rate_u = n / t_u if n and t_u and ucm_ok else None
     cpu = res[0].get("cpu", {})
@@ -159,6 +159,7 @@ def connect_row(raw):
         "connections": n, "rdmasec_conn_per_s": rate_r, "ucmatose_conn_per_s": rate_u,
         "ratio": ratio(rate_r, rate_u), "rdmasec_wall_s": t_r, "ucmatose_wall_s": t_u,
         "rdmasec_setup_typical_us": res[0].get("t_typical_us"),
+        "rdmasec_tls_resumed": res[0].get("tls_resumed"),
         "rdmasec_cpu_per_connection_us": {"client": cpu.get("client", {}).get("per_op_us"),
                                           "server": cpu.get("server", {}).get("per_op_us")},
     }
@@ -217,16 +218,21 @@ def print_table(res):
     print("  n/a: a run failed or was killed after 180 s, or perftest printed inf; raw outputs in raw/")
     if busy:
         print("  * busy polling (as perftest's): the CPU time is the time spent, not the work done")
-    c = res["connect"]
-    cpu = c["rdmasec_cpu_per_connection_us"]
-    ms = {k: v and v / 1000 for k, v in cpu.items()}
-    print("%-10s %8s %6s %14s %14s %9s %12s %12s" % (
-        "connect", "-", c["connections"] or "n/a", fmt(c["ucmatose_conn_per_s"], "/s", 1),
-        fmt(c["rdmasec_conn_per_s"], "/s", 1), fmt(c["ratio"], "", 3), fmt(ms["client"], " ms", 1),
-        fmt(ms["server"], " ms", 1)))
-    print("  connect: ucmatose (rdma_cm) sets its connections up at once, rdmasec-bench one after another"
-          " (typical set-up %s); both rates over the client's wall time" % fmt(
-              c["rdmasec_setup_typical_us"] and c["rdmasec_setup_typical_us"] / 1000, " ms", 1))
+    for label, key in (("connect", "connect"), ("conn-full", "connect_full")):
+        c = res[key]
+        cpu = c["rdmasec_cpu_per_connection_us"]
+        ms = {k: v and v / 1000 for k, v in cpu.items()}
+        print("%-10s %8s %6s %14s %14s %9s %12s %12s" % (
+            label, "-", c["connections"] or "n/a", fmt(c["ucmatose_conn_per_s"], "/s", 1),
+            fmt(c["rdmasec_conn_per_s"], "/s", 1), fmt(c["ratio"], "", 3), fmt(ms["client"], " ms", 1),
+            fmt(ms["server"], " ms", 1)))
+    c, f = res["connect"], res["connect_full"]
+    typ = lambda r: fmt(r["rdmasec_setup_typical_us"] and r["rdmasec_setup_typical_us"] / 1000, " ms", 1)
+    print("  connect: ucmatose (rdma_cm) sets its connections up at once, rdmasec-bench one after another,"
+          " resuming TLS sessions (%s of %s resumed; typical set-up %s); conn-full: certificates every time"
+          " (typical %s); all rates over the client's wall time" % (
+              c["rdmasec_tls_resumed"] if c["rdmasec_tls_resumed"] is not None else "n/a",
+              c["connections"] or "n/a", typ(c), typ(f)))
     print("\nsealing, natively (CPU time per message): rdmasec_seal_frame / openssl speed")
     print("%-18s %6s %11s %11s %7s %11s %7s %11s" % ("aead", "bytes", "seal", "-evp", "ratio", "-aead",
                                                      "ratio", "open"))
@@ -341,7 +347,8 @@ def main(argv):
     sizes = [tuple(int(x) for x in p.split(":")) for p in meta.get("sizes", "").split()]
     seal, fits = seal_rows(raw)
     res = {"schema": "rdmasec-bench-report/1", "meta": meta, "fabric": fabric_rows(raw, sizes),
-           "connect": connect_row(raw), "seal": seal, "seal_fit": fits,
+           "connect": connect_row(raw), "connect_full": connect_row(raw, "connect-rdmasec-full"),
+           "seal": seal, "seal_fit": fits,
            "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines()}
     print_table(res)
     with open(os.path.join(out, "results.json"), "w") as f:

@@ -77,6 +77,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_QP_POOL = 1u << 2,    /* qp_pool */
 	RSEC_CTX_ATTR_DEPTH = 1u << 3,      /* max_inflight */
 	RSEC_CTX_ATTR_POLL = 1u << 4,       /* poll_mode */
+	RSEC_CTX_ATTR_RESUME = 1u << 5,     /* tls_resume_s */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -116,9 +117,16 @@ struct rsec_ctx_attr {
 	uint32_t max_inflight;     /* one-sided operations in flight per connection (rsec_post),
 				    * 1..RSEC_MAX_INFLIGHT; 0: 128 */
 	enum rsec_poll_mode poll_mode; /* every wait of this context's connections */
+	uint32_t tls_resume_s;     /* certificate mode: TLS 1.3 session resumption (docs/crypto.md).
+				    * A server issues tickets, a client keeps them per destination
+				    * and offers each once; a ticket resumes for this many seconds
+				    * after the certificate check it stands for, 1..RSEC_MAX_RESUME_S;
+				    * 0: never resume. Without the bit: RSEC_DEFAULT_RESUME_S */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
+#define RSEC_DEFAULT_RESUME_S 600u
+#define RSEC_MAX_RESUME_S 86400u
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -169,6 +177,13 @@ int rsec_conn_process(struct rsec_conn *c);
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
 /** rsec_conn_peer - authenticated identity: certificate subject or "psk:<identity>". */
 const char *rsec_conn_peer(const struct rsec_conn *c);
+/**
+ * rsec_conn_resumed - 1 if this connection's TLS handshake resumed an earlier
+ * session of the same context (no certificates exchanged; rsec_conn_peer
+ * still names the identity checked then), 0 if it checked certificates or
+ * used a PSK.
+ */
+int rsec_conn_resumed(const struct rsec_conn *c);
 /** rsec_conn_peer_addr - the control connection's remote address, "IP:PORT" or "[IPv6]:PORT" ("" if unknown). */
 const char *rsec_conn_peer_addr(const struct rsec_conn *c);
 /** rsec_conn_error - why the connection closed or the last call failed (no secrets). */

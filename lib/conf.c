@@ -52,6 +52,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_STR("tls", key),
 	KEY_STR("tls", psk_file),
 	KEY_STR("tls", psk_identity),
+	KEY_U32("tls", resume_s, 1, 86400, true), /* RSEC_MAX_RESUME_S */
 	KEY_U32("limits", max_msg, 1, 1073741824, false),
 	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
@@ -241,6 +242,7 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_handshakes_per_source = 256;
 	c->handshake_rate_per_source = 200;
 	c->qp_pool = 32;
+	c->resume_s = RSEC_DEFAULT_RESUME_S;
 	c->max_msg = 16777216;
 	c->recv_slots = 64;
 	c->slot_size = 65536;

@@ -38,6 +38,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "tls_resume.h"
 
 #define KEEPALIVE_MS 15000u
 
@@ -183,10 +184,17 @@ int rsec_conn_pick_device(struct rsec_conn *c)
 	return rc;
 }
 
-static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *peer_name)
+/* A client files its TLS tickets under "host:port/name": a ticket is only
+ * offered where the certificate it stands for was checked, under that name. */
+static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host, uint16_t port, const char *peer_name)
 {
 	struct rsec_tls_opts opts = c->ctx->tls_opts;
+	char dest[RSEC_TLS_RESUME_DEST_MAX];
 	opts.peer_name = peer_name;
+	if (host) {
+		int n = snprintf(dest, sizeof(dest), "%s:%u/%s", host, (unsigned)port, peer_name ? peer_name : "");
+		opts.resume_dest = n > 0 && (size_t)n < sizeof(dest) ? dest : NULL;
+	}
 	return rsec_tls_new(c->ctx->tls, c->sock, &opts, &c->ssl);
 }
 
@@ -219,8 +227,12 @@ static RSEC_MUST_CHECK int send_qp_info(struct rsec_conn *c)
 	return rc;
 }
 
+/* The accept record says when the peer's certificate was not presented this time. */
+#define RESUMED_NOTE "TLS session resumed"
+
 static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 {
+	c->tls_resumed = rsec_tls_resumed(c->ssl);
 	int rc = rsec_tls_peer_identity(c->ssl, c->peer, sizeof(c->peer));
 	if (rc < 0) {
 		c->peer[0] = '\0'; /* no identity: this must not look like a refusal */
@@ -338,7 +350,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send READY");
 	c->phase = PHASE_ESTABLISHED;
-	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", NULL, NULL);
+	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->tls_resumed ? RESUMED_NOTE : NULL, NULL);
 	return 0;
 }
 
@@ -396,7 +408,7 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 	case PHASE_READY:
 		if (m->type == RSEC_MSG_READY) {
 			c->phase = PHASE_ESTABLISHED;
-			rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", NULL, NULL);
+			rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->tls_resumed ? RESUMED_NOTE : NULL, NULL);
 			return 0;
 		}
 		break;
@@ -692,7 +704,7 @@ int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const ch
 		return RSEC_E_NOMEM;
 	}
 	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
-	int rc = conn_start_tls(c, server_name ? server_name : host);
+	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
 	if (rc < 0 && !c->error[0])
 		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
 	while (rc >= 0 && c->phase != PHASE_ESTABLISHED) {
@@ -718,7 +730,7 @@ int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
 		close(sock);
 		return RSEC_E_NOMEM;
 	}
-	int rc = conn_start_tls(c, NULL);
+	int rc = conn_start_tls(c, NULL, 0, NULL);
 	if (rc < 0) {
 		rsec_conn_free(c);
 		return rc;
@@ -742,6 +754,11 @@ enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c)
 const char *rsec_conn_peer(const struct rsec_conn *c)
 {
 	return c ? c->peer : "";
+}
+
+int rsec_conn_resumed(const struct rsec_conn *c)
+{
+	return c && c->tls_resumed ? 1 : 0;
 }
 
 const char *rsec_conn_peer_addr(const struct rsec_conn *c)

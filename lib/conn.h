@@ -138,6 +138,7 @@ struct rsec_conn {
 	int epfd;
 	SSL *ssl;
 	char peer[256];
+	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
 	char error[256];
 	int close_code;
 	uint64_t deadline_ms; /* set-up deadline */

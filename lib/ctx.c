@@ -120,6 +120,10 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 		set_err(err, errlen, "unknown poll mode");
 		return RSEC_E_INVAL;
 	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_RESUME) && a->tls_resume_s > RSEC_MAX_RESUME_S) {
+		set_err(err, errlen, "tls_resume_s must be 0..86400");
+		return RSEC_E_RANGE;
+	}
 	return 0;
 }
 
@@ -179,6 +183,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		.psk = ctx->psk_len ? ctx->psk : NULL,
 		.psk_len = ctx->psk_len,
 		.psk_identity = ctx->psk_identity,
+		.resume_s = (a->comp_mask & RSEC_CTX_ATTR_RESUME) ? a->tls_resume_s : RSEC_DEFAULT_RESUME_S,
 	};
 	rc = rsec_tls_ctx_new(&ctx->tls_opts, &ctx->tls, err, errlen);
 	if (rc < 0)

@@ -2,8 +2,9 @@
 /*
  * The control channel's TLS: version 1.3 only, both peers authenticated,
  * either by X.509 certificates (chain and name verified) or by an external
- * pre-shared key with (EC)DHE for forward secrecy. No resumption, no
- * tickets. Handshakes are driven step by step so a server can run many on
+ * pre-shared key with (EC)DHE for forward secrecy. Certificate mode may
+ * resume sessions from tickets (tls_resume.c); PSK mode never does.
+ * Handshakes are driven step by step so a server can run many on
  * non-blocking sockets.
  */
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "tls.h"
+#include "tls_resume.h"
 
 #define TLS_CIPHERS "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"
 /* TLS 1.3 external PSKs are bound to one hash; this suite fixes it to SHA-384. */
@@ -179,6 +181,13 @@ int rsec_tls_ctx_new(const struct rsec_tls_opts *o, SSL_CTX **out, char *err, si
 	rc = o->psk ? setup_psk(ctx, o, err, errlen) : setup_certs(ctx, o, err, errlen);
 	if (rc < 0)
 		goto fail;
+	if (!o->psk && o->resume_s) {
+		rc = o->is_server ? rsec_tls_resume_server(ctx, o->resume_s) : rsec_tls_resume_client(ctx, o->resume_s);
+		if (rc < 0) {
+			set_err(err, errlen, "cannot set up TLS session resumption", NULL);
+			goto fail;
+		}
+	}
 	*out = ctx;
 	return 0;
 fail:
@@ -217,6 +226,13 @@ int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opts *o, SSL **out)
 	if (!ok) {
 		SSL_free(ssl);
 		return RSEC_E_TLS;
+	}
+	if (!o->is_server && !o->psk && o->resume_dest) {
+		int rc = rsec_tls_resume_prepare(ssl, o->resume_dest);
+		if (rc < 0) {
+			SSL_free(ssl);
+			return rc;
+		}
 	}
 	/* rsec_tls_write_some: report partial writes, and let a queue that moved retry. */
 	SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -261,8 +277,9 @@ int rsec_tls_handshake_step(SSL *ssl, bool *want_write)
 		if (ctx_psk(ssl))
 			/* An external PSK handshake counts as resumption: it must have happened. */
 			return SSL_session_reused(ssl) ? 0 : RSEC_E_AUTH;
-		/* Certificate mode: a fresh handshake with a verified peer certificate. */
-		if (SSL_session_reused(ssl) || !SSL_get0_peer_certificate(ssl) ||
+		/* Certificate mode: a verified peer certificate, from this handshake
+		 * or from the one a ticket we accepted stands for. */
+		if ((SSL_session_reused(ssl) && !rsec_tls_resume_enabled(ssl)) || !SSL_get0_peer_certificate(ssl) ||
 		    SSL_get_verify_result(ssl) != X509_V_OK)
 			return RSEC_E_AUTH;
 		return 0;
@@ -319,6 +336,12 @@ int rsec_tls_handshake(SSL *ssl, int timeout_ms)
 		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
 		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
 	}
+}
+
+bool rsec_tls_resumed(SSL *ssl)
+{
+	/* An external-PSK handshake counts as resumed in OpenSSL's terms; not in ours. */
+	return ssl && !ctx_psk(ssl) && SSL_session_reused(ssl);
 }
 
 int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap)

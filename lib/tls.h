@@ -22,6 +22,11 @@ struct rsec_tls_opts {
 	/* Client: the name or IP the server's certificate must carry. Server: NULL,
 	 * or a name the client's certificate must carry. */
 	const char *peer_name;
+	/* Certificate mode: TLS 1.3 resumption (tls_resume.h), tickets usable for
+	 * resume_s seconds after the full handshake; 0: never resume. */
+	uint32_t resume_s;
+	/* Client: the destination its tickets are filed under ("host:port/name"). */
+	const char *resume_dest;
 };
 
 /* err gets a reason naming the file that failed. RSEC_E_CONFIG, RSEC_E_TLS, RSEC_E_NOMEM. */
@@ -36,6 +41,8 @@ RSEC_MUST_CHECK int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opt
 RSEC_MUST_CHECK int rsec_tls_handshake_step(SSL *ssl, bool *want_write);
 /* Blocking handshake with a deadline. */
 RSEC_MUST_CHECK int rsec_tls_handshake(SSL *ssl, int timeout_ms);
+/* Whether the handshake resumed a certificate-mode session (no certificates exchanged). */
+bool rsec_tls_resumed(SSL *ssl);
 /* "CN=...,O=..." for certificates, "psk:<identity>" for PSKs. */
 RSEC_MUST_CHECK int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap);
 /* Why the handshake failed, for logs: never key material. */

@@ -108,6 +108,15 @@ static void full_valid_file(void **state)
 	assert_int_equal(c.qp_pool, 1);
 	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nqp_pool = 1024\n", err, sizeof(err)), 0);
 	assert_int_equal(c.qp_pool, 1024);
+	/* TLS resumption: 600 s unless set, 0 turns it off, a day at most. */
+	assert_int_equal(c.resume_s, 600);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.resume_s, 0);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86400\n", err, sizeof(err)), 0);
+	assert_int_equal(c.resume_s, 86400);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "resume_s"));
+	assert_int_equal(c.resume_s, 86400);
 	/* 0 means "no idle timeout". */
 	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nidle_timeout_ms = 0\n", err, sizeof(err)), 0);
 	assert_int_equal(c.idle_timeout_ms, 0);

@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "pki.h"
 #include "tls.h"
+#include "tls_resume.h"
 
 static char root[64];
 
@@ -96,6 +98,29 @@ static void handshake(struct side *c, struct side *s)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
 	assert_int_equal(rsec_tls_ctx_new(&c->o, &c->ctx, err, sizeof(err)), 0);
 	assert_int_equal(rsec_tls_ctx_new(&s->o, &s->ctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_new(c->ctx, sv[0], &c->o, &c->ssl), 0);
+	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
+	c->rc = s->rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && (c->rc == RSEC_E_AGAIN || s->rc == RSEC_E_AGAIN); i++) {
+		bool ww;
+		if (c->rc == RSEC_E_AGAIN)
+			c->rc = rsec_tls_handshake_step(c->ssl, &ww);
+		if (s->rc == RSEC_E_AGAIN)
+			s->rc = rsec_tls_handshake_step(s->ssl, &ww);
+	}
+}
+
+/* Another handshake over a new socketpair with the same contexts. */
+static void again(struct side *c, struct side *s)
+{
+	int fds[2] = { SSL_get_fd(c->ssl), SSL_get_fd(s->ssl) };
+	/* No close_notify: the ticket must survive a connection that just ends. */
+	SSL_free(c->ssl);
+	SSL_free(s->ssl);
+	close(fds[0]);
+	close(fds[1]);
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
 	assert_int_equal(rsec_tls_new(c->ctx, sv[0], &c->o, &c->ssl), 0);
 	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
 	c->rc = s->rc = RSEC_E_AGAIN;
@@ -266,6 +291,170 @@ static void psk_mode(void **state)
 	done(&c, &s);
 }
 
+/* The client reads the server's ticket, which TLS 1.3 sends after the handshake. */
+static void take_ticket(struct side *c, struct side *s)
+{
+	assert_int_equal(rsec_tls_write_all(s->ssl, "t", 1, 1000), 0);
+	char b;
+	assert_int_equal(rsec_tls_read_all(c->ssl, &b, 1, 1000), 0);
+}
+
+static void resuming_pair(struct side *c, struct side *s, uint32_t client_s, uint32_t server_s)
+{
+	certs(c, false, "main", "main", "client");
+	certs(s, true, "main", "main", "server");
+	c->o.peer_name = "10.77.0.1";
+	c->o.resume_dest = "10.77.0.1:7471/10.77.0.1";
+	c->o.resume_s = client_s;
+	s->o.resume_s = server_s;
+}
+
+static void reconnect_resumes_with_both_identities(void **state)
+{
+	(void)state;
+	struct side c, s;
+	resuming_pair(&c, &s, 600, 600);
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(c.ssl));
+	uint8_t last[32];
+	assert_int_equal(SSL_export_keying_material(c.ssl, last, 32, "x", 1, NULL, 0, 0), 1);
+	take_ticket(&c, &s);
+	for (int round = 0; round < 3; round++) {
+		again(&c, &s);
+		assert_int_equal(c.rc, 0);
+		assert_int_equal(s.rc, 0);
+		assert_true(rsec_tls_resumed(c.ssl));
+		assert_true(rsec_tls_resumed(s.ssl));
+		/* Both still know who the other is, from the ticket. */
+		char id[256];
+		assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
+		assert_non_null(strstr(id, "CN=client1"));
+		assert_int_equal(rsec_tls_peer_identity(c.ssl, id, sizeof(id)), 0);
+		assert_non_null(strstr(id, "CN=rdmasec-server"));
+		/* psk_dhe_ke: the client sent a key share, and the keys are new. */
+		EVP_PKEY *share = NULL;
+		assert_int_equal(SSL_get_peer_tmp_key(s.ssl, &share), 1);
+		EVP_PKEY_free(share);
+		uint8_t a[32], b[32];
+		assert_int_equal(SSL_export_keying_material(c.ssl, a, 32, "x", 1, NULL, 0, 0), 1);
+		assert_int_equal(SSL_export_keying_material(s.ssl, b, 32, "x", 1, NULL, 0, 0), 1);
+		assert_memory_equal(a, b, 32);
+		assert_memory_not_equal(a, last, 32);
+		memcpy(last, a, 32);
+		take_ticket(&c, &s); /* each round's ticket pays for the next */
+	}
+	/* A ticket is offered once: the client that never reads this round's
+	 * ticket has none left for the next. */
+	again(&c, &s);
+	assert_true(rsec_tls_resumed(c.ssl));
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(c.ssl));
+	done(&c, &s);
+}
+
+static void resumption_is_refused_where_it_does_not_belong(void **state)
+{
+	(void)state;
+	struct side c, s;
+	/* Another destination name: the ticket is not offered. */
+	resuming_pair(&c, &s, 600, 600);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	c.o.resume_dest = "10.77.0.9:7471/10.77.0.9";
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_false(rsec_tls_resumed(c.ssl));
+	done(&c, &s);
+
+	/* A server without resumption makes a full handshake of an offered ticket. */
+	resuming_pair(&c, &s, 600, 600);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	SSL_CTX *resuming = s.ctx;
+	char err[256];
+	s.o.resume_s = 0;
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	SSL_CTX_free(resuming);
+	done(&c, &s);
+
+	/* A restarted server (new ticket keys) cannot open the ticket: full handshake. */
+	resuming_pair(&c, &s, 600, 600);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	resuming = s.ctx;
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	again(&c, &s);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	SSL_CTX_free(resuming);
+	done(&c, &s);
+
+	/* A client without resumption keeps no ticket. */
+	resuming_pair(&c, &s, 0, 600);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	done(&c, &s);
+
+	/* PSK mode never calls itself resumed. */
+	psk(&c, false, psk_a, "node-a");
+	psk(&s, true, psk_a, "node-a");
+	c.o.resume_s = s.o.resume_s = 600;
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_false(rsec_tls_resumed(c.ssl));
+	assert_false(rsec_tls_resumed(s.ssl));
+	done(&c, &s);
+}
+
+/*
+ * Lifetime 2 s, counted from the full handshake: a resumption at 1 s works
+ * and brings a new ticket, but that ticket is refused at 2.5 s although it is
+ * only 1.5 s old, because the certificates were checked 2.5 s ago.
+ */
+static void lifetime_counts_from_the_certificate_check(void **state)
+{
+	(void)state;
+	struct side c, s;
+	resuming_pair(&c, &s, 60, 2);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	struct timespec t1 = { 1, 0 }, t2 = { 1, 500000000 };
+	nanosleep(&t1, NULL);
+	again(&c, &s);
+	assert_int_equal(s.rc, 0);
+	assert_true(rsec_tls_resumed(s.ssl));
+	take_ticket(&c, &s);
+	nanosleep(&t2, NULL);
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	done(&c, &s);
+
+	/* The client's own, shorter lifetime: it does not even offer the ticket. */
+	resuming_pair(&c, &s, 1, 600);
+	handshake(&c, &s);
+	take_ticket(&c, &s);
+	struct timespec t3 = { 2, 100000000 };
+	nanosleep(&t3, NULL);
+	again(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_false(rsec_tls_resumed(c.ssl));
+	done(&c, &s);
+}
+
 static void tls12_only(SSL_CTX *ctx, const char *ca)
 {
 	(void)ca;
@@ -327,6 +516,9 @@ int main(void)
 		cmocka_unit_test(wrong_server_name_is_refused),
 		cmocka_unit_test(server_from_another_ca_is_refused),
 		cmocka_unit_test(psk_mode),
+		cmocka_unit_test(reconnect_resumes_with_both_identities),
+		cmocka_unit_test(resumption_is_refused_where_it_does_not_belong),
+		cmocka_unit_test(lifetime_counts_from_the_certificate_check),
 		cmocka_unit_test(tls12_peer_is_refused),
 		cmocka_unit_test(bad_credentials_are_named),
 		cmocka_unit_test(pki_files_and_modes),

@@ -106,12 +106,13 @@ int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx
 	/* The client's one-sided tests keep tx_depth operations in flight: the
 	 * library's max_inflight, which also sizes the QP's send queue. */
 	struct rsec_ctx_attr attr = {
-		.comp_mask = RSEC_CTX_ATTR_POLL | (o->tx_depth ? RSEC_CTX_ATTR_DEPTH : 0),
+		.comp_mask = RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME | (o->tx_depth ? RSEC_CTX_ATTR_DEPTH : 0),
 		.is_server = server, .device = o->device, .local_addr = o->source,
 		.ca_file = ca, .cert_file = cert, .key_file = key, .aead = o->aead,
 		.handshake_timeout_ms = o->timeout_ms,
 		.max_inflight = (uint32_t)o->tx_depth,
 		.poll_mode = o->poll == BENCH_POLL_BUSY ? RSEC_POLL_BUSY : RSEC_POLL_EVENT,
+		.tls_resume_s = o->no_resume ? 0 : RSEC_DEFAULT_RESUME_S,
 	};
 	int rc = rsec_ctx_new(&attr, ctx, err, sizeof(err));
 	if (rc < 0)

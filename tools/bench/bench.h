@@ -38,6 +38,7 @@ struct bench_opts {
 	uint32_t duration_ms;
 	uint64_t tx_depth, cq_mod, qps; /* tx_depth, cq_mod: 0 until check_combos sets the defaults */
 	enum bench_poll poll;           /* this side's waits: the context's poll_mode */
+	bool no_resume;                 /* full TLS handshakes only (the context's tls_resume_s 0) */
 	const char *host;        /* NULL: serve */
 	const char *source, *device, *json_path;
 	uint16_t port;
@@ -56,6 +57,8 @@ struct bench_row {
 	double elapsed_s;
 	struct bench_cpu cpu;      /* this side */
 	struct bench_cpu peer_cpu; /* the other side's, from RESULT (client only) */
+	bool set_up;               /* a connect row: resumed counts */
+	uint64_t resumed;          /* connect: connections whose TLS handshake resumed a session */
 	bool have_peer;
 };
 

@@ -334,7 +334,8 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 
 /* ---- --op connect ---- */
 
-static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, struct bench_msg *last)
+static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, struct bench_msg *last,
+			 uint64_t *resumed)
 {
 	const struct bench_opts *o = cl->o;
 	struct rsec_conn *c;
@@ -347,6 +348,7 @@ static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, 
 		rsec_conn_free(c);
 		return rc;
 	}
+	*resumed += (uint64_t)rsec_conn_resumed(c);
 	struct bench_conn bc;
 	rc = bconn_init(&bc, c, o->timeout_ms, 0);
 	struct bench_params p = params_for(o, &cl->steps[0]);
@@ -366,12 +368,12 @@ static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, 
 static int run_connect(struct client *cl, struct bench_row *row)
 {
 	struct bench_msg last = { 0 };
-	*row = (struct bench_row){ .lat = true };
+	*row = (struct bench_row){ .lat = true, .set_up = true };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_PROCESS);
 	uint64_t start = bench_now_ns();
 	uint64_t n = cl->steps[0].iters;
 	for (uint64_t k = 1; k <= n; k++) {
-		int rc = connect_round(cl, k, &cl->samples[k - 1], &last);
+		int rc = connect_round(cl, k, &cl->samples[k - 1], &last, &row->resumed);
 		if (rc < 0)
 			return rc;
 	}
@@ -511,6 +513,8 @@ static int client_body(struct client *cl, const struct client_op *op)
 		if (rc == 0) {
 			cl->nrows = 1;
 			report_row(stdout, &cl->rows[0]);
+			printf(" TLS resumed     : %llu of %llu connections%s\n", (unsigned long long)cl->rows[0].resumed,
+			       (unsigned long long)cl->rows[0].iters, cl->o->no_resume ? " (--no-resume)" : "");
 		}
 	} else {
 		rc = run_sizes(cl, op);

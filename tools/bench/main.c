@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --certs DIR [--op send|write|read|connect] [--lat] [-s SIZE | -a]\n"
 		"                     [-n ITERS | -D SECS] [-t TX_DEPTH] [-Q CQ_MOD] [-q QPS] [--poll busy|event]\n"
-		"                     [--source ADDR] [--port P] [--json FILE] [HOST]\n"
+		"                     [--no-resume] [--source ADDR] [--port P] [--json FILE] [HOST]\n"
 		"\n"
 		"perftest for rdmasec: without HOST, serve one client; with HOST, connect to it, run the\n"
 		"test and print perftest's result rows (ib_send_bw, ib_send_lat, ... column layout), then\n"
@@ -28,7 +28,8 @@ static void usage(FILE *f)
 		"      --op OP            send: sealed two-sided messages (default); write, read: one-sided\n"
 		"                         through one grant of SIZE bytes, from or into one registered region\n"
 		"                         (rsec_post, rsec_poll); connect: ITERS sequential connections (TCP,\n"
-		"                         TLS 1.3, QP bring-up), each one timed\n"
+		"                         TLS 1.3, QP bring-up), each one timed; from the second on, TLS\n"
+		"                         resumes the previous connection's session (no certificates)\n"
 		"      --lat              latency (send: ping-pong, half the round trip; write, read: each\n"
 		"                         operation's completion time, one in flight) instead of bandwidth\n"
 		"  -s, --size SIZE        bytes per operation, 1..16M (K, M suffixes); default 65536, 2 with --lat;\n"
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		"                         completion queues (default for send, write and read, as perftest;\n"
 		"                         a server of write or read has no completions and defaults to event);\n"
 		"                         event: sleep on the completion channel (default for connect)\n"
+		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
+		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
 		"                         server: listen on ADDR (default: every IPv4 address)\n"
 		"  -p, --port P           default %u\n"
@@ -186,6 +189,13 @@ static bool opt_source(struct bench_opts *o, const char *a)
 	return true;
 }
 
+static bool opt_no_resume(struct bench_opts *o, const char *a)
+{
+	(void)a;
+	o->no_resume = true;
+	return true;
+}
+
 static bool opt_port(struct bench_opts *o, const char *a)
 {
 	uint64_t p;
@@ -256,6 +266,7 @@ static const struct handler {
 	{ { "cq-mod", required_argument, NULL, 'Q' }, opt_cq_mod },
 	{ { "qps", required_argument, NULL, 'q' }, opt_qps },
 	{ { "poll", required_argument, NULL, 'P' }, opt_poll },
+	{ { "no-resume", no_argument, NULL, 'R' }, opt_no_resume },
 	{ { "source", required_argument, NULL, 'S' }, opt_source },
 	{ { "port", required_argument, NULL, 'p' }, opt_port },
 	{ { "device", required_argument, NULL, 'd' }, opt_device },

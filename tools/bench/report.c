@@ -114,6 +114,7 @@ static json_object *row_json(const struct bench_row *r, const char *role)
 	bool ok = o && cpu && add(o, "bytes", json_object_new_int64((int64_t)r->bytes)) &&
 		  add(o, "iterations", json_object_new_int64((int64_t)r->iters)) &&
 		  add(o, "elapsed_s", json_object_new_double(r->elapsed_s)) &&
+		  (!r->set_up || add(o, "tls_resumed", json_object_new_int64((int64_t)r->resumed))) &&
 		  (!r->have_row || (r->lat ? lat_json(o, &r->l, r->duration) : bw_json(o, &r->bw))) &&
 		  add(cpu, role, cpu_json(&r->cpu, r->iters)) &&
 		  (!r->have_peer ||

@@ -28,6 +28,9 @@ static void usage(FILE *f)
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
 		"      --psk-file FILE         external-PSK mode instead of certificates (hex, mode 0600)\n"
 		"      --psk-identity NAME     the identity clients must present with the PSK\n"
+		"      --tls-resume SECONDS    certificate mode: let clients resume their TLS session for\n"
+		"                              SECONDS after their certificate was checked (default 600,\n"
+		"                              at most 86400); 0: a full handshake every time\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:7471\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"      --max-clients N         connections at once, handshakes included (default 1024)\n"
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 	enum { OPT_GRANT_MODE = 300, OPT_GRANT_TTL, OPT_AUDIT };
 	enum { OPT_QP_POOL = 320 };
 	enum { OPT_METRICS = 330 };
-	enum { OPT_HS_PER_SOURCE = 340, OPT_HS_RATE, OPT_VERIFY_TIMEOUT };
+	enum { OPT_HS_PER_SOURCE = 340, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -108,6 +111,7 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
+		{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
@@ -151,6 +155,7 @@ int main(int argc, char **argv)
 		case OPT_KEY: ok = set(&conf, "tls", "key", optarg); break;
 		case OPT_PSK_FILE: ok = set(&conf, "tls", "psk_file", optarg); break;
 		case OPT_PSK_ID: ok = set(&conf, "tls", "psk_identity", optarg); break;
+		case OPT_TLS_RESUME: ok = set(&conf, "tls", "resume_s", optarg); break;
 		case 'l': ok = set(&conf, "server", "listen", optarg); break;
 		case 'd': ok = set(&conf, "server", "device", optarg); break;
 		case OPT_MAX_CLIENTS: ok = set(&conf, "server", "max_clients", optarg); break;

@@ -427,8 +427,9 @@ static bool session_step(struct session *s)
 		srv->n.established++;
 		snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(s->conn));
 		const char *grants = rsec_conn_grant_mechanism(s->conn);
-		log_event("info", "established", "conn=%llu peer=%s clients=%zu grants=%s", (unsigned long long)s->id,
-			  log_q(s->peer), srv->nsessions, grants ? grants : "none");
+		log_event("info", "established", "conn=%llu peer=%s clients=%zu tls=%s grants=%s",
+			  (unsigned long long)s->id, log_q(s->peer), srv->nsessions,
+			  rsec_conn_resumed(s->conn) ? "resumed" : "full", grants ? grants : "none");
 	}
 	if (rc == 0 && s->verify_pending)
 		rc = resume_verify(s);
@@ -669,7 +670,8 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		.admit = admit,
 		.admit_arg = srv,
 	};
-	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL;
+	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_RESUME;
+	attr.tls_resume_s = conf->resume_s;
 	if (conf->audit_log[0]) {
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
 		attr.audit_path = conf->audit_log;
