@@ -69,7 +69,7 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *err, size_t errlen)
 {
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
-				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL)) {
+				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}

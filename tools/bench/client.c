@@ -488,6 +488,9 @@ static int alloc_buffers(struct client *cl)
 static void print_end(struct client *cl, const struct client_op *op)
 {
 	report_rule(stdout);
+	if (op->op == BENCH_OP_CONNECT && cl->nrows)
+		printf(" TLS resumed     : %llu of %llu connections%s\n", (unsigned long long)cl->rows[0].resumed,
+		       (unsigned long long)cl->rows[0].iters, cl->o->no_resume ? " (--no-resume)" : "");
 	for (size_t i = 0; i < cl->nrows; i++)
 		report_cpu(stdout, "client", &cl->rows[i]);
 	if (cl->o->json_path) {
@@ -513,8 +516,6 @@ static int client_body(struct client *cl, const struct client_op *op)
 		if (rc == 0) {
 			cl->nrows = 1;
 			report_row(stdout, &cl->rows[0]);
-			printf(" TLS resumed     : %llu of %llu connections%s\n", (unsigned long long)cl->rows[0].resumed,
-			       (unsigned long long)cl->rows[0].iters, cl->o->no_resume ? " (--no-resume)" : "");
 		}
 	} else {
 		rc = run_sizes(cl, op);

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rsec_ctx_new's checks of its attributes, on a context without an RDMA
+ * device (no device, no local address: TLS credentials only). Every
+ * comp_mask bit the header defines is accepted, so a field added to
+ * rsec_ctx_attr cannot be unusable for want of its bit.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rdmasec.h"
+
+static const uint8_t psk[32] = { 1, 2, 3 };
+
+static struct rsec_ctx_attr base(void)
+{
+	return (struct rsec_ctx_attr){ .psk = psk, .psk_len = sizeof(psk), .psk_identity = "node-a" };
+}
+
+static int make(const struct rsec_ctx_attr *a, char *err, size_t cap)
+{
+	struct rsec_ctx *ctx = NULL;
+	err[0] = '\0';
+	int rc = rsec_ctx_new(a, &ctx, err, cap);
+	assert_true((rc == 0) == (ctx != NULL));
+	rsec_ctx_free(ctx);
+	return rc;
+}
+
+static void every_defined_bit_is_accepted(void **state)
+{
+	(void)state;
+	char err[256];
+	struct rsec_ctx_attr a = base();
+	a.comp_mask = RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL |
+		      RSEC_CTX_ATTR_RESUME;
+	a.grant_mode = RSEC_GRANT_MR;
+	a.qp_pool = 1;
+	a.max_inflight = RSEC_MAX_INFLIGHT;
+	a.poll_mode = RSEC_POLL_BUSY;
+	a.tls_resume_s = RSEC_MAX_RESUME_S;
+	assert_int_equal(make(&a, err, sizeof(err)), 0);
+	a.tls_resume_s = 0; /* resumption off */
+	assert_int_equal(make(&a, err, sizeof(err)), 0);
+}
+
+static void unknown_bits_and_bad_values_are_refused(void **state)
+{
+	(void)state;
+	char err[256];
+	struct rsec_ctx_attr a = base();
+	a.comp_mask = RSEC_CTX_ATTR_RESUME << 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
+	assert_non_null(strstr(err, "comp_mask"));
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_RESUME;
+	a.tls_resume_s = RSEC_MAX_RESUME_S + 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+	assert_non_null(strstr(err, "tls_resume_s"));
+	a.comp_mask = 0; /* not read without its bit */
+	assert_int_equal(make(&a, err, sizeof(err)), 0);
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_DEPTH;
+	a.max_inflight = RSEC_MAX_INFLIGHT + 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_POLL;
+	a.poll_mode = (enum rsec_poll_mode)7;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_defined_bit_is_accepted),
+		cmocka_unit_test(unknown_bits_and_bad_values_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
