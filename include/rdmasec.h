@@ -223,6 +223,7 @@ enum rsec_access {
 	RSEC_ACCESS_WRITE = 2,  /* the peer may RDMA WRITE */
 	RSEC_GRANT_VERIFIED = 4, /* rsec_grant, READ grants: send a MAC of the bytes for rsec_read_verified */
 	RSEC_ACCESS_LOCAL = 8,  /* regions: a local buffer for rsec_post only, never granted */
+	RSEC_GRANT_SEALED = 16, /* rsec_grant: the bytes cross the wire sealed (AEAD), see below */
 };
 
 /**
@@ -309,6 +310,57 @@ int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t o
  */
 int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 			size_t len, int timeout_ms);
+/*
+ * Sealed grants (docs/crypto.md, "Sealed grants"): with RSEC_GRANT_SEALED
+ * the bytes of a one-sided transfer cross the wire encrypted and
+ * authenticated, under a key of that grant alone derived from the TLS
+ * session (never sent). A sealed transfer of P bytes takes rsec_sealed_len(P)
+ * bytes of the grant: the ciphertext in place of the plaintext, then one
+ * 16-byte tag per started chunk of RSEC_SEALED_CHUNK bytes. A sealed grant
+ * allows READ or WRITE, not both, and only the calls below: rsec_write,
+ * rsec_read and rsec_post refuse it (RSEC_E_RANGE).
+ *
+ * WRITE: the peer's rsec_write_sealed seals and writes, then tells us over
+ * TLS what it wrote; rsec_grant_open revokes the grant and opens the bytes
+ * in place. READ: rsec_grant seals [off, off+len) in place at once, so len
+ * must be rsec_sealed_len(P), the plaintext in its first P bytes; the peer's
+ * rsec_read_sealed reads and opens; our rsec_grant_open revokes the grant
+ * and turns the range back into plaintext. An old ciphertext written again,
+ * chunks moved or cut, any changed byte: the opener gets RSEC_E_MAC and the
+ * range wiped, never unauthenticated bytes.
+ */
+#define RSEC_SEALED_CHUNK 65536u
+#define RSEC_SEALED_TAG 16u
+/** rsec_sealed_len - bytes a sealed transfer of plain_len bytes takes in a grant; 0 if plain_len is 0 or too large. */
+size_t rsec_sealed_len(size_t plain_len);
+/**
+ * rsec_write_sealed - seal len bytes of buf (a copy: buf is not changed) and
+ * write them at off into a sealed WRITE grant, taking rsec_sealed_len(len)
+ * bytes of it; then tell the granter over TLS. One transfer per grant is
+ * opened (a second claim fails the connection). Returns rsec_write's
+ * codes, RSEC_E_GRANT (not a sealed WRITE grant), RSEC_E_RANGE, RSEC_E_CRYPTO.
+ */
+int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
+		      size_t len, int timeout_ms);
+/**
+ * rsec_read_sealed - read a whole sealed READ grant into buf (cap >= g->len:
+ * the tags land there too) and open it in place: *len plaintext bytes at buf.
+ * Returns 0, RSEC_E_MAC (buf wiped), RSEC_E_GRANT (not a sealed READ grant),
+ * RSEC_E_RANGE (cap too small), or rsec_read's errors.
+ */
+int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,
+		     int timeout_ms);
+/**
+ * rsec_grant_open - granter's side of a sealed grant. WRITE: wait for the
+ * peer's rsec_write_sealed claim, revoke, open in place; READ: revoke and
+ * turn the range back into plaintext. *off and *len: where the plaintext is
+ * in the grant. Returns 0, RSEC_E_MAC (not what the peer sealed, or changed
+ * since: the range is wiped), RSEC_E_GRANT (no such live sealed grant),
+ * RSEC_E_TIMEOUT / RSEC_E_AGAIN as rsec_grant_verify; other errors close
+ * the connection.
+ */
+int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms);
+
 /**
  * rsec_read_verified - read a whole RSEC_GRANT_VERIFIED grant (g->len bytes,
  * cap >= g->len) and check it against the granter's MAC. Returns 0,

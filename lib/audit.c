@@ -58,6 +58,8 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_QP_ERROR] = "qp_error",
 	[RSEC_AUDIT_SUPPRESSED] = "suppressed",
 	[RSEC_AUDIT_PROTOCOL_VIOLATION] = "protocol_violation",
+	[RSEC_AUDIT_SEALED_OPEN] = "sealed_open",
+	[RSEC_AUDIT_SEALED_READ] = "sealed_read",
 };
 
 static const enum rsec_audit_event limited_events[LIMITED_N] = {

@@ -29,7 +29,10 @@ enum rsec_audit_event {
 	RSEC_AUDIT_QP_ERROR,         /* the queue pair entered the error state */
 	RSEC_AUDIT_SUPPRESSED,       /* records held back by the rate limit below, counted */
 	RSEC_AUDIT_PROTOCOL_VIOLATION, /* a completion rdmasec never asks for (WRITE WITH IMMEDIATE, ...) */
+	RSEC_AUDIT_SEALED_OPEN,      /* we opened a sealed grant of ours after revoking it (ok/mismatch) */
+	RSEC_AUDIT_SEALED_READ,      /* we opened what we read from the peer's sealed grant (ok/mismatch) */
 };
+#define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_SEALED_READ
 
 /*
  * Records of peers that never authenticated (peer NULL: auth_failure, refuse

@@ -284,5 +284,8 @@ RSEC_MUST_CHECK int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */
 void rsec_onesided_teardown(struct rsec_conn *c);
+/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/grant.c) only. */
+RSEC_MUST_CHECK int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
+					 void *buf, size_t len, int timeout_ms, enum rsec_op op);
 
 #endif /* RSEC_CONN_H */

@@ -19,6 +19,10 @@
  * HMAC of what the writer wrote, or of what a READ grant exposes, under the
  * sender's data-MAC key. Grant ids carry their issuer in the top bit, so a
  * VERIFY names our grant (a write claim) or the peer's (a read MAC).
+ *
+ * Sealed grants (lib/sealed.h): the same VERIFY carries the plaintext length
+ * and nonce prefix of a sealed transfer instead of a MAC; the bytes in the
+ * grant are AEAD ciphertext under the grant's own key.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "sealed.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
@@ -297,11 +302,27 @@ static RSEC_MUST_CHECK int send_read_mac(struct rsec_conn *c, const struct rsec_
 	return rc;
 }
 
+/* For a sealed READ grant: how to open it (plaintext length, nonce prefix), before the GRANT. */
+static RSEC_MUST_CHECK int send_sealed_read(struct rsec_conn *c, const struct rsec_local_grant *g)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	m.u.verify.grant_id = g->id;
+	m.u.verify.offset = 0;
+	m.u.verify.len = g->sealed_len;
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memcpy(m.u.verify.mac, g->sealed_prefix, sizeof(g->sealed_prefix));
+	return rsec_chan_send(c, &m);
+}
+
 /* Tell the peer about a grant whose window (or registration) is in place. */
 static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant *g)
 {
 	g->announce = false;
-	int rc = g->verified ? send_read_mac(c, g) : 0;
+	int rc = 0;
+	if (g->verified)
+		rc = send_read_mac(c, g);
+	else if (g->sealed && (g->access & RSEC_ACCESS_READ))
+		rc = send_sealed_read(c, g);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
@@ -309,7 +330,7 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	m.u.grant.addr = (uintptr_t)g->addr;
 	m.u.grant.rkey = g->rkey;
 	m.u.grant.len = g->len;
-	m.u.grant.access = g->access;
+	m.u.grant.access = g->access | (g->sealed ? RSEC_WIRE_ACCESS_SEALED : 0);
 	m.u.grant.ttl_ms = g->ttl_ms;
 	m.u.grant.tag = g->tag;
 	rc = rsec_chan_send(c, &m);
@@ -317,17 +338,47 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send GRANT");
 	c->stats.grants_issued++;
-	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", g->verified ? "verified read" : NULL, 0, 0);
+	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", g->verified ? "verified read" : g->sealed ? "sealed" : NULL, 0, 0);
 	return 0;
+}
+
+/* Seal or open, in place, plain_len bytes of one of our grants at offset at (lib/sealed.h). */
+static RSEC_MUST_CHECK int sealed_in_place(struct rsec_conn *c, uint64_t grant_id, uint8_t *base, uint64_t at,
+					   uint64_t plain_len, const uint8_t prefix[static RSEC_SEALED_PREFIX_LEN],
+					   bool seal)
+{
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = grant_id, .offset = at, .plain_len = plain_len };
+	memcpy(p.prefix, prefix, sizeof(p.prefix));
+	int rc = rsec_sealed_key(c->ssl, grant_id, key);
+	if (rc == 0)
+		rc = seal ? rsec_sealed_seal(key, &p, base + at) : rsec_sealed_open(key, &p, base + at);
+	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(&p, sizeof(p));
+	return rc;
+}
+
+/*
+ * A sealed READ grant: its range is the sealed form of a plaintext held in
+ * its first bytes, sealed here before anything is exposed, under the id the
+ * grant is about to get. The memory must be writable.
+ */
+static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rsec_region *r,
+					    struct rsec_local_grant *g)
+{
+	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
+	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
+	return sealed_in_place(c, rsec_gt_next_id(&c->gt), g->addr, 0, g->sealed_len, g->sealed_prefix, true);
 }
 
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
 {
-	bool verified = access & RSEC_GRANT_VERIFIED;
-	access &= ~(unsigned)RSEC_GRANT_VERIFIED;
+	bool verified = access & RSEC_GRANT_VERIFIED, sealed = access & RSEC_GRANT_SEALED;
+	access &= ~(unsigned)(RSEC_GRANT_VERIFIED | RSEC_GRANT_SEALED);
 	if (!c || !r || r->conn != c || !len || !access_valid(access) || (access & ~r->access) ||
-	    (verified && !(access & RSEC_ACCESS_READ)) || off > r->len || len > r->len - off)
+	    (verified && !(access & RSEC_ACCESS_READ)) || (sealed && (verified || access == ACCESS_RW)) ||
+	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
 	RSEC_GUARD(require_established(c));
 	bool by_mr;
@@ -341,8 +392,18 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	g->access = access;
 	g->by_mr = by_mr;
 	g->verified = verified;
+	g->sealed = sealed;
 	g->tag = tag;
-	RSEC_GUARD(by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx));
+	bool sealed_read = sealed && (access & RSEC_ACCESS_READ);
+	if (sealed_read)
+		RSEC_GUARD(seal_for_reading(c, r, g));
+	int rc = by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx);
+	if (rc < 0) {
+		if (sealed_read) /* the caller's plaintext back */
+			(void)!sealed_in_place(c, rsec_gt_next_id(&c->gt), g->addr, 0, g->sealed_len, g->sealed_prefix,
+					       false);
+		return rc;
+	}
 	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
 	if (grant_id)
 		*grant_id = g->id;
@@ -358,20 +419,43 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
  * peer's next access fails. If the device refuses, the key may still work,
  * so the connection fails, which puts the QP in the error state.
  */
+/*
+ * A sealed READ grant that ends (revoked, expired, opened, or its connection
+ * closing) turns back into plaintext; bytes that no longer open (changed
+ * since) are wiped. Once: the result stays in unseal_rc for rsec_grant_open.
+ */
+static void unseal_read_grant(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	if (!g->sealed || !(g->access & RSEC_ACCESS_READ) || g->unsealed)
+		return;
+	g->unsealed = true;
+	g->unseal_rc = sealed_in_place(c, g->id, g->addr, 0, g->sealed_len, g->sealed_prefix, false);
+	OPENSSL_cleanse(g->sealed_prefix, sizeof(g->sealed_prefix));
+	bool ok = g->unseal_rc == 0;
+	audit_grant(c, RSEC_AUDIT_SEALED_OPEN, g, ok ? "ok" : "mismatch",
+		    ok ? NULL : "the sealed bytes changed while granted; wiped", 0, g->len);
+	if (g->unseal_rc == RSEC_E_MAC)
+		c->data_mac_failures++;
+}
+
 static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
 	if (g->busy) {
-		/* Never described to the peer; its window goes when the bind completes. */
+		/* Never described to the peer; its window goes (and a sealed range
+		 * turns back into plaintext) when the bind completes. */
 		g->announce = false;
 		audit_grant(c, ev, g, "ok", "before its bind completed; the peer was never told", 0, 0);
 		return 0;
 	}
 	if (grant_release(g) < 0) {
 		audit_grant(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
-		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		int rc = rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		unseal_read_grant(c, g); /* the QP is in the error state now */
+		return rc;
 	}
 	audit_grant(c, ev, g, "ok", NULL, 0, 0);
+	unseal_read_grant(c, g); /* only once nobody can read the range any more */
 	return send_revoke(c, g->id);
 }
 
@@ -410,6 +494,20 @@ static bool claim_arrived(struct rsec_conn *c, void *arg)
 	return w->g->claim || !w->g->live || w->g->id != w->grant_id;
 }
 
+/* Wait for the peer's claim on g, then revoke g: once checked, nobody may change the bytes. */
+static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t grant_id,
+					    int timeout_ms)
+{
+	struct claim_wanted w = { .g = g, .grant_id = grant_id };
+	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
+	RSEC_GUARD(require_established(c)); /* closing revoked it: say why, not RSEC_E_GRANT */
+	if (!g->live || g->id != grant_id)
+		return RSEC_E_GRANT; /* expired meanwhile */
+	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
+	c->stats.grants_revoked++;
+	return 0;
+}
+
 int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
 {
 	if (!c || !off || !len)
@@ -417,16 +515,9 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 	*off = *len = 0;
 	RSEC_GUARD(require_established(c));
 	struct rsec_local_grant *g = find_live(c, grant_id);
-	if (!g || !(g->access & RSEC_ACCESS_WRITE))
+	if (!g || !(g->access & RSEC_ACCESS_WRITE) || g->sealed)
 		return RSEC_E_GRANT;
-	struct claim_wanted w = { .g = g, .grant_id = grant_id };
-	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
-	RSEC_GUARD(require_established(c)); /* closing revoked it: say why, not RSEC_E_GRANT */
-	if (!g->live || g->id != grant_id)
-		return RSEC_E_GRANT; /* expired meanwhile */
-	/* Revoke first: once checked, nobody may change the bytes. */
-	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
-	c->stats.grants_revoked++;
+	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
 	uint8_t *p = g->addr + g->claim_off;
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
 	int rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, p, g->claim_len, mac);
@@ -483,6 +574,7 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
 		(void)!rsec_mw_free(&g->mw);
+		unseal_read_grant(c, g);
 		return 0;
 	}
 	g->rkey = g->mw.rkey;
@@ -492,8 +584,11 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	struct rsec_local_grant *g = bound_grant(c, wc);
-	if (g)
-		g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
+	if (!g)
+		return;
+	g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
+	if (!g->live)
+		unseal_read_grant(c, g);
 }
 
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
@@ -591,6 +686,125 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	return 0;
 }
 
+int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+{
+	if (!c || !off || !len)
+		return RSEC_E_INVAL;
+	*off = *len = 0;
+	RSEC_GUARD(require_established(c));
+	struct rsec_local_grant *g = find_live(c, grant_id);
+	if (!g || !g->sealed)
+		return RSEC_E_GRANT;
+	if (!(g->access & RSEC_ACCESS_WRITE)) {
+		if (g->busy)
+			return RSEC_E_AGAIN; /* its bind is in flight; the peer cannot have read it yet */
+		RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE)); /* turns it back into plaintext */
+		c->stats.grants_revoked++;
+		RSEC_GUARD(g->unseal_rc);
+		*len = g->sealed_len;
+		return 0;
+	}
+	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
+	/* Where the peer says it sealed, and how. */
+	uint64_t at = g->claim_off, plain_len = g->claim_len;
+	int rc = sealed_in_place(c, g->id, g->addr, at, plain_len, g->claim_mac, false);
+	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
+	g->claim = false;
+	audit_grant(c, RSEC_AUDIT_SEALED_OPEN, g, rc == 0 ? "ok" : "mismatch",
+		    rc == 0 ? NULL : "sealed bytes do not open (changed, replayed or cut); wiped", at,
+		    rsec_sealed_len(plain_len));
+	if (rc == RSEC_E_MAC)
+		c->data_mac_failures++;
+	if (rc < 0)
+		return rc;
+	*off = at;
+	*len = plain_len;
+	return 0;
+}
+
+int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
+		      size_t len, int timeout_ms)
+{
+	if (!c || !g || !buf || !len)
+		return RSEC_E_INVAL;
+	if ((g->access & (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE))
+		return RSEC_E_GRANT;
+	size_t total = rsec_sealed_len(len);
+	if (!total || off > g->len || total > g->len - off)
+		return RSEC_E_RANGE;
+	RSEC_GUARD(require_established(c));
+	uint8_t *stage = malloc(total);
+	if (!stage)
+		return RSEC_E_NOMEM;
+	memcpy(stage, buf, len);
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = off, .plain_len = len };
+	/* A fresh prefix per sealing: the same grant may be written again, never under the same nonce. */
+	int rc = RAND_bytes(p.prefix, sizeof(p.prefix)) == 1 ? 0 : RSEC_E_CRYPTO;
+	if (rc == 0)
+		rc = rsec_sealed_key(c->ssl, g->id, key);
+	if (rc == 0)
+		rc = rsec_sealed_seal(key, &p, stage);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (rc == 0)
+		rc = rsec_onesided_sealed(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE);
+	OPENSSL_cleanse(stage, total);
+	free(stage);
+	if (rc < 0)
+		return rc;
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	m.u.verify.grant_id = g->id;
+	m.u.verify.offset = off;
+	m.u.verify.len = len;
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memcpy(m.u.verify.mac, p.prefix, sizeof(p.prefix));
+	rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
+	return 0;
+}
+
+int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,
+		     int timeout_ms)
+{
+	if (!c || !g || !buf || !len)
+		return RSEC_E_INVAL;
+	*len = 0;
+	uint64_t plain_len;
+	if ((g->access & (RSEC_GRANT_SEALED | RSEC_ACCESS_READ)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_READ) ||
+	    !rsec_sealed_plain_len(g->len, &plain_len))
+		return RSEC_E_GRANT;
+	if (cap < g->len)
+		return RSEC_E_RANGE;
+	int rc = rsec_onesided_sealed(c, g, 0, buf, g->len, timeout_ms, RSEC_OP_READ);
+	if (rc < 0) {
+		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
+		return rc;
+	}
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = plain_len };
+	memcpy(p.prefix, g->mac, sizeof(p.prefix));
+	rc = rsec_sealed_key(c->ssl, g->id, key);
+	if (rc == 0)
+		rc = rsec_sealed_open(key, &p, buf);
+	else
+		OPENSSL_cleanse(buf, g->len);
+	OPENSSL_cleanse(key, sizeof(key));
+	struct rsec_audit_region r = {
+		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
+		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
+	};
+	rsec_conn_audit(c, RSEC_AUDIT_SEALED_READ, rc == 0 ? "ok" : "mismatch",
+			rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped", &r);
+	if (rc == RSEC_E_MAC)
+		c->data_mac_failures++;
+	if (rc < 0)
+		return rc;
+	*len = plain_len;
+	return 0;
+}
+
 void rsec_grant_close(struct rsec_conn *c)
 {
 	if (c->have_qp && c->qp.qp)
@@ -600,6 +814,7 @@ void rsec_grant_close(struct rsec_conn *c)
 		if (!g->live)
 			continue;
 		g->live = false;
+		unseal_read_grant(c, g);
 		bool freed = grant_release(g) == 0;
 		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
 		c->stats.grants_revoked++;

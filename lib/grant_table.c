@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include "grant_table.h"
+#include "sealed.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
@@ -30,6 +31,11 @@ struct rsec_local_grant *rsec_gt_slot(struct rsec_grant_table *t, unsigned *idx)
 		return g;
 	}
 	return NULL;
+}
+
+uint64_t rsec_gt_next_id(const struct rsec_grant_table *t)
+{
+	return t->next_id;
 }
 
 void rsec_gt_activate(struct rsec_grant_table *t, struct rsec_local_grant *g, uint64_t now_ms, uint32_t ttl_ms)
@@ -74,8 +80,14 @@ int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v)
 	struct rsec_local_grant *g = rsec_gt_find(t, v->grant_id);
 	if (!g)
 		return RSEC_E_GRANT;
-	if (!(g->access & RSEC_ACCESS_WRITE) || g->claim || v->len == 0 || v->offset > g->len ||
-	    v->len > g->len - v->offset)
+	/* What the claim covers in the grant: the bytes, or their sealed form. */
+	uint64_t span = v->len;
+	if (g->sealed)
+		span = v->mac_alg == RSEC_WIRE_MAC_SEALED ? rsec_sealed_len(v->len) : 0;
+	else if (v->mac_alg != RSEC_WIRE_MAC_HMAC_SHA256)
+		span = 0;
+	if (!(g->access & RSEC_ACCESS_WRITE) || g->claim || span == 0 || v->offset > g->len ||
+	    span > g->len - v->offset)
 		return RSEC_E_PROTO;
 	g->claim = true;
 	g->claim_off = v->offset;
@@ -93,6 +105,7 @@ int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify
 		if (p->live)
 			continue;
 		p->live = true;
+		p->alg = v->mac_alg;
 		p->grant_id = v->grant_id;
 		p->len = v->len;
 		memcpy(p->mac, v->mac, sizeof(p->mac));
@@ -111,19 +124,30 @@ int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *
 	if (i == RSEC_MAX_GRANTS)
 		return RSEC_E_LIMIT;
 	struct rsec_remote_grant *rg = &t->remote[i];
+	bool sealed = g->access & RSEC_WIRE_ACCESS_SEALED;
 	*rg = (struct rsec_remote_grant){
-		.id = g->grant_id, .tag = g->tag, .len = g->len, .access = g->access & ACCESS_RW,
+		.id = g->grant_id, .tag = g->tag, .len = g->len,
+		.access = (g->access & ACCESS_RW) | (sealed ? RSEC_GRANT_SEALED : 0),
 		.ttl_ms = g->ttl_ms, .addr = g->addr, .rkey = g->rkey,
 	};
+	bool proven = false; /* a sealed READ grant's prefix came */
 	for (unsigned j = 0; j < RSEC_MAX_GRANTS; j++) {
 		struct rsec_pending_mac *p = &t->pending[j];
 		if (!p->live || p->grant_id != g->grant_id)
 			continue;
-		if (p->len == g->len && (rg->access & RSEC_ACCESS_READ)) {
+		bool read = rg->access & RSEC_ACCESS_READ;
+		if (!sealed && read && p->alg == RSEC_WIRE_MAC_HMAC_SHA256 && p->len == g->len) {
 			rg->access |= RSEC_GRANT_VERIFIED;
 			memcpy(rg->mac, p->mac, sizeof(rg->mac));
+		} else if (sealed && read && p->alg == RSEC_WIRE_MAC_SEALED && rsec_sealed_len(p->len) == g->len) {
+			memcpy(rg->mac, p->mac, sizeof(rg->mac));
+			proven = true;
 		}
 		OPENSSL_cleanse(p, sizeof(*p));
+	}
+	if (sealed && (rg->access & RSEC_ACCESS_READ) && !proven) {
+		OPENSSL_cleanse(rg, sizeof(*rg));
+		return RSEC_E_PROTO;
 	}
 	t->remote_live[i] = true;
 	return 0;

@@ -30,6 +30,7 @@ struct rsec_local_grant {
 	bool busy;     /* its bind is in flight: the slot and the window stay until it completes */
 	bool announce; /* send GRANT (and the MAC of a verified READ grant) when the bind completes */
 	bool verified;
+	bool sealed;   /* RSEC_GRANT_SEALED: claims are sealed transfers (lib/sealed.h) */
 	uint64_t tag;
 	struct rsec_region *region; /* window mode: the region the window is bound in */
 	uint64_t id;
@@ -41,14 +42,22 @@ struct rsec_local_grant {
 	unsigned access;      /* RSEC_ACCESS_READ/WRITE */
 	uint32_t rkey, ttl_ms;
 	uint64_t expires_ms;  /* 0: never */
-	/* The peer's claim about what it wrote (a VERIFY naming this grant). */
+	/* The peer's claim about what it wrote (a VERIFY naming this grant):
+	 * an HMAC, or for a sealed grant the plaintext length and nonce prefix. */
 	bool claim;
 	uint64_t claim_off, claim_len;
 	uint8_t claim_mac[RSEC_SEAL_DATAMAC_LEN];
+	/* A sealed READ grant: what was sealed in place (plaintext length, prefix),
+	 * and once it ended, how turning it back into plaintext went. */
+	uint64_t sealed_len;
+	uint8_t sealed_prefix[RSEC_WIRE_SEALED_PREFIX_LEN];
+	bool unsealed;
+	int unseal_rc;
 };
 
 struct rsec_pending_mac {
 	bool live;
+	uint8_t alg; /* RSEC_WIRE_MAC_HMAC_SHA256, or RSEC_WIRE_MAC_SEALED (mac: the prefix) */
 	uint64_t grant_id, len;
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
 };
@@ -68,6 +77,8 @@ bool rsec_gt_ours(const struct rsec_grant_table *t, uint64_t grant_id);
 
 /* A slot neither live nor busy, zeroed, its index in *idx; NULL when all are taken. */
 struct rsec_local_grant *rsec_gt_slot(struct rsec_grant_table *t, unsigned *idx);
+/* The id the next rsec_gt_activate gives (a sealed READ grant seals under it first). */
+uint64_t rsec_gt_next_id(const struct rsec_grant_table *t);
 /* Mark g live under a new id, expiring ttl_ms after now_ms (ttl 0: never). */
 void rsec_gt_activate(struct rsec_grant_table *t, struct rsec_local_grant *g, uint64_t now_ms, uint32_t ttl_ms);
 /* The live grant with this id, or NULL. */
@@ -80,7 +91,8 @@ uint64_t rsec_gt_next_expiry(const struct rsec_grant_table *t);
 /*
  * A write claim (VERIFY naming one of our grants). Returns 0 (recorded),
  * RSEC_E_GRANT (no such live grant: revoked or expired meanwhile; ignore),
- * RSEC_E_PROTO (not a WRITE grant, a second claim, or outside the grant).
+ * RSEC_E_PROTO (not a WRITE grant, a second claim, outside the grant, or a
+ * sealed claim for a plain grant or the reverse).
  */
 RSEC_MUST_CHECK int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v);
 
@@ -88,8 +100,11 @@ RSEC_MUST_CHECK int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_
 RSEC_MUST_CHECK int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify *v);
 /*
  * A GRANT from the peer; a pending MAC for it (same id and length, READ
- * access) makes it RSEC_GRANT_VERIFIED. Returns 0, RSEC_E_PROTO (an id of
- * ours), RSEC_E_LIMIT (RSEC_MAX_GRANTS already open).
+ * access) makes it RSEC_GRANT_VERIFIED. A sealed grant comes out with
+ * RSEC_GRANT_SEALED; a sealed READ grant needs its pending prefix (for a
+ * plaintext whose sealed form is the grant's length), kept in mac. Returns
+ * 0, RSEC_E_PROTO (an id of ours, a sealed READ grant without its prefix),
+ * RSEC_E_LIMIT (RSEC_MAX_GRANTS already open).
  */
 RSEC_MUST_CHECK int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g);
 /* The peer revoked grant_id. */

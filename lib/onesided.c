@@ -94,11 +94,16 @@ static RSEC_MUST_CHECK int check_established(const struct rsec_conn *c)
 	return c->phase == PHASE_ESTABLISHED && c->ops.ring ? 0 : RSEC_E_AGAIN;
 }
 
-/* What the grant allows: the operation's kind, and [off, off + len) within it. */
-static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum rsec_op op, uint64_t off, uint64_t len)
+/*
+ * What the grant allows: the operation's kind, and [off, off + len) within
+ * it. A sealed grant's bytes move only through the sealed calls (sealed_ok).
+ */
+static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum rsec_op op, uint64_t off, uint64_t len,
+					bool sealed_ok)
 {
 	unsigned need = op == RSEC_OP_WRITE ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ;
 	RSEC_ENSURE(g->access & need, RSEC_E_RANGE);
+	RSEC_ENSURE(sealed_ok || !(g->access & RSEC_GRANT_SEALED), RSEC_E_RANGE);
 	RSEC_ENSURE(off <= g->len && len <= g->len - off, RSEC_E_RANGE);
 	return 0;
 }
@@ -110,7 +115,7 @@ static RSEC_MUST_CHECK int check_wr(const struct rsec_conn *c, const struct rsec
 	RSEC_ENSURE(w->grant && w->local && w->len, RSEC_E_INVAL);
 	RSEC_ENSURE(w->local->conn == c && !w->local->dying && w->local->local_mr, RSEC_E_INVAL);
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
-	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len));
+	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, false));
 	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
 	return 0;
 }
@@ -251,12 +256,12 @@ static bool waiter_done(struct rsec_conn *c, void *arg)
 
 /* rsec_write, rsec_read: buf registered for the call, one operation, waited for. */
 static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
-				     size_t len, int timeout_ms, enum rsec_op op)
+				     size_t len, int timeout_ms, enum rsec_op op, bool sealed_ok)
 {
 	if (!c || !g || !buf || !len)
 		return RSEC_E_INVAL;
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
-	RSEC_GUARD(check_remote(g, op, off, len));
+	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
 	RSEC_GUARD(check_established(c));
 	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
 	/* A WRITE only reads buf: no local write access for it. */
@@ -284,11 +289,17 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf, size_t len,
 	       int timeout_ms)
 {
-	return one_sided(c, g, off, (void *)(uintptr_t)buf, len, timeout_ms, RSEC_OP_WRITE);
+	return one_sided(c, g, off, (void *)(uintptr_t)buf, len, timeout_ms, RSEC_OP_WRITE, false);
 }
 
 int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
 	      int timeout_ms)
 {
-	return one_sided(c, g, off, buf, len, timeout_ms, RSEC_OP_READ);
+	return one_sided(c, g, off, buf, len, timeout_ms, RSEC_OP_READ, false);
+}
+
+int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
+			 int timeout_ms, enum rsec_op op)
+{
+	return one_sided(c, g, off, buf, len, timeout_ms, op, true);
 }

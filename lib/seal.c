@@ -83,7 +83,7 @@ static void make_nonce(uint8_t nonce[static RSEC_SEAL_IV_LEN], const struct rsec
 		nonce[RSEC_SEAL_IV_LEN - 8 + i] ^= be[i];
 }
 
-static const EVP_CIPHER *aead_cipher(enum rsec_aead_alg alg)
+const EVP_CIPHER *rsec_seal_cipher(enum rsec_aead_alg alg)
 {
 	switch (alg) {
 	case RSEC_AEAD_AES256GCM:
@@ -132,7 +132,7 @@ int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_
 	RSEC_ENSURE_REF(s);
 	RSEC_ENSURE_REF(secret);
 	RSEC_ENSURE(s->tx == NULL && s->rx == NULL, RSEC_E_INVAL);
-	const EVP_CIPHER *cipher = aead_cipher(alg);
+	const EVP_CIPHER *cipher = rsec_seal_cipher(alg);
 	RSEC_ENSURE(cipher != NULL, RSEC_E_INVAL);
 
 	const uint8_t *c2s_key = secret, *c2s_iv = secret + RSEC_SEAL_KEY_LEN;
@@ -154,7 +154,7 @@ int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_
 {
 	RSEC_ENSURE_REF(s);
 	RSEC_ENSURE_REF(ssl);
-	RSEC_ENSURE(aead_cipher(alg) != NULL, RSEC_E_INVAL);
+	RSEC_ENSURE(rsec_seal_cipher(alg) != NULL, RSEC_E_INVAL);
 	/* The exporter is only as good as the session: insist on a finished TLS 1.3 handshake. */
 	RSEC_ENSURE(SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_INVAL);
 	RSEC_ENSURE(SSL_is_init_finished(ssl), RSEC_E_INVAL);

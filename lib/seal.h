@@ -75,6 +75,9 @@ RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_se
 RSEC_MUST_CHECK int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
 					  bool is_server, enum rsec_aead_alg alg);
 
+/* The OpenSSL cipher of an AEAD choice (32-byte key, 12-byte nonce, 16-byte tag), or NULL. */
+const EVP_CIPHER *rsec_seal_cipher(enum rsec_aead_alg alg);
+
 /* Wipe keys, free contexts, zero s. Safe on a zeroed struct. */
 void rsec_seal_free(struct rsec_seal *s);
 

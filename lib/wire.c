@@ -64,6 +64,10 @@ static RSEC_MUST_CHECK int check_grant(const struct rsec_msg_grant *g)
 	/* The window's last byte, addr + len - 1, must be addressable. */
 	RSEC_ENSURE(g->len - 1 <= UINT64_MAX - g->addr, RSEC_E_RANGE);
 	RSEC_ENSURE(g->access != 0 && (g->access & ~RSEC_WIRE_ACCESS_MASK) == 0, RSEC_E_RANGE);
+	uint32_t rw = g->access & (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE);
+	RSEC_ENSURE(rw != 0, RSEC_E_RANGE);
+	RSEC_ENSURE(!(g->access & RSEC_WIRE_ACCESS_SEALED) || rw != (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE),
+		    RSEC_E_RANGE);
 	return 0;
 }
 
@@ -92,7 +96,11 @@ static RSEC_MUST_CHECK int check_verify(const struct rsec_msg_verify *v)
 	RSEC_ENSURE(v->len >= RSEC_WIRE_GRANT_LEN_MIN && v->len <= RSEC_WIRE_GRANT_LEN_MAX, RSEC_E_RANGE);
 	/* The range lies inside some grant, so it ends by the largest grant length. */
 	RSEC_ENSURE(v->offset <= RSEC_WIRE_GRANT_LEN_MAX - v->len, RSEC_E_RANGE);
-	RSEC_ENSURE(v->mac_alg == RSEC_WIRE_MAC_HMAC_SHA256, RSEC_E_RANGE);
+	if (v->mac_alg == RSEC_WIRE_MAC_HMAC_SHA256)
+		return 0;
+	RSEC_ENSURE(v->mac_alg == RSEC_WIRE_MAC_SEALED, RSEC_E_RANGE);
+	for (size_t i = RSEC_WIRE_SEALED_PREFIX_LEN; i < RSEC_WIRE_MAC_LEN; i++)
+		RSEC_ENSURE(v->mac[i] == 0, RSEC_E_RANGE);
 	return 0;
 }
 

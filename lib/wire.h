@@ -62,8 +62,13 @@ enum rsec_msg_type {
 #define RSEC_WIRE_GRANT_LEN_MAX (UINT64_C(1) << 40)
 #define RSEC_WIRE_ACCESS_READ 1u
 #define RSEC_WIRE_ACCESS_WRITE 2u
-#define RSEC_WIRE_ACCESS_MASK (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE)
+#define RSEC_WIRE_ACCESS_SEALED 4u           /* with exactly one of READ, WRITE */
+#define RSEC_WIRE_ACCESS_MASK (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE | RSEC_WIRE_ACCESS_SEALED)
 #define RSEC_WIRE_MAC_HMAC_SHA256 1
+/* VERIFY of a sealed transfer: len is the plaintext length, the range holds
+ * its sealed form (lib/sealed.h); mac = the 8-byte nonce prefix, then zeros. */
+#define RSEC_WIRE_MAC_SEALED 2
+#define RSEC_WIRE_SEALED_PREFIX_LEN 8
 #define RSEC_WIRE_MAC_LEN 32
 
 /* DISCONNECT / ERROR */

@@ -17,6 +17,8 @@ static void round_trip_every_fixed_message(void **state)
 		{ .op = APP_WRITE_DONE, .tag = 7 },
 		{ .op = APP_WRITE_RESULT, .len = 3, .sha256 = { 1, 2, 3 } },
 		{ .op = APP_READ_REQ },
+		{ .op = APP_SEALED_WRITE_REQ, .len = 1 },
+		{ .op = APP_SEALED_READ_REQ },
 		{ .op = APP_READ_GRANTED, .tag = 9, .len = 1, .sha256 = { [31] = 0xff } },
 		{ .op = APP_READ_DONE, .tag = 9 },
 		{ .op = APP_READ_RESULT },

@@ -50,7 +50,7 @@ static const char *str_field(json_object *o, const char *key)
 static void every_event_encodes(void **state)
 {
 	(void)state;
-	for (int ev = RSEC_AUDIT_ACCEPT; ev <= RSEC_AUDIT_PROTOCOL_VIOLATION; ev++) {
+	for (int ev = RSEC_AUDIT_ACCEPT; ev <= RSEC_AUDIT_EVENT_LAST; ev++) {
 		const char *name = rsec_audit_event_name((enum rsec_audit_event)ev);
 		assert_non_null(name);
 		struct rsec_audit_record r = {

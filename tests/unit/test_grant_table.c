@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "grant_table.h"
+#include "sealed.h"
 
 static struct rsec_grant_table t;
 
@@ -221,6 +222,66 @@ static void wipe_forgets_everything(void **state)
 	}
 }
 
+/* Sealed grants: claims and READ descriptors must match the grant's kind and size. */
+static void sealed_claims_and_grants(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, true);
+	uint64_t plain = 100000, span = rsec_sealed_len(plain);
+	struct rsec_local_grant *g = issue(span, RSEC_ACCESS_WRITE, 0, 0);
+	g->sealed = true;
+	struct rsec_msg_verify v = verify_msg(g->id, 0, plain, 0);
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO); /* an HMAC claim for a sealed grant */
+	v.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memset(v.mac, 0, sizeof(v.mac));
+	v.mac[0] = 0x5a;
+	v.offset = 1; /* the sealed form would run one byte past the grant */
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO);
+	v.offset = 0;
+	v.len = span; /* a plaintext of the grant's length does not fit sealed */
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO);
+	v.len = plain;
+	assert_int_equal(rsec_gt_claim(&t, &v), 0);
+	assert_int_equal(g->claim_len, plain);
+	assert_int_equal(g->claim_mac[0], 0x5a);
+	/* A sealed claim for a plain grant. */
+	struct rsec_local_grant *h = issue(span, RSEC_ACCESS_WRITE, 0, 0);
+	v.grant_id = h->id;
+	assert_int_equal(rsec_gt_claim(&t, &v), RSEC_E_PROTO);
+
+	/* The peer's sealed READ grant needs its prefix first, for exactly its size. */
+	struct rsec_msg_grant rg = { .grant_id = 7, .len = span, .access = RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_SEALED,
+				     .tag = 70 };
+	assert_int_equal(rsec_gt_remote_add(&t, &rg), RSEC_E_PROTO);
+	struct rsec_msg_verify pv = verify_msg(7, 0, plain + 1, 0);
+	pv.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memset(pv.mac, 0, sizeof(pv.mac));
+	assert_int_equal(rsec_gt_pending_mac(&t, &pv), 0);
+	assert_int_equal(rsec_gt_remote_add(&t, &rg), RSEC_E_PROTO); /* the wrong plaintext length */
+	pv.len = plain;
+	pv.mac[3] = 0x33;
+	assert_int_equal(rsec_gt_pending_mac(&t, &pv), 0);
+	assert_int_equal(rsec_gt_remote_add(&t, &rg), 0);
+	struct rsec_remote_grant out;
+	assert_true(rsec_gt_remote_take(&t, 70, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_READ | RSEC_GRANT_SEALED);
+	assert_int_equal(out.mac[3], 0x33);
+	/* A sealed WRITE grant needs nothing first; a sealed prefix never makes a plain grant verified. */
+	rg = (struct rsec_msg_grant){ .grant_id = 9, .len = 64, .access = RSEC_WIRE_ACCESS_WRITE | RSEC_WIRE_ACCESS_SEALED,
+				      .tag = 90 };
+	assert_int_equal(rsec_gt_remote_add(&t, &rg), 0);
+	assert_true(rsec_gt_remote_take(&t, 90, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED);
+	pv = verify_msg(11, 0, 64, 0);
+	pv.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memset(pv.mac, 0, sizeof(pv.mac));
+	assert_int_equal(rsec_gt_pending_mac(&t, &pv), 0);
+	rg = (struct rsec_msg_grant){ .grant_id = 11, .len = 64, .access = RSEC_WIRE_ACCESS_READ, .tag = 110 };
+	assert_int_equal(rsec_gt_remote_add(&t, &rg), 0);
+	assert_true(rsec_gt_remote_take(&t, 110, &out));
+	assert_int_equal(out.access, RSEC_ACCESS_READ);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +292,7 @@ int main(void)
 		cmocka_unit_test(remote_grants_and_their_macs),
 		cmocka_unit_test(remote_table_is_bounded),
 		cmocka_unit_test(wipe_forgets_everything),
+		cmocka_unit_test(sealed_claims_and_grants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

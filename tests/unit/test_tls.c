@@ -20,6 +20,7 @@
 #include "pki.h"
 #include "tls.h"
 #include "tls_resume.h"
+#include "sealed.h"
 
 static char root[64];
 
@@ -198,6 +199,15 @@ static void certificates_authenticate_both_ways(void **state)
 	assert_int_equal(SSL_export_keying_material(c.ssl, a, 32, "x", 1, NULL, 0, 0), 1);
 	assert_int_equal(SSL_export_keying_material(s.ssl, b, 32, "x", 1, NULL, 0, 0), 1);
 	assert_memory_equal(a, b, 32);
+	/* Sealed grants: both ends derive a grant's key alike, and each grant has its own. */
+	uint8_t kc[RSEC_SEALED_KEY_LEN], ks[RSEC_SEALED_KEY_LEN], kother[RSEC_SEALED_KEY_LEN];
+	assert_int_equal(rsec_sealed_key(c.ssl, 5, kc), 0);
+	assert_int_equal(rsec_sealed_key(s.ssl, 5, ks), 0);
+	assert_memory_equal(kc, ks, sizeof(kc));
+	assert_int_equal(rsec_sealed_key(s.ssl, 5 | (UINT64_C(1) << 63), kother), 0);
+	assert_memory_not_equal(kc, kother, sizeof(kc));
+	assert_int_equal(rsec_sealed_key(s.ssl, 6, kother), 0);
+	assert_memory_not_equal(kc, kother, sizeof(kc));
 	done(&c, &s);
 }
 

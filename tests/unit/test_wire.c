@@ -80,7 +80,7 @@ static struct rsec_msg sample(uint8_t type, int high)
 		m.u.grant.addr = high ? UINT64_MAX - RSEC_WIRE_GRANT_LEN_MAX + 1 : 0;
 		m.u.grant.rkey = high ? UINT32_MAX : 0;
 		m.u.grant.len = high ? RSEC_WIRE_GRANT_LEN_MAX : RSEC_WIRE_GRANT_LEN_MIN;
-		m.u.grant.access = high ? RSEC_WIRE_ACCESS_MASK : RSEC_WIRE_ACCESS_READ;
+		m.u.grant.access = high ? RSEC_WIRE_ACCESS_SEALED | RSEC_WIRE_ACCESS_WRITE : RSEC_WIRE_ACCESS_READ;
 		m.u.grant.ttl_ms = high ? UINT32_MAX : 0;
 		m.u.grant.tag = high ? UINT64_MAX : 0;
 		break;
@@ -427,7 +427,8 @@ static void grant_fields(void **state)
 {
 	(void)state;
 	struct rsec_msg m;
-	static const uint32_t access[] = { 0, 4, 7, 0x80000001u, UINT32_MAX };
+	/* None; sealed alone; sealed with both READ and WRITE; unknown bits. */
+	static const uint32_t access[] = { 0, 4, 7, 8, 0x80000001u, UINT32_MAX };
 
 	for (size_t i = 0; i < sizeof(access) / sizeof(access[0]); i++) {
 		m = sample(RSEC_MSG_GRANT, 0);
@@ -469,7 +470,7 @@ static void keepalive_credit_verify_fields(void **state)
 		reject_field(&m, OFF_CREDIT, 4, credits[i]);
 	}
 
-	static const uint8_t algs[] = { 0, 2, 0xff };
+	static const uint8_t algs[] = { 0, 3, 0xff };
 	for (size_t i = 0; i < sizeof(algs); i++) {
 		m = sample(RSEC_MSG_VERIFY, 0);
 		m.u.verify.mac_alg = algs[i];
@@ -485,6 +486,21 @@ static void keepalive_credit_verify_fields(void **state)
 	reject_field(&m, OFF_VERIFY_OFFSET, 8, RSEC_WIRE_GRANT_LEN_MAX);
 	m.u.verify.offset = UINT64_MAX; /* offset + len wraps */
 	reject_field(&m, OFF_VERIFY_OFFSET, 8, UINT64_MAX);
+
+	/* A sealed transfer's VERIFY: the nonce prefix, then only zeros. */
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t len;
+	struct rsec_msg back;
+	m = sample(RSEC_MSG_VERIFY, 0);
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memset(m.u.verify.mac, 0xa5, RSEC_WIRE_SEALED_PREFIX_LEN);
+	len = encode_ok(&m, frame);
+	assert_int_equal(rsec_wire_decode(frame, len, &back), 0);
+	assert_memory_equal(back.u.verify.mac, m.u.verify.mac, RSEC_WIRE_MAC_LEN);
+	frame[RSEC_WIRE_HDR_LEN + OFF_VERIFY_ALG + 1 + RSEC_WIRE_MAC_LEN - 1] = 1;
+	expect_proto(frame, len);
+	m.u.verify.mac[RSEC_WIRE_SEALED_PREFIX_LEN] = 1;
+	assert_int_equal(rsec_wire_encode(&m, frame, sizeof(frame), &len), RSEC_E_RANGE);
 }
 
 static void text_fields(void **state)

@@ -144,13 +144,27 @@ out:
 	return rc;
 }
 
+/* "--sealed ARGS": true, and *args past the flag. */
+static bool sealed_flag(const char **args)
+{
+	static const char flag[] = "--sealed";
+	size_t n = sizeof(flag) - 1;
+	if (strncmp(*args, flag, n) != 0 || ((*args)[n] && !isspace((unsigned char)(*args)[n])))
+		return false;
+	*args += n;
+	while (isspace((unsigned char)**args))
+		(*args)++;
+	return true;
+}
+
 static int cmd_write(struct client *cl, const char *args)
 {
+	bool sealed = sealed_flag(&args);
 	uint8_t *data;
 	size_t len;
 	if (command_data(args, "write", &data, &len) < 0)
 		return -1;
-	struct app_msg m = { .op = APP_WRITE_REQ, .len = len };
+	struct app_msg m = { .op = sealed ? APP_SEALED_WRITE_REQ : APP_WRITE_REQ, .len = len };
 	struct rsec_remote_grant g;
 	int rc;
 	if (send_app(cl, &m, "write") < 0 || recv_app(cl, APP_WRITE_GRANTED, &m, "write") < 0)
@@ -160,8 +174,14 @@ static int cmd_write(struct client *cl, const char *args)
 		fail_conn(cl, "write: no grant", rc);
 		goto fail;
 	}
-	/* The MAC of what we wrote goes over TLS; the server revokes, then checks it. */
-	rc = rsec_write_verified(cl->conn, &g, 0, data, len, cl->timeout_ms);
+	if (sealed != ((g.access & RSEC_GRANT_SEALED) != 0)) {
+		fprintf(stderr, "write: the server granted a %s grant\n", sealed ? "plain" : "sealed");
+		goto fail;
+	}
+	/* Sealed: ciphertext on the wire, opened by the server after it revoked the grant.
+	 * Otherwise the MAC of what we wrote goes over TLS; the server revokes, then checks it. */
+	rc = sealed ? rsec_write_sealed(cl->conn, &g, 0, data, len, cl->timeout_ms)
+		    : rsec_write_verified(cl->conn, &g, 0, data, len, cl->timeout_ms);
 	if (rc < 0) {
 		fail_conn(cl, "write", rc);
 		goto fail;
@@ -178,7 +198,9 @@ static int cmd_write(struct client *cl, const char *args)
 	free(cl->last);
 	cl->last = data;
 	cl->last_len = len;
-	printf("write: %zu bytes, server verified data MAC and sha256\n", len);
+	printf(sealed ? "write: %zu bytes sealed, server opened them and verified sha256\n"
+		      : "write: %zu bytes, server verified data MAC and sha256\n",
+	       len);
 	fflush(stdout);
 	return 0;
 fail:
@@ -188,11 +210,12 @@ fail:
 
 static int cmd_read(struct client *cl, const char *args)
 {
+	bool sealed = sealed_flag(&args);
 	if (*args) {
-		fprintf(stderr, "read: takes no arguments\n");
+		fprintf(stderr, "read: takes no arguments but --sealed\n");
 		return -1;
 	}
-	struct app_msg m = { .op = APP_READ_REQ };
+	struct app_msg m = { .op = sealed ? APP_SEALED_READ_REQ : APP_READ_REQ };
 	if (send_app(cl, &m, "read") < 0 || recv_app(cl, APP_READ_GRANTED, &m, "read") < 0)
 		return -1;
 	if (m.len == 0 || m.len > MAX_DATA) {
@@ -203,19 +226,28 @@ static int cmd_read(struct client *cl, const char *args)
 	int rc = rsec_grant_wait(cl->conn, m.tag, &g, cl->timeout_ms);
 	if (rc < 0)
 		return fail_conn(cl, "read: no grant", rc);
-	if (g.len != m.len) {
-		fprintf(stderr, "read: the grant covers %llu bytes, the server announced %llu\n",
-			(unsigned long long)g.len, (unsigned long long)m.len);
+	uint64_t span = sealed ? rsec_sealed_len(m.len) : m.len;
+	if (g.len != span || sealed != ((g.access & RSEC_GRANT_SEALED) != 0)) {
+		fprintf(stderr, "read: the grant covers %llu bytes%s, the server announced %llu%s\n",
+			(unsigned long long)g.len, g.access & RSEC_GRANT_SEALED ? " sealed" : "",
+			(unsigned long long)m.len, sealed ? " sealed" : "");
 		return -1;
 	}
-	uint8_t *data = malloc(m.len);
+	uint8_t *data = malloc(span); /* sealed: room for the tags too */
 	if (!data)
 		return -1;
 	int status = -1;
-	/* Checked against the MAC the server sent with the grant. */
-	rc = rsec_read_verified(cl->conn, &g, data, m.len, cl->timeout_ms);
+	/* Sealed: opened with the grant's key; otherwise checked against the MAC
+	 * the server sent with the grant. */
+	size_t got = m.len;
+	rc = sealed ? rsec_read_sealed(cl->conn, &g, data, span, &got, cl->timeout_ms)
+		    : rsec_read_verified(cl->conn, &g, data, m.len, cl->timeout_ms);
 	if (rc < 0) {
 		fail_conn(cl, "read", rc);
+		goto out;
+	}
+	if (got != m.len) {
+		fprintf(stderr, "read: %zu bytes opened, the server announced %llu\n", got, (unsigned long long)m.len);
 		goto out;
 	}
 	struct app_msg done = { .op = APP_READ_DONE, .tag = m.tag }, ack;
@@ -231,7 +263,9 @@ static int cmd_read(struct client *cl, const char *args)
 		fprintf(stderr, "read: the bytes read differ from what this client wrote\n");
 		goto out;
 	}
-	show("read", data, m.len, cl->last ? "verified against the last write" : "verified");
+	show("read", data, m.len,
+	     sealed ? (cl->last ? "sealed, opened and verified against the last write" : "sealed, opened and verified")
+		    : (cl->last ? "verified against the last write" : "verified"));
 	status = 0;
 out:
 	free(data);
@@ -282,8 +316,10 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "send", cmd_send, "send TEXT | send -s SIZE   two-sided message, echoed and compared" },
-	{ "write", cmd_write, "write TEXT | write -s SIZE one-sided RDMA WRITE through a grant" },
-	{ "read", cmd_read, "read                       RDMA READ back what was written" },
+	{ "write", cmd_write, "write [--sealed] TEXT | write [--sealed] -s SIZE\n"
+			      "                             one-sided RDMA WRITE through a grant; --sealed:\n"
+			      "                             encrypted on the wire, opened by the server" },
+	{ "read", cmd_read, "read [--sealed]            RDMA READ back what was written (--sealed: encrypted)" },
 	{ "stats", cmd_stats, "stats                      this connection's counters, then the server's about us" },
 	{ "quit", cmd_quit, "quit                       authenticated disconnect" },
 	{ "help", cmd_help, "help                       this list" },

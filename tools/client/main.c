@@ -26,6 +26,8 @@ static void usage(FILE *f)
 		"  send TEXT | send -s SIZE    sealed two-sided message; the server echoes it\n"
 		"  write TEXT | write -s SIZE  RDMA WRITE through a short-lived grant; server checks SHA-256\n"
 		"  read                        RDMA READ of what was written; checked\n"
+		"  write --sealed ..., read --sealed   the same through a sealed grant: the bytes cross\n"
+		"                              the wire encrypted (AEAD), opened at the other end\n"
 		"  stats                       counters;  quit  authenticated disconnect;  help\n"
 		"\n"
 		"  -c, --commands 'CMD; CMD'   run these and exit (0 only if every command succeeded);\n"

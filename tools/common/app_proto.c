@@ -71,10 +71,12 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 	case APP_ECHO:
 	case APP_ECHO_REPLY:
 	case APP_READ_REQ:
+	case APP_SEALED_READ_REQ:
 	case APP_READ_RESULT:
 	case APP_STATS_REQ:
 		break;
 	case APP_WRITE_REQ:
+	case APP_SEALED_WRITE_REQ:
 		put_u64(buf + n, m->len);
 		n += 8;
 		break;
@@ -132,11 +134,13 @@ bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **w
 		m->payload_len = c.left;
 		return true;
 	case APP_READ_REQ:
+	case APP_SEALED_READ_REQ:
 	case APP_READ_RESULT:
 	case APP_STATS_REQ:
 		ok = true;
 		break;
 	case APP_WRITE_REQ:
+	case APP_SEALED_WRITE_REQ:
 		ok = take_u64(&c, &m->len);
 		break;
 	case APP_WRITE_GRANTED:
@@ -181,6 +185,8 @@ const char *app_op_name(uint8_t op)
 	case APP_WRITE_DONE: return "write-done";
 	case APP_WRITE_RESULT: return "write-result";
 	case APP_READ_REQ: return "read-request";
+	case APP_SEALED_WRITE_REQ: return "sealed-write-request";
+	case APP_SEALED_READ_REQ: return "sealed-read-request";
 	case APP_READ_GRANTED: return "read-granted";
 	case APP_READ_DONE: return "read-done";
 	case APP_READ_RESULT: return "read-result";

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The application protocol between rdmasec-server and rdmasec-client,
- * carried in librdmasec's sealed messages (docs/server.md). One opcode byte,
+ * carried in librdmasec's sealed messages (rdmasec-server(8), rdmasec-client(1)). One opcode byte,
  * then fixed big-endian fields, then (for echo) the payload.
  */
 #ifndef RSEC_APP_PROTO_H
@@ -25,6 +25,8 @@ enum app_op {
 	APP_READ_GRANTED = 'r',  /* tag, len, sha256 of the READ grant's bytes */
 	APP_READ_DONE = 'F',     /* tag                     -> APP_READ_RESULT */
 	APP_READ_RESULT = 'f',
+	APP_SEALED_WRITE_REQ = 'P', /* len                   -> APP_WRITE_GRANTED (a sealed grant) */
+	APP_SEALED_READ_REQ = 'Q',  /*                       -> APP_READ_GRANTED (a sealed grant; len: plaintext) */
 	APP_STATS_REQ = 'S',     /*                         -> APP_STATS_REPLY */
 	APP_STATS_REPLY = 's',   /* stats, then text: the peer (as the server counts it) they are about */
 	APP_ERROR = 'x',         /* text */

@@ -48,7 +48,9 @@ struct session {
 	size_t mem_len, data_len;
 	uint64_t grant_id, grant_tag, next_tag;
 	bool grant_live;
-	uint8_t grant_op; /* APP_WRITE_REQ or APP_READ_REQ */
+	uint8_t grant_op;  /* APP_WRITE_REQ or APP_READ_REQ */
+	bool grant_sealed; /* RSEC_GRANT_SEALED: rsec_grant_open ends it */
+	size_t want_len;   /* the write asked for: the plaintext the client must deliver */
 	/* WRITE_DONE came and the client's VERIFY (TLS) has not: it may trail (RDMA). */
 	bool verify_pending;
 	uint64_t verify_deadline_ms;
@@ -254,23 +256,28 @@ static int region_alloc(struct session *s, size_t len)
 	return 0;
 }
 
-static int on_write_req(struct session *s, const struct app_msg *m)
+/* The buffer has room for the sealed form of what is written, so any write can be read back sealed. */
+static int on_write_req(struct session *s, const struct app_msg *m, bool sealed)
 {
 	if (m->len == 0 || m->len > s->srv->conf->max_msg)
 		return reply_error(s, "write: length out of range");
 	region_release(s);
-	int rc = region_alloc(s, m->len);
+	size_t room = rsec_sealed_len(m->len);
+	int rc = region_alloc(s, room);
 	if (rc < 0) {
 		region_release(s);
 		return reply_error(s, "write: cannot prepare a buffer");
 	}
 	s->grant_tag = ++s->next_tag;
-	rc = rsec_grant(s->conn, s->region, 0, m->len, RSEC_ACCESS_WRITE, s->srv->conf->grant_ttl_ms, s->grant_tag,
+	rc = rsec_grant(s->conn, s->region, 0, sealed ? room : m->len,
+			RSEC_ACCESS_WRITE | (sealed ? RSEC_GRANT_SEALED : 0), s->srv->conf->grant_ttl_ms, s->grant_tag,
 			&s->grant_id);
 	if (rc < 0)
 		return rc;
 	s->grant_live = true;
 	s->grant_op = APP_WRITE_REQ;
+	s->grant_sealed = sealed;
+	s->want_len = m->len;
 	struct app_msg r = { .op = APP_WRITE_GRANTED, .tag = s->grant_tag };
 	return reply(s, &r);
 }
@@ -282,13 +289,14 @@ static bool grant_matches(const struct session *s, const struct app_msg *m, uint
 
 /*
  * The library revokes the grant, then checks the client's MAC of what it
- * wrote. Until the client's VERIFY arrives (or verify_timeout_ms passes) the
- * session waits; the server does not.
+ * wrote, or opens what it sealed. Until the client's VERIFY arrives (or
+ * verify_timeout_ms passes) the session waits; the server does not.
  */
 static int resume_verify(struct session *s)
 {
 	uint64_t off, len;
-	int rc = rsec_grant_verify(s->conn, s->grant_id, &off, &len, 0);
+	int rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &off, &len, 0)
+				 : rsec_grant_verify(s->conn, s->grant_id, &off, &len, 0);
 	if (rc == RSEC_E_AGAIN) {
 		if (monotonic_ms() < s->verify_deadline_ms)
 			return 0;
@@ -296,18 +304,21 @@ static int resume_verify(struct session *s)
 	}
 	s->verify_pending = false;
 	s->grant_live = rc == RSEC_E_TIMEOUT; /* without a claim the grant stays until its ttl */
-	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT || (rc == 0 && (off || len != s->mem_len))) {
+	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT || (rc == 0 && (off || len != s->want_len))) {
 		s->srv->n.verify_failed++;
 		log_event("warn", "verify_failed", "conn=%llu peer=%s code=%s", (unsigned long long)s->id,
 			  log_q(s->peer), log_q(rc ? rsec_strerror(rc) : "partial write"));
 		s->data_len = 0;
-		return reply_error(s, rc == RSEC_E_MAC ? "write: the bytes differ from what you wrote (data MAC); "
-							 "discarded"
-						       : "write: no verified write of the whole grant");
+		if (rc == RSEC_E_MAC)
+			return reply_error(s, s->grant_sealed ? "write: the sealed bytes do not open (changed, replayed "
+								"or cut); discarded"
+							      : "write: the bytes differ from what you wrote (data MAC); "
+								"discarded");
+		return reply_error(s, "write: no verified write of the whole grant");
 	}
 	if (rc < 0)
 		return rc;
-	s->data_len = s->mem_len;
+	s->data_len = s->want_len;
 	s->srv->n.rdma_writes++;
 	struct app_msg r = { .op = APP_WRITE_RESULT, .len = s->data_len };
 	sha256(s->mem, s->data_len, r.sha256);
@@ -323,19 +334,23 @@ static int on_write_done(struct session *s, const struct app_msg *m)
 	return resume_verify(s);
 }
 
-static int on_read_req(struct session *s)
+/* A sealed READ grant seals the buffer in place: its hash is taken first. */
+static int on_read_req(struct session *s, bool sealed)
 {
 	if (!s->region || s->data_len == 0 || s->grant_live)
 		return reply_error(s, "read: nothing written yet");
+	struct app_msg r = { .op = APP_READ_GRANTED, .len = s->data_len };
+	sha256(s->mem, s->data_len, r.sha256);
 	s->grant_tag = ++s->next_tag;
-	int rc = rsec_grant(s->conn, s->region, 0, s->data_len, RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED,
+	int rc = rsec_grant(s->conn, s->region, 0, sealed ? rsec_sealed_len(s->data_len) : s->data_len,
+			    RSEC_ACCESS_READ | (sealed ? RSEC_GRANT_SEALED : RSEC_GRANT_VERIFIED),
 			    s->srv->conf->grant_ttl_ms, s->grant_tag, &s->grant_id);
 	if (rc < 0)
 		return rc;
 	s->grant_live = true;
 	s->grant_op = APP_READ_REQ;
-	struct app_msg r = { .op = APP_READ_GRANTED, .tag = s->grant_tag, .len = s->data_len };
-	sha256(s->mem, s->data_len, r.sha256);
+	s->grant_sealed = sealed;
+	r.tag = s->grant_tag;
 	return reply(s, &r);
 }
 
@@ -343,8 +358,15 @@ static int on_read_done(struct session *s, const struct app_msg *m)
 {
 	if (!grant_matches(s, m, APP_READ_REQ))
 		return reply_error(s, "no such grant");
-	int rc = rsec_revoke(s->conn, s->grant_id);
+	/* A sealed grant turns back into plaintext, for the next read. */
+	uint64_t off, len;
+	int rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &off, &len, 0)
+				 : rsec_revoke(s->conn, s->grant_id);
 	s->grant_live = false;
+	if (rc == RSEC_E_MAC) {
+		s->data_len = 0;
+		return reply_error(s, "read: the sealed buffer changed while granted; discarded");
+	}
 	if (rc < 0)
 		return rc;
 	s->srv->n.rdma_reads++;
@@ -396,11 +418,13 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 		buf[0] = APP_ECHO_REPLY; /* the reply is the request with its opcode changed */
 		return send_now(s, buf, len);
 	case APP_WRITE_REQ:
-		return on_write_req(s, &m);
+	case APP_SEALED_WRITE_REQ:
+		return on_write_req(s, &m, m.op == APP_SEALED_WRITE_REQ);
 	case APP_WRITE_DONE:
 		return on_write_done(s, &m);
 	case APP_READ_REQ:
-		return on_read_req(s);
+	case APP_SEALED_READ_REQ:
+		return on_read_req(s, m.op == APP_SEALED_READ_REQ);
 	case APP_READ_DONE:
 		return on_read_done(s, &m);
 	case APP_STATS_REQ:

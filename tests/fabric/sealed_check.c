@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sealed_check: sealed grants (RSEC_GRANT_SEALED) on the fabric, using only
+ * include/rdmasec.h. tests/fabric/sealed.sh runs
+ *   sealed_check serve PKI ADDR PORT N              on host 1: N connections, one after another
+ *   sealed_check run PKI SERVER SOURCE PORT AEAD    on host 2, AEAD aes or chacha
+ *
+ * The server is the granter. Requests (text, over rdmasec messages):
+ *   wgrant TAG N         a sealed WRITE grant for N plaintext bytes   -> "granted"
+ *   wopen FLIP           (FLIP 1: change a byte of the grant first) rsec_grant_open
+ *                        -> "ok LEN HASH" or "mac wiped" / "mac NOT wiped" / an error
+ *   rgrant TAG SEED N    N pattern bytes, sealed in place, READ grant -> "granted"
+ *   rflip                change a byte of the granted (sealed) range -> "flipped"
+ *   ropen                rsec_grant_open of the READ grant: plaintext back -> as wopen
+ * The client prints one "RESULT name=value" line per scenario:
+ *   plain-on-sealed   rsec_write through a sealed grant is refused
+ *   sealed-write      200000 bytes (4 chunks) sealed, written, opened by the granter, same hash
+ *   tamper-write      the granter changes a byte after the write: RSEC_E_MAC, range wiped
+ *   sealed-read       150000 bytes read through a sealed READ grant and opened; the granter
+ *                     gets its plaintext back
+ *   tamper-read       the granter changes a byte while granted: the reader gets RSEC_E_MAC
+ *                     and a wiped buffer, the granter too
+ *   alive             the connection still works after both
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_util.h"
+#include "rdmasec.h"
+
+#define TIMEOUT_MS 60000
+#define REGION (1u << 20)
+
+static uint8_t pattern_byte(uint32_t seed, size_t i)
+{
+	return (uint8_t)(seed * 131u + i * 7u + (i >> 12));
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern_byte(seed, i);
+}
+
+/* FNV-1a: the server tells the client what it holds without sending it. */
+static uint64_t hash(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void must(int rc, const char *what, struct rsec_conn *c)
+{
+	if (rc < 0)
+		check_die("%s: %s (%s)", what, rsec_strerror(rc), c ? rsec_conn_error(c) : "");
+}
+
+/* ---- server ---- */
+
+struct served {
+	struct rsec_conn *c;
+	struct rsec_region *r;
+	uint64_t grant_id;
+	size_t span; /* the grant's length: the sealed form */
+};
+
+static void open_reply(struct served *s, int rc, uint64_t off, uint64_t len, char *reply, size_t cap)
+{
+	uint8_t *mem = rsec_region_addr(s->r);
+	if (rc == 0)
+		snprintf(reply, cap, "ok %" PRIu64 " %016" PRIx64, len, hash(mem + off, len));
+	else if (rc == RSEC_E_MAC)
+		snprintf(reply, cap, "mac %s", all_zero(mem, s->span) ? "wiped" : "NOT wiped");
+	else
+		snprintf(reply, cap, "%s", rsec_strerror(rc));
+}
+
+static void answer(struct served *s, const char *req)
+{
+	char reply[96];
+	unsigned long long tag, n;
+	unsigned seed, flip;
+	uint8_t *mem = rsec_region_addr(s->r);
+	uint64_t off, len;
+	if (sscanf(req, "wgrant %llu %llu", &tag, &n) == 2) {
+		s->span = rsec_sealed_len(n);
+		must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
+		     "sealed write grant", s->c);
+		snprintf(reply, sizeof(reply), "granted");
+	} else if (sscanf(req, "wopen %u", &flip) == 1) {
+		if (flip)
+			mem[5] ^= 0x20;
+		int rc = rsec_grant_open(s->c, s->grant_id, &off, &len, TIMEOUT_MS);
+		open_reply(s, rc, off, len, reply, sizeof(reply));
+	} else if (sscanf(req, "rgrant %llu %u %llu", &tag, &seed, &n) == 3) {
+		fill(mem, n, seed);
+		s->span = rsec_sealed_len(n);
+		must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
+		     "sealed read grant", s->c);
+		snprintf(reply, sizeof(reply), "granted");
+	} else if (strcmp(req, "rflip") == 0) {
+		mem[s->span / 2] ^= 0x01;
+		snprintf(reply, sizeof(reply), "flipped");
+	} else if (strcmp(req, "ropen") == 0) {
+		int rc = rsec_grant_open(s->c, s->grant_id, &off, &len, 0);
+		open_reply(s, rc, off, len, reply, sizeof(reply));
+	} else {
+		snprintf(reply, sizeof(reply), "unknown request");
+	}
+	must(rsec_send(s->c, reply, strlen(reply), TIMEOUT_MS), "send reply", s->c);
+}
+
+/* Drive s; false once its connection is over. */
+static bool serve_step(struct served *s)
+{
+	int rc = rsec_conn_process(s->c);
+	if (rc == RSEC_E_AGAIN)
+		return true;
+	if (rc < 0)
+		return false; /* the client is done, or failed: it says so itself */
+	if (!s->r)
+		must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region", s->c);
+	char req[96];
+	size_t len;
+	while ((rc = rsec_recv(s->c, req, sizeof(req) - 1, &len, 0)) == 0) {
+		req[len] = '\0';
+		answer(s, req);
+	}
+	return rc == RSEC_E_AGAIN;
+}
+
+static int serve(char **argv)
+{
+	struct rsec_ctx_attr attr = { .is_server = 1, .handshake_timeout_ms = TIMEOUT_MS };
+	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
+	struct rsec_listener *l;
+	int left = atoi(argv[5]);
+	must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 4, &l), "listen", NULL);
+	struct served s = { 0 };
+	while (left > 0) {
+		struct pollfd p[2] = { { .fd = rsec_listener_fd(l), .events = POLLIN },
+				       { .fd = s.c ? rsec_conn_fd(s.c) : -1, .events = POLLIN } };
+		(void)poll(p, 2, 100);
+		if (!s.c && rsec_accept(l, &s.c) < 0)
+			s.c = NULL;
+		if (s.c && !serve_step(&s)) {
+			rsec_region_free(s.r);
+			rsec_conn_free(s.c);
+			s = (struct served){ 0 };
+			left--;
+		}
+	}
+	rsec_listener_free(l);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- client ---- */
+
+static void request(struct rsec_conn *c, const char *req, char *reply, size_t cap)
+{
+	size_t len;
+	must(rsec_send(c, req, strlen(req), TIMEOUT_MS), "send request", c);
+	must(rsec_recv(c, reply, cap - 1, &len, TIMEOUT_MS), "receive reply", c);
+	reply[len] = '\0';
+}
+
+static struct rsec_remote_grant grant(struct rsec_conn *c, const char *req, uint64_t tag)
+{
+	char reply[96];
+	request(c, req, reply, sizeof(reply));
+	if (strcmp(reply, "granted") != 0)
+		check_die("%s: %s", req, reply);
+	struct rsec_remote_grant g;
+	must(rsec_grant_wait(c, tag, &g, TIMEOUT_MS), "grant wait", c);
+	return g;
+}
+
+static void expect_hash(const char *name, const char *reply, const uint8_t *p, size_t n, const char *ok)
+{
+	char want[96];
+	snprintf(want, sizeof(want), "ok %zu %016" PRIx64, n, hash(p, n));
+	if (strcmp(reply, want) == 0)
+		check_result(name, "%s", ok);
+	else
+		check_result(name, "granter says '%s', expected '%s'", reply, want);
+}
+
+static void scenario_write(struct rsec_conn *c)
+{
+	size_t n = 200000;
+	uint8_t *p = malloc(n);
+	if (!p)
+		check_die("out of memory");
+	fill(p, n, 7);
+	struct rsec_remote_grant g = grant(c, "wgrant 11 200000", 11);
+	if ((g.access & (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE) ||
+	    g.len != rsec_sealed_len(n))
+		check_die("the grant is not a sealed WRITE grant of %zu bytes", rsec_sealed_len(n));
+	check_result("plain-on-sealed", "%s", rsec_strerror(rsec_write(c, &g, 0, p, 16, TIMEOUT_MS)));
+	must(rsec_write_sealed(c, &g, 0, p, n, TIMEOUT_MS), "sealed write", c);
+	char reply[96];
+	request(c, "wopen 0", reply, sizeof(reply));
+	expect_hash("sealed-write", reply, p, n, "opened 200000");
+	free(p);
+
+	/* The granter changes a byte after the write: the grant must not open. */
+	uint8_t text[64];
+	fill(text, sizeof(text), 8);
+	g = grant(c, "wgrant 12 64", 12);
+	must(rsec_write_sealed(c, &g, 0, text, sizeof(text), TIMEOUT_MS), "sealed write", c);
+	request(c, "wopen 1", reply, sizeof(reply));
+	check_result("tamper-write", "%s", strcmp(reply, "mac wiped") == 0 ? "detected" : reply);
+}
+
+static void scenario_read(struct rsec_conn *c)
+{
+	size_t n = 150000;
+	struct rsec_remote_grant g = grant(c, "rgrant 13 9 150000", 13);
+	if ((g.access & (RSEC_GRANT_SEALED | RSEC_ACCESS_READ)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_READ) ||
+	    g.len != rsec_sealed_len(n))
+		check_die("the grant is not a sealed READ grant of %zu bytes", rsec_sealed_len(n));
+	uint8_t *buf = malloc(g.len), *want = malloc(n);
+	if (!buf || !want)
+		check_die("out of memory");
+	fill(want, n, 9);
+	size_t got = 0;
+	must(rsec_read_sealed(c, &g, buf, g.len, &got, TIMEOUT_MS), "sealed read", c);
+	char reply[96];
+	request(c, "ropen", reply, sizeof(reply));
+	if (got != n || memcmp(buf, want, n) != 0)
+		check_result("sealed-read", "read %zu bytes, not the pattern", got);
+	else
+		expect_hash("sealed-read", reply, want, n, "opened 150000, granter restored");
+
+	/* The granter changes a byte while the grant is out: neither side gets the bytes. */
+	g = grant(c, "rgrant 14 3 5000", 14);
+	request(c, "rflip", reply, sizeof(reply));
+	int rc = rsec_read_sealed(c, &g, buf, g.len, &got, TIMEOUT_MS);
+	bool wiped = all_zero(buf, g.len);
+	request(c, "ropen", reply, sizeof(reply));
+	check_result("tamper-read", "%s%s; granter: %s", rsec_strerror(rc), wiped ? ", wiped" : ", NOT wiped", reply);
+	free(buf);
+	free(want);
+}
+
+static int run(char **argv)
+{
+	bool chacha = strcmp(argv[6], "chacha") == 0;
+	struct rsec_ctx_attr attr = {
+		.local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
+		.aead = chacha ? RSEC_AEAD_CHACHA20_POLY1305 : RSEC_AEAD_AES_256_GCM,
+	};
+	struct rsec_ctx *ctx = check_ctx(argv[2], "client", &attr);
+	struct rsec_conn *c;
+	must(rsec_connect(ctx, argv[3], (uint16_t)atoi(argv[5]), NULL, TIMEOUT_MS, &c), "connect", NULL);
+	scenario_write(c);
+	scenario_read(c);
+	/* Both failures were the data's, not the connection's. */
+	uint8_t small[100];
+	fill(small, sizeof(small), 1);
+	struct rsec_remote_grant g = grant(c, "wgrant 15 100", 15);
+	must(rsec_write_sealed(c, &g, 0, small, sizeof(small), TIMEOUT_MS), "sealed write", c);
+	char reply[96];
+	request(c, "wopen 0", reply, sizeof(reply));
+	expect_hash("alive", reply, small, sizeof(small), "yes");
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	check_prog = "sealed_check";
+	if (argc == 6 && strcmp(argv[1], "serve") == 0)
+		return serve(argv);
+	if (argc == 7 && strcmp(argv[1], "run") == 0)
+		return run(argv);
+	fprintf(stderr, "usage: sealed_check serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT aes|chacha\n");
+	return 2;
+}
