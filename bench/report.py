@@ -244,6 +244,12 @@ def print_table(res):
     for f in res["seal_fit"]:
         print("  %s: seal %.0f ns per message + %.3f ns per byte; open %.0f ns + %.3f ns per byte" % (
             f["aead"], f["seal_fixed_ns"], f["seal_per_byte_ns"], f["open_fixed_ns"], f["open_per_byte_ns"]))
+    if res.get("sealed_transfers"):
+        print("\nsealed grants, natively (CPU time per transfer, each end): rsec_sealed_seal / rsec_sealed_open")
+        for t in res["sealed_transfers"]:
+            print("%-18s %8d  seal %11s (%s/B)  open %11s (%s/B)" % (
+                t["aead"], t["bytes"], fmt(t["seal_ns"], " ns", 1), fmt(t["seal_ns"] / t["bytes"], " ns", 3),
+                fmt(t["open_ns"], " ns", 1), fmt(t["open_ns"] / t["bytes"], " ns", 3)))
 
 
 # ---- the picture ----
@@ -349,6 +355,7 @@ def main(argv):
     res = {"schema": "rdmasec-bench-report/1", "meta": meta, "fabric": fabric_rows(raw, sizes),
            "connect": connect_row(raw), "connect_full": connect_row(raw, "connect-rdmasec-full"),
            "seal": seal, "seal_fit": fits,
+           "sealed_transfers": (load_json(os.path.join(raw, "seal.json")) or {}).get("sealed_transfers", []),
            "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines()}
     print_table(res)
     with open(os.path.join(out, "results.json"), "w") as f:

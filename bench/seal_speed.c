@@ -2,7 +2,9 @@
 /*
  * seal-speed: what sealing costs per message and per byte, natively (no
  * RDMA device): rsec_seal_frame and rsec_open_frame (lib/seal.h), the calls
- * the data path makes for every two-sided fragment, for each AEAD and size.
+ * the data path makes for every two-sided fragment, for each AEAD and size;
+ * then rsec_sealed_seal and rsec_sealed_open (lib/sealed.h), what a sealed
+ * grant's transfer costs each end on top of the RDMA operation.
  * Times are this thread's CPU time, as `openssl speed` counts its own, so
  * bench/report.py can set them against it on a loaded machine too.
  */
@@ -16,6 +18,7 @@
 
 #include "cli.h"
 #include "seal.h"
+#include "sealed.h"
 
 #define BATCH 64 /* frames sealed, then opened, per round */
 static const uint32_t sizes[] = { 64, 4096, 65536 };
@@ -93,6 +96,62 @@ static int measure(enum rsec_aead_alg alg, uint32_t size, double seconds, struct
 	return rc;
 }
 
+/* Sealed grants: one transfer of these sizes, sealed in place then opened in place. */
+static const uint32_t transfer_sizes[] = { 4096, 65536, 1u << 20 };
+#define NTRANSFERS (sizeof(transfer_sizes) / sizeof(transfer_sizes[0]))
+
+static int measure_transfer(enum rsec_aead_alg alg, uint32_t size, double seconds, struct figures *f)
+{
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	struct rsec_sealed_params p = { .alg = alg, .grant_id = 1, .plain_len = size };
+	uint8_t *buf = calloc(1, rsec_sealed_len(size));
+	uint64_t seal_ns = 0, open_ns = 0, budget = (uint64_t)(seconds * 1e9);
+	int rc = buf && RAND_bytes(key, sizeof(key)) == 1 ? 0 : RSEC_E_NOMEM;
+	f->messages = 0;
+	while (rc == 0 && seal_ns + open_ns < budget) {
+		uint64_t t0 = cpu_ns();
+		rc = rsec_sealed_seal(key, &p, buf);
+		uint64_t t1 = cpu_ns();
+		if (rc == 0)
+			rc = rsec_sealed_open(key, &p, buf);
+		seal_ns += t1 - t0;
+		open_ns += cpu_ns() - t1;
+		f->messages++;
+	}
+	f->seal_ns = f->messages ? (double)seal_ns / (double)f->messages : 0;
+	f->open_ns = f->messages ? (double)open_ns / (double)f->messages : 0;
+	free(buf);
+	return rc;
+}
+
+static int transfers(double seconds, bool json)
+{
+	if (json)
+		printf("], \"sealed_transfers\": [\n");
+	for (size_t a = 0; a < NAEADS; a++) {
+		for (size_t i = 0; i < NTRANSFERS; i++) {
+			struct figures f;
+			int rc = measure_transfer(aeads[a].alg, transfer_sizes[i], seconds, &f);
+			if (rc < 0) {
+				fprintf(stderr, "seal-speed: sealed %s, %u bytes: %s\n", aeads[a].name, transfer_sizes[i],
+					rsec_strerror(rc));
+				return rc;
+			}
+			bool last = a + 1 == NAEADS && i + 1 == NTRANSFERS;
+			if (json)
+				printf("    {\"aead\": \"%s\", \"bytes\": %u, \"transfers\": %llu, \"seal_ns\": %.2f, "
+				       "\"open_ns\": %.2f}%s\n",
+				       aeads[a].name, transfer_sizes[i], (unsigned long long)f.messages, f.seal_ns, f.open_ns,
+				       last ? "" : ",");
+			else
+				printf("%-18s %7u B  sealed grant: seal %10.1f ns (%6.3f ns/B)  open %10.1f ns (%6.3f ns/B)\n",
+				       aeads[a].name, transfer_sizes[i], f.seal_ns, f.seal_ns / transfer_sizes[i], f.open_ns,
+				       f.open_ns / transfer_sizes[i]);
+		}
+	}
+	return 0;
+}
+
 /* Least squares over the sizes: cost = fixed + per_byte * size. */
 static void fit(const struct figures f[NSIZES], bool open, double *fixed, double *per_byte)
 {
@@ -136,7 +195,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: seal-speed [--json] [--seconds S]\n"
 		   "Seals and opens frames of 64, 4096 and 65536 bytes with each AEAD for S CPU seconds\n"
-		   "each (default 1; 1..60), and prints the cost per message and per byte.\n");
+		   "each (default 1; 1..60), and prints the cost per message and per byte; then the\n"
+		   "same for sealed-grant transfers of 4 KiB, 64 KiB and 1 MiB.\n");
 }
 
 int main(int argc, char **argv)
@@ -174,6 +234,8 @@ int main(int argc, char **argv)
 		else
 			print_text(a, f);
 	}
+	if (transfers((double)seconds, json) < 0)
+		return 1;
 	if (json)
 		printf("]}\n");
 	return 0;
