@@ -325,7 +325,8 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
  * in place. READ: rsec_grant seals [off, off+len) in place at once, so len
  * must be rsec_sealed_len(P), the plaintext in its first P bytes; the peer's
  * rsec_read_sealed reads and opens; our rsec_grant_open revokes the grant
- * and turns the range back into plaintext. An old ciphertext written again,
+ * and turns the range back into plaintext (so do rsec_revoke, expiry and
+ * closing, once the window is gone). An old ciphertext written again,
  * chunks moved or cut, any changed byte: the opener gets RSEC_E_MAC and the
  * range wiped, never unauthenticated bytes.
  */
