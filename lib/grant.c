@@ -287,42 +287,37 @@ static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rs
 	return 0;
 }
 
-/* For a verified READ grant: the MAC of its bytes, sent before the GRANT itself. */
-static RSEC_MUST_CHECK int send_read_mac(struct rsec_conn *c, const struct rsec_local_grant *g)
+/*
+ * Sent ahead of a READ grant's GRANT when it has one: the MAC of its bytes
+ * (verified), or how to open them (sealed: plaintext length, nonce prefix).
+ */
+static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rsec_local_grant *g)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
 	m.u.verify.grant_id = g->id;
 	m.u.verify.offset = 0;
-	m.u.verify.len = g->len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
+	int rc = 0;
+	if (g->sealed) {
+		m.u.verify.len = g->sealed_len;
+		m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
+		memcpy(m.u.verify.mac, g->sealed_prefix, sizeof(g->sealed_prefix));
+	} else {
+		m.u.verify.len = g->len;
+		m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
+		rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
+	}
 	if (rc == 0)
 		rc = rsec_chan_send(c, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
 
-/* For a sealed READ grant: how to open it (plaintext length, nonce prefix), before the GRANT. */
-static RSEC_MUST_CHECK int send_sealed_read(struct rsec_conn *c, const struct rsec_local_grant *g)
-{
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = 0;
-	m.u.verify.len = g->sealed_len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-	memcpy(m.u.verify.mac, g->sealed_prefix, sizeof(g->sealed_prefix));
-	return rsec_chan_send(c, &m);
-}
-
 /* Tell the peer about a grant whose window (or registration) is in place. */
 static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant *g)
 {
 	g->announce = false;
-	int rc = 0;
-	if (g->verified)
-		rc = send_read_mac(c, g);
-	else if (g->sealed && (g->access & RSEC_ACCESS_READ))
-		rc = send_sealed_read(c, g);
+	bool proof = g->verified || (g->sealed && (g->access & RSEC_ACCESS_READ));
+	int rc = proof ? send_read_proof(c, g) : 0;
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };

@@ -35,30 +35,13 @@
 #define NCHUNK (REGION / CHUNK)
 #define DEPTH 64u
 
-static uint8_t pattern_byte(uint32_t seed, size_t i)
-{
-	return (uint8_t)(seed * 131u + i * 7u + (i >> 12));
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pattern_byte(seed, i);
-}
-
 /* The first offset where p differs from seed's pattern, or n. */
 static size_t first_bad(const uint8_t *p, size_t n, uint32_t seed)
 {
 	for (size_t i = 0; i < n; i++)
-		if (p[i] != pattern_byte(seed, i))
+		if (p[i] != check_pattern_byte(seed, i))
 			return i;
 	return n;
-}
-
-static void must(int rc, const char *what, struct rsec_conn *c)
-{
-	if (rc < 0)
-		check_die("%s: %s (%s)", what, rsec_strerror(rc), c ? rsec_conn_error(c) : "");
 }
 
 /* ---- server ---- */
@@ -74,12 +57,12 @@ static void answer(struct rsec_conn *c, struct rsec_region *r, uint64_t grant_id
 		else
 			snprintf(reply, sizeof(reply), "bad at %zu", bad);
 	} else if (strcmp(req, "revoke") == 0) {
-		must(rsec_revoke(c, grant_id), "revoke", c);
+		check_must(rsec_revoke(c, grant_id), "revoke", c);
 		snprintf(reply, sizeof(reply), "revoked");
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
-	must(rsec_send(c, reply, strlen(reply), TIMEOUT_MS), "send reply", c);
+	check_must(rsec_send(c, reply, strlen(reply), TIMEOUT_MS), "send reply", c);
 }
 
 /* One connection of the server's: its grant once established. */
@@ -98,8 +81,8 @@ static bool serve_step(struct served *s)
 	if (rc < 0)
 		return false; /* the client is done, or failed: it says so itself */
 	if (!s->r) {
-		must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region", s->c);
-		must(rsec_grant(s->c, s->r, 0, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, 1, &s->grant_id),
+		check_must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region", s->c);
+		check_must(rsec_grant(s->c, s->r, 0, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, 1, &s->grant_id),
 		     "grant", s->c);
 	}
 	char req[64];
@@ -119,7 +102,7 @@ static int serve(char **argv)
 	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
 	struct rsec_listener *l;
 	int left = atoi(argv[5]);
-	must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 16, &l), "listen", NULL);
+	check_must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 16, &l), "listen", NULL);
 	struct served s[MAX_SERVED] = { 0 };
 	while (left > 0) {
 		struct pollfd p[MAX_SERVED + 1] = { { .fd = rsec_listener_fd(l), .events = POLLIN } };
@@ -157,8 +140,8 @@ struct client {
 static void request(struct client *cl, const char *req, char *reply, size_t cap)
 {
 	size_t len;
-	must(rsec_send(cl->c, req, strlen(req), TIMEOUT_MS), "send request", cl->c);
-	must(rsec_recv(cl->c, reply, cap - 1, &len, TIMEOUT_MS), "receive reply", cl->c);
+	check_must(rsec_send(cl->c, req, strlen(req), TIMEOUT_MS), "send request", cl->c);
+	check_must(rsec_recv(cl->c, reply, cap - 1, &len, TIMEOUT_MS), "receive reply", cl->c);
 	reply[len] = '\0';
 }
 
@@ -176,7 +159,7 @@ static unsigned reap(struct client *cl, int timeout_ms)
 {
 	struct rsec_wc wc[32];
 	int n = rsec_poll(cl->c, wc, 32, timeout_ms);
-	must(n, "rsec_poll", cl->c);
+	check_must(n, "rsec_poll", cl->c);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != 0)
 			check_die("operation %" PRIu64 " failed: %s", wc[i].user_id, rsec_strerror(wc[i].status));
@@ -203,7 +186,7 @@ static void pipeline(struct client *cl, enum rsec_op op, struct rsec_region *loc
 		}
 		int rc = rsec_post(cl->c, w, n, &posted);
 		if (rc < 0 && rc != RSEC_E_AGAIN)
-			must(rc, "rsec_post", cl->c);
+			check_must(rc, "rsec_post", cl->c);
 		next += posted;
 		if (rc == RSEC_E_AGAIN || posted == 0)
 			(void)reap(cl, TIMEOUT_MS);
@@ -216,7 +199,7 @@ static void pipeline(struct client *cl, enum rsec_op op, struct rsec_region *loc
 static void scenario_pipelined(struct client *cl)
 {
 	char reply[64];
-	fill(rsec_region_addr(cl->src), REGION, 7);
+	check_pattern_fill(rsec_region_addr(cl->src), REGION, 7);
 	pipeline(cl, RSEC_OP_WRITE, cl->src);
 	request(cl, "check 7", reply, sizeof(reply));
 	check_result("pipelined-write", "%s", strcmp(reply, "ok") == 0 ? "verified" : reply);
@@ -272,7 +255,7 @@ static void scenario_mixed(struct client *cl)
 	struct rsec_wr w[4];
 	for (unsigned i = 0; i < 4; i++)
 		w[i] = chunk(cl, RSEC_OP_WRITE, cl->src, i, cl->next_id + i);
-	must(rsec_post(cl->c, w, 4, NULL), "rsec_post", cl->c);
+	check_must(rsec_post(cl->c, w, 4, NULL), "rsec_post", cl->c);
 	static uint8_t plain[CHUNK];
 	memset(plain, 0x5a, sizeof(plain));
 	int rc = rsec_write(cl->c, &cl->g, 8 * CHUNK, plain, sizeof(plain), TIMEOUT_MS);
@@ -301,7 +284,7 @@ static void scenario_after_revoke(struct client *cl)
 		w[i] = chunk(cl, RSEC_OP_WRITE, cl->src, i, 1000 + i);
 		w[i].flags = i == 7 ? 0 : RSEC_WR_UNSIGNALED;
 	}
-	must(rsec_post(cl->c, w, 8, NULL), "rsec_post after revoke", cl->c);
+	check_must(rsec_post(cl->c, w, 8, NULL), "rsec_post after revoke", cl->c);
 	unsigned failed = 0, ok = 0;
 	int rc;
 	struct rsec_wc wc[8];
@@ -323,15 +306,15 @@ static int run(char **argv)
 	struct rsec_ctx *ctx = check_ctx(argv[2], "client", &attr);
 	struct client cl = { .in_order = true };
 	uint16_t port = (uint16_t)atoi(argv[5]);
-	must(rsec_connect(ctx, argv[3], port, NULL, TIMEOUT_MS, &cl.c), "connect", NULL);
-	must(rsec_grant_wait(cl.c, 1, &cl.g, TIMEOUT_MS), "grant", cl.c);
-	must(rsec_region_alloc(cl.c, REGION, RSEC_ACCESS_LOCAL, &cl.src), "region", cl.c);
-	must(rsec_region_alloc(cl.c, REGION, RSEC_ACCESS_LOCAL, &cl.dst), "region", cl.c);
+	check_must(rsec_connect(ctx, argv[3], port, NULL, TIMEOUT_MS, &cl.c), "connect", NULL);
+	check_must(rsec_grant_wait(cl.c, 1, &cl.g, TIMEOUT_MS), "grant", cl.c);
+	check_must(rsec_region_alloc(cl.c, REGION, RSEC_ACCESS_LOCAL, &cl.src), "region", cl.c);
+	check_must(rsec_region_alloc(cl.c, REGION, RSEC_ACCESS_LOCAL, &cl.dst), "region", cl.c);
 	/* A second connection, for its region only. */
 	struct rsec_conn *other;
 	struct rsec_region *foreign;
-	must(rsec_connect(ctx, argv[3], port, NULL, TIMEOUT_MS, &other), "connect", NULL);
-	must(rsec_region_alloc(other, 4096, RSEC_ACCESS_LOCAL, &foreign), "region", other);
+	check_must(rsec_connect(ctx, argv[3], port, NULL, TIMEOUT_MS, &other), "connect", NULL);
+	check_must(rsec_region_alloc(other, 4096, RSEC_ACCESS_LOCAL, &foreign), "region", other);
 
 	scenario_pipelined(&cl);
 	scenario_depth(&cl);

@@ -30,6 +30,23 @@ void check_result(const char *name, const char *fmt, ...)
 	va_end(ap);
 }
 
+void check_must(int rc, const char *what, struct rsec_conn *c)
+{
+	if (rc < 0)
+		check_die("%s: %s (%s)", what, rsec_strerror(rc), c ? rsec_conn_error(c) : "");
+}
+
+uint8_t check_pattern_byte(uint32_t seed, size_t i)
+{
+	return (uint8_t)(seed * 131u + i * 7u + (i >> 12));
+}
+
+void check_pattern_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = check_pattern_byte(seed, i);
+}
+
 struct rsec_ctx *check_ctx(const char *dir, const char *identity, struct rsec_ctx_attr *attr)
 {
 	char ca[512], cert[512], key[512], err[256] = "";

@@ -7,6 +7,7 @@
 #ifndef RSEC_CHECK_UTIL_H
 #define RSEC_CHECK_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rdmasec.h"
@@ -18,6 +19,11 @@ extern const char *check_prog;
 void check_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "RESULT name=value" on stdout, flushed: the script reads these. */
 void check_result(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Unless rc >= 0: die naming what failed, rsec_strerror(rc) and c's reason (c may be NULL). */
+void check_must(int rc, const char *what, struct rsec_conn *c);
+/* The test pattern: byte i of seed's, and n of them written to p. */
+uint8_t check_pattern_byte(uint32_t seed, size_t i);
+void check_pattern_fill(uint8_t *p, size_t n, uint32_t seed);
 /* A context with attr and identity's certificates (DIR/ca.pem, DIR/IDENTITY.pem, .key). Dies on failure. */
 struct rsec_ctx *check_ctx(const char *dir, const char *identity, struct rsec_ctx_attr *attr);
 /*

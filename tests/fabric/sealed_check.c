@@ -35,17 +35,6 @@
 #define TIMEOUT_MS 60000
 #define REGION (1u << 20)
 
-static uint8_t pattern_byte(uint32_t seed, size_t i)
-{
-	return (uint8_t)(seed * 131u + i * 7u + (i >> 12));
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pattern_byte(seed, i);
-}
-
 /* FNV-1a: the server tells the client what it holds without sending it. */
 static uint64_t hash(const uint8_t *p, size_t n)
 {
@@ -61,12 +50,6 @@ static bool all_zero(const uint8_t *p, size_t n)
 		if (p[i])
 			return false;
 	return true;
-}
-
-static void must(int rc, const char *what, struct rsec_conn *c)
-{
-	if (rc < 0)
-		check_die("%s: %s (%s)", what, rsec_strerror(rc), c ? rsec_conn_error(c) : "");
 }
 
 /* ---- server ---- */
@@ -98,7 +81,7 @@ static void answer(struct served *s, const char *req)
 	uint64_t off, len;
 	if (sscanf(req, "wgrant %llu %llu", &tag, &n) == 2) {
 		s->span = rsec_sealed_len(n);
-		must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
+		check_must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
 		     "sealed write grant", s->c);
 		snprintf(reply, sizeof(reply), "granted");
 	} else if (sscanf(req, "wopen %u", &flip) == 1) {
@@ -107,9 +90,9 @@ static void answer(struct served *s, const char *req)
 		int rc = rsec_grant_open(s->c, s->grant_id, &off, &len, TIMEOUT_MS);
 		open_reply(s, rc, off, len, reply, sizeof(reply));
 	} else if (sscanf(req, "rgrant %llu %u %llu", &tag, &seed, &n) == 3) {
-		fill(mem, n, seed);
+		check_pattern_fill(mem, n, seed);
 		s->span = rsec_sealed_len(n);
-		must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
+		check_must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
 		     "sealed read grant", s->c);
 		snprintf(reply, sizeof(reply), "granted");
 	} else if (strcmp(req, "rflip") == 0) {
@@ -121,7 +104,7 @@ static void answer(struct served *s, const char *req)
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
-	must(rsec_send(s->c, reply, strlen(reply), TIMEOUT_MS), "send reply", s->c);
+	check_must(rsec_send(s->c, reply, strlen(reply), TIMEOUT_MS), "send reply", s->c);
 }
 
 /* Drive s; false once its connection is over. */
@@ -133,7 +116,7 @@ static bool serve_step(struct served *s)
 	if (rc < 0)
 		return false; /* the client is done, or failed: it says so itself */
 	if (!s->r)
-		must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region", s->c);
+		check_must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region", s->c);
 	char req[96];
 	size_t len;
 	while ((rc = rsec_recv(s->c, req, sizeof(req) - 1, &len, 0)) == 0) {
@@ -149,7 +132,7 @@ static int serve(char **argv)
 	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
 	struct rsec_listener *l;
 	int left = atoi(argv[5]);
-	must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 4, &l), "listen", NULL);
+	check_must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 4, &l), "listen", NULL);
 	struct served s = { 0 };
 	while (left > 0) {
 		struct pollfd p[2] = { { .fd = rsec_listener_fd(l), .events = POLLIN },
@@ -174,8 +157,8 @@ static int serve(char **argv)
 static void request(struct rsec_conn *c, const char *req, char *reply, size_t cap)
 {
 	size_t len;
-	must(rsec_send(c, req, strlen(req), TIMEOUT_MS), "send request", c);
-	must(rsec_recv(c, reply, cap - 1, &len, TIMEOUT_MS), "receive reply", c);
+	check_must(rsec_send(c, req, strlen(req), TIMEOUT_MS), "send request", c);
+	check_must(rsec_recv(c, reply, cap - 1, &len, TIMEOUT_MS), "receive reply", c);
 	reply[len] = '\0';
 }
 
@@ -186,7 +169,7 @@ static struct rsec_remote_grant grant(struct rsec_conn *c, const char *req, uint
 	if (strcmp(reply, "granted") != 0)
 		check_die("%s: %s", req, reply);
 	struct rsec_remote_grant g;
-	must(rsec_grant_wait(c, tag, &g, TIMEOUT_MS), "grant wait", c);
+	check_must(rsec_grant_wait(c, tag, &g, TIMEOUT_MS), "grant wait", c);
 	return g;
 }
 
@@ -206,13 +189,13 @@ static void scenario_write(struct rsec_conn *c)
 	uint8_t *p = malloc(n);
 	if (!p)
 		check_die("out of memory");
-	fill(p, n, 7);
+	check_pattern_fill(p, n, 7);
 	struct rsec_remote_grant g = grant(c, "wgrant 11 200000", 11);
 	if ((g.access & (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE) ||
 	    g.len != rsec_sealed_len(n))
 		check_die("the grant is not a sealed WRITE grant of %zu bytes", rsec_sealed_len(n));
 	check_result("plain-on-sealed", "%s", rsec_strerror(rsec_write(c, &g, 0, p, 16, TIMEOUT_MS)));
-	must(rsec_write_sealed(c, &g, 0, p, n, TIMEOUT_MS), "sealed write", c);
+	check_must(rsec_write_sealed(c, &g, 0, p, n, TIMEOUT_MS), "sealed write", c);
 	char reply[96];
 	request(c, "wopen 0", reply, sizeof(reply));
 	expect_hash("sealed-write", reply, p, n, "opened 200000");
@@ -220,9 +203,9 @@ static void scenario_write(struct rsec_conn *c)
 
 	/* The granter changes a byte after the write: the grant must not open. */
 	uint8_t text[64];
-	fill(text, sizeof(text), 8);
+	check_pattern_fill(text, sizeof(text), 8);
 	g = grant(c, "wgrant 12 64", 12);
-	must(rsec_write_sealed(c, &g, 0, text, sizeof(text), TIMEOUT_MS), "sealed write", c);
+	check_must(rsec_write_sealed(c, &g, 0, text, sizeof(text), TIMEOUT_MS), "sealed write", c);
 	request(c, "wopen 1", reply, sizeof(reply));
 	check_result("tamper-write", "%s", strcmp(reply, "mac wiped") == 0 ? "detected" : reply);
 }
@@ -237,9 +220,9 @@ static void scenario_read(struct rsec_conn *c)
 	uint8_t *buf = malloc(g.len), *want = malloc(n);
 	if (!buf || !want)
 		check_die("out of memory");
-	fill(want, n, 9);
+	check_pattern_fill(want, n, 9);
 	size_t got = 0;
-	must(rsec_read_sealed(c, &g, buf, g.len, &got, TIMEOUT_MS), "sealed read", c);
+	check_must(rsec_read_sealed(c, &g, buf, g.len, &got, TIMEOUT_MS), "sealed read", c);
 	char reply[96];
 	request(c, "ropen", reply, sizeof(reply));
 	if (got != n || memcmp(buf, want, n) != 0)
@@ -267,14 +250,14 @@ static int run(char **argv)
 	};
 	struct rsec_ctx *ctx = check_ctx(argv[2], "client", &attr);
 	struct rsec_conn *c;
-	must(rsec_connect(ctx, argv[3], (uint16_t)atoi(argv[5]), NULL, TIMEOUT_MS, &c), "connect", NULL);
+	check_must(rsec_connect(ctx, argv[3], (uint16_t)atoi(argv[5]), NULL, TIMEOUT_MS, &c), "connect", NULL);
 	scenario_write(c);
 	scenario_read(c);
 	/* Both failures were the data's, not the connection's. */
 	uint8_t small[100];
-	fill(small, sizeof(small), 1);
+	check_pattern_fill(small, sizeof(small), 1);
 	struct rsec_remote_grant g = grant(c, "wgrant 15 100", 15);
-	must(rsec_write_sealed(c, &g, 0, small, sizeof(small), TIMEOUT_MS), "sealed write", c);
+	check_must(rsec_write_sealed(c, &g, 0, small, sizeof(small), TIMEOUT_MS), "sealed write", c);
 	char reply[96];
 	request(c, "wopen 0", reply, sizeof(reply));
 	expect_hash("alive", reply, small, sizeof(small), "yes");

@@ -91,14 +91,11 @@ static void psk(struct side *s, bool server, const uint8_t *key, const char *id)
 	s->o = (struct rsec_tls_opts){ .is_server = server, .psk = key, .psk_len = 32, .psk_identity = id };
 }
 
-/* Runs both handshakes to completion or failure; leaves each side's result in rc. */
-static void handshake(struct side *c, struct side *s)
+/* New SSLs of both contexts over a new socketpair, both handshakes run to completion or failure. */
+static void connect_pair(struct side *c, struct side *s)
 {
-	char err[256];
 	int sv[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	assert_int_equal(rsec_tls_ctx_new(&c->o, &c->ctx, err, sizeof(err)), 0);
-	assert_int_equal(rsec_tls_ctx_new(&s->o, &s->ctx, err, sizeof(err)), 0);
 	assert_int_equal(rsec_tls_new(c->ctx, sv[0], &c->o, &c->ssl), 0);
 	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
 	c->rc = s->rc = RSEC_E_AGAIN;
@@ -111,6 +108,15 @@ static void handshake(struct side *c, struct side *s)
 	}
 }
 
+/* Contexts from each side's options, then one connection; leaves each side's result in rc. */
+static void handshake(struct side *c, struct side *s)
+{
+	char err[256];
+	assert_int_equal(rsec_tls_ctx_new(&c->o, &c->ctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_ctx_new(&s->o, &s->ctx, err, sizeof(err)), 0);
+	connect_pair(c, s);
+}
+
 /* Another handshake over a new socketpair with the same contexts. */
 static void again(struct side *c, struct side *s)
 {
@@ -120,18 +126,7 @@ static void again(struct side *c, struct side *s)
 	SSL_free(s->ssl);
 	close(fds[0]);
 	close(fds[1]);
-	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	assert_int_equal(rsec_tls_new(c->ctx, sv[0], &c->o, &c->ssl), 0);
-	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
-	c->rc = s->rc = RSEC_E_AGAIN;
-	for (int i = 0; i < 100 && (c->rc == RSEC_E_AGAIN || s->rc == RSEC_E_AGAIN); i++) {
-		bool ww;
-		if (c->rc == RSEC_E_AGAIN)
-			c->rc = rsec_tls_handshake_step(c->ssl, &ww);
-		if (s->rc == RSEC_E_AGAIN)
-			s->rc = rsec_tls_handshake_step(s->ssl, &ww);
-	}
+	connect_pair(c, s);
 }
 
 static void done(struct side *c, struct side *s)
@@ -319,6 +314,25 @@ static void resuming_pair(struct side *c, struct side *s, uint32_t client_s, uin
 	s->o.resume_s = server_s;
 }
 
+/* A full handshake between a resuming pair, and the client holding the server's ticket. */
+static void ticketed(struct side *c, struct side *s, uint32_t client_s, uint32_t server_s)
+{
+	resuming_pair(c, s, client_s, server_s);
+	handshake(c, s);
+	assert_int_equal(c->rc, 0);
+	assert_int_equal(s->rc, 0);
+	take_ticket(c, s);
+}
+
+/* Both sides done, certificates exchanged: no resumption. */
+static void expect_full(const struct side *c, const struct side *s)
+{
+	assert_int_equal(c->rc, 0);
+	assert_int_equal(s->rc, 0);
+	assert_false(rsec_tls_resumed(c->ssl));
+	assert_false(rsec_tls_resumed(s->ssl));
+}
+
 static void reconnect_resumes_with_both_identities(void **state)
 {
 	(void)state;
@@ -371,50 +385,30 @@ static void resumption_is_refused_where_it_does_not_belong(void **state)
 	(void)state;
 	struct side c, s;
 	/* Another destination name: the ticket is not offered. */
-	resuming_pair(&c, &s, 600, 600);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
+	ticketed(&c, &s, 600, 600);
 	c.o.resume_dest = "10.77.0.9:7471/10.77.0.9";
 	again(&c, &s);
-	assert_int_equal(c.rc, 0);
-	assert_false(rsec_tls_resumed(c.ssl));
+	expect_full(&c, &s);
 	done(&c, &s);
 
-	/* A server without resumption makes a full handshake of an offered ticket. */
-	resuming_pair(&c, &s, 600, 600);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
-	SSL_CTX *resuming = s.ctx;
-	char err[256];
-	s.o.resume_s = 0;
-	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
-	again(&c, &s);
-	assert_int_equal(c.rc, 0);
-	assert_int_equal(s.rc, 0);
-	assert_false(rsec_tls_resumed(s.ssl));
-	SSL_CTX_free(resuming);
-	done(&c, &s);
-
-	/* A restarted server (new ticket keys) cannot open the ticket: full handshake. */
-	resuming_pair(&c, &s, 600, 600);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
-	resuming = s.ctx;
-	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
-	again(&c, &s);
-	assert_int_equal(s.rc, 0);
-	assert_false(rsec_tls_resumed(s.ssl));
-	SSL_CTX_free(resuming);
-	done(&c, &s);
+	/* A server without resumption, then a restarted one (new ticket keys):
+	 * the offered ticket ends in a full handshake. */
+	for (uint32_t server_s = 0; server_s <= 600; server_s += 600) {
+		ticketed(&c, &s, 600, 600);
+		SSL_CTX *resuming = s.ctx;
+		char err[256];
+		s.o.resume_s = server_s;
+		assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+		again(&c, &s);
+		expect_full(&c, &s);
+		SSL_CTX_free(resuming);
+		done(&c, &s);
+	}
 
 	/* A client without resumption keeps no ticket. */
-	resuming_pair(&c, &s, 0, 600);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
+	ticketed(&c, &s, 0, 600);
 	again(&c, &s);
-	assert_int_equal(c.rc, 0);
-	assert_int_equal(s.rc, 0);
-	assert_false(rsec_tls_resumed(s.ssl));
+	expect_full(&c, &s);
 	done(&c, &s);
 
 	/* PSK mode never calls itself resumed. */
@@ -437,9 +431,7 @@ static void lifetime_counts_from_the_certificate_check(void **state)
 {
 	(void)state;
 	struct side c, s;
-	resuming_pair(&c, &s, 60, 2);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
+	ticketed(&c, &s, 60, 2);
 	struct timespec t1 = { 1, 0 }, t2 = { 1, 500000000 };
 	nanosleep(&t1, NULL);
 	again(&c, &s);
@@ -448,20 +440,15 @@ static void lifetime_counts_from_the_certificate_check(void **state)
 	take_ticket(&c, &s);
 	nanosleep(&t2, NULL);
 	again(&c, &s);
-	assert_int_equal(c.rc, 0);
-	assert_int_equal(s.rc, 0);
-	assert_false(rsec_tls_resumed(s.ssl));
+	expect_full(&c, &s);
 	done(&c, &s);
 
 	/* The client's own, shorter lifetime: it does not even offer the ticket. */
-	resuming_pair(&c, &s, 1, 600);
-	handshake(&c, &s);
-	take_ticket(&c, &s);
+	ticketed(&c, &s, 1, 600);
 	struct timespec t3 = { 2, 100000000 };
 	nanosleep(&t3, NULL);
 	again(&c, &s);
-	assert_int_equal(c.rc, 0);
-	assert_false(rsec_tls_resumed(c.ssl));
+	expect_full(&c, &s);
 	done(&c, &s);
 }
 
