@@ -5,8 +5,9 @@
 # a plain grant and another text: that text is found (so the search can fail).
 # sealed_check, with both AEADs: a sealed write of 4 chunks opened by the
 # granter, a sealed READ grant read and opened, plain calls through a sealed
-# grant refused, and a byte the granter changes, after a write or while a
-# READ grant is out, detected on both sides with the bytes wiped.
+# grant refused, and a byte the granter changes (after a write, or while a
+# READ grant is out) or a forger writes through another window, detected
+# with the bytes wiped.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -59,6 +60,7 @@ for aead in aes chacha; do
 	expect_match "$out" '^RESULT plain-on-sealed=value out of range$' "rsec_write went through a sealed grant ($aead)"
 	expect_match "$out" '^RESULT sealed-write=opened 200000$' "the granter did not open the sealed write ($aead)"
 	expect_match "$out" '^RESULT tamper-write=detected$' "a byte changed after a sealed write went unnoticed ($aead)"
+	expect_match "$out" '^RESULT forged-write=detected$' "a forged write onto sealed bytes went unnoticed ($aead)"
 	expect_match "$out" '^RESULT sealed-read=opened 150000, granter restored$' "sealed read failed ($aead)"
 	expect_match "$out" '^RESULT tamper-read=message authentication failed, wiped; granter: mac wiped$' \
 		"a byte changed in a sealed READ grant went unnoticed ($aead)"

@@ -11,11 +11,14 @@
  *                        -> "ok LEN HASH" or "mac wiped" / "mac NOT wiped" / an error
  *   rgrant TAG SEED N    N pattern bytes, sealed in place, READ grant -> "granted"
  *   rflip                change a byte of the granted (sealed) range -> "flipped"
+ *   pgrant TAG N         a plain WRITE grant over the first N bytes, beside the sealed one
+ *                        (the window a forger writes through)    -> "granted"
  *   ropen                rsec_grant_open of the READ grant: plaintext back -> as wopen
  * The client prints one "RESULT name=value" line per scenario:
  *   plain-on-sealed   rsec_write through a sealed grant is refused
  *   sealed-write      200000 bytes (4 chunks) sealed, written, opened by the granter, same hash
  *   tamper-write      the granter changes a byte after the write: RSEC_E_MAC, range wiped
+ *   forged-write      8 bytes written through another window onto a sealed write: refused, wiped
  *   sealed-read       150000 bytes read through a sealed READ grant and opened; the granter
  *                     gets its plaintext back
  *   tamper-read       the granter changes a byte while granted: the reader gets RSEC_E_MAC
@@ -94,6 +97,10 @@ static void answer(struct served *s, const char *req)
 		s->span = rsec_sealed_len(n);
 		check_must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
 		     "sealed read grant", s->c);
+		snprintf(reply, sizeof(reply), "granted");
+	} else if (sscanf(req, "pgrant %llu %llu", &tag, &n) == 2) {
+		uint64_t plain_id;
+		check_must(rsec_grant(s->c, s->r, 0, n, RSEC_ACCESS_WRITE, 0, tag, &plain_id), "plain grant", s->c);
 		snprintf(reply, sizeof(reply), "granted");
 	} else if (strcmp(req, "rflip") == 0) {
 		mem[s->span / 2] ^= 0x01;
@@ -208,6 +215,14 @@ static void scenario_write(struct rsec_conn *c)
 	check_must(rsec_write_sealed(c, &g, 0, text, sizeof(text), TIMEOUT_MS), "sealed write", c);
 	request(c, "wopen 1", reply, sizeof(reply));
 	check_result("tamper-write", "%s", strcmp(reply, "mac wiped") == 0 ? "detected" : reply);
+
+	/* A forger with a window over the same bytes overwrites part of a sealed write. */
+	struct rsec_remote_grant sealed = grant(c, "wgrant 16 64", 16);
+	struct rsec_remote_grant plain = grant(c, "pgrant 17 64", 17);
+	check_must(rsec_write_sealed(c, &sealed, 0, text, sizeof(text), TIMEOUT_MS), "sealed write", c);
+	check_must(rsec_write(c, &plain, 8, "FORGED!!", 8, TIMEOUT_MS), "forged write", c);
+	request(c, "wopen 0", reply, sizeof(reply));
+	check_result("forged-write", "%s", strcmp(reply, "mac wiped") == 0 ? "detected" : reply);
 }
 
 static void scenario_read(struct rsec_conn *c)
