@@ -19,7 +19,9 @@ import os
 import re
 import sys
 
-TESTS = ("send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat")
+TESTS = ("send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat")
+# rdmasec-bench tests measured against another test's perftest rows.
+REFERENCE = {"sealed_read_lat": "read_lat"}
 AEADS = ("aes-256-gcm", "chacha20-poly1305")
 SEAL_SIZES = (64, 4096, 65536)
 
@@ -127,7 +129,7 @@ def fabric_rows(raw, sizes):
         lat = test.endswith("_lat")
         key = "t_typical" if lat else "bw_avg"
         for size, iters in sizes:
-            p = row_of(os.path.join(raw, "perftest-%s-%d.txt" % (test, size)), size)
+            p = row_of(os.path.join(raw, "perftest-%s-%d.txt" % (REFERENCE.get(test, test), size)), size)
             r = row_of(os.path.join(raw, "rdmasec-%s.txt" % test), size)
             if p is None and r is None:
                 continue
@@ -304,13 +306,14 @@ def svg_panel(x0, title, unit, series, sizes):
 
 def write_svg(path, res):
     sizes = sorted({r["bytes"] for r in res["fabric"]})
-    colors = {"send": "#1f77b4", "write": "#d62728", "read": "#2ca02c"}
+    colors = {"send": "#1f77b4", "write": "#d62728", "read": "#2ca02c", "sealed": "#9467bd"}
     panels = []
     for x0, kind, title, unit in ((0, "_bw", "Bandwidth (BW average)", "MB/s"),
                                   (460, "_lat", "Latency (t_typical)", "us")):
         series = []
         for test in (t for t in TESTS if t.endswith(kind)):
-            for tool in ("perftest", "rdmasec"):
+            # A test measured against another's perftest rows draws only its own line.
+            for tool in ("rdmasec",) if test in REFERENCE else ("perftest", "rdmasec"):
                 by = {r["bytes"]: r[tool] for r in res["fabric"] if r["test"] == test}
                 series.append({"test": test, "tool": tool, "color": colors[test.split("_")[0]],
                                "values": [by.get(s) for s in sizes]})

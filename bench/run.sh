@@ -20,7 +20,8 @@
 #   BENCH_TX_DEPTH     -t of every bandwidth test, perftest's and rdmasec-bench's write and read
 #                      (default 128, perftest's)
 #   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
-#   BENCH_TESTS        subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,connect,qpn,seal
+#   BENCH_TESTS        subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,
+#                      connect,qpn,seal
 #                      (default: all)
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
@@ -34,7 +35,7 @@ conns=${BENCH_CONNECTIONS:-20}
 poll=${BENCH_POLL:-busy}
 tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
-all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,connect,qpn,seal
+all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,connect,qpn,seal
 tests=${BENCH_TESTS:-$all_tests}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
 
@@ -82,8 +83,12 @@ snapshot() {
 }
 
 fabric_part() {
-	local fabric_tests=${tests//,seal/}
-	[ -n "${fabric_tests//seal/}" ] || return 0
+	# Every test but seal, which runs natively.
+	local fabric_tests='' t
+	for t in ${tests//,/ }; do
+		[ "$t" = seal ] || fabric_tests+=${fabric_tests:+,}$t
+	done
+	[ -n "$fabric_tests" ] || return 0
 	"$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
 	echo "== on the fabric (one boot): perftest and rdmasec-bench side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \

@@ -27,9 +27,11 @@ static void round_trip_every_message(void **state)
 	struct bench_msg in[] = {
 		{ .type = BENCH_MSG_PARAMS, .params = good_params },
 		{ .type = BENCH_MSG_PARAMS,
-		  .params = { .version = 1, .op = BENCH_OP_CONNECT, .lat = 1, .iters = 10, .round = 10 } },
+		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_CONNECT, .lat = 1, .iters = 10, .round = 10 } },
 		{ .type = BENCH_MSG_PARAMS,
-		  .params = { .version = 1, .op = BENCH_OP_READ, .size = BENCH_SIZE_MAX, .duration_ms = 1000 } },
+		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_READ, .size = BENCH_SIZE_MAX, .duration_ms = 1000 } },
+		{ .type = BENCH_MSG_PARAMS,
+		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_READ, .lat = 1, .sealed = 1, .size = 4096, .iters = 9 } },
 		{ .type = BENCH_MSG_READY, .tag = UINT64_MAX },
 		{ .type = BENCH_MSG_END, .iters = BENCH_COUNT_MAX },
 		{ .type = BENCH_MSG_RESULT, .result = { 5, UINT64_MAX, { 1, BENCH_COUNT_MAX } } },
@@ -111,24 +113,26 @@ static void params_limits(void **state)
 		struct bench_params p;
 		const char *why;
 	} bad[] = {
-		{ { .version = 2, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
-		{ { .version = 1, .op = 0, .size = 1, .iters = 1 }, "unknown operation" },
-		{ { .version = 1, .op = 5, .size = 1, .iters = 1 }, "unknown operation" },
-		{ { .version = 1, .op = 1, .lat = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
-		{ { .version = 1, .op = 1, .poll = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
-		{ { .version = 1, .op = 1, .size = 1 }, "need exactly one of iterations and duration" },
-		{ { .version = 1, .op = 1, .size = 1, .iters = 1, .duration_ms = 1 },
+		{ { .version = 1, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for read only" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for read only" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 0, .size = 1, .iters = 1 }, "unknown operation" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 5, .size = 1, .iters = 1 }, "unknown operation" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .lat = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .poll = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1 }, "need exactly one of iterations and duration" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 1, .duration_ms = 1 },
 		  "need exactly one of iterations and duration" },
-		{ { .version = 1, .op = 1, .size = 1, .iters = BENCH_ITERS_MAX + 1 }, "iterations or duration out of range" },
-		{ { .version = 1, .op = 1, .size = 1, .duration_ms = BENCH_DURATION_MS_MAX + 1 },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = BENCH_ITERS_MAX + 1 }, "iterations or duration out of range" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .duration_ms = BENCH_DURATION_MS_MAX + 1 },
 		  "iterations or duration out of range" },
-		{ { .version = 1, .op = 2, .size = 0, .iters = 1 }, "size out of range" },
-		{ { .version = 1, .op = 3, .size = BENCH_SIZE_MAX + 1, .iters = 1 }, "size out of range" },
-		{ { .version = 1, .op = 1, .size = 1, .iters = 2, .round = 1 }, "round is for connect only" },
-		{ { .version = 1, .op = 4, .size = 1, .iters = 2, .round = 1 }, "bad connect round" },
-		{ { .version = 1, .op = 4, .iters = 2, .round = 0 }, "bad connect round" },
-		{ { .version = 1, .op = 4, .iters = 2, .round = 3 }, "bad connect round" },
-		{ { .version = 1, .op = 4, .duration_ms = 5, .round = 1 }, "bad connect round" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 2, .size = 0, .iters = 1 }, "size out of range" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 3, .size = BENCH_SIZE_MAX + 1, .iters = 1 }, "size out of range" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 2, .round = 1 }, "round is for connect only" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 4, .size = 1, .iters = 2, .round = 1 }, "bad connect round" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 0 }, "bad connect round" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 3 }, "bad connect round" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 4, .duration_ms = 5, .round = 1 }, "bad connect round" },
 	};
 	assert_null(bench_params_check(&good_params));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -143,13 +147,14 @@ static void params_limits(void **state)
 		buf[2] = bad[i].p.op;
 		buf[3] = bad[i].p.lat;
 		buf[4] = bad[i].p.poll;
+		buf[5] = bad[i].p.sealed;
 		for (int b = 0; b < 8; b++) {
-			buf[5 + b] = (uint8_t)(bad[i].p.size >> (56 - 8 * b));
-			buf[13 + b] = (uint8_t)(bad[i].p.iters >> (56 - 8 * b));
-			buf[25 + b] = (uint8_t)(bad[i].p.round >> (56 - 8 * b));
+			buf[6 + b] = (uint8_t)(bad[i].p.size >> (56 - 8 * b));
+			buf[14 + b] = (uint8_t)(bad[i].p.iters >> (56 - 8 * b));
+			buf[26 + b] = (uint8_t)(bad[i].p.round >> (56 - 8 * b));
 		}
 		for (int b = 0; b < 4; b++)
-			buf[21 + b] = (uint8_t)(bad[i].p.duration_ms >> (24 - 8 * b));
+			buf[22 + b] = (uint8_t)(bad[i].p.duration_ms >> (24 - 8 * b));
 		const char *why;
 		assert_false(bench_decode(buf, n, &m, &why));
 		assert_string_equal(why, bad[i].why);

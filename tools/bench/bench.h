@@ -25,7 +25,7 @@
 
 /* Options given on the command line (BENCH_SET_*: which test parameters were). */
 enum bench_set { BENCH_SET_OP = 1, BENCH_SET_LAT = 2, BENCH_SET_SIZE = 4, BENCH_SET_ITERS = 8,
-		 BENCH_SET_DURATION = 16, BENCH_SET_POLL = 32 };
+		 BENCH_SET_DURATION = 16, BENCH_SET_POLL = 32, BENCH_SET_SEALED = 64 };
 
 struct bench_opts {
 	unsigned set;            /* enum bench_set */
@@ -39,6 +39,7 @@ struct bench_opts {
 	uint64_t tx_depth, cq_mod, qps; /* tx_depth, cq_mod: 0 until check_combos sets the defaults */
 	enum bench_poll poll;           /* this side's waits: the context's poll_mode */
 	bool no_resume;                 /* full TLS handshakes only (the context's tls_resume_s 0) */
+	bool sealed;                    /* read through a sealed grant (rsec_read_sealed), one at a time */
 	const char *host;        /* NULL: serve */
 	const char *source, *device, *json_path;
 	uint16_t port;

@@ -78,6 +78,8 @@ const char *bench_params_check(const struct bench_params *p)
 		return "unknown operation";
 	if (p->lat > 1 || p->poll > BENCH_POLL_BUSY)
 		return "bad test or poll mode";
+	if (p->sealed > 1 || (p->sealed && p->op != BENCH_OP_READ))
+		return "sealed is for read only";
 	if ((p->iters == 0) == (p->duration_ms == 0))
 		return "need exactly one of iterations and duration";
 	if (p->iters > BENCH_ITERS_MAX || p->duration_ms > BENCH_DURATION_MS_MAX)
@@ -135,7 +137,7 @@ static bool known_type(uint8_t t)
 static bool read_params(struct cursor *c, struct bench_params *p)
 {
 	return get_u8(c, &p->version) && get_u8(c, &p->op) && get_u8(c, &p->lat) && get_u8(c, &p->poll) &&
-	       get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
+	       get_u8(c, &p->sealed) && get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
 	       get_u64(c, &p->round);
 }
 
@@ -206,7 +208,7 @@ bad:
 static bool write_params(struct cursor *c, const struct bench_params *p)
 {
 	return put_be(c, 1, p->version) && put_be(c, 1, p->op) && put_be(c, 1, p->lat) && put_be(c, 1, p->poll) &&
-	       put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
+	       put_be(c, 1, p->sealed) && put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
 	       put_be(c, 8, p->round);
 }
 

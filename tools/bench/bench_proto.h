@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BENCH_PROTO_VERSION 1
+#define BENCH_PROTO_VERSION 2 /* 2: PARAMS carries sealed */
 #define BENCH_SIZE_MAX (16u << 20)         /* librdmasec's default max_msg */
 #define BENCH_ITERS_MAX 10000000u          /* latency keeps one sample each */
 #define BENCH_DURATION_MS_MAX 3600000u
@@ -46,6 +46,7 @@ struct bench_params {
 	uint8_t op;          /* enum bench_op */
 	uint8_t lat;         /* 0: bandwidth, 1: latency */
 	uint8_t poll;        /* enum bench_poll */
+	uint8_t sealed;      /* 1: read through a sealed grant (rsec_read_sealed); read only */
 	uint64_t size;       /* bytes per operation; 0 for connect */
 	uint64_t iters;      /* 0 with a duration */
 	uint32_t duration_ms; /* 0 with iterations; never for connect */

@@ -22,7 +22,7 @@ struct client {
 	uint64_t max_size, max_iters;
 	struct rsec_ctx *ctx;
 	struct bench_conn bc;
-	uint8_t *data;      /* send: what we send; byte 0 is DATA's type */
+	uint8_t *data;      /* send: what we send; byte 0 is DATA's type; --sealed: where we read */
 	struct rsec_region *region; /* write, read: what we write, or where we read */
 	struct rsec_wr *wr; /* write, read: one batch of work requests (tx_depth) */
 	struct rsec_wc *wc; /* ... and of completions */
@@ -43,6 +43,20 @@ typedef int (*op_fn)(struct test *t);
 static int op_send(struct test *t)
 {
 	return bconn_send(&t->cl->bc, t->cl->data, t->p->size, "send");
+}
+
+/* --sealed: the whole sealed grant read (its ciphertext and tags) and opened; one at a time. */
+static int op_read_sealed(struct test *t)
+{
+	struct client *cl = t->cl;
+	size_t len = 0;
+	int rc = rsec_read_sealed(cl->bc.c, &t->g, cl->data, rsec_sealed_len(t->p->size), &len, cl->o->timeout_ms);
+	if (rc == 0 && len != t->p->size)
+		rc = RSEC_E_PROTO;
+	if (rc < 0)
+		fprintf(stderr, "%s: rsec_read_sealed: %s (%zu bytes opened; %s)\n", PROG, rsec_strerror(rc), len,
+			rsec_conn_error(cl->bc.c));
+	return rc;
 }
 
 static int op_pingpong(struct test *t)
@@ -103,7 +117,7 @@ size_t bench_plan(const struct bench_opts *o, struct bench_step steps[static BEN
 static struct bench_params params_for(const struct bench_opts *o, const struct bench_step *step)
 {
 	return (struct bench_params){ .version = BENCH_PROTO_VERSION, .op = (uint8_t)o->op, .lat = o->lat,
-				      .poll = (uint8_t)o->poll, .size = step->size, .iters = step->iters,
+				      .poll = (uint8_t)o->poll, .sealed = o->sealed, .size = step->size, .iters = step->iters,
 				      .duration_ms = o->duration_ms };
 }
 
@@ -316,7 +330,9 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 	*row = (struct bench_row){ .bytes = step->size, .lat = p.lat, .duration = p.duration_ms != 0 };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
 	int rc = start_test(&t);
-	if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
+	if (rc == 0 && p.sealed)
+		rc = run_loop(&t, op_read_sealed, row, &best_ns);
+	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
 		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
 	else if (rc == 0)
 		rc = run_loop(&t, p.lat ? op->lat : op->bw, row, &best_ns);
@@ -396,15 +412,19 @@ static void banner(const struct client *cl, const struct client_op *op)
 	printf("                    rdmasec %s\n", o->lat ? op->lat_title : op->bw_title);
 	printf(" Device          : %s\t\tPoll           : %s\n", rsec_ctx_device(cl->ctx),
 	       o->poll == BENCH_POLL_BUSY ? "busy" : "event");
-	if (o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ)
+	if (o->sealed)
+		printf(" Number of qps   : 1\t\tTX depth       : 1\n Local buffer    : registered per read "
+		       "(rsec_read_sealed)\n");
+	else if (o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ)
 		printf(" Number of qps   : 1\t\tTX depth       : %llu\n CQ Moderation   : %llu\t\tLocal buffer   : "
 		       "one region, registered once\n",
 		       (unsigned long long)(o->lat ? 1 : o->tx_depth), (unsigned long long)(o->lat ? 1 : o->cq_mod));
 	else
 		printf(" Number of qps   : 1\t\tTX depth       : %s\n",
 		       o->op == BENCH_OP_SEND ? "receiver's credits" : "1");
-	printf(" Protection      : TLS 1.3 set-up, %s messages, grants\n",
-	       o->aead == RSEC_AEAD_CHACHA20_POLY1305 ? "ChaCha20-Poly1305" : "AES-256-GCM");
+	printf(" Protection      : TLS 1.3 set-up, %s messages, %s\n",
+	       o->aead == RSEC_AEAD_CHACHA20_POLY1305 ? "ChaCha20-Poly1305" : "AES-256-GCM",
+	       o->sealed ? "a sealed grant (data encrypted)" : "grants");
 	printf(" CPU time        : %s, per operation\n",
 	       o->op == BENCH_OP_CONNECT ? "whole process" : "calling thread");
 	if (cl->bc.c)
@@ -467,7 +487,7 @@ static int alloc_buffers(struct client *cl)
 		if (cl->steps[i].iters > cl->max_iters)
 			cl->max_iters = cl->steps[i].iters;
 	}
-	size_t max = o->op == BENCH_OP_SEND ? (size_t)cl->max_size : 1;
+	size_t max = o->op == BENCH_OP_SEND ? (size_t)cl->max_size : o->sealed ? rsec_sealed_len(cl->max_size) : 1;
 	cl->data = malloc(max);
 	if (o->lat && cl->max_iters)
 		cl->samples = calloc(cl->max_iters, sizeof(*cl->samples));

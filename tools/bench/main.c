@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --certs DIR [--op send|write|read|connect] [--lat] [-s SIZE | -a]\n"
 		"                     [-n ITERS | -D SECS] [-t TX_DEPTH] [-Q CQ_MOD] [-q QPS] [--poll busy|event]\n"
-		"                     [--no-resume] [--source ADDR] [--port P] [--json FILE] [HOST]\n"
+		"                     [--sealed] [--no-resume] [--source ADDR] [--port P] [--json FILE] [HOST]\n"
 		"\n"
 		"perftest for rdmasec: without HOST, serve one client; with HOST, connect to it, run the\n"
 		"test and print perftest's result rows (ib_send_bw, ib_send_lat, ... column layout), then\n"
@@ -46,6 +46,10 @@ static void usage(FILE *f)
 		"                         completion queues (default for send, write and read, as perftest;\n"
 		"                         a server of write or read has no completions and defaults to event);\n"
 		"                         event: sleep on the completion channel (default for connect)\n"
+		"      --sealed           read: through a sealed grant (RSEC_GRANT_SEALED): each operation is\n"
+		"                         rsec_read_sealed, a READ of the ciphertext and its opening, one at a\n"
+		"                         time (no -t, -Q); write is refused: a sealed write grant carries one\n"
+		"                         transfer, which its granter opens\n"
 		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
 		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
@@ -189,6 +193,14 @@ static bool opt_source(struct bench_opts *o, const char *a)
 	return true;
 }
 
+static bool opt_sealed(struct bench_opts *o, const char *a)
+{
+	(void)a;
+	o->sealed = true;
+	o->set |= BENCH_SET_SEALED;
+	return true;
+}
+
 static bool opt_no_resume(struct bench_opts *o, const char *a)
 {
 	(void)a;
@@ -266,6 +278,7 @@ static const struct handler {
 	{ { "cq-mod", required_argument, NULL, 'Q' }, opt_cq_mod },
 	{ { "qps", required_argument, NULL, 'q' }, opt_qps },
 	{ { "poll", required_argument, NULL, 'P' }, opt_poll },
+	{ { "sealed", no_argument, NULL, 'E' }, opt_sealed },
 	{ { "no-resume", no_argument, NULL, 'R' }, opt_no_resume },
 	{ { "source", required_argument, NULL, 'S' }, opt_source },
 	{ { "port", required_argument, NULL, 'p' }, opt_port },
@@ -305,6 +318,11 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("-Q is for bandwidth: a latency test asks for every completion");
 	if (o->poll == BENCH_POLL_BUSY && o->op == BENCH_OP_CONNECT)
 		return fail_combo("--poll busy is not for --op connect: set-up sleeps on its sockets");
+	if (o->sealed && o->op != BENCH_OP_READ)
+		return fail_combo("--sealed is for --op read: a sealed WRITE grant carries one transfer, which "
+				  "its granter opens (rsec_grant_open), and rdmasec-bench has no grant per operation");
+	if (o->sealed && (o->tx_depth > 1 || o->cq_mod > 1))
+		return fail_combo("--sealed reads one at a time (rsec_read_sealed): no -t or -Q");
 	return true;
 }
 
@@ -317,7 +335,7 @@ static void set_defaults(struct bench_opts *o)
 	if (!one_sided(o))
 		return;
 	if (!o->tx_depth)
-		o->tx_depth = o->lat ? 1 : BENCH_DEFAULT_TX_DEPTH;
+		o->tx_depth = o->lat || o->sealed ? 1 : BENCH_DEFAULT_TX_DEPTH;
 	if (!o->cq_mod)
 		o->cq_mod = BENCH_DEFAULT_CQ_MOD;
 	if (o->cq_mod > o->tx_depth)

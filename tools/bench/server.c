@@ -81,6 +81,8 @@ static const char *params_refused(const struct bench_opts *o, const struct bench
 		return "this server was started for another --op";
 	if ((o->set & BENCH_SET_LAT) && p->lat != o->lat)
 		return "this server was started for another test (--lat)";
+	if ((o->set & BENCH_SET_SEALED) && p->sealed != o->sealed)
+		return "this server was started for another test (--sealed)";
 	if (!size_allowed(o, p->size))
 		return "this server was started for other sizes (-s, -a)";
 	if ((o->set & BENCH_SET_ITERS) && !in_list(o->iters, o->niters, p->iters))
@@ -198,9 +200,12 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 	struct rsec_region *r = NULL;
 	uint64_t grant_id = 0, start = bench_now_ns();
 	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = ++s->next_tag };
-	int rc = rsec_region_alloc(bc->c, p->size, GRANT_ACCESS, &r);
+	/* Sealed: the region's (zeroed) bytes sealed in place, tags after them. */
+	size_t span = p->sealed ? rsec_sealed_len(p->size) : p->size;
+	unsigned access = p->sealed ? RSEC_ACCESS_READ | RSEC_GRANT_SEALED : GRANT_ACCESS;
+	int rc = rsec_region_alloc(bc->c, span, GRANT_ACCESS, &r);
 	if (rc == 0)
-		rc = rsec_grant(bc->c, r, 0, p->size, GRANT_ACCESS, 0, m.tag, &grant_id);
+		rc = rsec_grant(bc->c, r, 0, span, access, 0, m.tag, &grant_id);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot grant %llu bytes: %s\n", PROG, (unsigned long long)p->size, rsec_strerror(rc));
 		bconn_send_error(bc, "the server cannot grant a region of that size");
