@@ -8,8 +8,10 @@
  * certificate check forever. The server writes the time of the last full
  * handshake into each ticket (ticket app data, sealed with the ticket) and
  * refuses tickets whose authentication is older than the lifetime, or whose
- * certificate has expired since; the client applies the same rule to the
- * server's certificate before it offers a ticket.
+ * certificate has expired since. The client applies the same rule to the
+ * server's certificate before it offers a ticket: each cached ticket keeps
+ * the time of the full handshake it descends from (a ticket that arrives on
+ * a resumed connection inherits the offered ticket's).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +30,14 @@ struct resume_slot {
 	char dest[RSEC_TLS_RESUME_DEST_MAX];
 	SSL_SESSION *sess; /* NULL: free */
 	uint64_t stored;   /* insertion order, for eviction */
+	uint64_t auth_s;   /* when the server's certificate was last checked (time()) */
+};
+
+/* What a client SSL carries for its tickets: where it goes, and what it offered. */
+struct resume_note {
+	char dest[RSEC_TLS_RESUME_DEST_MAX];
+	bool offered;
+	uint64_t offered_auth_s;
 };
 
 struct resume_cache {
@@ -44,7 +54,7 @@ struct resume_server {
 static CRYPTO_ONCE once = CRYPTO_ONCE_STATIC_INIT;
 static int cache_index = -1;  /* SSL_CTX: struct resume_cache (client) */
 static int server_index = -1; /* SSL_CTX: struct resume_server */
-static int dest_index = -1;   /* SSL: the destination string (client) */
+static int note_index = -1;   /* SSL: struct resume_note (client) */
 
 static void cache_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
@@ -68,13 +78,13 @@ static void make_indices(void)
 {
 	cache_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, cache_free);
 	server_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, plain_free);
-	dest_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, plain_free);
+	note_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, plain_free);
 }
 
 static bool indices(void)
 {
 	return CRYPTO_THREAD_run_once(&once, make_indices) && cache_index >= 0 && server_index >= 0 &&
-	       dest_index >= 0;
+	       note_index >= 0;
 }
 
 /* The peer certificate a session carries is still within its validity. */
@@ -175,9 +185,12 @@ int rsec_tls_resume_server(SSL_CTX *ctx, uint32_t lifetime_s)
 static int on_new_session(SSL *ssl, SSL_SESSION *fresh)
 {
 	struct resume_cache *c = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), cache_index);
-	const char *dest = SSL_get_ex_data(ssl, dest_index);
-	if (!c || !dest || !SSL_SESSION_is_resumable(fresh))
+	const struct resume_note *note = SSL_get_ex_data(ssl, note_index);
+	if (!c || !note || !SSL_SESSION_is_resumable(fresh))
 		return 0;
+	const char *dest = note->dest;
+	/* Resumed: no certificate was checked now, the offered ticket's check still counts. */
+	uint64_t auth_s = SSL_session_reused(ssl) && note->offered ? note->offered_auth_s : (uint64_t)time(NULL);
 	SSL_SESSION *sess = SSL_SESSION_dup(fresh);
 	if (!sess)
 		return 0; /* no resumption next time: a full handshake, nothing worse */
@@ -198,6 +211,7 @@ static int on_new_session(SSL *ssl, SSL_SESSION *fresh)
 	SSL_SESSION_free(use->sess);
 	use->sess = sess;
 	use->stored = ++c->clock;
+	use->auth_s = auth_s;
 	snprintf(use->dest, sizeof(use->dest), "%s", dest);
 	pthread_mutex_unlock(&c->lock);
 	return 0; /* OpenSSL keeps its own reference to fresh */
@@ -225,14 +239,15 @@ int rsec_tls_resume_client(SSL_CTX *ctx, uint32_t lifetime_s)
 	return 0;
 }
 
-/* Takes dest's ticket out of the cache; NULL when none or no longer usable. */
-static SSL_SESSION *take(struct resume_cache *c, const char *dest)
+/* Takes dest's ticket out of the cache, with its *auth_s; NULL when none or no longer usable. */
+static SSL_SESSION *take(struct resume_cache *c, const char *dest, uint64_t *auth_s)
 {
 	SSL_SESSION *sess = NULL;
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < RSEC_TLS_RESUME_SLOTS; i++) {
 		if (c->slot[i].sess && strcmp(c->slot[i].dest, dest) == 0) {
 			sess = c->slot[i].sess;
+			*auth_s = c->slot[i].auth_s;
 			c->slot[i].sess = NULL;
 			break;
 		}
@@ -240,11 +255,13 @@ static SSL_SESSION *take(struct resume_cache *c, const char *dest)
 	pthread_mutex_unlock(&c->lock);
 	if (!sess)
 		return NULL;
-	/* The server's ticket lifetime (RFC 8446 §4.6.1) and ours, whichever ends first. */
+	/* The server's ticket lifetime (RFC 8446 §4.6.1) bounds the ticket's age;
+	 * it and ours, whichever ends first, bound the certificate check's. */
 	unsigned long hint = SSL_SESSION_get_ticket_lifetime_hint(sess);
 	uint32_t life = hint > 0 && hint < c->lifetime_s ? (uint32_t)hint : c->lifetime_s;
 	if (!SSL_SESSION_is_resumable(sess) || SSL_SESSION_get_time(sess) < 0 ||
-	    !younger_than((uint64_t)SSL_SESSION_get_time(sess), life) || !peer_still_valid(sess)) {
+	    !younger_than((uint64_t)SSL_SESSION_get_time(sess), life) || !younger_than(*auth_s, life) ||
+	    !peer_still_valid(sess)) {
 		SSL_SESSION_free(sess);
 		return NULL;
 	}
@@ -258,16 +275,20 @@ int rsec_tls_resume_prepare(SSL *ssl, const char *dest)
 	size_t n = strlen(dest);
 	if (!c || n == 0 || n >= RSEC_TLS_RESUME_DEST_MAX)
 		return 0;
-	char *copy = OPENSSL_strndup(dest, n);
-	if (!copy || !SSL_set_ex_data(ssl, dest_index, copy)) {
-		OPENSSL_free(copy);
+	struct resume_note *note = OPENSSL_zalloc(sizeof(*note));
+	if (!note || !SSL_set_ex_data(ssl, note_index, note)) {
+		OPENSSL_free(note);
 		return RSEC_E_NOMEM;
 	}
-	SSL_SESSION *sess = take(c, dest);
+	memcpy(note->dest, dest, n + 1);
+	uint64_t auth_s = 0;
+	SSL_SESSION *sess = take(c, dest, &auth_s);
 	if (!sess)
 		return 0;
 	int ok = SSL_set_session(ssl, sess);
 	SSL_SESSION_free(sess); /* ssl holds its own reference */
+	note->offered = ok;
+	note->offered_auth_s = auth_s;
 	return ok ? 0 : RSEC_E_TLS;
 }
 

@@ -422,31 +422,143 @@ static void resumption_is_refused_where_it_does_not_belong(void **state)
 	done(&c, &s);
 }
 
+/* The raw client's newest ticket (OpenSSL hands TLS 1.3 tickets to the new-session callback). */
+static SSL_SESSION *raw_last_ticket;
+
+static int raw_keep_ticket(SSL *ssl, SSL_SESSION *sess)
+{
+	(void)ssl;
+	SSL_SESSION_free(raw_last_ticket);
+	/* A copy: OpenSSL spoils the connection's own session when it ends without close_notify. */
+	raw_last_ticket = SSL_SESSION_dup(sess);
+	return 0;
+}
+
+/* A plain OpenSSL client with the main client's certificate: unlike ours, it offers any session it is given. */
+static SSL_CTX *raw_client_ctx(void)
+{
+	struct side c;
+	certs(&c, false, "main", "main", "client");
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	assert_non_null(ctx);
+	assert_int_equal(SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION), 1);
+	assert_int_equal(SSL_CTX_load_verify_locations(ctx, c.ca, NULL), 1);
+	assert_int_equal(SSL_CTX_use_certificate_chain_file(ctx, c.cert), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey_file(ctx, c.key, SSL_FILETYPE_PEM), 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, raw_keep_ticket);
+	return ctx;
+}
+
+/* The raw client, offering sess (or nothing), against our server s; s->rc says how it went. */
+static SSL *raw_connect(SSL_CTX *cctx, SSL_SESSION *sess, struct side *s)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	SSL *r = SSL_new(cctx);
+	assert_non_null(r);
+	assert_int_equal(SSL_set_fd(r, sv[0]), 1);
+	SSL_set_connect_state(r);
+	if (sess)
+		assert_int_equal(SSL_set_session(r, sess), 1);
+	assert_int_equal(rsec_tls_new(s->ctx, sv[1], &s->o, &s->ssl), 0);
+	s->rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && s->rc == RSEC_E_AGAIN; i++) {
+		bool ww;
+		(void)SSL_do_handshake(r);
+		s->rc = rsec_tls_handshake_step(s->ssl, &ww);
+	}
+	(void)SSL_do_handshake(r); /* the server's last flight */
+	return r;
+}
+
+/* The session holding the ticket our server sends after the handshake. */
+static SSL_SESSION *raw_ticket(SSL *r, struct side *s)
+{
+	assert_int_equal(rsec_tls_write_all(s->ssl, "t", 1, 1000), 0);
+	char b;
+	int n = 0;
+	for (int i = 0; i < 100 && n != 1; i++)
+		n = SSL_read(r, &b, 1);
+	assert_int_equal(n, 1);
+	SSL_SESSION *sess = raw_last_ticket;
+	raw_last_ticket = NULL;
+	assert_non_null(sess);
+	return sess;
+}
+
+static void raw_done(SSL *r, struct side *s)
+{
+	close(SSL_get_fd(r));
+	close(SSL_get_fd(s->ssl));
+	SSL_free(r);
+	SSL_free(s->ssl);
+	s->ssl = NULL;
+}
+
 /*
- * Lifetime 2 s, counted from the full handshake: a resumption at 1 s works
- * and brings a new ticket, but that ticket is refused at 2.5 s although it is
- * only 1.5 s old, because the certificates were checked 2.5 s ago.
+ * The server's lifetime (3 s) counts from the certificate check, whatever
+ * the client offers: a resumption at 1.6 s works and brings a new ticket,
+ * which is refused at 3.2 s although it is only 1.6 s old. The raw client
+ * offers it regardless, so only the server's rule can refuse it. Ages are
+ * whole seconds (time()): a gap under 2 s is less than 3 for sure, and a
+ * sum over 3 s is at least 3.
  */
-static void lifetime_counts_from_the_certificate_check(void **state)
+static void server_lifetime_counts_from_the_certificate_check(void **state)
+{
+	(void)state;
+	struct side s;
+	char err[256];
+	certs(&s, true, "main", "main", "server");
+	s.o.resume_s = 3;
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), 0);
+	SSL_CTX *cctx = raw_client_ctx();
+	SSL *r = raw_connect(cctx, NULL, &s);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	SSL_SESSION *ticket = raw_ticket(r, &s);
+	raw_done(r, &s);
+
+	struct timespec gap = { 1, 600000000 };
+	nanosleep(&gap, NULL);
+	r = raw_connect(cctx, ticket, &s);
+	assert_int_equal(s.rc, 0);
+	assert_true(rsec_tls_resumed(s.ssl));
+	SSL_SESSION_free(ticket);
+	ticket = raw_ticket(r, &s);
+	raw_done(r, &s);
+
+	nanosleep(&gap, NULL);
+	r = raw_connect(cctx, ticket, &s);
+	assert_int_equal(s.rc, 0);
+	assert_false(rsec_tls_resumed(s.ssl));
+	SSL_SESSION_free(ticket);
+	raw_done(r, &s);
+	SSL_CTX_free(cctx);
+	SSL_CTX_free(s.ctx);
+}
+
+/* The client's own lifetime counts from its last check of the server's certificate too. */
+static void client_lifetime_counts_from_the_certificate_check(void **state)
 {
 	(void)state;
 	struct side c, s;
-	ticketed(&c, &s, 60, 2);
-	struct timespec t1 = { 1, 0 }, t2 = { 1, 500000000 };
-	nanosleep(&t1, NULL);
-	again(&c, &s);
-	assert_int_equal(s.rc, 0);
-	assert_true(rsec_tls_resumed(s.ssl));
-	take_ticket(&c, &s);
-	nanosleep(&t2, NULL);
+	/* A ticket from a full handshake, past the client's 1 s: not even offered. */
+	ticketed(&c, &s, 1, 600);
+	struct timespec past = { 2, 100000000 };
+	nanosleep(&past, NULL);
 	again(&c, &s);
 	expect_full(&c, &s);
 	done(&c, &s);
 
-	/* The client's own, shorter lifetime: it does not even offer the ticket. */
-	ticketed(&c, &s, 1, 600);
-	struct timespec t3 = { 2, 100000000 };
-	nanosleep(&t3, NULL);
+	/* 3 s: resumed at 1.6 s, whose new ticket is not offered at 3.2 s (1.6 s old). */
+	ticketed(&c, &s, 3, 600);
+	struct timespec gap = { 1, 600000000 };
+	nanosleep(&gap, NULL);
+	again(&c, &s);
+	assert_true(rsec_tls_resumed(c.ssl));
+	take_ticket(&c, &s);
+	nanosleep(&gap, NULL);
 	again(&c, &s);
 	expect_full(&c, &s);
 	done(&c, &s);
@@ -515,7 +627,8 @@ int main(void)
 		cmocka_unit_test(psk_mode),
 		cmocka_unit_test(reconnect_resumes_with_both_identities),
 		cmocka_unit_test(resumption_is_refused_where_it_does_not_belong),
-		cmocka_unit_test(lifetime_counts_from_the_certificate_check),
+		cmocka_unit_test(server_lifetime_counts_from_the_certificate_check),
+		cmocka_unit_test(client_lifetime_counts_from_the_certificate_check),
 		cmocka_unit_test(tls12_peer_is_refused),
 		cmocka_unit_test(bad_credentials_are_named),
 		cmocka_unit_test(pki_files_and_modes),
