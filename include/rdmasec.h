@@ -323,10 +323,14 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
  * WRITE: the peer's rsec_write_sealed seals and writes, then tells us over
  * TLS what it wrote; rsec_grant_open revokes the grant and opens the bytes
  * in place. READ: rsec_grant seals [off, off+len) in place at once, so len
- * must be rsec_sealed_len(P), the plaintext in its first P bytes; the peer's
- * rsec_read_sealed reads and opens; our rsec_grant_open revokes the grant
- * and turns the range back into plaintext (so do rsec_revoke, expiry and
- * closing, once the window is gone). An old ciphertext written again,
+ * must be rsec_sealed_len(P), the plaintext in its first P bytes (if sealing
+ * fails, RSEC_E_CRYPTO, the range is wiped); the peer's rsec_read_sealed
+ * reads and opens; our rsec_grant_open revokes the grant and turns the range
+ * back into plaintext (so do rsec_revoke, expiry and closing, once the
+ * window is gone; if the device will not free it, the range is wiped
+ * instead). While it holds ciphertext, a sealed READ grant's range may not
+ * overlap another grant of ours, nor another grant it (RSEC_E_RANGE). An old
+ * ciphertext written again,
  * chunks moved or cut, any changed byte: the opener gets RSEC_E_MAC and the
  * range wiped, never unauthenticated bytes.
  */

@@ -337,33 +337,65 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	return 0;
 }
 
-/* Seal or open, in place, plain_len bytes of one of our grants at offset at (lib/sealed.h). */
-static RSEC_MUST_CHECK int sealed_in_place(struct rsec_conn *c, uint64_t grant_id, uint8_t *base, uint64_t at,
-					   uint64_t plain_len, const uint8_t prefix[static RSEC_SEALED_PREFIX_LEN],
-					   bool seal)
+/* Open in place what the peer's claim says it sealed into our WRITE grant g (lib/sealed.h). */
+static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct rsec_local_grant *g)
 {
 	uint8_t key[RSEC_SEALED_KEY_LEN];
-	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = grant_id, .offset = at, .plain_len = plain_len };
-	memcpy(p.prefix, prefix, sizeof(p.prefix));
-	int rc = rsec_sealed_key(c->ssl, grant_id, key);
+	struct rsec_sealed_params p = {
+		.alg = c->aead, .grant_id = g->id, .offset = g->claim_off, .plain_len = g->claim_len
+	};
+	memcpy(p.prefix, g->claim_mac, sizeof(p.prefix));
+	int rc = rsec_sealed_key(c->ssl, g->id, key);
 	if (rc == 0)
-		rc = seal ? rsec_sealed_seal(key, &p, base + at) : rsec_sealed_open(key, &p, base + at);
+		rc = rsec_sealed_open(key, &p, g->addr + g->claim_off);
+	else
+		OPENSSL_cleanse(g->addr + g->claim_off, rsec_sealed_len(g->claim_len)); /* never opened: never used */
 	OPENSSL_cleanse(key, sizeof(key));
-	OPENSSL_cleanse(&p, sizeof(p));
 	return rc;
+}
+
+/* Seal or open a sealed READ grant's whole range under its kept key. */
+static RSEC_MUST_CHECK int sealed_read_range(struct rsec_conn *c, const struct rsec_local_grant *g, bool seal)
+{
+	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = g->sealed_len };
+	memcpy(p.prefix, g->sealed_prefix, sizeof(p.prefix));
+	return seal ? rsec_sealed_seal(g->sealed_key, &p, g->addr) : rsec_sealed_open(g->sealed_key, &p, g->addr);
 }
 
 /*
  * A sealed READ grant: its range is the sealed form of a plaintext held in
  * its first bytes, sealed here before anything is exposed, under the id the
- * grant is about to get. The memory must be writable.
+ * grant is about to get (rsec_gt_activate gives the same). The key stays
+ * with the grant: a connection that fails (its TLS session gone) must still
+ * give the caller its plaintext back. The memory must be writable.
  */
 static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rsec_region *r,
 					    struct rsec_local_grant *g)
 {
+	_Static_assert(sizeof(g->sealed_key) == RSEC_SEALED_KEY_LEN, "a grant keeps one sealed-grant key");
 	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
 	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
-	return sealed_in_place(c, rsec_gt_next_id(&c->gt), g->addr, 0, g->sealed_len, g->sealed_prefix, true);
+	g->id = rsec_gt_next_id(&c->gt);
+	int rc = rsec_sealed_key(c->ssl, g->id, g->sealed_key);
+	if (rc == 0)
+		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/sealed.h) */
+	if (rc < 0)
+		OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
+	return rc;
+}
+
+/* Sealed READ bytes are ciphertext while granted: no other grant may cover
+ * them, and a sealed READ grant may not cover bytes granted otherwise. */
+static bool sealed_overlap(const struct rsec_conn *c, const uint8_t *addr, uint64_t len, bool sealed_read)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		const struct rsec_local_grant *g = &c->gt.local[i];
+		bool holds_ciphertext = g->sealed && (g->access & RSEC_ACCESS_READ) && !g->unsealed;
+		bool counts = (sealed_read && g->live) || (holds_ciphertext && (g->live || g->busy));
+		if (counts && addr < g->addr + g->len && g->addr < addr + len)
+			return true;
+	}
+	return false;
 }
 
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
@@ -378,6 +410,9 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	RSEC_GUARD(require_established(c));
 	bool by_mr;
 	RSEC_GUARD(use_mr(c, &by_mr));
+	bool sealed_read = sealed && (access & RSEC_ACCESS_READ);
+	if (sealed_overlap(c, r->addr + off, len, sealed_read))
+		return RSEC_E_RANGE;
 	unsigned idx;
 	struct rsec_local_grant *g = rsec_gt_slot(&c->gt, &idx);
 	if (!g)
@@ -389,14 +424,15 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	g->verified = verified;
 	g->sealed = sealed;
 	g->tag = tag;
-	bool sealed_read = sealed && (access & RSEC_ACCESS_READ);
 	if (sealed_read)
 		RSEC_GUARD(seal_for_reading(c, r, g));
 	int rc = by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx);
 	if (rc < 0) {
-		if (sealed_read) /* the caller's plaintext back */
-			(void)!sealed_in_place(c, rsec_gt_next_id(&c->gt), g->addr, 0, g->sealed_len, g->sealed_prefix,
-					       false);
+		if (sealed_read) { /* never exposed: the caller's plaintext back */
+			(void)!sealed_read_range(c, g, false);
+			g->unsealed = true;
+			OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
+		}
 		return rc;
 	}
 	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
@@ -410,29 +446,42 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 }
 
 /*
- * Deallocating a bound window (or the registration) revokes it at once: the
- * peer's next access fails. If the device refuses, the key may still work,
- * so the connection fails, which puts the QP in the error state.
+ * A sealed READ grant that ended (revoked, expired, opened, its connection
+ * closing) turns back into plaintext, but only when the peer can no longer
+ * read the range (unreachable: its window or registration freed, or the QP
+ * in the error state); when that is not known, the range is wiped instead.
+ * Bytes that no longer open (changed while granted) are wiped too. Once: the
+ * result stays in unseal_rc for rsec_grant_open.
  */
-/*
- * A sealed READ grant that ends (revoked, expired, opened, or its connection
- * closing) turns back into plaintext; bytes that no longer open (changed
- * since) are wiped. Once: the result stays in unseal_rc for rsec_grant_open.
- */
-static void unseal_read_grant(struct rsec_conn *c, struct rsec_local_grant *g)
+static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, bool unreachable)
 {
 	if (!g->sealed || !(g->access & RSEC_ACCESS_READ) || g->unsealed)
 		return;
 	g->unsealed = true;
-	g->unseal_rc = sealed_in_place(c, g->id, g->addr, 0, g->sealed_len, g->sealed_prefix, false);
+	const char *why = NULL;
+	if (unreachable) {
+		g->unseal_rc = sealed_read_range(c, g, false);
+		if (g->unseal_rc == RSEC_E_MAC)
+			why = "the sealed bytes changed while granted; wiped";
+		else if (g->unseal_rc < 0)
+			why = "the sealed bytes could not be opened; wiped";
+	} else {
+		OPENSSL_cleanse(g->addr, g->len);
+		g->unseal_rc = RSEC_E_VERBS;
+		why = "the peer might still reach the range (the device refused to free its window); wiped";
+	}
+	OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
 	OPENSSL_cleanse(g->sealed_prefix, sizeof(g->sealed_prefix));
-	bool ok = g->unseal_rc == 0;
-	audit_grant(c, RSEC_AUDIT_SEALED_OPEN, g, ok ? "ok" : "mismatch",
-		    ok ? NULL : "the sealed bytes changed while granted; wiped", 0, g->len);
+	audit_grant(c, RSEC_AUDIT_SEALED_OPEN, g, why ? "mismatch" : "ok", why, 0, g->len);
 	if (g->unseal_rc == RSEC_E_MAC)
 		c->data_mac_failures++;
 }
 
+/*
+ * Deallocating a bound window (or the registration) revokes it at once: the
+ * peer's next access fails. If the device refuses, the key may still work,
+ * so the connection fails, which puts the QP in the error state.
+ */
 static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
@@ -446,11 +495,11 @@ static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_gra
 	if (grant_release(g) < 0) {
 		audit_grant(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
 		int rc = rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
-		unseal_read_grant(c, g); /* the QP is in the error state now */
+		settle_sealed_read(c, g, false);
 		return rc;
 	}
 	audit_grant(c, ev, g, "ok", NULL, 0, 0);
-	unseal_read_grant(c, g); /* only once nobody can read the range any more */
+	settle_sealed_read(c, g, true); /* only once nobody can read the range any more */
 	return send_revoke(c, g->id);
 }
 
@@ -568,8 +617,7 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
-		(void)!rsec_mw_free(&g->mw);
-		unseal_read_grant(c, g);
+		settle_sealed_read(c, g, rsec_mw_free(&g->mw) == 0);
 		return 0;
 	}
 	g->rkey = g->mw.rkey;
@@ -583,7 +631,7 @@ void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 		return;
 	g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
 	if (!g->live)
-		unseal_read_grant(c, g);
+		settle_sealed_read(c, g, true); /* the window was never bound */
 }
 
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
@@ -702,7 +750,7 @@ int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint6
 	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
 	/* Where the peer says it sealed, and how. */
 	uint64_t at = g->claim_off, plain_len = g->claim_len;
-	int rc = sealed_in_place(c, g->id, g->addr, at, plain_len, g->claim_mac, false);
+	int rc = open_sealed_claim(c, g);
 	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
 	g->claim = false;
 	audit_grant(c, RSEC_AUDIT_SEALED_OPEN, g, rc == 0 ? "ok" : "mismatch",
@@ -802,16 +850,20 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 
 void rsec_grant_close(struct rsec_conn *c)
 {
-	if (c->have_qp && c->qp.qp)
-		(void)!rsec_qp_to_error(&c->qp); /* no remote access at all from here on */
+	/* No remote access at all from here on, if the device agrees. */
+	bool qp_stopped = c->have_qp && c->qp.qp && rsec_qp_to_error(&c->qp) == 0;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
-		if (!g->live)
+		if (!g->live) {
+			/* Revoked while its bind was in flight: the completion will not be processed now. */
+			if (g->busy)
+				settle_sealed_read(c, g, qp_stopped);
 			continue;
+		}
 		g->live = false;
-		unseal_read_grant(c, g);
 		bool freed = grant_release(g) == 0;
 		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
+		settle_sealed_read(c, g, freed || qp_stopped);
 		c->stats.grants_revoked++;
 	}
 }
@@ -821,6 +873,7 @@ void rsec_grant_teardown(struct rsec_conn *c)
 	/* Windows first: a registration with windows bound to it cannot go. */
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
+		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
 		if (g->busy) {
 			g->busy = false;
 			c->binds_inflight--;

@@ -47,10 +47,12 @@ struct rsec_local_grant {
 	bool claim;
 	uint64_t claim_off, claim_len;
 	uint8_t claim_mac[RSEC_SEAL_DATAMAC_LEN];
-	/* A sealed READ grant: what was sealed in place (plaintext length, prefix),
-	 * and once it ended, how turning it back into plaintext went. */
+	/* A sealed READ grant: what was sealed in place (plaintext length, prefix,
+	 * the grant's key: kept so the range can be opened whatever becomes of
+	 * the TLS session), and once it ended, how turning it back into plaintext went. */
 	uint64_t sealed_len;
 	uint8_t sealed_prefix[RSEC_WIRE_SEALED_PREFIX_LEN];
+	uint8_t sealed_key[32];
 	bool unsealed;
 	int unseal_rc;
 };

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -244,6 +246,62 @@ int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opts *o, SSL **out)
 	return 0;
 }
 
+/*
+ * OpenSSL writes to the socket with write(2), so a peer that has gone raises
+ * SIGPIPE, whose default action ends the process: a library must not let a
+ * peer do that. Every SSL call that may write (handshake steps, reads that
+ * answer the peer, writes, shutdown) runs with SIGPIPE blocked in this
+ * thread, and a SIGPIPE it raised is taken back before the mask is restored;
+ * one that was pending before is left alone. errno survives for
+ * SSL_get_error.
+ */
+struct pipe_guard {
+	sigset_t old;
+	bool was_pending;
+};
+
+static void pipe_block(struct pipe_guard *g)
+{
+	sigset_t pipe, pending;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+	(void)pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+static void pipe_restore(struct pipe_guard *g)
+{
+	int saved = errno;
+	sigset_t pipe, pending;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	if (!g->was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+		static const struct timespec now = { 0, 0 };
+		while (sigtimedwait(&pipe, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	(void)pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	errno = saved;
+}
+
+enum ssl_io { IO_HANDSHAKE, IO_READ, IO_WRITE, IO_SHUTDOWN };
+
+/* One SSL call, SIGPIPE held off (above). */
+static int ssl_io(SSL *ssl, enum ssl_io what, void *buf, size_t n, size_t *done)
+{
+	struct pipe_guard g;
+	pipe_block(&g);
+	int ret;
+	switch (what) {
+	case IO_HANDSHAKE: ret = SSL_do_handshake(ssl); break;
+	case IO_READ: ret = SSL_read_ex(ssl, buf, n, done); break;
+	case IO_WRITE: ret = SSL_write_ex(ssl, buf, n, done); break;
+	default: ret = SSL_shutdown(ssl); break;
+	}
+	pipe_restore(&g);
+	return ret;
+}
+
 /* Map an SSL_* result to our codes; *want_write says which I/O to wait for. */
 static int map_result(SSL *ssl, int ret, bool *want_write)
 {
@@ -270,7 +328,7 @@ int rsec_tls_handshake_step(SSL *ssl, bool *want_write)
 {
 	RSEC_ENSURE(ssl, RSEC_E_INVAL);
 	ERR_clear_error();
-	int ret = SSL_do_handshake(ssl);
+	int ret = ssl_io(ssl, IO_HANDSHAKE, NULL, 0, NULL);
 	if (ret == 1) {
 		if (SSL_version(ssl) != TLS1_3_VERSION)
 			return RSEC_E_TLS;
@@ -391,7 +449,7 @@ static RSEC_MUST_CHECK int transfer_all(SSL *ssl, uint8_t *p, size_t n, int time
 	while (n > 0) {
 		size_t done = 0;
 		ERR_clear_error();
-		int ret = write ? SSL_write_ex(ssl, p, n, &done) : SSL_read_ex(ssl, p, n, &done);
+		int ret = ssl_io(ssl, write ? IO_WRITE : IO_READ, p, n, &done);
 		if (ret == 1) {
 			p += done;
 			n -= done;
@@ -417,7 +475,7 @@ int rsec_tls_write_some(SSL *ssl, const void *buf, size_t n, size_t *done)
 {
 	*done = 0;
 	ERR_clear_error();
-	int ret = SSL_write_ex(ssl, buf, n, done);
+	int ret = ssl_io(ssl, IO_WRITE, (void *)(uintptr_t)buf, n, done);
 	if (ret == 1)
 		return 0;
 	return map_result(ssl, ret, NULL);
@@ -427,7 +485,7 @@ int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
 {
 	*got = 0;
 	ERR_clear_error();
-	int ret = SSL_read_ex(ssl, buf, cap, got);
+	int ret = ssl_io(ssl, IO_READ, buf, cap, got);
 	if (ret == 1)
 		return 0;
 	return map_result(ssl, ret, NULL);
@@ -441,6 +499,6 @@ int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms)
 int rsec_tls_shutdown(SSL *ssl)
 {
 	ERR_clear_error();
-	int ret = SSL_shutdown(ssl);
+	int ret = ssl_io(ssl, IO_SHUTDOWN, NULL, 0, NULL);
 	return ret >= 0 ? 0 : RSEC_E_TLS;
 }

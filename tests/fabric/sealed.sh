@@ -7,7 +7,9 @@
 # granter, a sealed READ grant read and opened, plain calls through a sealed
 # grant refused, and a byte the granter changes (after a write, or while a
 # READ grant is out) or a forger writes through another window, detected
-# with the bytes wiped.
+# with the bytes wiped; grants overlapping a sealed READ grant refused; and a
+# peer that vanishes while a sealed READ grant is out leaves the granter its
+# plaintext.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -65,8 +67,15 @@ for aead in aes chacha; do
 	expect_match "$out" '^RESULT tamper-read=message authentication failed, wiped; granter: mac wiped$' \
 		"a byte changed in a sealed READ grant went unnoticed ($aead)"
 	expect_match "$out" '^RESULT alive=yes$' "the connection did not survive detected tampering ($aead)"
+	expect_match "$out" '^RESULT overlap=overlap value out of range value out of range$' \
+		"a grant overlapping a sealed READ grant was not refused ($aead)"
+	expect_match "$out" '^RESULT vanish=granted$' "the last sealed READ grant was not made ($aead)"
 done
 expect_match "$work/run.out" '^check-server=0$' "the sealed_check server failed"
+cat "$work/check-server.out"
+# Both clients vanished with a sealed READ grant out: the granter got its plaintext back each time.
+[ "$(grep -c '^RESULT restored-after-close=yes$' "$work/check-server.out")" = 2 ] ||
+	fail "a sealed READ grant stayed encrypted after its peer vanished"
 
 cat "$work/sealed.out" "$work/plain.out"
 expect_match "$work/run.out" '^sealed=0$' "the sealed client run failed"

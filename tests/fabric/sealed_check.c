@@ -13,7 +13,12 @@
  *   rflip                change a byte of the granted (sealed) range -> "flipped"
  *   pgrant TAG N         a plain WRITE grant over the first N bytes, beside the sealed one
  *                        (the window a forger writes through)    -> "granted"
+ *   prevoke              revoke that plain grant                 -> "revoked"
  *   ropen                rsec_grant_open of the READ grant: plaintext back -> as wopen
+ *   overlap              a plain grant over a live sealed READ grant's bytes, and a sealed
+ *                        READ grant over a live plain grant's     -> "overlap RC RC"
+ * When a connection ends with a sealed READ grant out, the server prints
+ *   RESULT restored-after-close=yes|no   (the region holds its plaintext again)
  * The client prints one "RESULT name=value" line per scenario:
  *   plain-on-sealed   rsec_write through a sealed grant is refused
  *   sealed-write      200000 bytes (4 chunks) sealed, written, opened by the granter, same hash
@@ -24,6 +29,8 @@
  *   tamper-read       the granter changes a byte while granted: the reader gets RSEC_E_MAC
  *                     and a wiped buffer, the granter too
  *   alive             the connection still works after both
+ *   overlap           both overlapping grants refused (RSEC_E_RANGE)
+ *   vanish            the client exits without closing while a sealed READ grant is out (last)
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -31,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_util.h"
 #include "rdmasec.h"
@@ -61,8 +69,39 @@ struct served {
 	struct rsec_conn *c;
 	struct rsec_region *r;
 	uint64_t grant_id;
-	size_t span; /* the grant's length: the sealed form */
+	size_t span;    /* the grant's length: the sealed form */
+	uint64_t plain_id; /* pgrant's */
+	bool read_out;  /* a sealed READ grant of read_len pattern bytes (read_seed) is out */
+	uint32_t read_seed;
+	size_t read_len;
 };
+
+/* Does the region hold the plaintext of the sealed READ grant that was out? */
+static bool read_restored(const struct served *s)
+{
+	const uint8_t *mem = rsec_region_addr(s->r);
+	for (size_t i = 0; i < s->read_len; i++)
+		if (mem[i] != check_pattern_byte(s->read_seed, i))
+			return false;
+	return true;
+}
+
+/* A plain grant over a sealed READ grant's bytes, then a sealed READ grant over a plain grant's. */
+static void overlaps(struct served *s, char *reply, size_t cap)
+{
+	uint64_t sealed_id, plain_id, unused;
+	size_t span = rsec_sealed_len(1000);
+	check_must(rsec_grant(s->c, s->r, 0, span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, 90, &sealed_id), "grant",
+		   s->c);
+	int first = rsec_grant(s->c, s->r, 64, 64, RSEC_ACCESS_WRITE, 0, 91, &unused);
+	check_must(rsec_revoke(s->c, sealed_id), "revoke", s->c);
+	/* Elsewhere: the revoked grant's range stays ciphertext until its bind completes. */
+	size_t at = 2 * span;
+	check_must(rsec_grant(s->c, s->r, at, 64, RSEC_ACCESS_WRITE, 0, 92, &plain_id), "grant", s->c);
+	int second = rsec_grant(s->c, s->r, at, span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, 93, &unused);
+	check_must(rsec_revoke(s->c, plain_id), "revoke", s->c);
+	snprintf(reply, cap, "overlap %s %s", rsec_strerror(first), rsec_strerror(second));
+}
 
 static void open_reply(struct served *s, int rc, uint64_t off, uint64_t len, char *reply, size_t cap)
 {
@@ -97,15 +136,23 @@ static void answer(struct served *s, const char *req)
 		s->span = rsec_sealed_len(n);
 		check_must(rsec_grant(s->c, s->r, 0, s->span, RSEC_ACCESS_READ | RSEC_GRANT_SEALED, 0, tag, &s->grant_id),
 		     "sealed read grant", s->c);
+		s->read_out = true;
+		s->read_seed = seed;
+		s->read_len = n;
 		snprintf(reply, sizeof(reply), "granted");
+	} else if (strcmp(req, "overlap") == 0) {
+		overlaps(s, reply, sizeof(reply));
 	} else if (sscanf(req, "pgrant %llu %llu", &tag, &n) == 2) {
-		uint64_t plain_id;
-		check_must(rsec_grant(s->c, s->r, 0, n, RSEC_ACCESS_WRITE, 0, tag, &plain_id), "plain grant", s->c);
+		check_must(rsec_grant(s->c, s->r, 0, n, RSEC_ACCESS_WRITE, 0, tag, &s->plain_id), "plain grant", s->c);
 		snprintf(reply, sizeof(reply), "granted");
+	} else if (strcmp(req, "prevoke") == 0) {
+		check_must(rsec_revoke(s->c, s->plain_id), "revoke", s->c);
+		snprintf(reply, sizeof(reply), "revoked");
 	} else if (strcmp(req, "rflip") == 0) {
 		mem[s->span / 2] ^= 0x01;
 		snprintf(reply, sizeof(reply), "flipped");
 	} else if (strcmp(req, "ropen") == 0) {
+		s->read_out = false;
 		int rc = rsec_grant_open(s->c, s->grant_id, &off, &len, 0);
 		open_reply(s, rc, off, len, reply, sizeof(reply));
 	} else {
@@ -148,6 +195,8 @@ static int serve(char **argv)
 		if (!s.c && rsec_accept(l, &s.c) < 0)
 			s.c = NULL;
 		if (s.c && !serve_step(&s)) {
+			if (s.read_out) /* the library restored it when the connection ended */
+				check_result("restored-after-close", "%s", read_restored(&s) ? "yes" : "no");
 			rsec_region_free(s.r);
 			rsec_conn_free(s.c);
 			s = (struct served){ 0 };
@@ -223,6 +272,7 @@ static void scenario_write(struct rsec_conn *c)
 	check_must(rsec_write(c, &plain, 8, "FORGED!!", 8, TIMEOUT_MS), "forged write", c);
 	request(c, "wopen 0", reply, sizeof(reply));
 	check_result("forged-write", "%s", strcmp(reply, "mac wiped") == 0 ? "detected" : reply);
+	request(c, "prevoke", reply, sizeof(reply));
 }
 
 static void scenario_read(struct rsec_conn *c)
@@ -276,9 +326,12 @@ static int run(char **argv)
 	char reply[96];
 	request(c, "wopen 0", reply, sizeof(reply));
 	expect_hash("alive", reply, small, sizeof(small), "yes");
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return 0;
+	request(c, "overlap", reply, sizeof(reply));
+	check_result("overlap", "%s", reply);
+	/* Gone without a word (no DISCONNECT, no close_notify) while a sealed READ grant is out. */
+	request(c, "rgrant 19 4 3000", reply, sizeof(reply));
+	check_result("vanish", "%s", reply);
+	_exit(0);
 }
 
 int main(int argc, char **argv)

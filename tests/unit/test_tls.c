@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,36 @@ static void refused(const char *ca_dir, const char *dir, const char *base, const
 	assert_true(c.rc < 0 || s.rc < 0);
 	assert_int_not_equal(s.rc, 0);
 	done(&c, &s);
+}
+
+/* A peer that has gone makes writes fail; it must not end the process (SIGPIPE's default). */
+static void a_vanished_peer_does_not_kill_the_writer(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&c, false, "main", "main", "client");
+	certs(&s, true, "main", "main", "server");
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	assert_true(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	close(SSL_get_fd(s.ssl)); /* gone, without a word */
+	char block[4096] = { 0 };
+	int rc = 0;
+	for (int i = 0; i < 64 && rc == 0; i++)
+		rc = rsec_tls_write_all(c.ssl, block, sizeof(block), 1000);
+	assert_true(rc < 0);
+	sigset_t pending;
+	assert_int_equal(sigpending(&pending), 0);
+	assert_int_equal(sigismember(&pending, SIGPIPE), 0); /* taken back, not left for the caller */
+	(void)!rsec_tls_shutdown(c.ssl); /* writes too */
+	SSL_free(s.ssl);
+	s.ssl = NULL;
+	int fd = SSL_get_fd(c.ssl);
+	SSL_free(c.ssl);
+	close(fd);
+	SSL_CTX_free(c.ctx);
+	SSL_CTX_free(s.ctx);
 }
 
 static void client_from_another_ca_is_refused(void **state)
@@ -619,6 +650,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(certificates_authenticate_both_ways),
+		cmocka_unit_test(a_vanished_peer_does_not_kill_the_writer),
 		cmocka_unit_test(client_from_another_ca_is_refused),
 		cmocka_unit_test(expired_client_is_refused),
 		cmocka_unit_test(client_without_certificate_is_refused),
