@@ -10,7 +10,7 @@
 # usage: guest.sh BIN PKI RAW 'SIZE:ITERS ...' CONNECTIONS TESTS POLL TX_DEPTH CQ_MOD [QPN-ENTROPY ARGS...]
 # BIN: rdmasec-bench, qpn-entropy and librdmasec.so.0, copied from the build (bench/run.sh)
 # TESTS: comma-separated subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,
-#   sealed_read_lat,connect,qpn
+#   sealed_read_lat,sealed_write_lat,connect,qpn
 # POLL: rdmasec-bench --poll for the clients and the send servers (busy: as perftest, which
 #   polls its CQ; a write or read server has nothing to poll and sleeps, as perftest's waits
 #   in a socket read)
@@ -170,18 +170,21 @@ connect_run() {
 	rdmasec connect-rdmasec-full 0 "$conns" --op connect -- --no-resume
 }
 
-# Reads through a sealed grant (rsec_read_sealed, one at a time), every size in
-# one connection; bench/report.py sets them against ib_read_lat's rows above.
+# Through sealed grants, one operation at a time, every size in one
+# connection: reads (rsec_read_sealed), and writes, each with its own grant
+# (granted, rsec_write_sealed, opened by the server). bench/report.py sets
+# them against ib_read_lat's and ib_write_lat's rows above.
 sealed_run() {
-	local slist='' nlist='' pair
+	local op=$1 slist='' nlist='' pair
 	for pair in $sizes; do
 		slist+=${slist:+,}${pair%%:*} nlist+=${nlist:+,}${pair#*:}
 	done
-	rdmasec rdmasec-sealed_read_lat "$slist" "$nlist" --op read --lat --sealed -- --poll "$poll"
+	rdmasec "rdmasec-sealed_${op}_lat" "$slist" "$nlist" --op "$op" --lat --sealed -- --poll "$poll"
 }
 
 run_tests
-wanted sealed_read_lat && sealed_run
+wanted sealed_read_lat && sealed_run read
+wanted sealed_write_lat && sealed_run write
 wanted connect && connect_run
 if wanted qpn; then
 	note "qpn-entropy $*" "running"

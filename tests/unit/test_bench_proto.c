@@ -114,8 +114,10 @@ static void params_limits(void **state)
 		const char *why;
 	} bad[] = {
 		{ { .version = 1, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for read only" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for read only" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for write and read" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for write and read" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .duration_ms = 5 },
+		  "a sealed write test needs iterations (a grant each)" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 0, .size = 1, .iters = 1 }, "unknown operation" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 5, .size = 1, .iters = 1 }, "unknown operation" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 1, .lat = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },

@@ -78,8 +78,10 @@ const char *bench_params_check(const struct bench_params *p)
 		return "unknown operation";
 	if (p->lat > 1 || p->poll > BENCH_POLL_BUSY)
 		return "bad test or poll mode";
-	if (p->sealed > 1 || (p->sealed && p->op != BENCH_OP_READ))
-		return "sealed is for read only";
+	if (p->sealed > 1 || (p->sealed && p->op != BENCH_OP_READ && p->op != BENCH_OP_WRITE))
+		return "sealed is for write and read";
+	if (p->sealed && p->op == BENCH_OP_WRITE && p->duration_ms)
+		return "a sealed write test needs iterations (a grant each)";
 	if ((p->iters == 0) == (p->duration_ms == 0))
 		return "need exactly one of iterations and duration";
 	if (p->iters > BENCH_ITERS_MAX || p->duration_ms > BENCH_DURATION_MS_MAX)

@@ -46,7 +46,7 @@ struct bench_params {
 	uint8_t op;          /* enum bench_op */
 	uint8_t lat;         /* 0: bandwidth, 1: latency */
 	uint8_t poll;        /* enum bench_poll */
-	uint8_t sealed;      /* 1: read through a sealed grant (rsec_read_sealed); read only */
+	uint8_t sealed;      /* 1: through sealed grants (rsec_read_sealed; rsec_write_sealed, a grant each) */
 	uint64_t size;       /* bytes per operation; 0 for connect */
 	uint64_t iters;      /* 0 with a duration */
 	uint32_t duration_ms; /* 0 with iterations; never for connect */

@@ -36,6 +36,7 @@ struct test {
 	struct client *cl;
 	const struct bench_params *p;
 	struct rsec_remote_grant g;
+	uint64_t tag, done; /* --sealed write: READY's tag, writes done (write k's grant is tag + k) */
 };
 
 typedef int (*op_fn)(struct test *t);
@@ -56,6 +57,20 @@ static int op_read_sealed(struct test *t)
 	if (rc < 0)
 		fprintf(stderr, "%s: rsec_read_sealed: %s (%zu bytes opened; %s)\n", PROG, rsec_strerror(rc), len,
 			rsec_conn_error(cl->bc.c));
+	return rc;
+}
+
+/* --sealed write: this write's own grant, sealed, written and claimed (the server opens it). */
+static int op_write_sealed(struct test *t)
+{
+	struct client *cl = t->cl;
+	int rc = t->done ? rsec_grant_wait(cl->bc.c, t->tag + t->done, &t->g, cl->o->timeout_ms) : 0;
+	if (rc == 0)
+		rc = rsec_write_sealed(cl->bc.c, &t->g, 0, cl->data, t->p->size, cl->o->timeout_ms);
+	if (rc < 0)
+		fprintf(stderr, "%s: sealed write %llu: %s (%s)\n", PROG, (unsigned long long)t->done, rsec_strerror(rc),
+			rsec_conn_error(cl->bc.c));
+	t->done++;
 	return rc;
 }
 
@@ -296,6 +311,7 @@ static int start_test(struct test *t)
 		rc = bconn_recv_msg(bc, BENCH_MSG_READY, &m, "wait for the server");
 	if (rc < 0 || (t->p->op != BENCH_OP_WRITE && t->p->op != BENCH_OP_READ))
 		return rc;
+	t->tag = m.tag;
 	rc = rsec_grant_wait(bc->c, m.tag, &t->g, t->cl->o->timeout_ms);
 	if (rc < 0)
 		fprintf(stderr, "%s: no grant from the server: %s\n", PROG, rsec_strerror(rc));
@@ -331,7 +347,7 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
 	int rc = start_test(&t);
 	if (rc == 0 && p.sealed)
-		rc = run_loop(&t, op_read_sealed, row, &best_ns);
+		rc = run_loop(&t, op->op == BENCH_OP_WRITE ? op_write_sealed : op_read_sealed, row, &best_ns);
 	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
 		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
 	else if (rc == 0)

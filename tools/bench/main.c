@@ -46,10 +46,11 @@ static void usage(FILE *f)
 		"                         completion queues (default for send, write and read, as perftest;\n"
 		"                         a server of write or read has no completions and defaults to event);\n"
 		"                         event: sleep on the completion channel (default for connect)\n"
-		"      --sealed           read: through a sealed grant (RSEC_GRANT_SEALED): each operation is\n"
-		"                         rsec_read_sealed, a READ of the ciphertext and its opening, one at a\n"
-		"                         time (no -t, -Q); write is refused: a sealed write grant carries one\n"
-		"                         transfer, which its granter opens\n"
+		"      --sealed           through sealed grants (RSEC_GRANT_SEALED), one operation at a time (no\n"
+		"                         -t, -Q). read: each is rsec_read_sealed, a READ of the ciphertext and\n"
+		"                         its opening. write: a sealed WRITE grant carries one transfer, so each\n"
+		"                         is a grant from the server, rsec_write_sealed (seal, WRITE, claim)\n"
+		"                         and the server's rsec_grant_open; needs -n\n"
 		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
 		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
@@ -318,11 +319,13 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("-Q is for bandwidth: a latency test asks for every completion");
 	if (o->poll == BENCH_POLL_BUSY && o->op == BENCH_OP_CONNECT)
 		return fail_combo("--poll busy is not for --op connect: set-up sleeps on its sockets");
-	if (o->sealed && o->op != BENCH_OP_READ)
-		return fail_combo("--sealed is for --op read: a sealed WRITE grant carries one transfer, which "
-				  "its granter opens (rsec_grant_open), and rdmasec-bench has no grant per operation");
+	if (o->sealed && !one_sided(o))
+		return fail_combo("--sealed is for --op write and read: messages are always sealed");
 	if (o->sealed && (o->tx_depth > 1 || o->cq_mod > 1))
-		return fail_combo("--sealed reads one at a time (rsec_read_sealed): no -t or -Q");
+		return fail_combo("--sealed runs one operation at a time (rsec_read_sealed, rsec_write_sealed): "
+				  "no -t or -Q");
+	if (o->sealed && o->op == BENCH_OP_WRITE && o->duration_ms)
+		return fail_combo("--sealed write needs -n: each write gets its own grant, counted in advance");
 	return true;
 }
 

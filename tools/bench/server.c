@@ -222,13 +222,52 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 	return rc;
 }
 
+/*
+ * --sealed write: a sealed WRITE grant carries one transfer, which its
+ * granter opens, so each operation has its own grant, tagged READY's tag + k:
+ * granted, written and claimed by the client, opened here.
+ */
+static int serve_sealed_write(struct server *s, struct bench_conn *bc, const struct bench_params *p,
+			      struct bench_row *row)
+{
+	struct rsec_region *r = NULL;
+	uint64_t start = bench_now_ns(), done = 0;
+	size_t span = rsec_sealed_len(p->size);
+	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = s->next_tag + 1 };
+	s->next_tag += p->iters;
+	int rc = rsec_region_alloc(bc->c, span, RSEC_ACCESS_WRITE, &r);
+	if (rc < 0)
+		bconn_send_error(bc, "the server cannot grant a region of that size");
+	if (rc == 0)
+		rc = bconn_send_msg(bc, &m, "send READY");
+	for (; rc == 0 && done < p->iters; done++) {
+		uint64_t id, off, len;
+		rc = rsec_grant(bc->c, r, 0, span, RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, 0, m.tag + done, &id);
+		if (rc == 0)
+			rc = rsec_grant_open(bc->c, id, &off, &len, s->o->timeout_ms);
+		if (rc == 0 && (off != 0 || len != p->size))
+			rc = RSEC_E_PROTO;
+		if (rc < 0)
+			fprintf(stderr, "%s: sealed write %llu: %s (%s)\n", PROG, (unsigned long long)done,
+				rsec_strerror(rc), rsec_conn_error(bc->c));
+	}
+	if (rc == 0)
+		rc = bconn_recv_msg(bc, BENCH_MSG_END, &m, "wait for the client's end");
+	rsec_region_free(r);
+	row->iters = rc == 0 ? m.iters : done;
+	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	return rc;
+}
+
 static int serve_test(struct server *s, struct bench_conn *bc, const struct bench_params *p)
 {
 	struct bench_row row = { .bytes = p->size, .lat = p->lat, .duration = p->duration_ms != 0 };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
 	uint64_t start = bench_now_ns();
 	banner(s, p);
-	int rc = p->op == BENCH_OP_SEND ? serve_send(s, bc, p, &row) : serve_one_sided(s, bc, p, &row);
+	int rc = p->op == BENCH_OP_SEND			   ? serve_send(s, bc, p, &row)
+		 : p->sealed && p->op == BENCH_OP_WRITE ? serve_sealed_write(s, bc, p, &row)
+							 : serve_one_sided(s, bc, p, &row);
 	if (rc == 0)
 		rc = send_result(bc, row.iters, start, &cpu0, BENCH_CPU_THREAD, &row);
 	if (rc == 0)
