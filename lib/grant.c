@@ -337,21 +337,32 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	return 0;
 }
 
-/* Open in place what the peer's claim says it sealed into our WRITE grant g (lib/sealed.h). */
-static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct rsec_local_grant *g)
+/*
+ * Seal or open buf under the key of grant p->grant_id, derived from this
+ * connection's TLS session and wiped after. Opening wipes the sealed range
+ * whenever it fails, the key's derivation included: unopened bytes never stay.
+ */
+static RSEC_MUST_CHECK int sealed_by_session(struct rsec_conn *c, const struct rsec_sealed_params *p, uint8_t *buf,
+					     bool seal)
 {
 	uint8_t key[RSEC_SEALED_KEY_LEN];
+	int rc = rsec_sealed_key(c->ssl, p->grant_id, key);
+	if (rc == 0)
+		rc = seal ? rsec_sealed_seal(key, p, buf) : rsec_sealed_open(key, p, buf);
+	else if (!seal)
+		OPENSSL_cleanse(buf, rsec_sealed_len(p->plain_len));
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
+}
+
+/* Open in place what the peer's claim says it sealed into our WRITE grant g. */
+static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct rsec_local_grant *g)
+{
 	struct rsec_sealed_params p = {
 		.alg = c->aead, .grant_id = g->id, .offset = g->claim_off, .plain_len = g->claim_len
 	};
 	memcpy(p.prefix, g->claim_mac, sizeof(p.prefix));
-	int rc = rsec_sealed_key(c->ssl, g->id, key);
-	if (rc == 0)
-		rc = rsec_sealed_open(key, &p, g->addr + g->claim_off);
-	else
-		OPENSSL_cleanse(g->addr + g->claim_off, rsec_sealed_len(g->claim_len)); /* never opened: never used */
-	OPENSSL_cleanse(key, sizeof(key));
-	return rc;
+	return sealed_by_session(c, &p, g->addr + g->claim_off, false);
 }
 
 /* Seal or open a sealed READ grant's whole range under its kept key. */
@@ -780,15 +791,11 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 	if (!stage)
 		return RSEC_E_NOMEM;
 	memcpy(stage, buf, len);
-	uint8_t key[RSEC_SEALED_KEY_LEN];
 	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = off, .plain_len = len };
 	/* A fresh prefix per sealing: the same grant may be written again, never under the same nonce. */
 	int rc = RAND_bytes(p.prefix, sizeof(p.prefix)) == 1 ? 0 : RSEC_E_CRYPTO;
 	if (rc == 0)
-		rc = rsec_sealed_key(c->ssl, g->id, key);
-	if (rc == 0)
-		rc = rsec_sealed_seal(key, &p, stage);
-	OPENSSL_cleanse(key, sizeof(key));
+		rc = sealed_by_session(c, &p, stage, true);
 	if (rc == 0)
 		rc = rsec_onesided_sealed(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE);
 	OPENSSL_cleanse(stage, total);
@@ -825,15 +832,9 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
 		return rc;
 	}
-	uint8_t key[RSEC_SEALED_KEY_LEN];
 	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = plain_len };
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
-	rc = rsec_sealed_key(c->ssl, g->id, key);
-	if (rc == 0)
-		rc = rsec_sealed_open(key, &p, buf);
-	else
-		OPENSSL_cleanse(buf, g->len);
-	OPENSSL_cleanse(key, sizeof(key));
+	rc = sealed_by_session(c, &p, buf, false);
 	struct rsec_audit_region r = {
 		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
 		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
