@@ -317,8 +317,9 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
  * session (never sent). A sealed transfer of P bytes takes rsec_sealed_len(P)
  * bytes of the grant: the ciphertext in place of the plaintext, then one
  * 16-byte tag per started chunk of RSEC_SEALED_CHUNK bytes. A sealed grant
- * allows READ or WRITE, not both, and only the calls below: rsec_write,
- * rsec_read and rsec_post refuse it (RSEC_E_RANGE).
+ * allows READ or WRITE, not both, and only the calls below: rsec_write
+ * and rsec_read refuse it (RSEC_E_RANGE), rsec_post takes only the posted
+ * form below.
  *
  * WRITE: the peer's rsec_write_sealed seals and writes, then tells us over
  * TLS what it wrote; rsec_grant_open revokes the grant and opens the bytes
@@ -333,6 +334,12 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
  * ciphertext written again,
  * chunks moved or cut, any changed byte: the opener gets RSEC_E_MAC and the
  * range wiped, never unauthenticated bytes.
+ *
+ * Posted form (no copy, no registration per call, many in flight): seal in
+ * a registered region with rsec_region_seal and rsec_post the WRITE it
+ * names; rsec_post a READ of a whole sealed READ grant into a region and
+ * open it there with rsec_region_open once it completed. rsec_post takes no
+ * other operation on a sealed grant.
  */
 #define RSEC_SEALED_CHUNK 65536u
 #define RSEC_SEALED_TAG 16u
@@ -355,6 +362,30 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
  */
 int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,
 		     int timeout_ms);
+/**
+ * rsec_region_seal - seal plain_len bytes at r[off] in place, for one
+ * rsec_post WRITE of rsec_sealed_len(plain_len) bytes from r[off] to
+ * remote_off of the sealed WRITE grant g (the region must hold that many
+ * bytes from off). rsec_post then takes exactly that operation, once; when
+ * it has succeeded, the library tells the granter over TLS what it wrote,
+ * as rsec_write_sealed does (so the granter's rsec_grant_open opens it).
+ * Until then do not change those bytes. One sealed write per grant: a
+ * second rsec_region_seal for g replaces one not yet posted. Returns 0,
+ * RSEC_E_GRANT (not a sealed WRITE grant, or one written already),
+ * RSEC_E_RANGE, RSEC_E_LIMIT (sealed writes of 64 live grants at once),
+ * RSEC_E_INVAL, RSEC_E_CRYPTO (r[off...] wiped).
+ */
+int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		     struct rsec_region *r, size_t off, size_t plain_len);
+/**
+ * rsec_region_open - open in place what a completed rsec_post READ of the
+ * whole sealed READ grant g (g->len bytes from offset 0) put at r[off]:
+ * *plain_len bytes of plaintext at r[off] on success. Returns 0,
+ * RSEC_E_MAC (not what the granter sealed: r[off, off+g->len) wiped),
+ * RSEC_E_GRANT (not a sealed READ grant), RSEC_E_RANGE, RSEC_E_INVAL.
+ */
+int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, struct rsec_region *r, size_t off,
+		     size_t *plain_len);
 /**
  * rsec_grant_open - granter's side of a sealed grant. WRITE: wait for the
  * peer's rsec_write_sealed claim, revoke, open in place; READ: revoke and

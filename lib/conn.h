@@ -23,6 +23,7 @@
 #include "rdmasec.h"
 #include "result.h"
 #include "seal.h"
+#include "sealed.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -115,6 +116,7 @@ struct rsec_chan_tx {
 
 struct rsec_region {
 	struct rsec_conn *conn;
+	uint64_t serial;      /* per connection, never reused: names it where a pointer could be a later region's */
 	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
 	uint8_t *addr;
 	size_t len;
@@ -125,6 +127,31 @@ struct rsec_region {
 	unsigned users;       /* window binds and one-sided operations in flight over its registrations */
 	bool dying;           /* freed by the application while users were in flight */
 	struct rsec_region *next_dying;
+};
+
+/* Keys of the peer's sealed grants kept ready (sealed_post.c); more are derived again. */
+#define RSEC_PEER_KEYS 8u
+
+struct rsec_peer_key {
+	uint64_t grant_id;
+	struct rsec_sealed_key key; /* empty: slot unused */
+};
+
+/* A sealed write into one of the peer's grants, one per grant (sealed_post.c). */
+enum rsec_sealed_write_state {
+	SEALED_WRITE_FREE = 0,
+	SEALED_WRITE_READY,   /* sealed, waiting for its rsec_post (posted form) */
+	SEALED_WRITE_POSTED,  /* its WRITE is in flight: claimed when it succeeds */
+	SEALED_WRITE_CLAIMED, /* told to the granter: the grant takes no other */
+};
+
+struct rsec_sealed_write {
+	enum rsec_sealed_write_state state;
+	uint64_t grant_id;
+	uint64_t region;            /* posted form: the serial of the region it was sealed in */
+	size_t local_off;
+	uint64_t remote_off, plain_len;
+	uint8_t prefix[RSEC_SEALED_PREFIX_LEN];
 };
 
 struct rsec_conn {
@@ -188,6 +215,12 @@ struct rsec_conn {
 	/* Grants we issued and grants the peer issued to us. */
 	struct rsec_grant_table gt;
 	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
+
+	/* The peer's sealed grants: kept keys, sealed writes (sealed_post.c). */
+	struct rsec_peer_key peer_keys[RSEC_PEER_KEYS];
+	unsigned peer_key_next;
+	struct rsec_sealed_write sealed_writes[RSEC_MAX_GRANTS];
+	uint64_t regions_made;    /* serials of this connection's regions */
 
 	/* One-sided operations in flight (onesided.c). */
 	struct rsec_ops ops;
@@ -287,5 +320,34 @@ void rsec_onesided_teardown(struct rsec_conn *c);
 /* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/grant.c) only. */
 RSEC_MUST_CHECK int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
 					 void *buf, size_t len, int timeout_ms, enum rsec_op op);
+
+/* sealed_post.c */
+/* The kept key of the peer's sealed grant grant_id, derived now if it is not kept. */
+RSEC_MUST_CHECK int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out);
+/* The peer revoked grant_id: its key and sealed write go. */
+void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id);
+/* The connection ends: every kept key and sealed write goes. */
+void rsec_sealed_peer_clear(struct rsec_conn *c);
+/*
+ * A sealed write of plain_len bytes at remote_off into g: its slot (one per
+ * grant) with a fresh prefix. Returns 0, RSEC_E_GRANT (not a sealed WRITE
+ * grant, or written already), RSEC_E_RANGE, RSEC_E_LIMIT, RSEC_E_CRYPTO.
+ */
+RSEC_MUST_CHECK int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant *g,
+					    uint64_t remote_off, size_t plain_len, struct rsec_sealed_write **out);
+/* Seal buf (plain_len bytes, room for the tags) for w; on failure buf holds no plaintext and w is free. */
+RSEC_MUST_CHECK int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uint8_t *buf);
+/* w's WRITE succeeded: tell the granter over TLS (VERIFY). Fails the connection if it cannot. */
+RSEC_MUST_CHECK int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w);
+/*
+ * rsec_post's check of an operation on a sealed grant: a READ of the whole
+ * grant, or the WRITE rsec_region_seal prepared (*claim: its sealed write).
+ * Returns 0 or RSEC_E_RANGE.
+ */
+RSEC_MUST_CHECK int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr,
+					   struct rsec_sealed_write **claim);
+/* Open a whole sealed READ grant g read into buf; audited; on failure buf is wiped. */
+RSEC_MUST_CHECK int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g, uint8_t *buf,
+					  size_t *plain_len);
 
 #endif /* RSEC_CONN_H */

@@ -131,6 +131,7 @@ int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access
 	if (!r)
 		return RSEC_E_NOMEM;
 	r->conn = c;
+	r->serial = ++c->regions_made;
 	r->addr = addr;
 	r->len = len;
 	r->access = access;
@@ -651,6 +652,7 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	switch (m->type) {
 	case RSEC_MSG_REVOKE:
 		rsec_gt_remote_revoke(&c->gt, m->u.revoke.grant_id);
+		rsec_sealed_peer_forget(c, m->u.revoke.grant_id);
 		return 0;
 	case RSEC_MSG_VERIFY:
 		if (!rsec_gt_ours(&c->gt, m->u.verify.grant_id)) {
@@ -781,38 +783,27 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 {
 	if (!c || !g || !buf || !len)
 		return RSEC_E_INVAL;
-	if ((g->access & (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE)) != (RSEC_GRANT_SEALED | RSEC_ACCESS_WRITE))
-		return RSEC_E_GRANT;
-	size_t total = rsec_sealed_len(len);
-	if (!total || off > g->len || total > g->len - off)
-		return RSEC_E_RANGE;
 	RSEC_GUARD(require_established(c));
+	struct rsec_sealed_write *w;
+	RSEC_GUARD(rsec_sealed_write_begin(c, g, off, len, &w));
+	size_t total = rsec_sealed_len(len);
 	uint8_t *stage = malloc(total);
-	if (!stage)
+	if (!stage) {
+		*w = (struct rsec_sealed_write){ 0 };
 		return RSEC_E_NOMEM;
+	}
 	memcpy(stage, buf, len);
-	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = off, .plain_len = len };
-	/* A fresh prefix per sealing: the same grant may be written again, never under the same nonce. */
-	int rc = RAND_bytes(p.prefix, sizeof(p.prefix)) == 1 ? 0 : RSEC_E_CRYPTO;
-	if (rc == 0)
-		rc = sealed_by_session(c, &p, stage, true);
-	if (rc == 0)
+	int rc = rsec_sealed_write_seal(c, w, stage); /* frees w if it fails */
+	if (rc == 0) {
+		w->state = SEALED_WRITE_POSTED;
 		rc = rsec_onesided_sealed(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE);
+		if (rc < 0)
+			*w = (struct rsec_sealed_write){ 0 };
+	}
 	OPENSSL_cleanse(stage, total);
 	free(stage);
-	if (rc < 0)
-		return rc;
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = off;
-	m.u.verify.len = len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-	memcpy(m.u.verify.mac, p.prefix, sizeof(p.prefix));
-	rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
-	return 0;
+	RSEC_GUARD(rc);
+	return rsec_sealed_write_claim(c, w);
 }
 
 int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,
@@ -832,21 +823,7 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
 		return rc;
 	}
-	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = plain_len };
-	memcpy(p.prefix, g->mac, sizeof(p.prefix));
-	rc = sealed_by_session(c, &p, buf, false);
-	struct rsec_audit_region r = {
-		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
-		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
-	};
-	rsec_conn_audit(c, RSEC_AUDIT_SEALED_READ, rc == 0 ? "ok" : "mismatch",
-			rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped", &r);
-	if (rc == RSEC_E_MAC)
-		c->data_mac_failures++;
-	if (rc < 0)
-		return rc;
-	*len = plain_len;
-	return 0;
+	return rsec_sealed_read_open(c, g, buf, len);
 }
 
 void rsec_grant_close(struct rsec_conn *c)
@@ -889,4 +866,5 @@ void rsec_grant_teardown(struct rsec_conn *c)
 		region_destroy(r);
 	}
 	rsec_gt_wipe(&c->gt);
+	rsec_sealed_peer_clear(c);
 }

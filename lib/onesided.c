@@ -38,6 +38,13 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 		(void)ibv_dereg_mr(s->owner);
 	else
 		rsec_region_unuse(c, s->owner);
+	struct rsec_sealed_write *w = s->then;
+	if (!w)
+		return;
+	if (status == 0)
+		(void)!rsec_sealed_write_claim(c, w); /* a failure fails the connection */
+	else
+		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen: nothing to claim */
 }
 
 int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
@@ -108,15 +115,20 @@ static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum 
 	return 0;
 }
 
-static RSEC_MUST_CHECK int check_wr(const struct rsec_conn *c, const struct rsec_wr *w)
+/* *claim: the sealed write this operation carries (rsec_region_seal), or NULL. */
+static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w, struct rsec_sealed_write **claim)
 {
+	*claim = NULL;
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || w->op == RSEC_OP_READ, RSEC_E_INVAL);
 	RSEC_ENSURE(!(w->flags & ~(unsigned)RSEC_WR_UNSIGNALED), RSEC_E_INVAL);
 	RSEC_ENSURE(w->grant && w->local && w->len, RSEC_E_INVAL);
 	RSEC_ENSURE(w->local->conn == c && !w->local->dying && w->local->local_mr, RSEC_E_INVAL);
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
-	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, false));
+	bool sealed = w->grant->access & RSEC_GRANT_SEALED;
+	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, sealed));
 	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
+	if (sealed)
+		RSEC_GUARD(rsec_sealed_post_check(c, w, claim));
 	return 0;
 }
 
@@ -157,6 +169,9 @@ static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w
 			(void)ibv_dereg_mr(s->owner);
 		else
 			rsec_region_unuse(c, s->owner);
+		if (s->then) /* never posted: it may be posted again */
+			((struct rsec_sealed_write *)s->then)->state = SEALED_WRITE_READY;
+		s->then = NULL;
 		rsec_ops_unpush(&c->ops);
 	}
 	return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
@@ -177,13 +192,16 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 		unsigned k = 0;
 		for (; done + k < n && k < CHAIN_MAX; k++) {
 			const struct rsec_wr *x = &wr[done + k];
-			rc = rsec_ops_room(&c->ops) ? check_wr(c, x) : RSEC_E_AGAIN;
+			struct rsec_sealed_write *claim = NULL;
+			rc = rsec_ops_room(&c->ops) ? check_wr(c, x, &claim) : RSEC_E_AGAIN;
 			if (rc < 0)
 				break;
 			struct rsec_op_slot op = {
-				.user_id = x->user_id, .op = x->op, .len = x->len, .owner = x->local,
+				.user_id = x->user_id, .op = x->op, .len = x->len, .owner = x->local, .then = claim,
 				.reporting = (x->flags & RSEC_WR_UNSIGNALED) ? RSEC_OP_SILENT : RSEC_OP_REPORT,
 			};
+			if (claim)
+				claim->state = SEALED_WRITE_POSTED;
 			x->local->users++;
 			fill_wr(c, &op, x->grant, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
 				x->local->local_mr->lkey, &w[k], &sge[k]);

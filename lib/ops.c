@@ -70,6 +70,7 @@ static void finish(struct rsec_ops *o, struct rsec_op_slot *s, int status, rsec_
 	if (release)
 		release(arg, s, status);
 	s->owner = NULL;
+	s->then = NULL;
 	o->tail = (o->tail + 1) % o->depth;
 	o->busy--;
 }

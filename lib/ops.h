@@ -36,6 +36,7 @@ struct rsec_op_slot {
 	enum rsec_op_reporting reporting;
 	bool signaled;  /* posted with a completion of its own */
 	void *owner;    /* what the operation holds (a region, a registration), released when it is done */
+	void *then;     /* what to do once it succeeded (a sealed write to claim), for the release function */
 };
 
 struct rsec_ops {

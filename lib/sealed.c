@@ -100,24 +100,44 @@ static RSEC_MUST_CHECK int chunk(EVP_CIPHER_CTX *ctx, bool seal, const struct rs
 	return 0;
 }
 
-static RSEC_MUST_CHECK int run(const uint8_t key[static RSEC_SEALED_KEY_LEN], const struct rsec_sealed_params *p,
-			       uint8_t *buf, bool seal)
+int rsec_sealed_key_init(struct rsec_sealed_key *k, enum rsec_aead_alg alg,
+			 const uint8_t key[static RSEC_SEALED_KEY_LEN])
 {
-	RSEC_ENSURE(key && buf && params_valid(p), RSEC_E_INVAL);
-	size_t total = rsec_sealed_len(p->plain_len);
+	RSEC_ENSURE(k && key && rsec_seal_cipher(alg), RSEC_E_INVAL);
+	*k = (struct rsec_sealed_key){ 0 };
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-	int rc = RSEC_E_CRYPTO;
-	if (ctx && EVP_CipherInit_ex(ctx, rsec_seal_cipher(p->alg), NULL, key, NULL, seal ? 1 : 0) == 1 &&
-	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, NONCE_LEN, NULL) == 1) {
-		rc = 0;
-		uint64_t n = chunks_of(p->plain_len);
-		for (uint64_t i = 0; i < n && rc == 0; i++) {
-			uint64_t start = i * RSEC_SEALED_CHUNK;
-			uint64_t len = p->plain_len - start < RSEC_SEALED_CHUNK ? p->plain_len - start : RSEC_SEALED_CHUNK;
-			rc = chunk(ctx, seal, p, (uint32_t)i, buf + start, (int)len, buf + p->plain_len + i * TAG_LEN);
-		}
+	RSEC_ENSURE(ctx != NULL, RSEC_E_NOMEM);
+	/* Keyed for sealing; each chunk's EVP_CipherInit_ex sets the direction and nonce, keeping the key. */
+	if (EVP_CipherInit_ex(ctx, rsec_seal_cipher(alg), NULL, NULL, NULL, 1) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, NONCE_LEN, NULL) != 1 ||
+	    EVP_CipherInit_ex(ctx, NULL, NULL, key, NULL, 1) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		return RSEC_E_CRYPTO;
 	}
-	EVP_CIPHER_CTX_free(ctx); /* cleanses the key schedule */
+	k->alg = alg;
+	k->ctx = ctx;
+	return 0;
+}
+
+void rsec_sealed_key_free(struct rsec_sealed_key *k)
+{
+	if (!k)
+		return;
+	EVP_CIPHER_CTX_free(k->ctx); /* cleanses the key schedule */
+	*k = (struct rsec_sealed_key){ 0 };
+}
+
+static RSEC_MUST_CHECK int run(struct rsec_sealed_key *k, const struct rsec_sealed_params *p, uint8_t *buf, bool seal)
+{
+	RSEC_ENSURE(k && k->ctx && buf && params_valid(p) && k->alg == p->alg, RSEC_E_INVAL);
+	size_t total = rsec_sealed_len(p->plain_len);
+	int rc = 0;
+	uint64_t n = chunks_of(p->plain_len);
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		uint64_t start = i * RSEC_SEALED_CHUNK;
+		uint64_t len = p->plain_len - start < RSEC_SEALED_CHUNK ? p->plain_len - start : RSEC_SEALED_CHUNK;
+		rc = chunk(k->ctx, seal, p, (uint32_t)i, buf + start, (int)len, buf + p->plain_len + i * TAG_LEN);
+	}
 	if (rc < 0)
 		OPENSSL_cleanse(buf, total); /* neither half-sealed plaintext nor unauthenticated bytes stay */
 	else if (!seal)
@@ -125,12 +145,37 @@ static RSEC_MUST_CHECK int run(const uint8_t key[static RSEC_SEALED_KEY_LEN], co
 	return rc;
 }
 
+int rsec_sealed_seal_with(struct rsec_sealed_key *k, const struct rsec_sealed_params *p, uint8_t *buf)
+{
+	return run(k, p, buf, true);
+}
+
+int rsec_sealed_open_with(struct rsec_sealed_key *k, const struct rsec_sealed_params *p, uint8_t *buf)
+{
+	return run(k, p, buf, false);
+}
+
+/* A one-off transfer: the key kept for as long as it takes. */
+static RSEC_MUST_CHECK int run_once(const uint8_t key[static RSEC_SEALED_KEY_LEN], const struct rsec_sealed_params *p,
+				    uint8_t *buf, bool seal)
+{
+	RSEC_ENSURE(key && buf && params_valid(p), RSEC_E_INVAL);
+	struct rsec_sealed_key k = { 0 };
+	int rc = rsec_sealed_key_init(&k, p->alg, key);
+	if (rc == 0)
+		rc = run(&k, p, buf, seal);
+	else
+		OPENSSL_cleanse(buf, rsec_sealed_len(p->plain_len));
+	rsec_sealed_key_free(&k);
+	return rc;
+}
+
 int rsec_sealed_seal(const uint8_t key[static RSEC_SEALED_KEY_LEN], const struct rsec_sealed_params *p, uint8_t *buf)
 {
-	return run(key, p, buf, true);
+	return run_once(key, p, buf, true);
 }
 
 int rsec_sealed_open(const uint8_t key[static RSEC_SEALED_KEY_LEN], const struct rsec_sealed_params *p, uint8_t *buf)
 {
-	return run(key, p, buf, false);
+	return run_once(key, p, buf, false);
 }

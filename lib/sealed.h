@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "result.h"
@@ -48,6 +49,26 @@ RSEC_MUST_CHECK int rsec_sealed_key(SSL *ssl, uint64_t grant_id, uint8_t key[sta
 
 /* The P whose sealed length is exactly sealed_len; false if none is. */
 bool rsec_sealed_plain_len(uint64_t sealed_len, uint64_t *plain_len);
+
+/*
+ * A grant's key, kept ready: the AEAD keyed once, so each transfer pays for
+ * its nonces and bytes only. alg 0 marks an empty one.
+ */
+struct rsec_sealed_key {
+	enum rsec_aead_alg alg;
+	EVP_CIPHER_CTX *ctx;
+};
+
+/* Key k for alg with key. Returns 0, RSEC_E_INVAL, RSEC_E_NOMEM, RSEC_E_CRYPTO (k then empty). */
+RSEC_MUST_CHECK int rsec_sealed_key_init(struct rsec_sealed_key *k, enum rsec_aead_alg alg,
+					 const uint8_t key[static RSEC_SEALED_KEY_LEN]);
+/* Forget the key (the cipher context is cleansed); k is empty after. Safe on an empty one. */
+void rsec_sealed_key_free(struct rsec_sealed_key *k);
+/* rsec_sealed_seal / rsec_sealed_open under a kept key (k->alg must be p->alg). */
+RSEC_MUST_CHECK int rsec_sealed_seal_with(struct rsec_sealed_key *k, const struct rsec_sealed_params *p,
+					  uint8_t *buf);
+RSEC_MUST_CHECK int rsec_sealed_open_with(struct rsec_sealed_key *k, const struct rsec_sealed_params *p,
+					  uint8_t *buf);
 
 /*
  * Seal in place: buf holds rsec_sealed_len(p->plain_len) bytes, the

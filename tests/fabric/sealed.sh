@@ -69,6 +69,11 @@ for aead in aes chacha; do
 	expect_match "$out" '^RESULT alive=yes$' "the connection did not survive detected tampering ($aead)"
 	expect_match "$out" '^RESULT overlap=overlap value out of range value out of range$' \
 		"a grant overlapping a sealed READ grant was not refused ($aead)"
+	expect_match "$out" '^RESULT posted-write=opened$' "the granter did not open a posted sealed write ($aead)"
+	expect_match "$out" '^RESULT posted-write-refusals=value out of range unknown, expired or revoked grant$' \
+		"rsec_post took unsealed bytes, or a used grant was sealed for again ($aead)"
+	expect_match "$out" '^RESULT posted-read=8 of 8 opened; partial read value out of range$' \
+		"posted sealed reads did not all open, or a partial one was taken ($aead)"
 	expect_match "$out" '^RESULT vanish=granted$' "the last sealed READ grant was not made ($aead)"
 done
 expect_match "$work/run.out" '^check-server=0$' "the sealed_check server failed"

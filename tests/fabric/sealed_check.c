@@ -30,6 +30,11 @@
  *                     and a wiped buffer, the granter too
  *   alive             the connection still works after both
  *   overlap           both overlapping grants refused (RSEC_E_RANGE)
+ *   posted-write      5000 bytes sealed in a region (rsec_region_seal), rsec_post, rsec_poll:
+ *                     the granter opens them; posted-write-refusals: the unsealed bytes and a
+ *                     second sealing for the used grant are refused
+ *   posted-read       8 READs of one sealed READ grant in flight, each opened in place
+ *                     (rsec_region_open); a READ of part of it is refused
  *   vanish            the client exits without closing while a sealed READ grant is out (last)
  */
 #include <inttypes.h>
@@ -306,6 +311,62 @@ static void scenario_read(struct rsec_conn *c)
 	free(want);
 }
 
+/* The posted form: sealed in a registered region, rsec_post, rsec_poll, opened in place. */
+static void scenario_posted(struct rsec_conn *c)
+{
+	const size_t n = 5000, copies = 8;
+	struct rsec_remote_grant g = grant(c, "wgrant 21 5000", 21);
+	size_t span = rsec_sealed_len(n);
+	struct rsec_region *r;
+	check_must(rsec_region_alloc(c, copies * rsec_sealed_len(20000), RSEC_ACCESS_LOCAL, &r), "region", c);
+	uint8_t *mem = rsec_region_addr(r), want[5000];
+	check_pattern_fill(want, n, 21);
+	memcpy(mem, want, n);
+	int unsealed = rsec_post_write(c, &g, 0, r, 0, (uint32_t)span, 1);
+	check_must(rsec_region_seal(c, &g, 0, r, 0, n), "region seal", c);
+	check_must(rsec_post_write(c, &g, 0, r, 0, (uint32_t)span, 2), "post sealed write", c);
+	struct rsec_wc wc[8];
+	int got = rsec_poll(c, wc, 8, TIMEOUT_MS);
+	if (got != 1 || wc[0].user_id != 2 || wc[0].status != 0)
+		check_die("posted sealed write: rsec_poll gave %d (%s)", got, got == 1 ? rsec_strerror(wc[0].status) : "");
+	int again = rsec_region_seal(c, &g, 0, r, 0, n);
+	char reply[96];
+	request(c, "wopen 0", reply, sizeof(reply));
+	expect_hash("posted-write", reply, want, n, "opened");
+	check_result("posted-write-refusals", "%s %s", rsec_strerror(unsealed), rsec_strerror(again));
+
+	/* copies READs of one sealed READ grant in flight at once, one signaled. */
+	const size_t rn = 20000;
+	g = grant(c, "rgrant 24 5 20000", 24);
+	struct rsec_wr w[8];
+	for (size_t k = 0; k < copies; k++)
+		w[k] = (struct rsec_wr){ .user_id = 100 + k, .op = RSEC_OP_READ, .grant = &g, .local = r,
+					 .local_off = k * g.len, .len = (uint32_t)g.len,
+					 .flags = k + 1 < copies ? RSEC_WR_UNSIGNALED : 0 };
+	struct rsec_wr part = w[0];
+	part.len -= 16;
+	int partial = rsec_post(c, &part, 1, NULL);
+	unsigned posted = 0;
+	check_must(rsec_post(c, w, copies, &posted), "post sealed reads", c);
+	got = rsec_poll(c, wc, 8, TIMEOUT_MS);
+	if (got != 1 || wc[0].user_id != 100 + copies - 1 || wc[0].status != 0)
+		check_die("posted sealed reads: rsec_poll gave %d", got);
+	uint8_t *pattern = malloc(rn);
+	if (!pattern)
+		check_die("out of memory");
+	check_pattern_fill(pattern, rn, 5);
+	size_t opened = 0;
+	for (size_t k = 0; k < copies; k++) {
+		size_t len = 0;
+		if (rsec_region_open(c, &g, r, k * g.len, &len) == 0 && len == rn && memcmp(mem + k * g.len, pattern, rn) == 0)
+			opened++;
+	}
+	request(c, "ropen", reply, sizeof(reply));
+	check_result("posted-read", "%zu of %zu opened; partial read %s", opened, copies, rsec_strerror(partial));
+	free(pattern);
+	rsec_region_free(r);
+}
+
 static int run(char **argv)
 {
 	bool chacha = strcmp(argv[6], "chacha") == 0;
@@ -328,6 +389,7 @@ static int run(char **argv)
 	expect_hash("alive", reply, small, sizeof(small), "yes");
 	request(c, "overlap", reply, sizeof(reply));
 	check_result("overlap", "%s", reply);
+	scenario_posted(c);
 	/* Gone without a word (no DISCONNECT, no close_notify) while a sealed READ grant is out. */
 	request(c, "rgrant 19 4 3000", reply, sizeof(reply));
 	check_result("vanish", "%s", reply);

@@ -89,6 +89,40 @@ static void round_trips(void **state)
 	}
 }
 
+/* One kept key for many transfers, both ways, after a refused one too: the same bytes as a key used once. */
+static void kept_key_matches_one_shot(void **state)
+{
+	(void)state;
+	static const enum rsec_aead_alg algs[] = { RSEC_AEAD_AES256GCM, RSEC_AEAD_CHACHA20POLY1305 };
+	for (size_t a = 0; a < 2; a++) {
+		struct rsec_sealed_key k = { 0 };
+		assert_int_equal(rsec_sealed_key_init(&k, algs[a], key), 0);
+		for (size_t round = 0; round < 3; round++) {
+			size_t n = 100 + round * RSEC_SEALED_CHUNK, total = rsec_sealed_len(n);
+			uint8_t *b = text(n), *want = text(n), *once = text(n);
+			struct rsec_sealed_params p = params(algs[a], n);
+			p.prefix[0] = (uint8_t)round;
+			assert_int_equal(rsec_sealed_seal_with(&k, &p, b), 0);
+			assert_int_equal(rsec_sealed_seal(key, &p, once), 0);
+			assert_memory_equal(b, once, total);
+			b[n / 2] ^= 1;
+			assert_int_equal(rsec_sealed_open_with(&k, &p, b), RSEC_E_MAC);
+			assert_true(all_zero(b, total));
+			assert_int_equal(rsec_sealed_open_with(&k, &p, once), 0);
+			assert_memory_equal(once, want, n);
+			free(b);
+			free(want);
+			free(once);
+		}
+		struct rsec_sealed_params other = params(algs[1 - a], 10);
+		uint8_t small[26] = { 0 };
+		assert_int_equal(rsec_sealed_seal_with(&k, &other, small), RSEC_E_INVAL); /* keyed for the other AEAD */
+		rsec_sealed_key_free(&k);
+		assert_null(k.ctx);
+		rsec_sealed_key_free(&k);
+	}
+}
+
 static void fresh_prefix_fresh_ciphertext(void **state)
 {
 	(void)state;
@@ -197,6 +231,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lengths_invert),
 		cmocka_unit_test(round_trips),
+		cmocka_unit_test(kept_key_matches_one_shot),
 		cmocka_unit_test(fresh_prefix_fresh_ciphertext),
 		cmocka_unit_test(tampering_is_refused),
 		cmocka_unit_test(bad_parameters),

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The grantee's side of sealed grants (lib/sealed.h): the keys of the
+ * peer's grants, derived once per grant from the TLS session and kept
+ * keyed, and the posted form of sealed transfers: rsec_region_seal seals in
+ * a registered region for one rsec_post WRITE, which claims it over TLS
+ * when it has succeeded; rsec_region_open opens what a posted READ of a
+ * whole sealed READ grant brought in. rsec_post takes no other operation on
+ * a sealed grant, so no plaintext leaves through one.
+ */
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "audit.h"
+#include "conn.h"
+
+#define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
+
+static bool is_sealed(const struct rsec_remote_grant *g, unsigned access)
+{
+	return (g->access & (RSEC_GRANT_SEALED | access)) == (RSEC_GRANT_SEALED | access);
+}
+
+static RSEC_MUST_CHECK int require_established(const struct rsec_conn *c)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+}
+
+int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out)
+{
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id) {
+			*out = &c->peer_keys[i].key;
+			return 0;
+		}
+	/* The oldest slot goes: a grant whose key is dropped derives it again. */
+	struct rsec_peer_key *k = &c->peer_keys[c->peer_key_next];
+	c->peer_key_next = (c->peer_key_next + 1) % RSEC_PEER_KEYS;
+	rsec_sealed_key_free(&k->key);
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	int rc = rsec_sealed_key(c->ssl, grant_id, key);
+	if (rc == 0)
+		rc = rsec_sealed_key_init(&k->key, c->aead, key);
+	OPENSSL_cleanse(key, sizeof(key));
+	RSEC_GUARD(rc);
+	k->grant_id = grant_id;
+	*out = &k->key;
+	return 0;
+}
+
+void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
+{
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id)
+			rsec_sealed_key_free(&c->peer_keys[i].key);
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
+			c->sealed_writes[i] = (struct rsec_sealed_write){ 0 };
+}
+
+void rsec_sealed_peer_clear(struct rsec_conn *c)
+{
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		rsec_sealed_key_free(&c->peer_keys[i].key);
+	memset(c->sealed_writes, 0, sizeof(c->sealed_writes));
+}
+
+/* The sealed write into grant_id (any state), or NULL. */
+static struct rsec_sealed_write *write_of(struct rsec_conn *c, uint64_t grant_id)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
+			return &c->sealed_writes[i];
+	return NULL;
+}
+
+static struct rsec_sealed_write *free_write(struct rsec_conn *c)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		if (c->sealed_writes[i].state == SEALED_WRITE_FREE)
+			return &c->sealed_writes[i];
+	return NULL;
+}
+
+int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+			    size_t plain_len, struct rsec_sealed_write **out)
+{
+	if (!is_sealed(g, RSEC_ACCESS_WRITE))
+		return RSEC_E_GRANT;
+	size_t total = rsec_sealed_len(plain_len);
+	if (!total || remote_off > g->len || total > g->len - remote_off)
+		return RSEC_E_RANGE;
+	struct rsec_sealed_write *w = write_of(c, g->id);
+	if (w && w->state != SEALED_WRITE_READY)
+		return RSEC_E_GRANT; /* written already, or on its way: one transfer per grant */
+	if (!w)
+		w = free_write(c);
+	if (!w)
+		return RSEC_E_LIMIT;
+	*w = (struct rsec_sealed_write){
+		.state = SEALED_WRITE_READY, .grant_id = g->id, .remote_off = remote_off, .plain_len = plain_len,
+	};
+	/* A fresh prefix per sealing: never the same nonce under the grant's key. */
+	if (RAND_bytes(w->prefix, sizeof(w->prefix)) != 1) {
+		*w = (struct rsec_sealed_write){ 0 };
+		return RSEC_E_CRYPTO;
+	}
+	*out = w;
+	return 0;
+}
+
+int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uint8_t *buf)
+{
+	struct rsec_sealed_params p = {
+		.alg = c->aead, .grant_id = w->grant_id, .offset = w->remote_off, .plain_len = w->plain_len,
+	};
+	memcpy(p.prefix, w->prefix, sizeof(p.prefix));
+	struct rsec_sealed_key *k;
+	int rc = rsec_sealed_peer_key(c, w->grant_id, &k);
+	if (rc == 0)
+		rc = rsec_sealed_seal_with(k, &p, buf);
+	else
+		OPENSSL_cleanse(buf, w->plain_len); /* no plaintext stays where ciphertext was asked for */
+	if (rc < 0)
+		*w = (struct rsec_sealed_write){ 0 };
+	return rc;
+}
+
+int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	m.u.verify.grant_id = w->grant_id;
+	m.u.verify.offset = w->remote_off;
+	m.u.verify.len = w->plain_len;
+	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
+	memcpy(m.u.verify.mac, w->prefix, sizeof(w->prefix));
+	w->state = SEALED_WRITE_CLAIMED; /* kept until the peer revokes the grant: no second write */
+	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
+	int rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
+	return 0;
+}
+
+int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+		     struct rsec_region *r, size_t off, size_t plain_len)
+{
+	if (!c || !g || !r || r->conn != c || r->dying || !r->local_mr || !plain_len)
+		return RSEC_E_INVAL;
+	size_t total = rsec_sealed_len(plain_len);
+	if (!total || off > r->len || total > r->len - off)
+		return RSEC_E_RANGE;
+	RSEC_GUARD(require_established(c));
+	struct rsec_sealed_write *w;
+	RSEC_GUARD(rsec_sealed_write_begin(c, g, remote_off, plain_len, &w));
+	w->region = r->serial;
+	w->local_off = off;
+	return rsec_sealed_write_seal(c, w, r->addr + off);
+}
+
+int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr, struct rsec_sealed_write **claim)
+{
+	const struct rsec_remote_grant *g = wr->grant;
+	*claim = NULL;
+	if (wr->op == RSEC_OP_READ) {
+		/* Ciphertext and tags, all of them: what rsec_region_open needs. */
+		RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_READ) && wr->remote_off == 0 && wr->len == g->len, RSEC_E_RANGE);
+		return 0;
+	}
+	struct rsec_sealed_write *w = write_of(c, g->id);
+	RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_WRITE) && w && w->state == SEALED_WRITE_READY && w->region == wr->local->serial &&
+			    w->local_off == wr->local_off && w->remote_off == wr->remote_off &&
+			    wr->len == rsec_sealed_len(w->plain_len),
+		    RSEC_E_RANGE); /* only bytes rsec_region_seal sealed for this very operation */
+	*claim = w;
+	return 0;
+}
+
+int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, struct rsec_region *r, size_t off,
+		     size_t *plain_len)
+{
+	if (!c || !g || !r || !plain_len || r->conn != c || r->dying)
+		return RSEC_E_INVAL;
+	*plain_len = 0;
+	uint64_t p_len;
+	if (!is_sealed(g, RSEC_ACCESS_READ) || !rsec_sealed_plain_len(g->len, &p_len))
+		return RSEC_E_GRANT;
+	if (off > r->len || g->len > r->len - off)
+		return RSEC_E_RANGE;
+	return rsec_sealed_read_open(c, g, r->addr + off, plain_len);
+}
+
+int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g, uint8_t *buf, size_t *plain_len)
+{
+	uint64_t p_len = 0;
+	(void)rsec_sealed_plain_len(g->len, &p_len); /* the callers checked it */
+	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = p_len };
+	memcpy(p.prefix, g->mac, sizeof(p.prefix));
+	struct rsec_sealed_key *k;
+	int rc = c->ssl ? rsec_sealed_peer_key(c, g->id, &k) : RSEC_E_CLOSED;
+	if (rc == 0)
+		rc = rsec_sealed_open_with(k, &p, buf);
+	else
+		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
+	struct rsec_audit_region a = {
+		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
+		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
+	};
+	rsec_conn_audit(c, RSEC_AUDIT_SEALED_READ, rc == 0 ? "ok" : "mismatch",
+			rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped", &a);
+	if (rc == RSEC_E_MAC)
+		c->data_mac_failures++;
+	if (rc < 0)
+		return rc;
+	*plain_len = p_len;
+	return 0;
+}

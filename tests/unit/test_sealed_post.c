@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The grantee's side of sealed grants (lib/sealed_post.c) without a device:
+ * two connections' worth of state over a real TLS 1.3 session (PSK, a
+ * socketpair), a region over plain memory. What rsec_post may take on a
+ * sealed grant, the claim that reaches the granter, opening in place, and
+ * the kept keys, each checked against the granter's own derivation.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "conn.h"
+#include "sealed.h"
+#include "tls.h"
+
+#define GRANT_ID (RSEC_GRANT_ID_SERVER | 5) /* issued by the server, the peer of the connection under test */
+#define SPAN 8192u
+
+static const uint8_t psk[32] = { 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1 };
+
+struct fixture {
+	SSL_CTX *cctx, *sctx;
+	SSL *client, *server; /* the connection under test holds client; the granter is server */
+	int fds[2];
+	struct rsec_ctx ctx;
+	struct rsec_conn conn;
+	struct ibv_mr fake_mr;
+	uint8_t mem[SPAN];
+	struct rsec_region region;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	char err[256];
+	struct rsec_tls_opts co = { .psk = psk, .psk_len = sizeof(psk), .psk_identity = "node-a" };
+	struct rsec_tls_opts so = co;
+	so.is_server = true;
+	assert_int_equal(rsec_tls_ctx_new(&co, &f->cctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_ctx_new(&so, &f->sctx, err, sizeof(err)), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, f->fds), 0);
+	assert_int_equal(rsec_tls_new(f->cctx, f->fds[0], &co, &f->client), 0);
+	assert_int_equal(rsec_tls_new(f->sctx, f->fds[1], &so, &f->server), 0);
+	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
+		bool ww;
+		if (rc == RSEC_E_AGAIN)
+			rc = rsec_tls_handshake_step(f->client, &ww);
+		if (rs == RSEC_E_AGAIN)
+			rs = rsec_tls_handshake_step(f->server, &ww);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(rs, 0);
+	f->conn = (struct rsec_conn){
+		.ctx = &f->ctx, .ssl = f->client, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM,
+		.sock = f->fds[0], .epfd = -1, .sock_events = EPOLLIN, /* nothing for rsec_conn_watch to change */
+	};
+	f->region = (struct rsec_region){
+		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
+	};
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	rsec_sealed_peer_clear(&f->conn);
+	SSL_free(f->client);
+	SSL_free(f->server);
+	SSL_CTX_free(f->cctx);
+	SSL_CTX_free(f->sctx);
+	close(f->fds[0]);
+	close(f->fds[1]);
+	free(f);
+	return 0;
+}
+
+static void fill(uint8_t *b, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed + i * 31);
+}
+
+/* The next control message the granter receives. */
+static void granter_receives(struct fixture *f, struct rsec_msg *m)
+{
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t have = 0, need = RSEC_WIRE_HDR_LEN;
+	for (int tries = 0; have < need && tries < 1000; tries++) {
+		size_t got = 0;
+		int rc = rsec_tls_read_some(f->server, frame + have, need - have, &got);
+		assert_true(rc == 0 || rc == RSEC_E_AGAIN);
+		have += got;
+		if (have == RSEC_WIRE_HDR_LEN && need == RSEC_WIRE_HDR_LEN) {
+			uint8_t type;
+			uint32_t body;
+			assert_int_equal(rsec_wire_decode_header(frame, have, &type, &body), 0);
+			need += body;
+		}
+	}
+	assert_int_equal(have, need);
+	assert_int_equal(rsec_wire_decode(frame, have, m), 0);
+}
+
+static struct rsec_wr wr_of(struct fixture *f, const struct rsec_remote_grant *g, enum rsec_op op, uint64_t remote_off,
+			    size_t local_off, uint32_t len)
+{
+	return (struct rsec_wr){ .op = op, .grant = g, .remote_off = remote_off, .local = &f->region,
+				 .local_off = local_off, .len = len };
+}
+
+static void posted_write_takes_only_what_was_sealed(void **state)
+{
+	struct fixture *f = *state;
+	struct rsec_remote_grant g = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	const size_t plain = 1000, total = rsec_sealed_len(plain);
+	uint8_t text[1000];
+	fill(text, plain, 3);
+	struct rsec_sealed_write *claim;
+
+	/* Nothing sealed yet: plaintext cannot go out through a sealed grant. */
+	memcpy(f->mem + 64, text, plain);
+	struct rsec_wr w = wr_of(f, &g, RSEC_OP_WRITE, 100, 64, (uint32_t)total);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 100, &f->region, 64, plain), 0);
+	assert_memory_not_equal(f->mem + 64, text, plain);
+
+	/* Only the very operation it was sealed for. */
+	struct rsec_wr bad[] = {
+		wr_of(f, &g, RSEC_OP_WRITE, 0, 64, (uint32_t)total),
+		wr_of(f, &g, RSEC_OP_WRITE, 100, 0, (uint32_t)total),
+		wr_of(f, &g, RSEC_OP_WRITE, 100, 64, (uint32_t)plain),
+		wr_of(f, &g, RSEC_OP_READ, 100, 64, (uint32_t)total),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(rsec_sealed_post_check(&f->conn, &bad[i], &claim), RSEC_E_RANGE);
+	struct rsec_region later = f->region; /* another region where this one was */
+	later.serial = ++f->conn.regions_made;
+	w.local = &later;
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+	w.local = &f->region;
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), 0);
+	assert_non_null(claim);
+
+	/* Posted: the grant takes no second write, and the first is claimed once it succeeded. */
+	claim->state = SEALED_WRITE_POSTED;
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), RSEC_E_GRANT);
+	assert_int_equal(rsec_sealed_write_claim(&f->conn, claim), 0);
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), RSEC_E_GRANT);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+
+	/* The granter opens what arrived with what the claim says and its own key. */
+	struct rsec_msg m;
+	granter_receives(f, &m);
+	assert_int_equal(m.type, RSEC_MSG_VERIFY);
+	assert_true(m.u.verify.grant_id == GRANT_ID && m.u.verify.offset == 100 && m.u.verify.len == plain);
+	assert_int_equal(m.u.verify.mac_alg, RSEC_WIRE_MAC_SEALED);
+	struct rsec_sealed_params p = {
+		.alg = RSEC_AEAD_AES256GCM, .grant_id = GRANT_ID, .offset = 100, .plain_len = plain,
+	};
+	memcpy(p.prefix, m.u.verify.mac, sizeof(p.prefix));
+	uint8_t key[RSEC_SEALED_KEY_LEN], landed[1100];
+	assert_int_equal(rsec_sealed_key(f->server, GRANT_ID, key), 0);
+	memcpy(landed, f->mem + 64, total);
+	assert_int_equal(rsec_sealed_open(key, &p, landed), 0);
+	assert_memory_equal(landed, text, plain);
+
+	/* The peer revoked it: a new grant under that id could be written again. */
+	rsec_sealed_peer_forget(&f->conn, GRANT_ID);
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), 0);
+}
+
+static void region_seal_refuses_what_does_not_fit(void **state)
+{
+	struct fixture *f = *state;
+	struct rsec_remote_grant g = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 1024 };
+	struct rsec_remote_grant plain = g, reader = g;
+	plain.access = RSEC_ACCESS_WRITE;
+	reader.access = RSEC_ACCESS_READ | RSEC_GRANT_SEALED;
+	assert_int_equal(rsec_region_seal(&f->conn, &plain, 0, &f->region, 0, 10), RSEC_E_GRANT);
+	assert_int_equal(rsec_region_seal(&f->conn, &reader, 0, &f->region, 0, 10), RSEC_E_GRANT);
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 1024 - 16, &f->region, 0, 1), RSEC_E_RANGE); /* 17 bytes */
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, SPAN - 16, 1), RSEC_E_RANGE);
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 0, 0), RSEC_E_INVAL);
+	f->conn.phase = PHASE_CLOSED;
+	f->conn.close_code = RSEC_E_CLOSED;
+	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 0, 10), RSEC_E_CLOSED);
+}
+
+/* The granter seals plain_len bytes of text for a READ grant, as rsec_grant does. */
+static struct rsec_remote_grant granted_for_reading(struct fixture *f, const uint8_t *text, size_t plain_len,
+						    uint8_t *sealed)
+{
+	struct rsec_remote_grant g = {
+		.id = GRANT_ID, .access = RSEC_ACCESS_READ | RSEC_GRANT_SEALED, .len = rsec_sealed_len(plain_len),
+	};
+	struct rsec_sealed_params p = { .alg = RSEC_AEAD_AES256GCM, .grant_id = GRANT_ID, .plain_len = plain_len };
+	for (size_t i = 0; i < sizeof(p.prefix); i++)
+		p.prefix[i] = (uint8_t)(0xa0 + i);
+	memcpy(g.mac, p.prefix, sizeof(p.prefix));
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	assert_int_equal(rsec_sealed_key(f->server, GRANT_ID, key), 0);
+	memcpy(sealed, text, plain_len);
+	assert_int_equal(rsec_sealed_seal(key, &p, sealed), 0);
+	return g;
+}
+
+static bool all_zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static void posted_read_is_whole_and_opens_in_place(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t text[3000], sealed[3100];
+	fill(text, sizeof(text), 9);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	struct rsec_sealed_write *claim = (void *)1;
+	struct rsec_wr part = wr_of(f, &g, RSEC_OP_READ, 16, 0, (uint32_t)g.len - 16);
+	struct rsec_wr shortread = wr_of(f, &g, RSEC_OP_READ, 0, 0, (uint32_t)g.len - 1);
+	struct rsec_wr whole = wr_of(f, &g, RSEC_OP_READ, 0, 0, (uint32_t)g.len);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &part, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &shortread, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &whole, &claim), 0);
+	assert_null(claim);
+
+	/* What the READ brought in, opened where it landed. */
+	size_t n = 0;
+	memcpy(f->mem + 512, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 512, &n), 0);
+	assert_int_equal(n, sizeof(text));
+	assert_memory_equal(f->mem + 512, text, n);
+	assert_true(all_zero(f->mem + 512 + n, g.len - n)); /* the tags are gone */
+
+	/* A changed byte: refused, and nothing of it stays. */
+	memcpy(f->mem + 512, sealed, g.len);
+	f->mem[512 + 2000] ^= 1;
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 512, &n), RSEC_E_MAC);
+	assert_int_equal(n, 0);
+	assert_true(all_zero(f->mem + 512, g.len));
+	assert_int_equal(f->conn.data_mac_failures, 1);
+
+	/* Not a sealed READ grant, or no room for it. */
+	struct rsec_remote_grant writer = g;
+	writer.access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED;
+	assert_int_equal(rsec_region_open(&f->conn, &writer, &f->region, 0, &n), RSEC_E_GRANT);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, SPAN - 100, &n), RSEC_E_RANGE);
+}
+
+static void kept_keys_are_the_granters_and_bounded(void **state)
+{
+	struct fixture *f = *state;
+	/* More grants than kept keys, each asked for twice: every key is its grant's, whether kept or derived again. */
+	for (int round = 0; round < 2; round++)
+		for (uint64_t i = 0; i < RSEC_PEER_KEYS + 3; i++) {
+			uint64_t id = RSEC_GRANT_ID_SERVER | (100 + i);
+			struct rsec_sealed_key *k;
+			assert_int_equal(rsec_sealed_peer_key(&f->conn, id, &k), 0);
+			struct rsec_sealed_params p = { .alg = RSEC_AEAD_AES256GCM, .grant_id = id, .plain_len = 40 };
+			uint8_t b[56], key[RSEC_SEALED_KEY_LEN];
+			fill(b, 40, (uint8_t)i);
+			assert_int_equal(rsec_sealed_seal_with(k, &p, b), 0);
+			assert_int_equal(rsec_sealed_key(f->server, id, key), 0);
+			assert_int_equal(rsec_sealed_open(key, &p, b), 0);
+		}
+	unsigned kept = 0;
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		kept += f->conn.peer_keys[i].key.ctx != NULL;
+	assert_int_equal(kept, RSEC_PEER_KEYS);
+	rsec_sealed_peer_forget(&f->conn, RSEC_GRANT_ID_SERVER | (100 + RSEC_PEER_KEYS + 2));
+	kept = 0;
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		kept += f->conn.peer_keys[i].key.ctx != NULL;
+	assert_int_equal(kept, RSEC_PEER_KEYS - 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(posted_write_takes_only_what_was_sealed, setup, teardown),
+		cmocka_unit_test_setup_teardown(region_seal_refuses_what_does_not_fit, setup, teardown),
+		cmocka_unit_test_setup_teardown(posted_read_is_whole_and_opens_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(kept_keys_are_the_granters_and_bounded, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
