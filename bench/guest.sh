@@ -10,7 +10,7 @@
 # usage: guest.sh BIN PKI RAW 'SIZE:ITERS ...' CONNECTIONS TESTS POLL TX_DEPTH CQ_MOD [QPN-ENTROPY ARGS...]
 # BIN: rdmasec-bench, qpn-entropy and librdmasec.so.0, copied from the build (bench/run.sh)
 # TESTS: comma-separated subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,
-#   sealed_read_lat,sealed_write_lat,connect,qpn
+#   sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qpn
 # POLL: rdmasec-bench --poll for the clients and the send servers (busy: as perftest, which
 #   polls its CQ; a write or read server has nothing to poll and sleeps, as perftest's waits
 #   in a socket read)
@@ -170,21 +170,29 @@ connect_run() {
 	rdmasec connect-rdmasec-full 0 "$conns" --op connect -- --no-resume
 }
 
-# Through sealed grants, one operation at a time, every size in one
-# connection: reads (rsec_read_sealed), and writes, each with its own grant
-# (granted, rsec_write_sealed, opened by the server). bench/report.py sets
-# them against ib_read_lat's and ib_write_lat's rows above.
+# Through sealed grants, every size in one connection: reads, posted (READs
+# of the whole grant, each opened in place with rsec_region_open) one at a
+# time and TX_DEPTH deep, and writes, each with its own grant (granted,
+# rsec_write_sealed, opened by the server). bench/report.py sets them against
+# ib_read_lat's, ib_read_bw's and ib_write_lat's rows above.
 sealed_run() {
-	local op=$1 slist='' nlist='' pair
+	local test=$1 slist='' nlist='' pair op
 	for pair in $sizes; do
 		slist+=${slist:+,}${pair%%:*} nlist+=${nlist:+,}${pair#*:}
 	done
-	rdmasec "rdmasec-sealed_${op}_lat" "$slist" "$nlist" --op "$op" --lat --sealed -- --poll "$poll"
+	case $test in
+	sealed_read_bw)
+		rdmasec "rdmasec-$test" "$slist" "$nlist" --op read --sealed -t "$tx_depth" -Q "$cq_mod" -- \
+			--poll "$poll" ;;
+	*) op=${test#sealed_} op=${op%_lat}
+		rdmasec "rdmasec-$test" "$slist" "$nlist" --op "$op" --lat --sealed -- --poll "$poll" ;;
+	esac
 }
 
 run_tests
-wanted sealed_read_lat && sealed_run read
-wanted sealed_write_lat && sealed_run write
+for t in sealed_read_lat sealed_read_bw sealed_write_lat; do
+	wanted $t && sealed_run $t
+done
 wanted connect && connect_run
 if wanted qpn; then
 	note "qpn-entropy $*" "running"

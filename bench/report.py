@@ -20,9 +20,9 @@ import re
 import sys
 
 TESTS = ("send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
-         "sealed_write_lat")
+         "sealed_read_bw", "sealed_write_lat")
 # rdmasec-bench tests measured against another test's perftest rows.
-REFERENCE = {"sealed_read_lat": "read_lat", "sealed_write_lat": "write_lat"}
+REFERENCE = {"sealed_read_lat": "read_lat", "sealed_read_bw": "read_bw", "sealed_write_lat": "write_lat"}
 AEADS = ("aes-256-gcm", "chacha20-poly1305")
 SEAL_SIZES = (64, 4096, 65536)
 

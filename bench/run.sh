@@ -21,7 +21,7 @@
 #                      (default 128, perftest's)
 #   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
 #   BENCH_TESTS        subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,
-#                      sealed_write_lat,connect,qpn,seal
+#                      sealed_read_bw,sealed_write_lat,connect,qpn,seal
 #                      (default: all)
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
@@ -35,7 +35,7 @@ conns=${BENCH_CONNECTIONS:-20}
 poll=${BENCH_POLL:-busy}
 tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
-all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_write_lat,connect,qpn,seal
+all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qpn,seal
 tests=${BENCH_TESTS:-$all_tests}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
 

@@ -5,8 +5,8 @@
 # valid JSON with each side's CPU time per operation. Write and read keep
 # TX_DEPTH operations in flight (rsec_post/rsec_poll): more operations than
 # the depth, a depth and completion moderation of their own, both poll modes,
-# and a duration run; reads through a sealed grant, and writes through a
-# sealed grant each. Connection set-up resumes
+# and a duration run; reads through a sealed grant, one at a time and
+# posted 16 deep, and writes through a sealed grant each. Connection set-up resumes
 # TLS sessions unless told not to. No timing is asserted.
 . "$(dirname "$0")/common.bash"
 
@@ -47,6 +47,7 @@ run write_bw --op write -s 65536,64 -n 20,300 || rc=1
 run read_bw --op read -s 4096 -n 100 -t 16 -Q 4 --poll event || rc=1
 run read_lat --op read --lat -s 4096 -n 20 || rc=1
 run read_sealed --op read --sealed --lat -s 4096,100000 -n 20,10 || rc=1
+run read_bw_sealed --op read --sealed -s 4096,100000 -n 100,20 -t 16 -Q 4 || rc=1
 run write_sealed --op write --sealed --lat -s 4096,100000 -n 10,5 || rc=1
 run connect --op connect -n 3 || rc=1
 run connect_full --op connect -n 2 --no-resume || rc=1
@@ -62,7 +63,7 @@ EOF
 	{ cat "$work/out"; tail -n 5 "$work"/*.txt "$work"/*.err; fail "a run failed"; }
 cat "$work/out"
 
-runs=(send_bw send_lat write_bw read_bw read_lat read_sealed write_sealed connect connect_full)
+runs=(send_bw send_lat write_bw read_bw read_lat read_sealed read_bw_sealed write_sealed connect connect_full)
 outputs=()
 for r in "${runs[@]}"; do
 	grep -A1 '^ #bytes' "$work/$r.txt" | sed "s/^/[$r] /"
@@ -80,6 +81,7 @@ work, runs = sys.argv[1], sys.argv[2:]
 expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send", "lat", [(64, 50)]),
           "write_bw": ("write", "bw", [(65536, 20), (64, 300)]), "read_bw": ("read", "bw", [(4096, 100)]),
           "read_lat": ("read", "lat", [(4096, 20)]), "read_sealed": ("read", "lat", [(4096, 20), (100000, 10)]),
+          "read_bw_sealed": ("read", "bw", [(4096, 100), (100000, 20)]),
           "write_sealed": ("write", "lat", [(4096, 10), (100000, 5)]),
           "connect": ("connect", "lat", [(0, 3)]),
           "connect_full": ("connect", "lat", [(0, 2)])}
@@ -88,7 +90,7 @@ resumed = {"connect": 2, "connect_full": 0}
 # Poll mode, and for write and read the operations in flight and the completion moderation.
 modes = {"send_bw": ("busy", None, None), "send_lat": ("busy", None, None), "write_bw": ("busy", 128, 100),
          "read_bw": ("event", 16, 4), "read_lat": ("busy", 1, 1), "read_sealed": ("busy", 1, 1),
-         "write_sealed": ("busy", 1, 1),
+         "read_bw_sealed": ("busy", 16, 4), "write_sealed": ("busy", 1, 1),
          "connect": ("event", None, None),
          "connect_full": ("event", None, None)}
 ok = True

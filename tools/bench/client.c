@@ -14,6 +14,8 @@
 #include "bench.h"
 
 #define MAX_ROWS 32
+/* --sealed read: the most the region of READs in flight may take. */
+#define SEALED_READ_REGION (64u << 20)
 
 struct client {
 	const struct bench_opts *o;
@@ -22,8 +24,9 @@ struct client {
 	uint64_t max_size, max_iters;
 	struct rsec_ctx *ctx;
 	struct bench_conn bc;
-	uint8_t *data;      /* send: what we send; byte 0 is DATA's type; --sealed: where we read */
+	uint8_t *data;      /* send: what we send; byte 0 is DATA's type; --sealed write: the plaintext */
 	struct rsec_region *region; /* write, read: what we write, or where we read */
+	size_t region_len;
 	struct rsec_wr *wr; /* write, read: one batch of work requests (tx_depth) */
 	struct rsec_wc *wc; /* ... and of completions */
 	uint64_t *samples;  /* latency: one per iteration */
@@ -37,6 +40,7 @@ struct test {
 	const struct bench_params *p;
 	struct rsec_remote_grant g;
 	uint64_t tag, done; /* --sealed write: READY's tag, writes done (write k's grant is tag + k) */
+	uint64_t slots;     /* --sealed read: READs in flight at once, each into its own part of the region */
 };
 
 typedef int (*op_fn)(struct test *t);
@@ -44,20 +48,6 @@ typedef int (*op_fn)(struct test *t);
 static int op_send(struct test *t)
 {
 	return bconn_send(&t->cl->bc, t->cl->data, t->p->size, "send");
-}
-
-/* --sealed: the whole sealed grant read (its ciphertext and tags) and opened; one at a time. */
-static int op_read_sealed(struct test *t)
-{
-	struct client *cl = t->cl;
-	size_t len = 0;
-	int rc = rsec_read_sealed(cl->bc.c, &t->g, cl->data, rsec_sealed_len(t->p->size), &len, cl->o->timeout_ms);
-	if (rc == 0 && len != t->p->size)
-		rc = RSEC_E_PROTO;
-	if (rc < 0)
-		fprintf(stderr, "%s: rsec_read_sealed: %s (%zu bytes opened; %s)\n", PROG, rsec_strerror(rc), len,
-			rsec_conn_error(cl->bc.c));
-	return rc;
 }
 
 /* --sealed write: this write's own grant, sealed, written and claimed (the server opens it). */
@@ -202,6 +192,10 @@ static int post_batch(struct test *t, enum rsec_op op, uint64_t first, unsigned 
 		bool signaled = k + 1 == n || (id + 1) % cq_mod == 0;
 		cl->wr[k] = (struct rsec_wr){ .user_id = id, .op = op, .flags = signaled ? 0 : RSEC_WR_UNSIGNALED,
 					      .grant = &t->g, .local = cl->region, .len = (uint32_t)t->p->size };
+		if (t->slots) { /* a sealed READ takes the whole grant, into a part of the region of its own */
+			cl->wr[k].len = (uint32_t)t->g.len;
+			cl->wr[k].local_off = (size_t)(id % t->slots * t->g.len);
+		}
 	}
 	int rc = rsec_post(cl->bc.c, cl->wr, n, posted);
 	if (rc == RSEC_E_AGAIN)
@@ -235,6 +229,24 @@ static int reap(struct test *t)
 	return 0;
 }
 
+/* --sealed read: open in place what operations [from, to) brought in (all done: RC completes in order). */
+static int open_sealed(struct test *t, uint64_t from, uint64_t to)
+{
+	struct client *cl = t->cl;
+	for (uint64_t id = from; id < to; id++) {
+		size_t len = 0;
+		int rc = rsec_region_open(cl->bc.c, &t->g, cl->region, (size_t)(id % t->slots * t->g.len), &len);
+		if (rc == 0 && len != t->p->size)
+			rc = RSEC_E_PROTO;
+		if (rc < 0) {
+			fprintf(stderr, "%s: rsec_region_open of read %llu: %s (%zu bytes opened)\n", PROG,
+				(unsigned long long)id, rsec_strerror(rc), len);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /*
  * The measured loop of write and read: keep up to TX_DEPTH operations in
  * flight (1 for latency) until ITERS are done, or post until the duration
@@ -249,6 +261,8 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 	struct rsec_conn *c = t->cl->bc.c;
 	bool keep = p->lat && !p->duration_ms;
 	uint64_t depth = p->lat ? 1 : t->cl->o->tx_depth;
+	if (t->slots && depth > t->slots)
+		depth = t->slots;
 	uint64_t block = block_of(p), start = bench_now_ns(), now = start, mark = start;
 	uint64_t deadline = start + (uint64_t)p->duration_ms * 1000000u;
 	uint64_t posted = 0, done = 0, mark_done = 0;
@@ -268,8 +282,11 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 		int rc = reap(t);
 		if (rc < 0)
 			return rc;
-		now = bench_now_ns();
+		uint64_t was_done = done;
 		done = posted - rsec_inflight(c);
+		if (t->slots && (rc = open_sealed(t, was_done, done)) < 0)
+			return rc;
+		now = bench_now_ns();
 		bool finished = rsec_inflight(c) == 0 && (p->iters ? done == p->iters : now >= deadline);
 		uint64_t ops = done - mark_done;
 		if (ops == 0 || (ops < block && !finished))
@@ -346,8 +363,10 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 	*row = (struct bench_row){ .bytes = step->size, .lat = p.lat, .duration = p.duration_ms != 0 };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
 	int rc = start_test(&t);
-	if (rc == 0 && p.sealed)
-		rc = run_loop(&t, op->op == BENCH_OP_WRITE ? op_write_sealed : op_read_sealed, row, &best_ns);
+	if (rc == 0 && p.sealed && op->op == BENCH_OP_READ)
+		t.slots = cl->region_len / rsec_sealed_len(p.size);
+	if (rc == 0 && p.sealed && op->op == BENCH_OP_WRITE)
+		rc = run_loop(&t, op_write_sealed, row, &best_ns);
 	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
 		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
 	else if (rc == 0)
@@ -481,14 +500,20 @@ static int connect_once(struct client *cl)
 	if (o->op != BENCH_OP_WRITE && o->op != BENCH_OP_READ)
 		return 0;
 	/* Local only: never granted; the library registers it once, for every operation. */
-	rc = rsec_region_alloc(c, (size_t)cl->max_size, RSEC_ACCESS_LOCAL, &cl->region);
+	cl->region_len = (size_t)cl->max_size;
+	if (cl->o->sealed && cl->o->op == BENCH_OP_READ) {
+		/* A part per READ in flight, as many as fit in SEALED_READ_REGION (one at least). */
+		size_t part = rsec_sealed_len((size_t)cl->max_size);
+		uint64_t parts = SEALED_READ_REGION / part ? SEALED_READ_REGION / part : 1;
+		cl->region_len = part * (size_t)(parts < cl->o->tx_depth ? parts : cl->o->tx_depth);
+	}
+	rc = rsec_region_alloc(c, cl->region_len, RSEC_ACCESS_LOCAL, &cl->region);
 	if (rc < 0) {
-		fprintf(stderr, "%s: cannot register %llu bytes: %s\n", PROG, (unsigned long long)cl->max_size,
-			rsec_strerror(rc));
+		fprintf(stderr, "%s: cannot register %zu bytes: %s\n", PROG, cl->region_len, rsec_strerror(rc));
 		return rc;
 	}
 	uint8_t *p = rsec_region_addr(cl->region);
-	for (uint64_t i = 0; i < cl->max_size; i++)
+	for (size_t i = 0; i < cl->region_len; i++)
 		p[i] = (uint8_t)(i * 131 + 7);
 	return 0;
 }
@@ -503,7 +528,7 @@ static int alloc_buffers(struct client *cl)
 		if (cl->steps[i].iters > cl->max_iters)
 			cl->max_iters = cl->steps[i].iters;
 	}
-	size_t max = o->op == BENCH_OP_SEND ? (size_t)cl->max_size : o->sealed ? rsec_sealed_len(cl->max_size) : 1;
+	size_t max = o->op == BENCH_OP_SEND || (o->sealed && o->op == BENCH_OP_WRITE) ? (size_t)cl->max_size : 1;
 	cl->data = malloc(max);
 	if (o->lat && cl->max_iters)
 		cl->samples = calloc(cl->max_iters, sizeof(*cl->samples));

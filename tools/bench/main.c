@@ -46,11 +46,12 @@ static void usage(FILE *f)
 		"                         completion queues (default for send, write and read, as perftest;\n"
 		"                         a server of write or read has no completions and defaults to event);\n"
 		"                         event: sleep on the completion channel (default for connect)\n"
-		"      --sealed           through sealed grants (RSEC_GRANT_SEALED), one operation at a time (no\n"
-		"                         -t, -Q). read: each is rsec_read_sealed, a READ of the ciphertext and\n"
-		"                         its opening. write: a sealed WRITE grant carries one transfer, so each\n"
-		"                         is a grant from the server, rsec_write_sealed (seal, WRITE, claim)\n"
-		"                         and the server's rsec_grant_open; needs -n\n"
+		"      --sealed           through sealed grants (RSEC_GRANT_SEALED). read: READs of the whole\n"
+		"                         sealed grant posted as without it (-t, -Q), each into its own part of\n"
+		"                         the region, opened in place (rsec_region_open) once done. write: a\n"
+		"                         sealed WRITE grant carries one transfer, so each is a grant from the\n"
+		"                         server, rsec_write_sealed (seal, WRITE, claim) and the server's\n"
+		"                         rsec_grant_open, one at a time (no -t, -Q); needs -n\n"
 		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
 		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
@@ -321,9 +322,8 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("--poll busy is not for --op connect: set-up sleeps on its sockets");
 	if (o->sealed && !one_sided(o))
 		return fail_combo("--sealed is for --op write and read: messages are always sealed");
-	if (o->sealed && (o->tx_depth > 1 || o->cq_mod > 1))
-		return fail_combo("--sealed runs one operation at a time (rsec_read_sealed, rsec_write_sealed): "
-				  "no -t or -Q");
+	if (o->sealed && o->op == BENCH_OP_WRITE && (o->tx_depth > 1 || o->cq_mod > 1))
+		return fail_combo("--sealed write runs one transfer at a time (each its own grant): no -t or -Q");
 	if (o->sealed && o->op == BENCH_OP_WRITE && o->duration_ms)
 		return fail_combo("--sealed write needs -n: each write gets its own grant, counted in advance");
 	return true;
@@ -338,7 +338,7 @@ static void set_defaults(struct bench_opts *o)
 	if (!one_sided(o))
 		return;
 	if (!o->tx_depth)
-		o->tx_depth = o->lat || o->sealed ? 1 : BENCH_DEFAULT_TX_DEPTH;
+		o->tx_depth = o->lat || (o->sealed && o->op == BENCH_OP_WRITE) ? 1 : BENCH_DEFAULT_TX_DEPTH;
 	if (!o->cq_mod)
 		o->cq_mod = BENCH_DEFAULT_CQ_MOD;
 	if (o->cq_mod > o->tx_depth)
