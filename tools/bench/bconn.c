@@ -113,6 +113,7 @@ int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx
 		.max_inflight = (uint32_t)o->tx_depth,
 		.poll_mode = o->poll == BENCH_POLL_BUSY ? RSEC_POLL_BUSY : RSEC_POLL_EVENT,
 		.tls_resume_s = o->no_resume ? 0 : RSEC_DEFAULT_RESUME_S,
+		.recv_slots = o->recv_slots, .slot_size = o->slot_size,
 	};
 	int rc = rsec_ctx_new(&attr, ctx, err, sizeof(err));
 	if (rc < 0)

@@ -39,7 +39,8 @@ struct bench_opts {
 	uint64_t tx_depth, cq_mod, qps; /* tx_depth, cq_mod: 0 until check_combos sets the defaults */
 	enum bench_poll poll;           /* this side's waits: the context's poll_mode */
 	bool no_resume;                 /* full TLS handshakes only (the context's tls_resume_s 0) */
-	bool sealed;                    /* read through a sealed grant (rsec_read_sealed), one at a time */
+	bool sealed;                    /* through sealed grants (--sealed) */
+	uint32_t recv_slots, slot_size; /* the context's receive buffers (0: the library's defaults) */
 	const char *host;        /* NULL: serve */
 	const char *source, *device, *json_path;
 	uint16_t port;

@@ -42,6 +42,11 @@ static void usage(FILE *f)
 		"                         at most, and for the last of each batch posted (default %u, at\n"
 		"                         most TX_DEPTH)\n"
 		"  -q, --qps N            only 1: one connection is one queue pair\n"
+		"      --recv-slots N     this side's receive buffers (the library's recv_slots, 4..4096;\n"
+		"                         default 16): the window of messages the peer may send ahead\n"
+		"      --slot-size BYTES  size of each (slot_size, 4K..1M; default 64K); a sender keeps at\n"
+		"                         most 1 MiB of its peer's slots in flight, so small slots make a\n"
+		"                         deeper window for small messages\n"
 		"      --poll MODE        how this side waits (the library's poll_mode): busy: spin on the\n"
 		"                         completion queues (default for send, write and read, as perftest;\n"
 		"                         a server of write or read has no completions and defaults to event);\n"
@@ -173,6 +178,25 @@ static bool opt_qps(struct bench_opts *o, const char *a)
 	return cli_parse_u64("-q/--qps", a, 1, 65536, false, &o->qps);
 }
 
+/* The library checks the combination (rsec_ctx_new); these are its ranges. */
+static bool opt_recv_slots(struct bench_opts *o, const char *a)
+{
+	uint64_t n;
+	if (!cli_parse_u64("--recv-slots", a, 4, 4096, false, &n))
+		return false;
+	o->recv_slots = (uint32_t)n;
+	return true;
+}
+
+static bool opt_slot_size(struct bench_opts *o, const char *a)
+{
+	uint64_t n;
+	if (!cli_parse_u64("--slot-size", a, 4096, 1u << 20, true, &n))
+		return false;
+	o->slot_size = (uint32_t)n;
+	return true;
+}
+
 static bool opt_poll(struct bench_opts *o, const char *a)
 {
 	o->set |= BENCH_SET_POLL;
@@ -280,6 +304,8 @@ static const struct handler {
 	{ { "cq-mod", required_argument, NULL, 'Q' }, opt_cq_mod },
 	{ { "qps", required_argument, NULL, 'q' }, opt_qps },
 	{ { "poll", required_argument, NULL, 'P' }, opt_poll },
+	{ { "recv-slots", required_argument, NULL, 'r' }, opt_recv_slots },
+	{ { "slot-size", required_argument, NULL, 'z' }, opt_slot_size },
 	{ { "sealed", no_argument, NULL, 'E' }, opt_sealed },
 	{ { "no-resume", no_argument, NULL, 'R' }, opt_no_resume },
 	{ { "source", required_argument, NULL, 'S' }, opt_source },
