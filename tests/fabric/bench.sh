@@ -4,7 +4,8 @@
 # layout (bench/report.py's parser, the one perftest's output goes through),
 # valid JSON with each side's CPU time per operation. Write and read keep
 # TX_DEPTH operations in flight (rsec_post/rsec_poll): more operations than
-# the depth, a depth and completion moderation of their own, both poll modes,
+# the depth, a depth and completion moderation of their own, both poll modes, a
+# WRITE ping-pong (write --lat, as ib_write_lat),
 # and a duration run; reads through a sealed grant, one at a time and
 # posted 16 deep, and writes through a sealed grant each. Connection set-up resumes
 # TLS sessions unless told not to. No timing is asserted.
@@ -46,6 +47,7 @@ run send_lat --lat -s 64 -n 50 --poll busy || rc=1
 run write_bw --op write -s 65536,64 -n 20,300 || rc=1
 run read_bw --op read -s 4096 -n 100 -t 16 -Q 4 --poll event || rc=1
 run read_lat --op read --lat -s 4096 -n 20 || rc=1
+run write_lat --op write --lat -s 4096,64 -n 20,300 || rc=1
 run read_sealed --op read --sealed --lat -s 4096,100000 -n 20,10 || rc=1
 run read_bw_sealed --op read --sealed -s 4096,100000 -n 100,20 -t 16 -Q 4 || rc=1
 run write_sealed --op write --sealed --lat -s 4096,100000 -n 10,5 || rc=1
@@ -63,7 +65,7 @@ EOF
 	{ cat "$work/out"; tail -n 5 "$work"/*.txt "$work"/*.err; fail "a run failed"; }
 cat "$work/out"
 
-runs=(send_bw send_lat write_bw read_bw read_lat read_sealed read_bw_sealed write_sealed connect connect_full)
+runs=(send_bw send_lat write_bw read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed connect connect_full)
 outputs=()
 for r in "${runs[@]}"; do
 	grep -A1 '^ #bytes' "$work/$r.txt" | sed "s/^/[$r] /"
@@ -80,7 +82,7 @@ import json, math, os, sys
 work, runs = sys.argv[1], sys.argv[2:]
 expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send", "lat", [(64, 50)]),
           "write_bw": ("write", "bw", [(65536, 20), (64, 300)]), "read_bw": ("read", "bw", [(4096, 100)]),
-          "read_lat": ("read", "lat", [(4096, 20)]), "read_sealed": ("read", "lat", [(4096, 20), (100000, 10)]),
+          "read_lat": ("read", "lat", [(4096, 20)]), "write_lat": ("write", "lat", [(4096, 20), (64, 300)]), "read_sealed": ("read", "lat", [(4096, 20), (100000, 10)]),
           "read_bw_sealed": ("read", "bw", [(4096, 100), (100000, 20)]),
           "write_sealed": ("write", "lat", [(4096, 10), (100000, 5)]),
           "connect": ("connect", "lat", [(0, 3)]),
@@ -89,7 +91,7 @@ expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send"
 resumed = {"connect": 2, "connect_full": 0}
 # Poll mode, and for write and read the operations in flight and the completion moderation.
 modes = {"send_bw": ("busy", None, None), "send_lat": ("busy", None, None), "write_bw": ("busy", 128, 100),
-         "read_bw": ("event", 16, 4), "read_lat": ("busy", 1, 1), "read_sealed": ("busy", 1, 1),
+         "read_bw": ("event", 16, 4), "read_lat": ("busy", 1, 1), "write_lat": ("busy", 1, 1), "read_sealed": ("busy", 1, 1),
          "read_bw_sealed": ("busy", 16, 4), "write_sealed": ("busy", 1, 1),
          "connect": ("event", None, None),
          "connect_full": ("event", None, None)}

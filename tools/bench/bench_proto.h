@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BENCH_PROTO_VERSION 2 /* 2: PARAMS carries sealed */
+#define BENCH_PROTO_VERSION 3 /* 2: PARAMS carries sealed; 3: write --lat is a ping-pong */
 #define BENCH_SIZE_MAX (16u << 20)         /* librdmasec's default max_msg */
 #define BENCH_ITERS_MAX 10000000u          /* latency keeps one sample each */
 #define BENCH_DURATION_MS_MAX 3600000u

@@ -12,6 +12,7 @@
 
 #include "bconn.h"
 #include "bench.h"
+#include "pingpong.h"
 
 #define MAX_ROWS 32
 /* --sealed read: the most the region of READs in flight may take. */
@@ -88,7 +89,7 @@ static const struct client_op {
 	unsigned lat_divisor; /* 2: a ping-pong reports half the round trip, as ib_send_lat */
 } client_ops[] = {
 	{ BENCH_OP_SEND, "Send BW Test", "Send Latency Test", op_send, op_pingpong, 2 },
-	{ BENCH_OP_WRITE, "RDMA_Write BW Test", "RDMA_Write Latency Test", NULL, NULL, 1 },
+	{ BENCH_OP_WRITE, "RDMA_Write BW Test", "RDMA_Write Latency Test", NULL, NULL, 2 }, /* ping-pong */
 	{ BENCH_OP_READ, "RDMA_Read BW Test", "RDMA_Read Latency Test", NULL, NULL, 1 },
 	{ BENCH_OP_CONNECT, "Connection Set-up Test", "Connection Set-up Test", NULL, NULL, 1 },
 };
@@ -305,17 +306,59 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 	return 0;
 }
 
+/*
+ * --op write --lat (not sealed): perftest's ib_write_lat. We write into the
+ * server's grant, it answers into ours (granted under READY's tag); a
+ * sample is one round trip, reported halved as perftest does.
+ */
+static int run_write_pingpong(struct test *t, struct bench_row *row, uint64_t *best_ns)
+{
+	struct client *cl = t->cl;
+	struct rsec_conn *c = cl->bc.c;
+	struct rsec_region *dst = NULL;
+	uint64_t grant_id = 0;
+	int rc = rsec_region_alloc(c, (size_t)t->p->size, RSEC_ACCESS_WRITE, &dst);
+	if (rc == 0)
+		rc = rsec_grant(c, dst, 0, (size_t)t->p->size, RSEC_ACCESS_WRITE, 0, t->tag, &grant_id);
+	if (rc < 0)
+		fprintf(stderr, "%s: cannot grant the server %llu bytes: %s\n", PROG, (unsigned long long)t->p->size,
+			rsec_strerror(rc));
+	struct pingpong pp = { .c = c, .peer = &t->g, .src = cl->region, .dst = dst, .size = (size_t)t->p->size,
+			       .timeout_ms = cl->o->timeout_ms };
+	uint64_t i = 0, start = bench_now_ns(), mark = start;
+	*best_ns = UINT64_MAX;
+	while (rc == 0 && i < t->p->iters) {
+		i++;
+		rc = pingpong_send(&pp, i);
+		if (rc == 0)
+			rc = pingpong_wait(&pp, i);
+		uint64_t now = bench_now_ns();
+		cl->samples[i - 1] = now - mark;
+		if (now - mark < *best_ns)
+			*best_ns = now - mark;
+		mark = now;
+	}
+	if (grant_id && rsec_conn_state(c) == RSEC_CONN_ESTABLISHED)
+		(void)rsec_revoke(c, grant_id);
+	rsec_region_free(dst);
+	row->iters = rc == 0 ? i : 0;
+	row->elapsed_s = (double)(mark - start) / 1e9;
+	return rc;
+}
+
 static void figures(const struct client_op *op, const struct test *t, struct bench_row *row, uint64_t best_ns)
 {
+	/* A sealed write is timed whole (grant, seal, WRITE, claim, open): nothing to halve. */
+	unsigned divisor = t->p->sealed ? 1 : op->lat_divisor;
 	row->have_row = true;
 	if (!row->lat) {
 		bench_bw_compute(row->bytes, row->iters, (uint64_t)(row->elapsed_s * 1e9), best_ns, &row->bw);
 		return;
 	}
 	if (row->duration)
-		row->l.avg = bench_lat_avg_us((uint64_t)(row->elapsed_s * 1e9), row->iters, op->lat_divisor);
+		row->l.avg = bench_lat_avg_us((uint64_t)(row->elapsed_s * 1e9), row->iters, divisor);
 	else
-		bench_lat_summarize(t->cl->samples, row->iters, op->lat_divisor, &row->l);
+		bench_lat_summarize(t->cl->samples, row->iters, divisor, &row->l);
 }
 
 /* PARAMS out, READY back; for write and read, the grant READY names. */
@@ -367,6 +410,8 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 		t.slots = cl->region_len / rsec_sealed_len(p.size);
 	if (rc == 0 && p.sealed && op->op == BENCH_OP_WRITE)
 		rc = run_loop(&t, op_write_sealed, row, &best_ns);
+	else if (rc == 0 && p.lat && op->op == BENCH_OP_WRITE)
+		rc = run_write_pingpong(&t, row, &best_ns);
 	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
 		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
 	else if (rc == 0)

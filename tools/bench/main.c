@@ -30,8 +30,8 @@ static void usage(FILE *f)
 		"                         (rsec_post, rsec_poll); connect: ITERS sequential connections (TCP,\n"
 		"                         TLS 1.3, QP bring-up), each one timed; from the second on, TLS\n"
 		"                         resumes the previous connection's session (no certificates)\n"
-		"      --lat              latency (send: ping-pong, half the round trip; write, read: each\n"
-		"                         operation's completion time, one in flight) instead of bandwidth\n"
+		"      --lat              latency instead of bandwidth (send, write: ping-pong, half the\n"
+		"                         round trip; read: each READ's completion time, one in flight)\n"
 		"  -s, --size SIZE        bytes per operation, 1..16M (K, M suffixes); default 65536, 2 with --lat;\n"
 		"                         SIZE,SIZE,... runs each in turn on one connection\n"
 		"  -a, --all              every size from 2 to 8M, powers of two\n"
@@ -350,6 +350,8 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("--sealed is for --op write and read: messages are always sealed");
 	if (o->sealed && o->op == BENCH_OP_WRITE && (o->tx_depth > 1 || o->cq_mod > 1))
 		return fail_combo("--sealed write runs one transfer at a time (each its own grant): no -t or -Q");
+	if (o->op == BENCH_OP_WRITE && o->lat && !o->sealed && o->duration_ms)
+		return fail_combo("--op write --lat is a ping-pong of counted writes (as ib_write_lat): needs -n");
 	if (o->sealed && o->op == BENCH_OP_WRITE && o->duration_ms)
 		return fail_combo("--sealed write needs -n: each write gets its own grant, counted in advance");
 	return true;

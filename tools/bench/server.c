@@ -10,6 +10,7 @@
 
 #include "bconn.h"
 #include "bench.h"
+#include "pingpong.h"
 
 #define MAX_ROWS 32
 #define GRANT_ACCESS (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
@@ -223,6 +224,50 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 }
 
 /*
+ * --op write --lat: the ping-pong of perftest's ib_write_lat (pingpong.h).
+ * READY names our grant; the client grants us its region under the same
+ * tag, then each round's write is answered with ours.
+ */
+static int serve_write_pingpong(struct server *s, struct bench_conn *bc, const struct bench_params *p,
+				struct bench_row *row)
+{
+	struct rsec_region *dst = NULL, *src = NULL;
+	struct rsec_remote_grant peer;
+	uint64_t grant_id = 0, start = bench_now_ns(), i = 0;
+	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = ++s->next_tag };
+	int rc = rsec_region_alloc(bc->c, (size_t)p->size, RSEC_ACCESS_WRITE, &dst);
+	if (rc == 0)
+		rc = rsec_region_alloc(bc->c, (size_t)p->size, RSEC_ACCESS_LOCAL, &src);
+	if (rc == 0)
+		rc = rsec_grant(bc->c, dst, 0, (size_t)p->size, RSEC_ACCESS_WRITE, 0, m.tag, &grant_id);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot grant %llu bytes: %s\n", PROG, (unsigned long long)p->size, rsec_strerror(rc));
+		bconn_send_error(bc, "the server cannot grant a region of that size");
+	}
+	if (rc == 0)
+		rc = bconn_send_msg(bc, &m, "send READY");
+	if (rc == 0 && (rc = rsec_grant_wait(bc->c, m.tag, &peer, s->o->timeout_ms)) < 0)
+		fprintf(stderr, "%s: no grant from the client: %s\n", PROG, rsec_strerror(rc));
+	struct pingpong pp = { .c = bc->c, .peer = &peer, .src = src, .dst = dst, .size = (size_t)p->size,
+			       .timeout_ms = s->o->timeout_ms };
+	while (rc == 0 && i < p->iters) {
+		i++;
+		rc = pingpong_wait(&pp, i);
+		if (rc == 0)
+			rc = pingpong_send(&pp, i);
+	}
+	if (rc == 0)
+		rc = bconn_recv_msg(bc, BENCH_MSG_END, &m, "wait for the client's end");
+	if (grant_id && rsec_conn_state(bc->c) == RSEC_CONN_ESTABLISHED)
+		(void)rsec_revoke(bc->c, grant_id);
+	rsec_region_free(src);
+	rsec_region_free(dst);
+	row->iters = rc == 0 ? m.iters : i;
+	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	return rc;
+}
+
+/*
  * --sealed write: a sealed WRITE grant carries one transfer, which its
  * granter opens, so each operation has its own grant, tagged READY's tag + k:
  * granted, written and claimed by the client, opened here.
@@ -267,7 +312,8 @@ static int serve_test(struct server *s, struct bench_conn *bc, const struct benc
 	banner(s, p);
 	int rc = p->op == BENCH_OP_SEND			   ? serve_send(s, bc, p, &row)
 		 : p->sealed && p->op == BENCH_OP_WRITE ? serve_sealed_write(s, bc, p, &row)
-							 : serve_one_sided(s, bc, p, &row);
+		 : p->lat && p->op == BENCH_OP_WRITE	   ? serve_write_pingpong(s, bc, p, &row)
+							   : serve_one_sided(s, bc, p, &row);
 	if (rc == 0)
 		rc = send_result(bc, row.iters, start, &cpu0, BENCH_CPU_THREAD, &row);
 	if (rc == 0)
