@@ -24,6 +24,7 @@
 #include "result.h"
 #include "seal.h"
 #include "sealed.h"
+#include "sendq.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -191,8 +192,7 @@ struct rsec_conn {
 	uint32_t send_slots;      /* send buffers, frame_size each */
 	uint8_t *send_ring, *recv_ring;
 	struct ibv_mr *send_mr, *recv_mr;
-	uint32_t send_next;       /* next send slot to use */
-	uint32_t sends_inflight;  /* posted, not completed */
+	struct rsec_sendq sendq;  /* frames in flight in the send ring's slots */
 	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
 	uint32_t credits;         /* frames we may still send */
 	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
@@ -289,8 +289,6 @@ RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops. */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
-/* Post one signaled work request on the send queue, keeping count. */
-RSEC_MUST_CHECK int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr);
 /* What this connection has outstanding, to check completions against. */
 void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out);
 /* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */

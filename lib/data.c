@@ -22,7 +22,7 @@
 
 /* Sends in flight: as many as the peer's buffers, up to 128 (perftest's TX
  * depth), within a 1 MiB send ring: 16 frames of 64 KiB, 128 of 8 KiB. */
-#define SEND_SLOTS_MAX 128u
+#define SEND_SLOTS_MAX RSEC_SENDQ_MAX
 #define SEND_RING_MAX (1u << 20)
 #define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations */
 
@@ -106,6 +106,7 @@ int rsec_data_start(struct rsec_conn *c)
 	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
 	c->send_slots = c->send_slots < fit ? c->send_slots : fit;
 	size_t bytes = (size_t)c->send_slots * c->frame_size;
+	RSEC_GUARD(rsec_sendq_init(&c->sendq, c->send_slots));
 	c->send_ring = ring_alloc(bytes);
 	RSEC_ENSURE(c->send_ring, RSEC_E_NOMEM);
 	c->send_mr = ibv_reg_mr(c->qp.pd, c->send_ring, bytes, 0);
@@ -151,10 +152,9 @@ void rsec_data_teardown(struct rsec_conn *c)
 	c->rx_started = c->rx_complete = false;
 }
 
-int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr)
+static RSEC_MUST_CHECK int post_send(struct rsec_conn *c, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
-	wr->send_flags |= IBV_SEND_SIGNALED;
 	int err = ibv_post_send(c->qp.qp, wr, &bad);
 	if (err)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
@@ -164,7 +164,8 @@ int rsec_data_post(struct rsec_conn *c, struct ibv_send_wr *wr)
 /* Seal and post one frame; the caller checked credits and a free slot. */
 static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const uint8_t *pt, uint32_t len)
 {
-	uint32_t slot = c->send_next % c->send_slots;
+	bool signaled;
+	uint32_t slot = rsec_sendq_peek(&c->sendq, &signaled);
 	uint8_t *buf = c->send_ring + (size_t)slot * c->frame_size;
 	uint16_t credits = c->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->credits_owed;
 	size_t n;
@@ -176,13 +177,12 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND,
 		/* Small frames travel in the work request: the device reads no memory for them. */
-		.send_flags = n <= c->qp.max_inline ? IBV_SEND_INLINE : 0,
+		.send_flags = (n <= c->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
-	RSEC_GUARD(rsec_data_post(c, &wr));
+	RSEC_GUARD(post_send(c, &wr));
+	rsec_sendq_posted(&c->sendq, signaled);
 	c->credits_owed -= credits;
 	c->credits--;
-	c->send_next++;
-	c->sends_inflight++;
 	return 0;
 }
 
@@ -194,7 +194,7 @@ static bool can_send(const struct rsec_conn *c, bool credit_only)
 	 * something else wakes the QP, and a reply announcing a grant must not
 	 * overtake the bind anyway. Sends wait in the library meanwhile.
 	 */
-	return c->binds_inflight == 0 && c->sends_inflight < c->send_slots && c->credits > (credit_only ? 0u : 1u);
+	return c->binds_inflight == 0 && rsec_sendq_inflight(&c->sendq) < c->send_slots && c->credits > (credit_only ? 0u : 1u);
 }
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
@@ -218,7 +218,7 @@ void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
 		.recv_slots = c->recv_slots,
 		.slot_size = c->ctx->slot_size,
 		.send_slots = c->send_slots,
-		.sends_inflight = c->sends_inflight,
+		.sends_inflight = rsec_sendq_inflight(&c->sendq),
 		.binds = RSEC_MAX_GRANTS,
 		.ops_depth = c->ops.depth,
 	};
@@ -232,7 +232,10 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
-		c->sends_inflight--;
+		/* A signaled frame's completion also ends the unsignaled ones before it. */
+		if (rsec_sendq_complete(&c->sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
+					sizeof(why)) < 0)
+			return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
 		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
 	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {

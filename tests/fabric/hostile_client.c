@@ -457,7 +457,7 @@ static int mode_no_verify(const struct opts *o)
  */
 static bool rdma_can_send(const struct rsec_conn *c)
 {
-	return c->sends_inflight < c->send_slots && c->credits > 1; /* data.c's rule for a data frame */
+	return rsec_sendq_inflight(&c->sendq) < c->send_slots && c->credits > 1; /* data.c's rule for a data frame */
 }
 
 static int rdma_poll(struct rsec_conn *c, int wait_ms)
