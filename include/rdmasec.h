@@ -289,9 +289,11 @@ struct rsec_remote_grant {
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms);
 /**
  * rsec_write / rsec_read - one-sided transfer through a remote grant from or
- * into any local buffer, waiting for it to complete: rsec_post and a wait,
- * with buf registered for the call and deregistered after it (use a region
- * and rsec_post to pay no registration per operation). Operations posted
+ * into any local buffer, waiting for it to complete: rsec_post and a wait.
+ * Up to 64 KiB are copied through a staging buffer the connection registers
+ * once (wiped after each call); longer transfers register buf for the call
+ * and deregister it after (use a region and rsec_post to pay neither a copy
+ * nor a registration per operation). Operations posted
  * with rsec_post may be in flight meanwhile; their completions stay for
  * rsec_poll. If it does not complete within timeout_ms, the connection
  * fails (RSEC_E_TIMEOUT, and rsec_conn_error says so): its queue pair is

@@ -33,6 +33,9 @@
 #define RSEC_DEFAULT_MAX_MSG (16u << 20)
 #define RSEC_DEFAULT_HANDSHAKE_MS 10000
 #define RSEC_DEFAULT_INFLIGHT 128u /* one-sided operations, as perftest's default TX depth */
+/* rsec_write and rsec_read copy up to this much through a buffer registered
+ * once per connection instead of registering the caller's (onesided.c). */
+#define RSEC_STAGE_SIZE 65536u
 #define RSEC_DEV_CACHE 8
 /* Receive buffers, ours and (announced in QP_INFO) the peer's: a peer must
  * stay within the limits we hold ourselves to. */
@@ -224,6 +227,8 @@ struct rsec_conn {
 
 	/* One-sided operations in flight (onesided.c). */
 	struct rsec_ops ops;
+	uint8_t *stage;           /* rsec_write/rsec_read's bytes up to RSEC_STAGE_SIZE, wiped after each */
+	struct ibv_mr *stage_mr;
 	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
 	bool chan_event;          /* busy polling: the completion channel has an event to take */
 	bool sock_event;          /* busy polling: the control socket has something */

@@ -12,7 +12,10 @@
  * operations end with the flushed completions, or when the QP is destroyed.
  */
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "conn.h"
 
@@ -25,6 +28,14 @@ int rsec_onesided_setup(struct rsec_conn *c)
 }
 
 /* The operation's buffer is the device's no more: a blocking call's own registration goes, a region has one user less. */
+static void release_owner(struct rsec_conn *c, struct rsec_op_slot *s)
+{
+	if (s->reporting != RSEC_OP_WAITER)
+		rsec_region_unuse(c, s->owner);
+	else if (s->owner) /* not the staging buffer, which stays */
+		(void)ibv_dereg_mr(s->owner);
+}
+
 static void release(void *arg, struct rsec_op_slot *s, int status)
 {
 	struct rsec_conn *c = arg;
@@ -34,10 +45,7 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 		else
 			c->stats.rdma_reads++;
 	}
-	if (s->reporting == RSEC_OP_WAITER)
-		(void)ibv_dereg_mr(s->owner);
-	else
-		rsec_region_unuse(c, s->owner);
+	release_owner(c, s);
 	struct rsec_sealed_write *w = s->then;
 	if (!w)
 		return;
@@ -56,13 +64,27 @@ int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 	return 0;
 }
 
+/* Deregistered first, so the device can no longer reach it; it held the application's bytes. */
+static void stage_free(struct rsec_conn *c)
+{
+	if (c->stage_mr)
+		(void)ibv_dereg_mr(c->stage_mr);
+	c->stage_mr = NULL;
+	if (c->stage) {
+		OPENSSL_cleanse(c->stage, RSEC_STAGE_SIZE);
+		(void)munmap(c->stage, RSEC_STAGE_SIZE);
+	}
+	c->stage = NULL;
+}
+
 void rsec_onesided_teardown(struct rsec_conn *c)
 {
-	if (!c->ops.busy)
-		return;
-	if (c->have_qp && c->qp.qp)
-		(void)!rsec_qp_to_error(&c->qp);
-	rsec_ops_flush(&c->ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
+	if (c->ops.busy) {
+		if (c->have_qp && c->qp.qp)
+			(void)!rsec_qp_to_error(&c->qp);
+		rsec_ops_flush(&c->ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
+	}
+	stage_free(c);
 }
 
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n)
@@ -165,10 +187,7 @@ static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w
 	*sent_out = sent;
 	for (unsigned i = n; i > sent; i--) {
 		struct rsec_op_slot *s = &c->ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
-		if (s->reporting == RSEC_OP_WAITER)
-			(void)ibv_dereg_mr(s->owner);
-		else
-			rsec_region_unuse(c, s->owner);
+		release_owner(c, s);
 		if (s->then) /* never posted: it may be posted again */
 			((struct rsec_sealed_write *)s->then)->state = SEALED_WRITE_READY;
 		s->then = NULL;
@@ -272,7 +291,59 @@ static bool waiter_done(struct rsec_conn *c, void *arg)
 	return c->ops.waiter_done;
 }
 
-/* rsec_write, rsec_read: buf registered for the call, one operation, waited for. */
+/* The staging buffer of the blocking calls, made on first use and kept until the connection's RDMA goes. */
+static RSEC_MUST_CHECK int stage_get(struct rsec_conn *c)
+{
+	if (c->stage)
+		return 0;
+	void *p = mmap(NULL, RSEC_STAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	RSEC_ENSURE(p != MAP_FAILED, RSEC_E_NOMEM);
+	c->stage = p;
+	c->stage_mr = ibv_reg_mr(c->qp.pd, c->stage, RSEC_STAGE_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->stage_mr) {
+		stage_free(c);
+		return RSEC_E_VERBS;
+	}
+	return 0;
+}
+
+/*
+ * The local side of a blocking call's operation: up to RSEC_STAGE_SIZE bytes
+ * go through the staging buffer (a copy, no registration); more are
+ * registered for the call (*own: the caller's registration, released with
+ * the operation), where pinning is paid once for many bytes.
+ */
+static RSEC_MUST_CHECK int local_side(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, uint64_t *addr,
+				      struct ibv_mr **mr, struct ibv_mr **own)
+{
+	*own = NULL;
+	if (len <= RSEC_STAGE_SIZE) {
+		RSEC_GUARD(stage_get(c));
+		if (op == RSEC_OP_WRITE)
+			memcpy(c->stage, buf, len);
+		*addr = (uintptr_t)c->stage;
+		*mr = c->stage_mr;
+		return 0;
+	}
+	/* A WRITE only reads buf: no local write access for it. */
+	*own = ibv_reg_mr(c->qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
+	RSEC_ENSURE(*own != NULL, RSEC_E_VERBS);
+	*addr = (uintptr_t)buf;
+	*mr = *own;
+	return 0;
+}
+
+/* A staged operation is over: a READ's bytes go to the caller, and the stage keeps none of them. */
+static void unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status)
+{
+	if (len > RSEC_STAGE_SIZE || !c->stage) /* registered for the call, or the stage went with the QP */
+		return;
+	if (op == RSEC_OP_READ && status == 0)
+		memcpy(buf, c->stage, len);
+	OPENSSL_cleanse(c->stage, len);
+}
+
+/* rsec_write, rsec_read: buf staged or registered for the call, one operation, waited for. */
 static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
 				     size_t len, int timeout_ms, enum rsec_op op, bool sealed_ok)
 {
@@ -282,25 +353,31 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
 	RSEC_GUARD(check_established(c));
 	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
-	/* A WRITE only reads buf: no local write access for it. */
-	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
-	RSEC_ENSURE(mr != NULL, RSEC_E_VERBS);
-	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = mr, .reporting = RSEC_OP_WAITER };
+	uint64_t addr;
+	struct ibv_mr *mr, *own;
+	RSEC_GUARD(local_side(c, buf, len, op, &addr, &mr, &own));
+	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = own, .reporting = RSEC_OP_WAITER };
 	struct ibv_send_wr w;
 	struct ibv_sge sge;
 	c->ops.waiter_done = false;
-	fill_wr(c, &slot, g, off, (uintptr_t)buf, mr->lkey, &w, &sge);
+	fill_wr(c, &slot, g, off, addr, mr->lkey, &w, &sge);
 	unsigned sent;
-	RSEC_GUARD(post_chain(c, &w, 1, &sent));
-	int rc = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
+	int rc = post_chain(c, &w, 1, &sent);
+	if (rc < 0) {
+		unstage(c, buf, len, op, rc);
+		return rc;
+	}
+	rc = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
 	if (!c->ops.waiter_done) {
 		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
 		rc = rsec_conn_fail(c, rc == RSEC_E_AGAIN ? RSEC_E_TIMEOUT : rc,
 				    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
 				    op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
 		drain_failed(c);
+		unstage(c, buf, len, op, rc);
 		return rc;
 	}
+	unstage(c, buf, len, op, c->ops.waiter_status);
 	return c->ops.waiter_status;
 }
 
