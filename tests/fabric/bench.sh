@@ -7,7 +7,8 @@
 # the depth, a depth and completion moderation of their own, both poll modes, a
 # WRITE ping-pong (write --lat, as ib_write_lat),
 # and a duration run; reads through a sealed grant, one at a time and
-# posted 16 deep, and writes through a sealed grant each. Connection set-up resumes
+# posted 16 deep, and writes through a sealed grant each; the blocking calls
+# from a plain buffer, staged and registered. Connection set-up resumes
 # TLS sessions unless told not to. No timing is asserted.
 . "$(dirname "$0")/common.bash"
 
@@ -51,6 +52,9 @@ run write_lat --op write --lat -s 4096,64 -n 20,300 || rc=1
 run read_sealed --op read --sealed --lat -s 4096,100000 -n 20,10 || rc=1
 run read_bw_sealed --op read --sealed -s 4096,100000 -n 100,20 -t 16 -Q 4 || rc=1
 run write_sealed --op write --sealed --lat -s 4096,100000 -n 10,5 || rc=1
+# The blocking calls from a plain buffer: staged (up to 64 KiB) and registered per call (above).
+run write_blocking --op write --blocking -s 4096,100000 -n 20,5 || rc=1
+run read_blocking --op read --blocking --lat -s 64,100000 -n 20,5 || rc=1
 run connect --op connect -n 3 || rc=1
 run connect_full --op connect -n 2 --no-resume || rc=1
 run duration --lat -s 64 -D 1 || rc=1
@@ -65,7 +69,8 @@ EOF
 	{ cat "$work/out"; tail -n 5 "$work"/*.txt "$work"/*.err; fail "a run failed"; }
 cat "$work/out"
 
-runs=(send_bw send_lat write_bw read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed connect connect_full)
+runs=(send_bw send_lat write_bw read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed write_blocking
+	read_blocking connect connect_full)
 outputs=()
 for r in "${runs[@]}"; do
 	grep -A1 '^ #bytes' "$work/$r.txt" | sed "s/^/[$r] /"
@@ -85,6 +90,8 @@ expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send"
           "read_lat": ("read", "lat", [(4096, 20)]), "write_lat": ("write", "lat", [(4096, 20), (64, 300)]), "read_sealed": ("read", "lat", [(4096, 20), (100000, 10)]),
           "read_bw_sealed": ("read", "bw", [(4096, 100), (100000, 20)]),
           "write_sealed": ("write", "lat", [(4096, 10), (100000, 5)]),
+          "write_blocking": ("write", "bw", [(4096, 20), (100000, 5)]),
+          "read_blocking": ("read", "lat", [(64, 20), (100000, 5)]),
           "connect": ("connect", "lat", [(0, 3)]),
           "connect_full": ("connect", "lat", [(0, 2)])}
 # Connections whose TLS handshake resumed: every one after the first, none with --no-resume.
@@ -93,6 +100,7 @@ resumed = {"connect": 2, "connect_full": 0}
 modes = {"send_bw": ("busy", None, None), "send_lat": ("busy", None, None), "write_bw": ("busy", 128, 100),
          "read_bw": ("event", 16, 4), "read_lat": ("busy", 1, 1), "write_lat": ("busy", 1, 1), "read_sealed": ("busy", 1, 1),
          "read_bw_sealed": ("busy", 16, 4), "write_sealed": ("busy", 1, 1),
+         "write_blocking": ("busy", 1, 1), "read_blocking": ("busy", 1, 1),
          "connect": ("event", None, None),
          "connect_full": ("event", None, None)}
 ok = True
@@ -108,6 +116,7 @@ for r in runs:
     check(doc["op"] == op and doc["test"] == test, r + ": op and test")
     check((doc["poll"], doc.get("tx_depth"), doc.get("cq_mod")) == modes[r], r + ": poll, tx_depth, cq_mod")
     check(doc.get("sealed") is r.endswith("_sealed"), r + ": sealed")
+    check(doc.get("blocking") is r.endswith("_blocking"), r + ": blocking")
     res = doc["results"]
     check([(x["bytes"], x["iterations"]) for x in res] == steps, r + ": one row per size, with its count")
     if r in resumed:

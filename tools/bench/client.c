@@ -65,6 +65,19 @@ static int op_write_sealed(struct test *t)
 	return rc;
 }
 
+/* --blocking: one rsec_write or rsec_read from or into a buffer the library has not registered. */
+static int op_blocking(struct test *t)
+{
+	struct client *cl = t->cl;
+	int rc = t->p->op == BENCH_OP_WRITE ? rsec_write(cl->bc.c, &t->g, 0, cl->data, t->p->size, cl->o->timeout_ms)
+					     : rsec_read(cl->bc.c, &t->g, 0, cl->data, t->p->size, cl->o->timeout_ms);
+	if (rc < 0)
+		fprintf(stderr, "%s: %s %llu: %s (%s)\n", PROG, t->p->op == BENCH_OP_WRITE ? "rsec_write" : "rsec_read",
+			(unsigned long long)t->done, rsec_strerror(rc), rsec_conn_error(cl->bc.c));
+	t->done++;
+	return rc;
+}
+
 static int op_pingpong(struct test *t)
 {
 	int rc = bconn_send(&t->cl->bc, t->cl->data, t->p->size, "send");
@@ -410,6 +423,8 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 		t.slots = cl->region_len / rsec_sealed_len(p.size);
 	if (rc == 0 && p.sealed && op->op == BENCH_OP_WRITE)
 		rc = run_loop(&t, op_write_sealed, row, &best_ns);
+	else if (rc == 0 && cl->o->blocking)
+		rc = run_loop(&t, op_blocking, row, &best_ns);
 	else if (rc == 0 && p.lat && op->op == BENCH_OP_WRITE)
 		rc = run_write_pingpong(&t, row, &best_ns);
 	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
@@ -492,9 +507,10 @@ static void banner(const struct client *cl, const struct client_op *op)
 	printf("                    rdmasec %s\n", o->lat ? op->lat_title : op->bw_title);
 	printf(" Device          : %s\t\tPoll           : %s\n", rsec_ctx_device(cl->ctx),
 	       o->poll == BENCH_POLL_BUSY ? "busy" : "event");
-	if (o->sealed)
-		printf(" Number of qps   : 1\t\tTX depth       : 1\n Local buffer    : registered per read "
-		       "(rsec_read_sealed)\n");
+	if (o->blocking || (o->sealed && o->op == BENCH_OP_WRITE))
+		printf(" Number of qps   : 1\t\tTX depth       : 1\n Local buffer    : a plain one (%s): "
+		       "copied through a staging buffer up to 64 KiB, else registered per call\n",
+		       o->sealed ? "rsec_write_sealed" : o->op == BENCH_OP_WRITE ? "rsec_write" : "rsec_read");
 	else if (o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ)
 		printf(" Number of qps   : 1\t\tTX depth       : %llu\n CQ Moderation   : %llu\t\tLocal buffer   : "
 		       "one region, registered once\n",

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --certs DIR [--op send|write|read|connect] [--lat] [-s SIZE | -a]\n"
 		"                     [-n ITERS | -D SECS] [-t TX_DEPTH] [-Q CQ_MOD] [-q QPS] [--poll busy|event]\n"
-		"                     [--sealed] [--no-resume] [--source ADDR] [--port P] [--json FILE] [HOST]\n"
+		"                     [--sealed | --blocking] [--no-resume] [--source ADDR] [--port P]\n"
+		"                     [--json FILE] [HOST]\n"
 		"\n"
 		"perftest for rdmasec: without HOST, serve one client; with HOST, connect to it, run the\n"
 		"test and print perftest's result rows (ib_send_bw, ib_send_lat, ... column layout), then\n"
@@ -57,6 +58,9 @@ static void usage(FILE *f)
 		"                         sealed WRITE grant carries one transfer, so each is a grant from the\n"
 		"                         server, rsec_write_sealed (seal, WRITE, claim) and the server's\n"
 		"                         rsec_grant_open, one at a time (no -t, -Q); needs -n\n"
+		"      --blocking         client, write and read: the blocking rsec_write/rsec_read from a\n"
+		"                         buffer the library never registered, one at a time (no -t, -Q;\n"
+		"                         --lat for read only)\n"
 		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
 		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
@@ -227,6 +231,13 @@ static bool opt_sealed(struct bench_opts *o, const char *a)
 	return true;
 }
 
+static bool opt_blocking(struct bench_opts *o, const char *a)
+{
+	(void)a;
+	o->blocking = true;
+	return true;
+}
+
 static bool opt_no_resume(struct bench_opts *o, const char *a)
 {
 	(void)a;
@@ -307,6 +318,7 @@ static const struct handler {
 	{ { "recv-slots", required_argument, NULL, 'r' }, opt_recv_slots },
 	{ { "slot-size", required_argument, NULL, 'z' }, opt_slot_size },
 	{ { "sealed", no_argument, NULL, 'E' }, opt_sealed },
+	{ { "blocking", no_argument, NULL, 'B' }, opt_blocking },
 	{ { "no-resume", no_argument, NULL, 'R' }, opt_no_resume },
 	{ { "source", required_argument, NULL, 'S' }, opt_source },
 	{ { "port", required_argument, NULL, 'p' }, opt_port },
@@ -352,6 +364,13 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("--sealed write runs one transfer at a time (each its own grant): no -t or -Q");
 	if (o->op == BENCH_OP_WRITE && o->lat && !o->sealed && o->duration_ms)
 		return fail_combo("--op write --lat is a ping-pong of counted writes (as ib_write_lat): needs -n");
+	if (o->blocking && (!one_sided(o) || o->sealed || !o->host))
+		return fail_combo("--blocking is for a client's --op write and read, not sealed: rsec_write and "
+				  "rsec_read from a plain buffer");
+	if (o->blocking && (o->tx_depth > 1 || o->cq_mod > 1))
+		return fail_combo("--blocking waits for each operation: no -t or -Q");
+	if (o->blocking && o->lat && o->op == BENCH_OP_WRITE)
+		return fail_combo("--blocking --lat is for read: write latency is a ping-pong of posted writes");
 	if (o->sealed && o->op == BENCH_OP_WRITE && o->duration_ms)
 		return fail_combo("--sealed write needs -n: each write gets its own grant, counted in advance");
 	return true;
@@ -366,7 +385,7 @@ static void set_defaults(struct bench_opts *o)
 	if (!one_sided(o))
 		return;
 	if (!o->tx_depth)
-		o->tx_depth = o->lat || (o->sealed && o->op == BENCH_OP_WRITE) ? 1 : BENCH_DEFAULT_TX_DEPTH;
+		o->tx_depth = o->lat || o->blocking || (o->sealed && o->op == BENCH_OP_WRITE) ? 1 : BENCH_DEFAULT_TX_DEPTH;
 	if (!o->cq_mod)
 		o->cq_mod = BENCH_DEFAULT_CQ_MOD;
 	if (o->cq_mod > o->tx_depth)

@@ -137,6 +137,7 @@ static json_object *meta_json(const struct bench_meta *m)
 		  add(o, "test", json_object_new_string(m->lat ? "lat" : "bw")) &&
 		  add(o, "poll", json_object_new_string(m->o->poll == BENCH_POLL_BUSY ? "busy" : "event")) &&
 		  add(o, "sealed", json_object_new_boolean(m->o->sealed)) &&
+		  add(o, "blocking", json_object_new_boolean(m->o->blocking)) &&
 		  add(o, "aead", json_object_new_string(m->aead)) &&
 		  add(o, "cpu_scope", json_object_new_string(m->op == BENCH_OP_CONNECT ? "process" : "thread")) &&
 		  add(o, "device", json_object_new_string(m->device ? m->device : "")) &&
