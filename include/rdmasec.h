@@ -350,7 +350,8 @@ size_t rsec_sealed_len(size_t plain_len);
  * write them at off into a sealed WRITE grant, taking rsec_sealed_len(len)
  * bytes of it; then tell the granter over TLS. One transfer per grant is
  * opened (a second claim fails the connection). Returns rsec_write's
- * codes, RSEC_E_GRANT (not a sealed WRITE grant), RSEC_E_RANGE, RSEC_E_CRYPTO.
+ * codes, RSEC_E_GRANT (not a sealed WRITE grant, or the peer revoked it
+ * while the WRITE was in flight: nothing claimed), RSEC_E_RANGE, RSEC_E_CRYPTO.
  */
 int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 		      size_t len, int timeout_ms);

@@ -52,28 +52,52 @@ int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sea
 	return 0;
 }
 
+/*
+ * w's grant is gone. A WRITE in flight still points at w (its operation's
+ * slot): w stays taken, as an orphan its completion frees without a claim,
+ * so it can neither be claimed nor become another grant's write meanwhile.
+ */
+static void write_drop(struct rsec_sealed_write *w)
+{
+	if (w->state == SEALED_WRITE_POSTED || w->state == SEALED_WRITE_ORPHAN)
+		*w = (struct rsec_sealed_write){ .state = SEALED_WRITE_ORPHAN };
+	else
+		*w = (struct rsec_sealed_write){ 0 };
+}
+
 void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id)
 			rsec_sealed_key_free(&c->peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
-			c->sealed_writes[i] = (struct rsec_sealed_write){ 0 };
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->sealed_writes[i].grant_id == grant_id)
+			write_drop(&c->sealed_writes[i]);
 }
 
 void rsec_sealed_peer_clear(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		rsec_sealed_key_free(&c->peer_keys[i].key);
-	memset(c->sealed_writes, 0, sizeof(c->sealed_writes));
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		write_drop(&c->sealed_writes[i]);
 }
 
-/* The sealed write into grant_id (any state), or NULL. */
+void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status)
+{
+	if (w->state == SEALED_WRITE_POSTED && status == 0)
+		(void)!rsec_sealed_write_claim(c, w); /* a failure fails the connection */
+	else
+		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen, or its grant went: nothing to claim */
+}
+
+/* The sealed write into grant_id (any state but an orphan's), or NULL. */
 static struct rsec_sealed_write *write_of(struct rsec_conn *c, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->sealed_writes[i].grant_id == grant_id)
 			return &c->sealed_writes[i];
 	return NULL;
 }
