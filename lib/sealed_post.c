@@ -177,7 +177,8 @@ int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uin
 	if (!c || !g || !r || r->conn != c || r->dying || !r->local_mr || !plain_len)
 		return RSEC_E_INVAL;
 	size_t total = rsec_sealed_len(plain_len);
-	if (!total || off > r->len || total > r->len - off)
+	/* Sealing is in place: not in memory the process may not write (registered read-only). */
+	if (r->local_ro || !total || off > r->len || total > r->len - off)
 		return RSEC_E_RANGE;
 	RSEC_GUARD(require_established(c));
 	struct rsec_sealed_write *w;
@@ -214,7 +215,8 @@ int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, str
 	uint64_t p_len;
 	if (!is_sealed(g, RSEC_ACCESS_READ) || !rsec_sealed_plain_len(g->len, &p_len))
 		return RSEC_E_GRANT;
-	if (off > r->len || g->len > r->len - off)
+	/* Opening (or wiping) is in place; no READ can have landed in a read-only region. */
+	if (r->local_ro || off > r->len || g->len > r->len - off)
 		return RSEC_E_RANGE;
 	return rsec_sealed_read_open(c, g, r->addr + off, plain_len);
 }

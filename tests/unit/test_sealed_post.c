@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -356,6 +357,27 @@ static void revoked_while_in_flight_claims_nothing_later(void **state)
 	rsec_ops_free(&f->conn.ops);
 }
 
+/* Memory the process may not write is registered read-only (local_ro): sealing or opening in it is refused, not a crash. */
+static void read_only_region_is_neither_sealed_nor_opened_in(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t *ro = mmap(NULL, SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(ro != MAP_FAILED);
+	struct rsec_region r = {
+		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
+		.addr = ro, .len = SPAN,
+	};
+	struct rsec_remote_grant w = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &r, 0, 100), RSEC_E_RANGE);
+	uint8_t text[100], sealed[200];
+	fill(text, sizeof(text), 1);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	size_t n = 1;
+	assert_int_equal(rsec_region_open(&f->conn, &g, &r, 0, &n), RSEC_E_RANGE);
+	assert_int_equal(n, 0);
+	assert_int_equal(munmap(ro, SPAN), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +386,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(posted_read_is_whole_and_opens_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(kept_keys_are_the_granters_and_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(revoked_while_in_flight_claims_nothing_later, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_only_region_is_neither_sealed_nor_opened_in, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
