@@ -227,12 +227,26 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	(void)rsec_sealed_plain_len(g->len, &p_len); /* the callers checked it */
 	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = p_len };
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
-	struct rsec_sealed_key *k;
-	int rc = c->ssl ? rsec_sealed_peer_key(c, g->id, &k) : RSEC_E_CLOSED;
+	struct rsec_sealed_key *k, once = { 0 };
+	int rc;
+	if (!c->ssl) {
+		rc = RSEC_E_CLOSED;
+	} else if (c->phase == PHASE_CLOSED) {
+		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */
+		uint8_t key[RSEC_SEALED_KEY_LEN];
+		rc = rsec_sealed_key(c->ssl, g->id, key);
+		if (rc == 0)
+			rc = rsec_sealed_key_init(&once, c->aead, key);
+		OPENSSL_cleanse(key, sizeof(key));
+		k = &once;
+	} else {
+		rc = rsec_sealed_peer_key(c, g->id, &k);
+	}
 	if (rc == 0)
 		rc = rsec_sealed_open_with(k, &p, buf);
 	else
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
+	rsec_sealed_key_free(&once);
 	struct rsec_audit_region a = {
 		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
 		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,

@@ -378,6 +378,39 @@ static void read_only_region_is_neither_sealed_nor_opened_in(void **state)
 	assert_int_equal(munmap(ro, SPAN), 0);
 }
 
+static unsigned kept_keys(const struct rsec_conn *c)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		kept += c->peer_keys[i].key.ctx != NULL;
+	return kept;
+}
+
+/* The connection fails (not yet freed): no kept key of the peer's grants stays, and none is kept again. */
+static void failed_connection_keeps_no_key(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t text[500], sealed[600];
+	fill(text, sizeof(text), 5);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	struct rsec_remote_grant w = { .id = GRANT_ID + 1, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	size_t n = 0;
+	memcpy(f->mem, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 0, &n), 0);
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &f->region, 4096, 100), 0);
+	assert_int_equal(kept_keys(&f->conn), 2);
+
+	assert_int_equal(rsec_conn_fail(&f->conn, RSEC_E_PROTO, "test"), RSEC_E_PROTO);
+	assert_int_equal(kept_keys(&f->conn), 0);
+
+	/* A READ that completed before the failure still opens, with a key kept for the call only. */
+	memcpy(f->mem, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 0, &n), 0);
+	assert_int_equal(n, sizeof(text));
+	assert_memory_equal(f->mem, text, n);
+	assert_int_equal(kept_keys(&f->conn), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +420,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(kept_keys_are_the_granters_and_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(revoked_while_in_flight_claims_nothing_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_only_region_is_neither_sealed_nor_opened_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_connection_keeps_no_key, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
