@@ -384,7 +384,8 @@ int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uin
  * *plain_len bytes of plaintext at r[off] on success. Returns 0,
  * RSEC_E_MAC (not what the granter sealed: r[off, off+g->len) wiped),
  * RSEC_E_GRANT (not a sealed READ grant), RSEC_E_RANGE (also: r is memory
- * the process may not write), RSEC_E_INVAL.
+ * the process may not write, or the range overlaps bytes rsec_region_seal
+ * sealed whose WRITE has not ended: plaintext never goes there), RSEC_E_INVAL.
  */
 int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, struct rsec_region *r, size_t off,
 		     size_t *plain_len);

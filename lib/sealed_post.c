@@ -55,14 +55,31 @@ int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sea
 /*
  * w's grant is gone. A WRITE in flight still points at w (its operation's
  * slot): w stays taken, as an orphan its completion frees without a claim,
- * so it can neither be claimed nor become another grant's write meanwhile.
+ * so it can neither be claimed nor become another grant's write meanwhile;
+ * it still names the bytes the device reads (write_overlaps).
  */
 static void write_drop(struct rsec_sealed_write *w)
 {
 	if (w->state == SEALED_WRITE_POSTED || w->state == SEALED_WRITE_ORPHAN)
-		*w = (struct rsec_sealed_write){ .state = SEALED_WRITE_ORPHAN };
+		w->state = SEALED_WRITE_ORPHAN;
 	else
 		*w = (struct rsec_sealed_write){ 0 };
+}
+
+/* A sealed write waits for or is in its WRITE from bytes of r[off, off + len). */
+static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *r, size_t off, size_t len)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		const struct rsec_sealed_write *w = &c->sealed_writes[i];
+		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED && w->state != SEALED_WRITE_ORPHAN)
+			continue;
+		if (w->region != r->serial)
+			continue; /* 0 (rsec_write_sealed's own buffer) is no region's serial */
+		size_t end = w->local_off + rsec_sealed_len(w->plain_len); /* within r: rsec_region_seal checked */
+		if (off < end && w->local_off < off + len)
+			return true;
+	}
+	return false;
 }
 
 void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
@@ -217,6 +234,9 @@ int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, str
 		return RSEC_E_GRANT;
 	/* Opening (or wiping) is in place; no READ can have landed in a read-only region. */
 	if (r->local_ro || off > r->len || g->len > r->len - off)
+		return RSEC_E_RANGE;
+	/* Plaintext never goes where rsec_post takes a sealed write's bytes, or the device reads them now. */
+	if (write_overlaps(c, r, off, g->len))
 		return RSEC_E_RANGE;
 	return rsec_sealed_read_open(c, g, r->addr + off, plain_len);
 }

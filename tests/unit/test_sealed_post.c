@@ -411,6 +411,39 @@ static void failed_connection_keeps_no_key(void **state)
 	assert_int_equal(kept_keys(&f->conn), 0);
 }
 
+/* Opening in place never puts plaintext where a sealed write waits for (or is in) its WRITE. */
+static void open_refuses_the_bytes_of_a_sealed_write(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t text[500], sealed[600];
+	fill(text, sizeof(text), 7);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	struct rsec_remote_grant w = { .id = GRANT_ID + 1, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	const size_t plain = 100, total = rsec_sealed_len(plain);
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &f->region, 1000, plain), 0);
+
+	/* A READ of g landed over the sealed bytes (the application reused the place). */
+	size_t n = 1;
+	memcpy(f->mem + 1000 - 200, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 1000 - 200, &n), RSEC_E_RANGE);
+	assert_int_equal(n, 0);
+	assert_memory_not_equal(f->mem + 1000, text + 200, plain); /* no plaintext where the WRITE takes its bytes */
+
+	/* Posted, and its grant revoked while it is in flight: still its bytes until it ends. */
+	struct rsec_sealed_write *claim;
+	struct rsec_wr wr = wr_of(f, &w, RSEC_OP_WRITE, 0, 1000, (uint32_t)total);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &wr, &claim), 0);
+	claim->state = SEALED_WRITE_POSTED;
+	rsec_sealed_peer_forget(&f->conn, w.id);
+	memcpy(f->mem + 1000, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 1000, &n), RSEC_E_RANGE);
+
+	/* Elsewhere in the region, it opens. */
+	memcpy(f->mem + 2000, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 2000, &n), 0);
+	assert_memory_equal(f->mem + 2000, text, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +454,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(revoked_while_in_flight_claims_nothing_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_only_region_is_neither_sealed_nor_opened_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_connection_keeps_no_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(open_refuses_the_bytes_of_a_sealed_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
