@@ -352,7 +352,8 @@ size_t rsec_sealed_len(size_t plain_len);
  * write them at off into a sealed WRITE grant, taking rsec_sealed_len(len)
  * bytes of it; then tell the granter over TLS. One transfer per grant is
  * opened (a second claim fails the connection). Returns rsec_write's
- * codes, RSEC_E_GRANT (not a sealed WRITE grant), RSEC_E_RANGE, RSEC_E_CRYPTO.
+ * codes, RSEC_E_GRANT (not a sealed WRITE grant, or the peer revoked it
+ * while the WRITE was in flight: nothing claimed), RSEC_E_RANGE, RSEC_E_CRYPTO.
  */
 int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 		      size_t len, int timeout_ms);
@@ -374,7 +375,7 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
  * Until then do not change those bytes. One sealed write per grant: a
  * second rsec_region_seal for g replaces one not yet posted. Returns 0,
  * RSEC_E_GRANT (not a sealed WRITE grant, or one written already),
- * RSEC_E_RANGE, RSEC_E_LIMIT (sealed writes of 64 live grants at once),
+ * RSEC_E_RANGE (also: r is memory the process may not write), RSEC_E_LIMIT (sealed writes of 64 live grants at once),
  * RSEC_E_INVAL, RSEC_E_CRYPTO (r[off...] wiped).
  */
 int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
@@ -384,7 +385,9 @@ int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uin
  * whole sealed READ grant g (g->len bytes from offset 0) put at r[off]:
  * *plain_len bytes of plaintext at r[off] on success. Returns 0,
  * RSEC_E_MAC (not what the granter sealed: r[off, off+g->len) wiped),
- * RSEC_E_GRANT (not a sealed READ grant), RSEC_E_RANGE, RSEC_E_INVAL.
+ * RSEC_E_GRANT (not a sealed READ grant), RSEC_E_RANGE (also: r is memory
+ * the process may not write, or the range overlaps bytes rsec_region_seal
+ * sealed whose WRITE has not ended: plaintext never goes there), RSEC_E_INVAL.
  */
 int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, struct rsec_region *r, size_t off,
 		     size_t *plain_len);

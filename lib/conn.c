@@ -77,8 +77,10 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
 	rsec_chan_discard(c);
 	(void)!rsec_conn_watch(c);
-	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection. */
+	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection, */
 	rsec_grant_close(c);
+	/* nor the keys of the peer's sealed grants we kept (a posted WRITE in flight claims nothing). */
+	rsec_sealed_peer_clear(c);
 	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;

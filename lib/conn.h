@@ -147,6 +147,7 @@ enum rsec_sealed_write_state {
 	SEALED_WRITE_READY,   /* sealed, waiting for its rsec_post (posted form) */
 	SEALED_WRITE_POSTED,  /* its WRITE is in flight: claimed when it succeeds */
 	SEALED_WRITE_CLAIMED, /* told to the granter: the grant takes no other */
+	SEALED_WRITE_ORPHAN,  /* the grant went while its WRITE was in flight: never claimed, freed when it ends */
 };
 
 struct rsec_sealed_write {
@@ -340,6 +341,11 @@ RSEC_MUST_CHECK int rsec_sealed_write_begin(struct rsec_conn *c, const struct rs
 					    uint64_t remote_off, size_t plain_len, struct rsec_sealed_write **out);
 /* Seal buf (plain_len bytes, room for the tags) for w; on failure buf holds no plaintext and w is free. */
 RSEC_MUST_CHECK int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uint8_t *buf);
+/*
+ * w's WRITE ended (status 0: it succeeded): claim it if its grant is still
+ * there, else free w. The only way a posted sealed write leaves POSTED.
+ */
+void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status);
 /* w's WRITE succeeded: tell the granter over TLS (VERIFY). Fails the connection if it cannot. */
 RSEC_MUST_CHECK int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w);
 /*

@@ -797,6 +797,8 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 	if (rc == 0) {
 		w->state = SEALED_WRITE_POSTED;
 		rc = rsec_onesided_sealed(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE);
+		if (rc == 0 && w->state != SEALED_WRITE_POSTED) /* the grant or the connection went meanwhile: no claim */
+			rc = c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_GRANT;
 		if (rc < 0)
 			*w = (struct rsec_sealed_write){ 0 };
 	}

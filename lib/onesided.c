@@ -46,13 +46,8 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 			c->stats.rdma_reads++;
 	}
 	release_owner(c, s);
-	struct rsec_sealed_write *w = s->then;
-	if (!w)
-		return;
-	if (status == 0)
-		(void)!rsec_sealed_write_claim(c, w); /* a failure fails the connection */
-	else
-		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen: nothing to claim */
+	if (s->then)
+		rsec_sealed_write_end(c, s->then, status);
 }
 
 int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)

@@ -52,28 +52,69 @@ int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sea
 	return 0;
 }
 
+/*
+ * w's grant is gone. A WRITE in flight still points at w (its operation's
+ * slot): w stays taken, as an orphan its completion frees without a claim,
+ * so it can neither be claimed nor become another grant's write meanwhile;
+ * it still names the bytes the device reads (write_overlaps).
+ */
+static void write_drop(struct rsec_sealed_write *w)
+{
+	if (w->state == SEALED_WRITE_POSTED || w->state == SEALED_WRITE_ORPHAN)
+		w->state = SEALED_WRITE_ORPHAN;
+	else
+		*w = (struct rsec_sealed_write){ 0 };
+}
+
+/* A sealed write waits for or is in its WRITE from bytes of r[off, off + len). */
+static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *r, size_t off, size_t len)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		const struct rsec_sealed_write *w = &c->sealed_writes[i];
+		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED && w->state != SEALED_WRITE_ORPHAN)
+			continue;
+		if (w->region != r->serial)
+			continue; /* 0 (rsec_write_sealed's own buffer) is no region's serial */
+		size_t end = w->local_off + rsec_sealed_len(w->plain_len); /* within r: rsec_region_seal checked */
+		if (off < end && w->local_off < off + len)
+			return true;
+	}
+	return false;
+}
+
 void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id)
 			rsec_sealed_key_free(&c->peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
-			c->sealed_writes[i] = (struct rsec_sealed_write){ 0 };
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->sealed_writes[i].grant_id == grant_id)
+			write_drop(&c->sealed_writes[i]);
 }
 
 void rsec_sealed_peer_clear(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		rsec_sealed_key_free(&c->peer_keys[i].key);
-	memset(c->sealed_writes, 0, sizeof(c->sealed_writes));
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
+		write_drop(&c->sealed_writes[i]);
 }
 
-/* The sealed write into grant_id (any state), or NULL. */
+void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status)
+{
+	if (w->state == SEALED_WRITE_POSTED && status == 0)
+		(void)!rsec_sealed_write_claim(c, w); /* a failure fails the connection */
+	else
+		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen, or its grant went: nothing to claim */
+}
+
+/* The sealed write into grant_id (any state but an orphan's), or NULL. */
 static struct rsec_sealed_write *write_of(struct rsec_conn *c, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].grant_id == grant_id)
+		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->sealed_writes[i].grant_id == grant_id)
 			return &c->sealed_writes[i];
 	return NULL;
 }
@@ -153,7 +194,8 @@ int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uin
 	if (!c || !g || !r || r->conn != c || r->dying || !r->local_mr || !plain_len)
 		return RSEC_E_INVAL;
 	size_t total = rsec_sealed_len(plain_len);
-	if (!total || off > r->len || total > r->len - off)
+	/* Sealing is in place: not in memory the process may not write (registered read-only). */
+	if (r->local_ro || !total || off > r->len || total > r->len - off)
 		return RSEC_E_RANGE;
 	RSEC_GUARD(require_established(c));
 	struct rsec_sealed_write *w;
@@ -190,7 +232,11 @@ int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, str
 	uint64_t p_len;
 	if (!is_sealed(g, RSEC_ACCESS_READ) || !rsec_sealed_plain_len(g->len, &p_len))
 		return RSEC_E_GRANT;
-	if (off > r->len || g->len > r->len - off)
+	/* Opening (or wiping) is in place; no READ can have landed in a read-only region. */
+	if (r->local_ro || off > r->len || g->len > r->len - off)
+		return RSEC_E_RANGE;
+	/* Plaintext never goes where rsec_post takes a sealed write's bytes, or the device reads them now. */
+	if (write_overlaps(c, r, off, g->len))
 		return RSEC_E_RANGE;
 	return rsec_sealed_read_open(c, g, r->addr + off, plain_len);
 }
@@ -201,12 +247,26 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	(void)rsec_sealed_plain_len(g->len, &p_len); /* the callers checked it */
 	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = p_len };
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
-	struct rsec_sealed_key *k;
-	int rc = c->ssl ? rsec_sealed_peer_key(c, g->id, &k) : RSEC_E_CLOSED;
+	struct rsec_sealed_key *k, once = { 0 };
+	int rc;
+	if (!c->ssl) {
+		rc = RSEC_E_CLOSED;
+	} else if (c->phase == PHASE_CLOSED) {
+		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */
+		uint8_t key[RSEC_SEALED_KEY_LEN];
+		rc = rsec_sealed_key(c->ssl, g->id, key);
+		if (rc == 0)
+			rc = rsec_sealed_key_init(&once, c->aead, key);
+		OPENSSL_cleanse(key, sizeof(key));
+		k = &once;
+	} else {
+		rc = rsec_sealed_peer_key(c, g->id, &k);
+	}
 	if (rc == 0)
 		rc = rsec_sealed_open_with(k, &p, buf);
 	else
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
+	rsec_sealed_key_free(&once);
 	struct rsec_audit_region a = {
 		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
 		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "completion.h"
 #include "conn.h"
 #include "sealed.h"
 #include "tls.h"
@@ -288,6 +290,160 @@ static void kept_keys_are_the_granters_and_bounded(void **state)
 	assert_int_equal(kept, RSEC_PEER_KEYS - 1);
 }
 
+/* Nothing more from the granter's side of the control channel for now. */
+static bool granter_has_nothing(struct fixture *f)
+{
+	uint8_t b[1];
+	size_t got = 0;
+	return rsec_tls_read_some(f->server, b, sizeof(b), &got) == RSEC_E_AGAIN && got == 0;
+}
+
+/* As rsec_post does for the WRITE rsec_region_seal prepared: its slot in flight, carrying the claim. */
+static uint32_t posted(struct fixture *f, const struct rsec_wr *w, struct rsec_sealed_write *claim)
+{
+	struct rsec_op_slot op = { .op = w->op, .len = w->len, .owner = w->local, .then = claim,
+				   .reporting = RSEC_OP_REPORT };
+	claim->state = SEALED_WRITE_POSTED;
+	w->local->users++;
+	return rsec_ops_push(&f->conn.ops, &op);
+}
+
+static void revoked_while_in_flight_claims_nothing_later(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(rsec_ops_init(&f->conn.ops, 8), 0);
+	struct rsec_remote_grant a = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	struct rsec_remote_grant b = a;
+	b.id = GRANT_ID + 1;
+	const size_t plain = 100, total = rsec_sealed_len(plain);
+	struct rsec_sealed_write *claim_a, *claim_b;
+
+	/* A's sealed WRITE is in flight when the peer revokes A. */
+	assert_int_equal(rsec_region_seal(&f->conn, &a, 0, &f->region, 0, plain), 0);
+	struct rsec_wr wa = wr_of(f, &a, RSEC_OP_WRITE, 0, 0, (uint32_t)total);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &wa, &claim_a), 0);
+	uint32_t idx = posted(f, &wa, claim_a);
+	struct rsec_msg revoke = { .type = RSEC_MSG_REVOKE };
+	revoke.u.revoke.grant_id = a.id;
+	assert_int_equal(rsec_grant_on_msg(&f->conn, &revoke), 0);
+
+	/* Meanwhile the application seals for B, not posted yet. */
+	assert_int_equal(rsec_region_seal(&f->conn, &b, 0, &f->region, 4096, plain), 0);
+	struct rsec_wr wb = wr_of(f, &b, RSEC_OP_WRITE, 0, 4096, (uint32_t)total);
+
+	/* A's WRITE completes: nothing is claimed, neither A (revoked) nor B (never written). */
+	struct ibv_wc wc = { .wr_id = RSEC_WR_ID(WR_RDMA, idx), .status = IBV_WC_SUCCESS };
+	assert_int_equal(rsec_onesided_on_wc(&f->conn, &wc), 0);
+	assert_true(granter_has_nothing(f));
+	assert_int_equal(f->conn.phase, PHASE_ESTABLISHED);
+
+	/* B's WRITE is still the one to post, and is claimed once it succeeded, with B's prefix. */
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &wb, &claim_b), 0);
+	assert_non_null(claim_b);
+	idx = posted(f, &wb, claim_b);
+	wc.wr_id = RSEC_WR_ID(WR_RDMA, idx);
+	assert_int_equal(rsec_onesided_on_wc(&f->conn, &wc), 0);
+	struct rsec_msg m;
+	granter_receives(f, &m);
+	assert_int_equal(m.type, RSEC_MSG_VERIFY);
+	assert_true(m.u.verify.grant_id == b.id && m.u.verify.offset == 0 && m.u.verify.len == plain);
+	struct rsec_sealed_params p = { .alg = RSEC_AEAD_AES256GCM, .grant_id = b.id, .plain_len = plain };
+	memcpy(p.prefix, m.u.verify.mac, sizeof(p.prefix));
+	uint8_t key[RSEC_SEALED_KEY_LEN], landed[256];
+	assert_int_equal(rsec_sealed_key(f->server, b.id, key), 0);
+	memcpy(landed, f->mem + 4096, total);
+	assert_int_equal(rsec_sealed_open(key, &p, landed), 0);
+	assert_true(granter_has_nothing(f));
+	rsec_ops_free(&f->conn.ops);
+}
+
+/* Memory the process may not write is registered read-only (local_ro): sealing or opening in it is refused, not a crash. */
+static void read_only_region_is_neither_sealed_nor_opened_in(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t *ro = mmap(NULL, SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(ro != MAP_FAILED);
+	struct rsec_region r = {
+		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
+		.addr = ro, .len = SPAN,
+	};
+	struct rsec_remote_grant w = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &r, 0, 100), RSEC_E_RANGE);
+	uint8_t text[100], sealed[200];
+	fill(text, sizeof(text), 1);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	size_t n = 1;
+	assert_int_equal(rsec_region_open(&f->conn, &g, &r, 0, &n), RSEC_E_RANGE);
+	assert_int_equal(n, 0);
+	assert_int_equal(munmap(ro, SPAN), 0);
+}
+
+static unsigned kept_keys(const struct rsec_conn *c)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
+		kept += c->peer_keys[i].key.ctx != NULL;
+	return kept;
+}
+
+/* The connection fails (not yet freed): no kept key of the peer's grants stays, and none is kept again. */
+static void failed_connection_keeps_no_key(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t text[500], sealed[600];
+	fill(text, sizeof(text), 5);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	struct rsec_remote_grant w = { .id = GRANT_ID + 1, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	size_t n = 0;
+	memcpy(f->mem, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 0, &n), 0);
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &f->region, 4096, 100), 0);
+	assert_int_equal(kept_keys(&f->conn), 2);
+
+	assert_int_equal(rsec_conn_fail(&f->conn, RSEC_E_PROTO, "test"), RSEC_E_PROTO);
+	assert_int_equal(kept_keys(&f->conn), 0);
+
+	/* A READ that completed before the failure still opens, with a key kept for the call only. */
+	memcpy(f->mem, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 0, &n), 0);
+	assert_int_equal(n, sizeof(text));
+	assert_memory_equal(f->mem, text, n);
+	assert_int_equal(kept_keys(&f->conn), 0);
+}
+
+/* Opening in place never puts plaintext where a sealed write waits for (or is in) its WRITE. */
+static void open_refuses_the_bytes_of_a_sealed_write(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t text[500], sealed[600];
+	fill(text, sizeof(text), 7);
+	struct rsec_remote_grant g = granted_for_reading(f, text, sizeof(text), sealed);
+	struct rsec_remote_grant w = { .id = GRANT_ID + 1, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
+	const size_t plain = 100, total = rsec_sealed_len(plain);
+	assert_int_equal(rsec_region_seal(&f->conn, &w, 0, &f->region, 1000, plain), 0);
+
+	/* A READ of g landed over the sealed bytes (the application reused the place). */
+	size_t n = 1;
+	memcpy(f->mem + 1000 - 200, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 1000 - 200, &n), RSEC_E_RANGE);
+	assert_int_equal(n, 0);
+	assert_memory_not_equal(f->mem + 1000, text + 200, plain); /* no plaintext where the WRITE takes its bytes */
+
+	/* Posted, and its grant revoked while it is in flight: still its bytes until it ends. */
+	struct rsec_sealed_write *claim;
+	struct rsec_wr wr = wr_of(f, &w, RSEC_OP_WRITE, 0, 1000, (uint32_t)total);
+	assert_int_equal(rsec_sealed_post_check(&f->conn, &wr, &claim), 0);
+	claim->state = SEALED_WRITE_POSTED;
+	rsec_sealed_peer_forget(&f->conn, w.id);
+	memcpy(f->mem + 1000, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 1000, &n), RSEC_E_RANGE);
+
+	/* Elsewhere in the region, it opens. */
+	memcpy(f->mem + 2000, sealed, g.len);
+	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 2000, &n), 0);
+	assert_memory_equal(f->mem + 2000, text, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +451,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(region_seal_refuses_what_does_not_fit, setup, teardown),
 		cmocka_unit_test_setup_teardown(posted_read_is_whole_and_opens_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(kept_keys_are_the_granters_and_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(revoked_while_in_flight_claims_nothing_later, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_only_region_is_neither_sealed_nor_opened_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_connection_keeps_no_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(open_refuses_the_bytes_of_a_sealed_write, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
