@@ -373,7 +373,7 @@ static void write_file(const char *path, const char *text, mode_t mode)
 	assert_int_equal(chmod(path, mode), 0);
 }
 
-static void files_and_psk(void **state)
+static void files(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/rsec-conf-XXXXXX", path[256], err[256];
@@ -397,68 +397,6 @@ static void files_and_psk(void **state)
 	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "contains a NUL byte"));
 
-	/* PSK file: 32 bytes of hex, whitespace allowed. */
-	static const char hex[] = "00112233445566778899aabbccddeeff\n00112233445566778899AABBCCDDEEFF\n";
-	uint8_t psk[RSEC_CONF_PSK_MAX];
-	size_t psk_len = 0;
-	snprintf(path, sizeof(path), "%s/psk", dir);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", path, err, sizeof(err)), 0);
-	write_file(path, hex, 0600);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	assert_int_equal(psk_len, 32);
-	assert_int_equal(psk[0], 0x00);
-	assert_int_equal(psk[5], 0x55);
-	assert_int_equal(psk[15], 0xff);
-	assert_int_equal(psk[31], 0xff);
-	write_file(path, hex, 0400);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	/* Group/other access: refused, and the message names the mode. */
-	write_file(path, hex, 0640);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "has mode 0640"));
-	write_file(path, hex, 0604);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	/* Bad contents; the error never echoes them. */
-	static const char *bad[] = {
-		"00112233445566778899aabbccddeeff\n",                                  /* 16 bytes */
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeefg",    /* non-hex */
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0",   /* odd */
-		"",
-		("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-		 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00"), /* 65 bytes */
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		write_file(path, bad[i], 0600);
-		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-		assert_non_null(strstr(err, "must hold 32..64 bytes as hex"));
-		assert_null(strstr(err, "0011"));
-	}
-	/* Every byte that is neither hex nor whitespace is refused, wherever it sits. */
-	char text[70];
-	for (int ch = 1; ch < 256; ch++) {
-		if (strchr("0123456789abcdefABCDEF \t\r\n", ch))
-			continue;
-		memset(text, 'a', 64);
-		text[64] = '\0';
-		text[ch % 64] = (char)ch;
-		write_file(path, text, 0600);
-		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	}
-	/* 64 bytes is the maximum. */
-	write_file(path, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-			 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 0600);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	assert_int_equal(psk_len, 64);
-	/* Symlinks are not followed. */
-	char link[256];
-	snprintf(link, sizeof(link), "%s/psk-link", dir);
-	assert_int_equal(symlink(path, link), 0);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", link, err, sizeof(err)), 0);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_IO);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", dir, err, sizeof(err)), 0);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-
-	unlink(link);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/server.conf", dir);
 	unlink(path);
@@ -477,7 +415,7 @@ int main(void)
 		cmocka_unit_test(long_lines_are_refused_not_cut),
 		cmocka_unit_test(override_with_set),
 		cmocka_unit_test(cross_checks),
-		cmocka_unit_test(files_and_psk),
+		cmocka_unit_test(files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
