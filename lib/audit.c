@@ -21,7 +21,7 @@
 #include <json-c/json.h>
 
 #include "audit.h"
-#include "conn.h"
+#include "clock.h"
 #include "utf8.h"
 
 #define MILLI 1000u /* the bucket counts thousandths of a record, so it refills every ms */
@@ -456,25 +456,4 @@ void rsec_audit_close(struct rsec_audit *a)
 	close(a->fd);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
-}
-
-void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
-		     const struct rsec_audit_region *region)
-{
-	if (!c || !c->ctx->audit)
-		return;
-	struct rsec_audit_record r = {
-		.event = ev,
-		.is_server = c->is_server,
-		.conn_id = c->id,
-		.peer = c->peer[0] ? c->peer : NULL,
-		.peer_addr = c->peer_addr[0] ? c->peer_addr : NULL,
-		.result = result,
-		.reason = reason,
-		.region = region,
-		.local_qpn = c->stats.local_qpn,
-		.remote_qpn = c->stats.remote_qpn,
-	};
-	if (rsec_audit_write(c->ctx->audit, &r) < 0)
-		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
 }
