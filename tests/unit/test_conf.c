@@ -21,7 +21,6 @@ static const char full[] =
 	"max_clients = 65536\n"
 	"max_per_identity = 1\n"
 	"handshake_timeout_ms = 100   ; inline comment\n"
-	"idle_timeout_ms = 86400000\n"
 	"audit_log = /var/log/rdmasec/audit.log\n"
 	"metrics_file = /var/lib/node_exporter/rdmasec.prom\n"
 	"max_handshakes_per_source = 65536\n"
@@ -47,7 +46,6 @@ static void defaults(void **state)
 	assert_int_equal(c.max_clients, 1024);
 	assert_int_equal(c.max_per_identity, 16);
 	assert_int_equal(c.handshake_timeout_ms, 5000);
-	assert_int_equal(c.idle_timeout_ms, 0);
 	assert_int_equal(c.qp_pool, 32); /* RSEC_QPOOL_DEFAULT */
 	assert_string_equal(c.audit_log, "");
 	assert_string_equal(c.metrics_file, "");
@@ -83,7 +81,6 @@ static void full_valid_file(void **state)
 	assert_int_equal(c.max_clients, 65536);
 	assert_int_equal(c.max_per_identity, 1);
 	assert_int_equal(c.handshake_timeout_ms, 100);
-	assert_int_equal(c.idle_timeout_ms, 86400000);
 	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
 	assert_string_equal(c.metrics_file, "/var/lib/node_exporter/rdmasec.prom");
 	assert_int_equal(c.max_handshakes_per_source, 65536);
@@ -117,9 +114,6 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
-	/* 0 means "no idle timeout". */
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nidle_timeout_ms = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.idle_timeout_ms, 0);
 	/* Each grant mode, and the grant lifetime. */
 	static const char *const modes[] = { "mr", "mw", "auto" };
 	for (size_t i = 0; i < 3; i++) {
@@ -163,12 +157,12 @@ static void each_invalid_case(void **state)
 		{ "[server]\nhandshake_timeout_ms = 99\n", "line 2: handshake_timeout_ms: '99' is not in 100..600000" },
 		{ "[server]\nhandshake_timeout_ms = 600001\n",
 		  "line 2: handshake_timeout_ms: '600001' is not in 100..600000" },
-		{ "[server]\nidle_timeout_ms = 999\n", "line 2: idle_timeout_ms: '999' is not 0 or in 1000..86400000" },
+		/* Once parsed and never enforced: refused, not silently ignored. */
+		{ "[server]\nidle_timeout_ms = 0\n", "line 2: unknown key 'idle_timeout_ms' in [server]" },
 		{ "[server]\nqp_pool = 0\n", "line 2: qp_pool: '0' is not in 1..1024" },
 		{ "[server]\nqp_pool = 1025\n", "line 2: qp_pool: '1025' is not in 1..1024" },
 		{ "[server]\nqp_pool = 32x\n", "line 2: qp_pool: '32x' is not in 1..1024" },
-		{ "[server]\nidle_timeout_ms = 86400001\n",
-		  "line 2: idle_timeout_ms: '86400001' is not 0 or in 1000..86400000" },
+		{ "[tls]\nresume_s = 86401\n", "line 2: resume_s: '86401' is not 0 or in 1..86400" },
 		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
 		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
 		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 4..4096" },

@@ -34,7 +34,6 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("server", max_clients, 1, 65536, false),
 	KEY_U32("server", max_per_identity, 1, 65536, false),
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
-	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
 	KEY_U32("server", max_handshakes_per_source, 1, 65536, false),
 	KEY_U32("server", handshake_rate_per_source, 1, 1000000, false),
 	KEY_STR("server", audit_log),
@@ -234,7 +233,6 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_clients = 1024;
 	c->max_per_identity = 16;
 	c->handshake_timeout_ms = 5000;
-	c->idle_timeout_ms = 0;
 	c->max_handshakes_per_source = 256;
 	c->handshake_rate_per_source = 200;
 	c->qp_pool = 32;

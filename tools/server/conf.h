@@ -23,7 +23,7 @@ struct rsec_conf {
 	char listen_addr[64];   /* IPv4 or IPv6 literal, no brackets */
 	uint16_t listen_port;
 	char device[64];        /* "": the device owning listen_addr */
-	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
+	uint32_t max_clients, max_per_identity, handshake_timeout_ms;
 	/* Before TLS, per source (an IPv4 address or an IPv6 /64): handshakes in progress at once,
 	 * and new handshakes a second (the bucket holds as many, so that is also the burst). */
 	uint32_t max_handshakes_per_source, handshake_rate_per_source;
