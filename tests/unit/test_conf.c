@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -357,16 +356,6 @@ static void cross_checks(void **state)
 	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-	(void)chmod(path, 0600); /* a previous 0400 copy */
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
 static void files(void **state)
 {
 	(void)state;
@@ -376,7 +365,10 @@ static void files(void **state)
 	rsec_conf_defaults(&c);
 
 	snprintf(path, sizeof(path), "%s/server.conf", dir);
-	write_file(path, full, 0644);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(full, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
 	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), 0);
 	assert_int_equal(c.listen_port, 9000);
 	snprintf(path, sizeof(path), "%s/missing.conf", dir);
@@ -384,7 +376,7 @@ static void files(void **state)
 	assert_non_null(strstr(err, "No such file"));
 	/* NUL bytes in a file would hide the rest of a line from inih. */
 	snprintf(path, sizeof(path), "%s/nul.conf", dir);
-	FILE *f = fopen(path, "w");
+	f = fopen(path, "w");
 	assert_non_null(f);
 	assert_int_equal(fwrite("[server]\nmax_clients = 5\0 junk\n", 1, 31, f), 31);
 	assert_int_equal(fclose(f), 0);
