@@ -24,7 +24,7 @@
 #include "conn.h"
 #include "dev.h"
 #include "qp.h"
-#include "qpn_entropy.h"
+#include "qpn_guess.h"
 #include "qpool.h"
 
 #define MAX_POOLS 8

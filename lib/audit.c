@@ -21,7 +21,8 @@
 #include <json-c/json.h>
 
 #include "audit.h"
-#include "conn.h"
+#include "clock.h"
+#include "utf8.h"
 
 #define MILLI 1000u /* the bucket counts thousandths of a record, so it refills every ms */
 
@@ -122,41 +123,6 @@ static json_object *hex(uint64_t v)
 }
 
 /*
- * Length of the well-formed UTF-8 sequence at p (1..4), or 0 if it is not
- * one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF),
- * so that strict decoders accept every line we write.
- */
-static size_t utf8_seq(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		if (p[0] == 0xe0)
-			lo = 0xa0;
-		else if (p[0] == 0xed)
-			hi = 0x9f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		if (p[0] == 0xf0)
-			lo = 0x90;
-		else if (p[0] == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/*
  * A JSON string of s with every invalid UTF-8 byte replaced by U+FFFD, so the
  * log stays valid UTF-8 whatever a peer put in its certificate; json-c
  * escapes quotes and control characters itself.
@@ -166,7 +132,7 @@ static json_object *text(const char *s)
 	char buf[1024];
 	size_t o = 0;
 	for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < sizeof(buf);) {
-		size_t n = utf8_seq(p);
+		size_t n = utf8_seq_len(p);
 		if (n == 0) {
 			memcpy(buf + o, "\xef\xbf\xbd", 3);
 			o += 3;
@@ -490,25 +456,4 @@ void rsec_audit_close(struct rsec_audit *a)
 	close(a->fd);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
-}
-
-void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
-		     const struct rsec_audit_region *region)
-{
-	if (!c || !c->ctx->audit)
-		return;
-	struct rsec_audit_record r = {
-		.event = ev,
-		.is_server = c->is_server,
-		.conn_id = c->id,
-		.peer = c->peer[0] ? c->peer : NULL,
-		.peer_addr = c->peer_addr[0] ? c->peer_addr : NULL,
-		.result = result,
-		.reason = reason,
-		.region = region,
-		.local_qpn = c->stats.local_qpn,
-		.remote_qpn = c->stats.remote_qpn,
-	};
-	if (rsec_audit_write(c->ctx->audit, &r) < 0)
-		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
 }

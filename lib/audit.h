@@ -105,13 +105,4 @@ uint64_t rsec_audit_suppressed(struct rsec_audit *a);
 /* Tests: the rate limit's monotonic clock (ms); the bucket starts full at its time. */
 void rsec_audit_set_clock(struct rsec_audit *a, uint64_t (*now_ms)(void));
 
-struct rsec_conn;
-/*
- * Audit an event of connection c to its context's log (if any): fills the
- * time, role, connection number, peer identity and address and QPNs from c.
- * Never fails the caller; a write error is counted in the context.
- */
-void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
-		     const struct rsec_audit_region *region);
-
 #endif /* RSEC_AUDIT_H */

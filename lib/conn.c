@@ -138,6 +138,27 @@ static void audit_failure(struct rsec_conn *c, int code)
 	rsec_conn_audit(c, ev, why, c->error, NULL);
 }
 
+void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
+		     const struct rsec_audit_region *region)
+{
+	if (!c || !c->ctx->audit)
+		return;
+	struct rsec_audit_record r = {
+		.event = ev,
+		.is_server = c->is_server,
+		.conn_id = c->id,
+		.peer = c->peer[0] ? c->peer : NULL,
+		.peer_addr = c->peer_addr[0] ? c->peer_addr : NULL,
+		.result = result,
+		.reason = reason,
+		.region = region,
+		.local_qpn = c->stats.local_qpn,
+		.remote_qpn = c->stats.remote_qpn,
+	};
+	if (rsec_audit_write(c->ctx->audit, &r) < 0)
+		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
+}
+
 static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 {
 	/* Control frames are whole messages, often two in a row (REVOKE then GRANT): Nagle would

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "audit.h"
+#include "clock.h"
 #include "completion.h"
 #include "dev.h"
 #include "grant_table.h"
@@ -239,10 +241,13 @@ struct rsec_conn {
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 };
 
-/* Monotonic milliseconds, tick resolution (ctx.c): timers, and checking deadlines. */
-uint64_t rsec_now_ms(void);
-/* now + timeout_ms on the precise clock, a deadline rsec_now_ms() never reaches early; timeout_ms <= 0: 0, passed. */
-uint64_t rsec_deadline_ms(int timeout_ms);
+/*
+ * Audit an event of connection c to its context's log (if any): the record
+ * takes the time, role, connection number, peer identity and address and
+ * QPNs from c. Never fails the caller; a write error is counted in the context.
+ */
+void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
+		     const struct rsec_audit_region *region);
 
 /* chan.c */
 /*

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "cli.h"
@@ -51,45 +49,11 @@ static void listen_addresses(void **state)
 	assert_false(cli_parse_listen("[::1", addr, sizeof(addr), &port));
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-static void psk_files(void **state)
-{
-	(void)state;
-	char path[] = "/tmp/rsec-psk-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	uint8_t psk[CLI_PSK_MAX];
-	size_t len = 0;
-	const char *hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-	write_file(path, hex, 0600);
-	assert_true(cli_load_psk(path, psk, &len));
-	assert_int_equal(len, 32);
-	assert_int_equal(psk[31], 0x1f);
-	write_file(path, hex, 0644); /* readable by others: refused */
-	assert_false(cli_load_psk(path, psk, &len));
-	write_file(path, "0011", 0600); /* too short */
-	assert_false(cli_load_psk(path, psk, &len));
-	write_file(path, "zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", 0600);
-	assert_false(cli_load_psk(path, psk, &len));
-	unlink(path);
-	assert_false(cli_load_psk(path, psk, &len));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(numbers),
 		cmocka_unit_test(listen_addresses),
-		cmocka_unit_test(psk_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

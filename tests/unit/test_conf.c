@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -21,7 +20,6 @@ static const char full[] =
 	"max_clients = 65536\n"
 	"max_per_identity = 1\n"
 	"handshake_timeout_ms = 100   ; inline comment\n"
-	"idle_timeout_ms = 86400000\n"
 	"audit_log = /var/log/rdmasec/audit.log\n"
 	"metrics_file = /var/lib/node_exporter/rdmasec.prom\n"
 	"max_handshakes_per_source = 65536\n"
@@ -47,7 +45,6 @@ static void defaults(void **state)
 	assert_int_equal(c.max_clients, 1024);
 	assert_int_equal(c.max_per_identity, 16);
 	assert_int_equal(c.handshake_timeout_ms, 5000);
-	assert_int_equal(c.idle_timeout_ms, 0);
 	assert_int_equal(c.qp_pool, 32); /* RSEC_QPOOL_DEFAULT */
 	assert_string_equal(c.audit_log, "");
 	assert_string_equal(c.metrics_file, "");
@@ -83,7 +80,6 @@ static void full_valid_file(void **state)
 	assert_int_equal(c.max_clients, 65536);
 	assert_int_equal(c.max_per_identity, 1);
 	assert_int_equal(c.handshake_timeout_ms, 100);
-	assert_int_equal(c.idle_timeout_ms, 86400000);
 	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
 	assert_string_equal(c.metrics_file, "/var/lib/node_exporter/rdmasec.prom");
 	assert_int_equal(c.max_handshakes_per_source, 65536);
@@ -117,9 +113,6 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
-	/* 0 means "no idle timeout". */
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nidle_timeout_ms = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.idle_timeout_ms, 0);
 	/* Each grant mode, and the grant lifetime. */
 	static const char *const modes[] = { "mr", "mw", "auto" };
 	for (size_t i = 0; i < 3; i++) {
@@ -163,12 +156,12 @@ static void each_invalid_case(void **state)
 		{ "[server]\nhandshake_timeout_ms = 99\n", "line 2: handshake_timeout_ms: '99' is not in 100..600000" },
 		{ "[server]\nhandshake_timeout_ms = 600001\n",
 		  "line 2: handshake_timeout_ms: '600001' is not in 100..600000" },
-		{ "[server]\nidle_timeout_ms = 999\n", "line 2: idle_timeout_ms: '999' is not 0 or in 1000..86400000" },
+		/* Once parsed and never enforced: refused, not silently ignored. */
+		{ "[server]\nidle_timeout_ms = 0\n", "line 2: unknown key 'idle_timeout_ms' in [server]" },
 		{ "[server]\nqp_pool = 0\n", "line 2: qp_pool: '0' is not in 1..1024" },
 		{ "[server]\nqp_pool = 1025\n", "line 2: qp_pool: '1025' is not in 1..1024" },
 		{ "[server]\nqp_pool = 32x\n", "line 2: qp_pool: '32x' is not in 1..1024" },
-		{ "[server]\nidle_timeout_ms = 86400001\n",
-		  "line 2: idle_timeout_ms: '86400001' is not 0 or in 1000..86400000" },
+		{ "[tls]\nresume_s = 86401\n", "line 2: resume_s: '86401' is not 0 or in 1..86400" },
 		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
 		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
 		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 4..4096" },
@@ -363,17 +356,7 @@ static void cross_checks(void **state)
 	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-	(void)chmod(path, 0600); /* a previous 0400 copy */
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-static void files_and_psk(void **state)
+static void files(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/rsec-conf-XXXXXX", path[256], err[256];
@@ -382,7 +365,10 @@ static void files_and_psk(void **state)
 	rsec_conf_defaults(&c);
 
 	snprintf(path, sizeof(path), "%s/server.conf", dir);
-	write_file(path, full, 0644);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(full, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
 	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), 0);
 	assert_int_equal(c.listen_port, 9000);
 	snprintf(path, sizeof(path), "%s/missing.conf", dir);
@@ -390,75 +376,13 @@ static void files_and_psk(void **state)
 	assert_non_null(strstr(err, "No such file"));
 	/* NUL bytes in a file would hide the rest of a line from inih. */
 	snprintf(path, sizeof(path), "%s/nul.conf", dir);
-	FILE *f = fopen(path, "w");
+	f = fopen(path, "w");
 	assert_non_null(f);
 	assert_int_equal(fwrite("[server]\nmax_clients = 5\0 junk\n", 1, 31, f), 31);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(rsec_conf_parse_file(&c, path, err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "contains a NUL byte"));
 
-	/* PSK file: 32 bytes of hex, whitespace allowed. */
-	static const char hex[] = "00112233445566778899aabbccddeeff\n00112233445566778899AABBCCDDEEFF\n";
-	uint8_t psk[RSEC_CONF_PSK_MAX];
-	size_t psk_len = 0;
-	snprintf(path, sizeof(path), "%s/psk", dir);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", path, err, sizeof(err)), 0);
-	write_file(path, hex, 0600);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	assert_int_equal(psk_len, 32);
-	assert_int_equal(psk[0], 0x00);
-	assert_int_equal(psk[5], 0x55);
-	assert_int_equal(psk[15], 0xff);
-	assert_int_equal(psk[31], 0xff);
-	write_file(path, hex, 0400);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	/* Group/other access: refused, and the message names the mode. */
-	write_file(path, hex, 0640);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "has mode 0640"));
-	write_file(path, hex, 0604);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	/* Bad contents; the error never echoes them. */
-	static const char *bad[] = {
-		"00112233445566778899aabbccddeeff\n",                                  /* 16 bytes */
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeefg",    /* non-hex */
-		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff0",   /* odd */
-		"",
-		("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-		 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00"), /* 65 bytes */
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		write_file(path, bad[i], 0600);
-		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-		assert_non_null(strstr(err, "must hold 32..64 bytes as hex"));
-		assert_null(strstr(err, "0011"));
-	}
-	/* Every byte that is neither hex nor whitespace is refused, wherever it sits. */
-	char text[70];
-	for (int ch = 1; ch < 256; ch++) {
-		if (strchr("0123456789abcdefABCDEF \t\r\n", ch))
-			continue;
-		memset(text, 'a', 64);
-		text[64] = '\0';
-		text[ch % 64] = (char)ch;
-		write_file(path, text, 0600);
-		assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-	}
-	/* 64 bytes is the maximum. */
-	write_file(path, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-			 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 0600);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), 0);
-	assert_int_equal(psk_len, 64);
-	/* Symlinks are not followed. */
-	char link[256];
-	snprintf(link, sizeof(link), "%s/psk-link", dir);
-	assert_int_equal(symlink(path, link), 0);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", link, err, sizeof(err)), 0);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_IO);
-	assert_int_equal(rsec_conf_set(&c, "tls", "psk_file", dir, err, sizeof(err)), 0);
-	assert_int_equal(rsec_conf_load_psk(&c, psk, &psk_len, err, sizeof(err)), RSEC_E_CONFIG);
-
-	unlink(link);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/server.conf", dir);
 	unlink(path);
@@ -477,7 +401,7 @@ int main(void)
 		cmocka_unit_test(long_lines_are_refused_not_cut),
 		cmocka_unit_test(override_with_set),
 		cmocka_unit_test(cross_checks),
-		cmocka_unit_test(files_and_psk),
+		cmocka_unit_test(files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

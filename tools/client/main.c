@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "psk.h"
 
 #define DEFAULT_PORT 7471
 #define MAX_MSG ((16u << 20) + 1)
@@ -161,7 +162,7 @@ int main(int argc, char **argv)
 	}
 	const char *host = argv[optind];
 
-	uint8_t psk[CLI_PSK_MAX];
+	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
 	struct rsec_ctx_attr attr = { .device = device, .local_addr = source, .aead = aead, .max_msg = MAX_MSG,
 				      .handshake_timeout_ms = (int)timeout };
@@ -174,8 +175,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rdmasec-client: --psk-file needs --psk-identity\n");
 			return 2;
 		}
-		if (!cli_load_psk(psk_file, psk, &psk_len))
+		char err[512];
+		if (psk_load(psk_file, psk, &psk_len, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rdmasec-client: %s\n", err);
 			return 1;
+		}
 		attr.psk = psk;
 		attr.psk_len = psk_len;
 		attr.psk_identity = psk_id;

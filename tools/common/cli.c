@@ -1,14 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include "cli.h"
 
@@ -75,57 +70,6 @@ bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port)
 bad:
 	fprintf(stderr, "address: '%s' is not ADDR[:PORT] or [IPV6][:PORT]\n", s);
 	return false;
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-bool cli_load_psk(const char *path, uint8_t psk[CLI_PSK_MAX], size_t *len)
-{
-	char text[2 * CLI_PSK_MAX + 4];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	bool ok = false;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "psk: cannot open '%s': %s\n", path, strerror(errno));
-		goto out;
-	}
-	if (st.st_mode & 077) {
-		fprintf(stderr, "psk: '%s' is readable by others (mode %03o); chmod 600 it\n", path,
-			(unsigned)(st.st_mode & 0777));
-		goto out;
-	}
-	ssize_t n = read(fd, text, sizeof(text) - 1);
-	if (n < 0) {
-		fprintf(stderr, "psk: cannot read '%s': %s\n", path, strerror(errno));
-		goto out;
-	}
-	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
-		n--;
-	if (n < 64 || n > 2 * CLI_PSK_MAX || n % 2) {
-		fprintf(stderr, "psk: '%s' must hold 64..128 hex digits\n", path);
-		goto out;
-	}
-	for (ssize_t i = 0; i < n; i += 2) {
-		int hi = hexval(text[i]), lo = hexval(text[i + 1]);
-		if (hi < 0 || lo < 0) {
-			fprintf(stderr, "psk: '%s' holds a non-hex character\n", path);
-			goto out;
-		}
-		psk[i / 2] = (uint8_t)(hi << 4 | lo);
-	}
-	*len = (size_t)n / 2;
-	ok = true;
-out:
-	OPENSSL_cleanse(text, sizeof(text));
-	if (fd >= 0)
-		close(fd);
-	return ok;
 }
 
 bool cli_join(char *out, size_t cap, const char *dir, const char *name)

@@ -8,14 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLI_PSK_MAX 64
-
 /* Whole-string unsigned number in [min, max]; accepts K/M/G (binary) suffixes if sizes is true. */
 bool cli_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, bool sizes, uint64_t *out);
 /* "ADDR:PORT", "[V6]:PORT" or "ADDR" (port unchanged). */
 bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port);
-/* A PSK file: 64..128 hex digits, optional trailing newline; refused unless mode is 0600 or stricter. */
-bool cli_load_psk(const char *path, uint8_t psk[CLI_PSK_MAX], size_t *len);
 /* "DIR/name" into out; false if it does not fit. */
 bool cli_join(char *out, size_t cap, const char *dir, const char *name);
 

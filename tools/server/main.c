@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "conf.h"
 #include "log.h"
+#include "psk.h"
 #include "server.h"
 
 #define SHORT_OPTS "f:C:l:d:vh"
@@ -184,15 +185,18 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	uint8_t psk[CLI_PSK_MAX];
+	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
 	if (conf.psk_file[0]) {
 		if (!conf.psk_identity[0]) {
 			fprintf(stderr, "rdmasec-server: --psk-file needs --psk-identity\n");
 			return 2;
 		}
-		if (!cli_load_psk(conf.psk_file, psk, &psk_len))
+		char err[512];
+		if (psk_load(conf.psk_file, psk, &psk_len, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rdmasec-server: %s\n", err);
 			return 1;
+		}
 	} else if (!conf.ca[0] || !conf.cert[0] || !conf.key[0]) {
 		fprintf(stderr, "rdmasec-server: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "utf8.h"
 
 #define METRICS_PEERS_LIMIT (1u << 20)
 
@@ -168,38 +169,6 @@ void metrics_peer_key(char out[static METRICS_KEY_MAX], const char *identity, co
 		snprintf(out, METRICS_KEY_MAX, "addr:%.*s", (int)len, ip);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629), or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned char c = p[0];
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (c == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (c == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (c == 0xf4)
-		hi = 0x8f; /* beyond U+10FFFF */
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 /*
  * A label value as the format wants it: backslash, double quote and newline
  * escaped. Other control bytes and bytes that are not UTF-8 become '?', so
@@ -208,7 +177,7 @@ static size_t utf8_len(const unsigned char *p)
 static int put_label(FILE *out, const char *value)
 {
 	for (const unsigned char *p = (const unsigned char *)value; *p;) {
-		size_t n = utf8_len(p);
+		size_t n = utf8_seq_len(p);
 		int rc;
 		if (*p == '\\')
 			rc = fputs("\\\\", out);

@@ -17,15 +17,13 @@
 /* inih reads lines into a fixed buffer: longer lines are refused, not cut. */
 #define RSEC_CONF_MAX_LINE 198
 #define RSEC_CONF_MAX_FILE (1u << 20)
-#define RSEC_CONF_PSK_MIN 32
-#define RSEC_CONF_PSK_MAX 64
 
 struct rsec_conf {
 	/* [server] */
 	char listen_addr[64];   /* IPv4 or IPv6 literal, no brackets */
 	uint16_t listen_port;
 	char device[64];        /* "": the device owning listen_addr */
-	uint32_t max_clients, max_per_identity, handshake_timeout_ms, idle_timeout_ms;
+	uint32_t max_clients, max_per_identity, handshake_timeout_ms;
 	/* Before TLS, per source (an IPv4 address or an IPv6 /64): handshakes in progress at once,
 	 * and new handshakes a second (the bucket holds as many, so that is also the burst). */
 	uint32_t max_handshakes_per_source, handshake_rate_per_source;
@@ -64,14 +62,5 @@ RSEC_MUST_CHECK int rsec_conf_set(struct rsec_conf *c, const char *section, cons
  * Returns 0 or RSEC_E_CONFIG.
  */
 RSEC_MUST_CHECK int rsec_conf_check(const struct rsec_conf *c, char *err, size_t errlen);
-
-/*
- * Read the hex PSK from c->psk_file: a regular file owned by us (or root)
- * with no group/other access (0600 or 0400), holding RSEC_CONF_PSK_MIN..MAX
- * bytes as hex (whitespace ignored). Wipe psk after use. Returns 0,
- * RSEC_E_CONFIG, RSEC_E_IO.
- */
-RSEC_MUST_CHECK int rsec_conf_load_psk(const struct rsec_conf *c, uint8_t psk[static RSEC_CONF_PSK_MAX],
-				       size_t *psk_len, char *err, size_t errlen);
 
 #endif /* RSEC_CONF_H */

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <ini.h>
-#include <openssl/crypto.h>
 
 #include "conf.h"
 
@@ -38,7 +34,6 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("server", max_clients, 1, 65536, false),
 	KEY_U32("server", max_per_identity, 1, 65536, false),
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
-	KEY_U32("server", idle_timeout_ms, 1000, 86400000, true),
 	KEY_U32("server", max_handshakes_per_source, 1, 65536, false),
 	KEY_U32("server", handshake_rate_per_source, 1, 1000000, false),
 	KEY_STR("server", audit_log),
@@ -238,7 +233,6 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_clients = 1024;
 	c->max_per_identity = 16;
 	c->handshake_timeout_ms = 5000;
-	c->idle_timeout_ms = 0;
 	c->max_handshakes_per_source = 256;
 	c->handshake_rate_per_source = 200;
 	c->qp_pool = 32;
@@ -432,86 +426,5 @@ int rsec_conf_check(const struct rsec_conf *c, char *err, size_t errlen)
 	if (psk_mode && !(c->psk_file[0] && c->psk_identity[0]))
 		return conf_fail(&e, "[tls]: PSK mode needs psk_file and psk_identity; '%s' is missing",
 				 !c->psk_file[0] ? "psk_file" : "psk_identity");
-	return 0;
-}
-
-/* Hex digit value without data-dependent branches; sets *bad if c is no hex digit. */
-static uint8_t hex_nibble(uint8_t c, unsigned *bad)
-{
-	int d = (int)c - '0';            /* 0..9 for digits */
-	int l = (int)(c | 0x20u) - 'a';  /* 0..5 for a-f / A-F */
-	/* Bit 8 of ~x & (x - n) is set iff 0 <= x < n, for |x| < 256. */
-	unsigned is_d = ((unsigned)(~d & (d - 10)) >> 8) & 1u;
-	unsigned is_l = ((unsigned)(~l & (l - 6)) >> 8) & 1u;
-	*bad |= (is_d | is_l) ^ 1u;
-	return (uint8_t)(((0u - is_d) & (unsigned)d) | ((0u - is_l) & (unsigned)(l + 10)));
-}
-
-int rsec_conf_load_psk(const struct rsec_conf *c, uint8_t psk[static RSEC_CONF_PSK_MAX], size_t *psk_len, char *err,
-		       size_t errlen)
-{
-	RSEC_ENSURE(c && psk && psk_len, RSEC_E_INVAL);
-	struct conf_errbuf e = { err, errlen, 0 };
-	char q[80];
-	if (!c->psk_file[0])
-		return conf_fail(&e, "psk_file is not set");
-	int fd = open(c->psk_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0) {
-		conf_fail(&e, "psk_file: cannot open '%s': %s", quoted(q, c->psk_file), strerror(errno));
-		return RSEC_E_IO;
-	}
-	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) != 0) {
-		conf_fail(&e, "psk_file: cannot stat '%s': %s", quoted(q, c->psk_file), strerror(errno));
-		rc = RSEC_E_IO;
-	} else if (!S_ISREG(st.st_mode)) {
-		rc = conf_fail(&e, "psk_file: '%s' is not a regular file", quoted(q, c->psk_file));
-	} else if (st.st_mode & 077) {
-		rc = conf_fail(&e, "psk_file: '%s' has mode %04o; refusing a key others can access (chmod 600)",
-			       quoted(q, c->psk_file), (unsigned)(st.st_mode & 07777));
-	} else if (st.st_uid != geteuid() && st.st_uid != 0) {
-		rc = conf_fail(&e, "psk_file: '%s' is owned by uid %u, not by us or root", quoted(q, c->psk_file),
-			       (unsigned)st.st_uid);
-	}
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-
-	uint8_t buf[4 * RSEC_CONF_PSK_MAX + 1];
-	ssize_t got = read(fd, buf, sizeof(buf));
-	int saved = errno;
-	close(fd);
-	if (got < 0) {
-		conf_fail(&e, "psk_file: cannot read '%s': %s", quoted(q, c->psk_file), strerror(saved));
-		return RSEC_E_IO;
-	}
-	/* Decode, skipping whitespace; the error never shows the file's bytes. */
-	unsigned bad = (size_t)got == sizeof(buf), hi = 0;
-	size_t nibbles = 0;
-	for (ssize_t i = 0; i < got && !bad; i++) {
-		uint8_t ch = buf[i];
-		if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
-			continue;
-		if (nibbles >= 2 * RSEC_CONF_PSK_MAX) {
-			bad = 1;
-			break;
-		}
-		uint8_t v = hex_nibble(ch, &bad);
-		if (nibbles % 2 == 0)
-			hi = v;
-		else
-			psk[nibbles / 2] = (uint8_t)(hi << 4 | v);
-		nibbles++;
-	}
-	OPENSSL_cleanse(buf, sizeof(buf));
-	hi = 0;
-	if (bad || nibbles % 2 || nibbles / 2 < RSEC_CONF_PSK_MIN) {
-		OPENSSL_cleanse(psk, RSEC_CONF_PSK_MAX);
-		return conf_fail(&e, "psk_file: '%s' must hold %d..%d bytes as hex", quoted(q, c->psk_file),
-				 RSEC_CONF_PSK_MIN, RSEC_CONF_PSK_MAX);
-	}
-	*psk_len = nibbles / 2;
 	return 0;
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qpn_entropy.h"
+#include "qpn_guess.h"
 
 uint32_t rsec_qpn_guess_rank(uint32_t own, uint32_t target)
 {

@@ -9,8 +9,8 @@
  * needs to reach it. Over many trials, the mean rank m corresponds to a
  * uniform guess over 2m-1 values: log2(2m-1) bits.
  */
-#ifndef RSEC_QPN_ENTROPY_H
-#define RSEC_QPN_ENTROPY_H
+#ifndef RSEC_QPN_GUESS_H
+#define RSEC_QPN_GUESS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,4 +42,4 @@ double rsec_qpn_bits(double mean);
  */
 RSEC_MUST_CHECK int rsec_qpn_summarize(uint32_t *ranks, size_t n, struct rsec_qpn_summary *out);
 
-#endif /* RSEC_QPN_ENTROPY_H */
+#endif /* RSEC_QPN_GUESS_H */
