@@ -40,7 +40,7 @@ struct bench_opts {
 	enum bench_poll poll;           /* this side's waits: the context's poll_mode */
 	bool no_resume;                 /* full TLS handshakes only (the context's tls_resume_s 0) */
 	bool sealed;                    /* through sealed grants (--sealed) */
-	bool blocking;                  /* rsec_write/rsec_read from a plain buffer (--blocking, client only) */
+	bool blocking;                  /* rsec_write/rsec_read from a plain buffer (--blocking; the client's) */
 	uint32_t recv_slots, slot_size; /* the context's receive buffers (0: the library's defaults) */
 	const char *host;        /* NULL: serve */
 	const char *source, *device, *json_path;

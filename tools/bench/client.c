@@ -25,7 +25,8 @@ struct client {
 	uint64_t max_size, max_iters;
 	struct rsec_ctx *ctx;
 	struct bench_conn bc;
-	uint8_t *data;      /* send: what we send; byte 0 is DATA's type; --sealed write: the plaintext */
+	uint8_t *data;      /* send: what we send; byte 0 is DATA's type; --sealed write: the plaintext; --blocking:
+			     * what rsec_write sends or rsec_read fills */
 	struct rsec_region *region; /* write, read: what we write, or where we read */
 	size_t region_len;
 	struct rsec_wr *wr; /* write, read: one batch of work requests (tx_depth) */
@@ -589,7 +590,8 @@ static int alloc_buffers(struct client *cl)
 		if (cl->steps[i].iters > cl->max_iters)
 			cl->max_iters = cl->steps[i].iters;
 	}
-	size_t max = o->op == BENCH_OP_SEND || (o->sealed && o->op == BENCH_OP_WRITE) ? (size_t)cl->max_size : 1;
+	bool plain_buffer = o->op == BENCH_OP_SEND || o->blocking || (o->sealed && o->op == BENCH_OP_WRITE);
+	size_t max = plain_buffer ? (size_t)cl->max_size : 1;
 	cl->data = malloc(max);
 	if (o->lat && cl->max_iters)
 		cl->samples = calloc(cl->max_iters, sizeof(*cl->samples));

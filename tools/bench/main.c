@@ -58,9 +58,10 @@ static void usage(FILE *f)
 		"                         sealed WRITE grant carries one transfer, so each is a grant from the\n"
 		"                         server, rsec_write_sealed (seal, WRITE, claim) and the server's\n"
 		"                         rsec_grant_open, one at a time (no -t, -Q); needs -n\n"
-		"      --blocking         client, write and read: the blocking rsec_write/rsec_read from a\n"
-		"                         buffer the library never registered, one at a time (no -t, -Q;\n"
-		"                         --lat for read only)\n"
+		"      --blocking         write and read: the client's operations are the blocking\n"
+		"                         rsec_write/rsec_read from a buffer the library never registered,\n"
+		"                         one at a time (no -t, -Q; --lat for read only); the server serves\n"
+		"                         as without it\n"
 		"      --no-resume        full TLS handshakes only, certificates every time (the library's\n"
 		"                         tls_resume_s = 0)\n"
 		"      --source ADDR      client: leave from ADDR (its RDMA device is used);\n"
@@ -364,9 +365,9 @@ static bool check_depth(const struct bench_opts *o)
 		return fail_combo("--sealed write runs one transfer at a time (each its own grant): no -t or -Q");
 	if (o->op == BENCH_OP_WRITE && o->lat && !o->sealed && o->duration_ms)
 		return fail_combo("--op write --lat is a ping-pong of counted writes (as ib_write_lat): needs -n");
-	if (o->blocking && (!one_sided(o) || o->sealed || !o->host))
-		return fail_combo("--blocking is for a client's --op write and read, not sealed: rsec_write and "
-				  "rsec_read from a plain buffer");
+	if (o->blocking && (!one_sided(o) || o->sealed))
+		return fail_combo("--blocking is for --op write and read, not sealed: rsec_write and rsec_read "
+				  "from a plain buffer");
 	if (o->blocking && (o->tx_depth > 1 || o->cq_mod > 1))
 		return fail_combo("--blocking waits for each operation: no -t or -Q");
 	if (o->blocking && o->lat && o->op == BENCH_OP_WRITE)
