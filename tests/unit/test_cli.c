@@ -26,6 +26,47 @@ static void numbers(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_false(cli_parse_u64("n", bad[i], 1, 100, i == sizeof(bad) / sizeof(bad[0]) - 1, &v));
 	assert_false(cli_parse_u64("n", "17179869184G", 1, UINT64_MAX, true, &v));
+	assert_false(cli_parse_u64("n", "+5", 1, 100, false, &v));
+}
+
+/* The scanner under every parser: where the number ends, what it refuses. */
+static void scanner(void **state)
+{
+	(void)state;
+	uint64_t v = 7;
+	const char *end = NULL;
+	assert_true(cli_scan_u64("0x1fG", &v, &end));
+	assert_int_equal(v, 0x1f);
+	assert_string_equal(end, "G");
+	assert_true(cli_scan_u64("18446744073709551615", &v, &end));
+	assert_int_equal(v, UINT64_MAX);
+	assert_string_equal(end, "");
+	const char *bad[] = { "", " 1", "+1", "-1", "x1", "18446744073709551616" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		assert_false(cli_scan_u64(bad[i], &v, &end));
+		assert_int_equal(v, 7); /* untouched */
+	}
+	assert_false(cli_scan_u64(NULL, &v, &end));
+}
+
+/* The constant-time digit agrees with the obvious one on every byte. */
+static void hex_digits(void **state)
+{
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		unsigned bad = 0;
+		uint8_t d = cli_hex_digit((uint8_t)c, &bad);
+		int want = c >= '0' && c <= '9' ? (int)c - '0'
+			   : c >= 'a' && c <= 'f' ? (int)c - 'a' + 10
+			   : c >= 'A' && c <= 'F' ? (int)c - 'A' + 10
+						  : -1;
+		assert_int_equal(bad, want < 0);
+		assert_int_equal(d, want < 0 ? 0 : want);
+	}
+	unsigned bad = 1; /* sticky: a good digit never clears it */
+	(void)cli_hex_digit('a', &bad);
+	assert_int_equal(bad, 1);
 }
 
 static void listen_addresses(void **state)
@@ -53,6 +94,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(numbers),
+		cmocka_unit_test(scanner),
+		cmocka_unit_test(hex_digits),
 		cmocka_unit_test(listen_addresses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,36 +7,62 @@
 
 #include "cli.h"
 
+bool cli_scan_u64(const char *s, uint64_t *out, const char **end)
+{
+	/* strtoull would take leading blanks and a sign; we take neither. */
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	char *e;
+	errno = 0;
+	unsigned long long v = strtoull(s, &e, 0);
+	if (errno || e == s)
+		return false;
+	*out = v;
+	*end = e;
+	return true;
+}
+
+uint8_t cli_hex_digit(uint8_t c, unsigned *bad)
+{
+	int d = (int)c - '0';            /* 0..9 for digits */
+	int l = (int)(c | 0x20u) - 'a';  /* 0..5 for a-f / A-F */
+	/* Bit 8 of ~x & (x - n) is set iff 0 <= x < n, for |x| < 256. */
+	unsigned is_d = ((unsigned)(~d & (d - 10)) >> 8) & 1u;
+	unsigned is_l = ((unsigned)(~l & (l - 6)) >> 8) & 1u;
+	*bad |= (is_d | is_l) ^ 1u;
+	return (uint8_t)(((0u - is_d) & (unsigned)d) | ((0u - is_l) & (unsigned)(l + 10)));
+}
+
+/* A K, M or G suffix (binary) applied to *v; false if it is none or overflows. */
+static bool apply_suffix(const char **end, uint64_t *v)
+{
+	unsigned shift;
+	switch (**end) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	default: return false;
+	}
+	if (*v > (UINT64_MAX >> shift))
+		return false;
+	*v <<= shift;
+	(*end)++;
+	return true;
+}
+
 bool cli_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, bool sizes, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
-		goto bad;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		goto bad;
-	if (sizes && *end) {
-		unsigned shift = 0;
-		switch (*end) {
-		case 'K': case 'k': shift = 10; break;
-		case 'M': case 'm': shift = 20; break;
-		case 'G': case 'g': shift = 30; break;
-		default: goto bad;
-		}
-		end++;
-		if (v > (UINT64_MAX >> shift))
-			goto bad;
-		v <<= shift;
+	uint64_t v;
+	const char *end;
+	bool ok = cli_scan_u64(s, &v, &end) && (!sizes || !*end || apply_suffix(&end, &v)) && !*end && v >= min &&
+		  v <= max;
+	if (!ok) {
+		fprintf(stderr, "%s: '%s' is not a number in %llu..%llu\n", what, s ? s : "",
+			(unsigned long long)min, (unsigned long long)max);
+		return false;
 	}
-	if (*end || v < min || v > max)
-		goto bad;
 	*out = v;
 	return true;
-bad:
-	fprintf(stderr, "%s: '%s' is not a number in %llu..%llu\n", what, s ? s : "",
-		(unsigned long long)min, (unsigned long long)max);
-	return false;
 }
 
 bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port)

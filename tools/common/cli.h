@@ -8,6 +8,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The one number parser of the programs: an unsigned number at the start of
+ * s, decimal or 0x-hex (strtoull's base 0), starting with a digit (no blank,
+ * no sign), below 2^64. *end: the first byte after it. Prints nothing.
+ */
+bool cli_scan_u64(const char *s, uint64_t *out, const char **end);
+/*
+ * One hex digit's value (0..15) without a branch or table lookup on the digit,
+ * for secrets; *bad gets 1 if c is not a hex digit (and the value is 0).
+ */
+uint8_t cli_hex_digit(uint8_t c, unsigned *bad);
 /* Whole-string unsigned number in [min, max]; accepts K/M/G (binary) suffixes if sizes is true. */
 bool cli_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, bool sizes, uint64_t *out);
 /* "ADDR:PORT", "[V6]:PORT" or "ADDR" (port unchanged). */

@@ -9,20 +9,9 @@
 
 #include <openssl/crypto.h>
 
+#include "cli.h"
 #include "psk.h"
 #include "rdmasec.h"
-
-/* Hex digit value without data-dependent branches; sets *bad if c is no hex digit. */
-static uint8_t hex_nibble(uint8_t c, unsigned *bad)
-{
-	int d = (int)c - '0';            /* 0..9 for digits */
-	int l = (int)(c | 0x20u) - 'a';  /* 0..5 for a-f / A-F */
-	/* Bit 8 of ~x & (x - n) is set iff 0 <= x < n, for |x| < 256. */
-	unsigned is_d = ((unsigned)(~d & (d - 10)) >> 8) & 1u;
-	unsigned is_l = ((unsigned)(~l & (l - 6)) >> 8) & 1u;
-	*bad |= (is_d | is_l) ^ 1u;
-	return (uint8_t)(((0u - is_d) & (unsigned)d) | ((0u - is_l) & (unsigned)(l + 10)));
-}
 
 /*
  * Hex into psk, skipping whitespace; false unless it is PSK_MIN_LEN..PSK_MAX_LEN
@@ -40,7 +29,7 @@ static bool decode(const uint8_t *text, size_t n, uint8_t psk[static PSK_MAX_LEN
 			bad = 1;
 			break;
 		}
-		uint8_t v = hex_nibble(ch, &bad);
+		uint8_t v = cli_hex_digit(ch, &bad);
 		if (nibbles % 2 == 0)
 			hi = v;
 		else
