@@ -298,7 +298,7 @@ static void report(const struct cmd_opts *o, const struct learned *l, uint64_t s
 	json_begin(&j, "cm-disconnect");
 	json_str(&j, "dst", ipv4_str(o->f.dst_ip, s1));
 	json_str(&j, "src", o->f.have_src ? ipv4_str(o->f.src_ip, s2) : "");
-	json_bool(&j, "learned", l->found);
+	json_boolean(&j, "learned", l->found);
 	if (o->sniff_iface || o->sniff_file) {
 		json_u64(&j, "frames", l->frames);
 		json_u64(&j, "cm_messages", l->cm_msgs);
@@ -311,7 +311,7 @@ static void report(const struct cmd_opts *o, const struct learned *l, uint64_t s
 	json_hex(&j, "tid", o->d.tid);
 	json_hex(&j, "src_qp", o->src_qp);
 	json_u64(&j, "sent", sent);
-	json_bool(&j, "ok", rc == 0);
+	json_boolean(&j, "ok", rc == 0);
 	json_end(&j);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared pieces of rdmasec-attack: argument parsing, output, progress, raw sending. */
+/* Shared pieces of rdmasec-attack: argument parsing, output (JSON: json_out.h), progress, raw sending. */
 #ifndef RSEC_ATTACK_H
 #define RSEC_ATTACK_H
 
@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json_out.h"
 #include "proto/roce_packet.h"
 
 struct ibv_context;
@@ -43,19 +44,6 @@ double now_s(void);
  * --allow-any-target. Prints the refusal. 
  */
 bool target_allowed(uint32_t ip, bool allow_any);
-
-/* One-line JSON result on stdout. */
-struct json {
-	bool first;
-};
-void json_begin(struct json *j, const char *cmd);
-void json_str(struct json *j, const char *key, const char *val);
-void json_u64(struct json *j, const char *key, uint64_t val);
-void json_hex(struct json *j, const char *key, uint64_t val);
-void json_num(struct json *j, const char *key, double val);
-void json_bool(struct json *j, const char *key, bool val);
-void json_u64_array(struct json *j, const char *key, const uint64_t *v, size_t n, bool hex);
-void json_end(struct json *j);
 
 /* A progress bar on stderr, drawn only when stderr is a terminal. */
 struct progress {

@@ -309,7 +309,7 @@ int exhaust_one_qp(const char *dev, bool json)
 		json_str(&j, "result", step ? "refused" : "created");
 		json_str(&j, "step", step ? step : "");
 		json_str(&j, "errno", exh_errno_name(err, eb));
-		json_bool(&j, "ok", true);
+		json_boolean(&j, "ok", true);
 		json_end(&j);
 	} else if (step) {
 		printf("one-qp: refused at %s: %s\n", step, exh_errno_name(err, eb));
@@ -461,7 +461,7 @@ int exhaust_local(const struct exh_local_cfg *cfg)
 		json_num(&j, "maps", (double)maps);
 		json_num(&j, "max_map_count", (double)maps_max);
 		json_num(&j, "teardown_s", teardown_s);
-		json_bool(&j, "ok", true);
+		json_boolean(&j, "ok", true);
 		json_end(&j);
 	} else {
 		printf("device %s, cgroup %s, rdma.max %s\n", dev, cg.have_path ? cg.path : "?",

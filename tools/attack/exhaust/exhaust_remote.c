@@ -523,7 +523,7 @@ int exhaust_remote(const struct exh_remote_cfg *cfg)
 		json_str(&j, "legit_detail", why);
 		json_num(&j, "hold_s", cfg->hold_s);
 		json_str(&j, "verdict", exh_remote_verdict(&t));
-		json_bool(&j, "ok", true);
+		json_boolean(&j, "ok", true);
 		json_end(&j);
 	} else {
 		printf("%u/%u connected (%u refused), the service showed %u QPs spent on them, closed %u\n",

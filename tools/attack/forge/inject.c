@@ -118,7 +118,7 @@ int inject_main(int argc, char *argv[])
 			json_hex(&j, "va", va);
 		}
 		json_u64(&j, "sent", sent);
-		json_bool(&j, "ok", rc == 0);
+		json_boolean(&j, "ok", rc == 0);
 		json_end(&j);
 	} else {
 		printf("inject: %s %llu forged %s packet(s) %s -> %s qpn 0x%06x psn 0x%06x%s, %zu payload bytes\n",

@@ -85,7 +85,7 @@ int qp_error_main(int argc, char *argv[])
 		json_hex(&j, "psn_first", o.psn);
 		json_u64(&j, "count", o.count);
 		json_u64(&j, "sent", sent);
-		json_bool(&j, "ok", rc == 0);
+		json_boolean(&j, "ok", rc == 0);
 		json_end(&j);
 	} else {
 		printf("qp-error: %s %llu malformed %s packet(s) %s -> %s qpn 0x%06x psn 0x%06x%s\n",

@@ -766,12 +766,12 @@ static void report(const struct imp *a, uint32_t gid_index, const struct sweep_p
 				json_hex(&j, "peer_sq_psn_at_start", peers->row[0].sq_psn);
 		}
 		json_str(&j, "stop", res->stop);
-		json_bool(&j, "victim_broken", res->victim_broken);
+		json_boolean(&j, "victim_broken", res->victim_broken);
 		if (res->victim_broken) {
 			json_str(&j, "detected_by", res->detected_by);
 			json_num(&j, "break_s", res->break_s);
 		}
-		json_bool(&j, "ok", rc == 0);
+		json_boolean(&j, "ok", rc == 0);
 		json_end(&j);
 		return;
 	}

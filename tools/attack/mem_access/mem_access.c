@@ -456,7 +456,7 @@ static void report_json(const struct opts *o, const struct result *r)
 	json_u64(&j, "no_answer", r->noanswer);
 	json_u64(&j, "hits", r->hits);
 	json_u64(&j, "walked", r->walked);
-	json_bool(&j, "found", r->found);
+	json_boolean(&j, "found", r->found);
 	/* The found rkey and address, "" when none was found. */
 	snprintf(s, sizeof(s), "0x%x", r->hit.c.rkey);
 	json_str(&j, "rkey", r->found ? s : "");
@@ -464,7 +464,7 @@ static void report_json(const struct opts *o, const struct result *r)
 	json_str(&j, "addr", r->found ? s : "");
 	json_u64(&j, "read_len", r->found ? o->cfg.read_len : 0);
 	json_bytes(&j, "read_hex", "read_text", r->hit.data, r->found ? o->cfg.read_len : 0);
-	json_bool(&j, "wrote", r->wrote);
+	json_boolean(&j, "wrote", r->wrote);
 	json_u64(&j, "write_len", r->wrote ? o->wlen : 0);
 	json_str(&j, "write_status", r->write_status);
 	json_num(&j, "hit_s", r->found ? r->hit_s : -1);
@@ -473,7 +473,7 @@ static void report_json(const struct opts *o, const struct result *r)
 	json_num(&j, "rate", rate);
 	json_str(&j, "evidence", r->evidence);
 	json_str(&j, "stop", r->stop ? r->stop : "error");
-	json_bool(&j, "ok", r->found);
+	json_boolean(&j, "ok", r->found);
 	json_end(&j);
 }
 

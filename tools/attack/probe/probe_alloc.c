@@ -146,9 +146,9 @@ int probe_alloc_main(int argc, char *argv[])
 		json_str(&j, "allocator", alloc_names[alloc]);
 		json_u64(&j, "size", size);
 		json_u64_array(&j, "addrs", addrs, n, true);
-		json_bool(&j, "fixed_stride", fixed);
+		json_boolean(&j, "fixed_stride", fixed);
 		json_num(&j, "stride", (double)dmin);
-		json_bool(&j, "mr_va_is_address", !noreg && va_is_addr);
+		json_boolean(&j, "mr_va_is_address", !noreg && va_is_addr);
 		json_num(&j, "entropy_bits", entropy);
 		json_end(&j);
 	} else {

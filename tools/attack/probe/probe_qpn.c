@@ -166,13 +166,13 @@ int probe_qpn_main(int argc, char *argv[])
 		json_begin(&j, "probe-qpn");
 		json_str(&j, "device", dev ? dev : "(first)");
 		json_u64(&j, "contexts", contexts);
-		json_bool(&j, "hold", hold);
+		json_boolean(&j, "hold", hold);
 		json_u64_array(&j, "qpns", qpns, total, true);
-		json_bool(&j, "sequential", sequential);
+		json_boolean(&j, "sequential", sequential);
 		json_u64(&j, "stride", stride);
 		json_hex(&j, "predicted_next", predicted);
 		json_hex(&j, "observed_next", next);
-		json_bool(&j, "predictable", hit);
+		json_boolean(&j, "predictable", hit);
 		json_num(&j, "entropy_bits", entropy);
 		json_end(&j);
 	} else {

@@ -344,7 +344,7 @@ int probe_rkey_main(int argc, char *argv[])
 			snprintf(key, sizeof(key), "%s_rkeys", pattern_names[p]);
 			json_u64_array(&j, key, r, n, true);
 			snprintf(key, sizeof(key), "%s_index_sequential", pattern_names[p]);
-			json_bool(&j, key, res[p].index_sequential);
+			json_boolean(&j, key, res[p].index_sequential);
 			snprintf(key, sizeof(key), "%s_key_entropy_bits", pattern_names[p]);
 			json_num(&j, key, res[p].key_entropy);
 		}
@@ -362,8 +362,8 @@ int probe_rkey_main(int argc, char *argv[])
 	} else {
 		json_str(&j, "generator", all_seq && all_random ? "index<<8|random8" :
 					 all_seq ? "index<<8|counter8" : "unknown");
-		json_bool(&j, "index_sequential", all_seq);
-		json_bool(&j, "key_random", all_random);
+		json_boolean(&j, "index_sequential", all_seq);
+		json_boolean(&j, "key_random", all_random);
 		json_num(&j, "unknown_bits", worst);
 		json_end(&j);
 	}

@@ -7,84 +7,11 @@
 #include "common/attack.h"
 #include "sniff_report.h"
 
-/* A small nested JSON writer: commas and nesting tracked per level. */
-struct jw {
-	FILE *f;
-	int depth;
-	bool first[8];
-};
-
-static void jw_key(struct jw *w, const char *key)
-{
-	if (!w->first[w->depth])
-		fputc(',', w->f);
-	w->first[w->depth] = false;
-	if (key)
-		fprintf(w->f, "\"%s\":", key);
-}
-
-static void jw_open(struct jw *w, const char *key, char bracket)
-{
-	jw_key(w, key);
-	fputc(bracket, w->f);
-	if (w->depth + 1 < (int)(sizeof(w->first) / sizeof(w->first[0])))
-		w->depth++;
-	w->first[w->depth] = true;
-}
-
-static void jw_close(struct jw *w, char bracket)
-{
-	fputc(bracket, w->f);
-	if (w->depth > 0)
-		w->depth--;
-}
-
-static void jw_str(struct jw *w, const char *key, const char *val)
-{
-	jw_key(w, key);
-	fputc('"', w->f);
-	for (const unsigned char *p = (const unsigned char *)val; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(w->f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(w->f, "\\u%04x", *p);
-		else
-			fputc(*p, w->f);
-	}
-	fputc('"', w->f);
-}
-
-static void jw_u64(struct jw *w, const char *key, uint64_t v)
-{
-	jw_key(w, key);
-	fprintf(w->f, "%" PRIu64, v);
-}
-
-static void jw_hex(struct jw *w, const char *key, uint64_t v)
-{
-	char s[24];
-
-	snprintf(s, sizeof(s), "0x%" PRIx64, v);
-	jw_str(w, key, s);
-}
-
-static void jw_bool(struct jw *w, const char *key, bool v)
-{
-	jw_key(w, key);
-	fputs(v ? "true" : "false", w->f);
-}
-
-static void jw_null(struct jw *w, const char *key)
-{
-	jw_key(w, key);
-	fputs("null", w->f);
-}
-
-static void jw_ip(struct jw *w, const char *key, uint32_t ip)
+static void json_add_ip(struct json_object *o, const char *key, uint32_t ip)
 {
 	char s[16];
 
-	jw_str(w, key, ipv4_str(ip, s));
+	json_add_str(o, key, ipv4_str(ip, s));
 }
 
 static const char *gid_str(const uint8_t gid[16], char buf[static INET6_ADDRSTRLEN])
@@ -103,107 +30,116 @@ static const char *opcode_name(uint8_t op)
 	return name;
 }
 
-static void json_conn(struct jw *w, const struct sniff_conn *c)
+static void json_conn(struct json_object *a, const struct sniff_conn *c)
 {
-	jw_open(w, NULL, '{');
-	jw_ip(w, "src", c->src);
-	jw_ip(w, "dst", c->dst);
-	jw_hex(w, "dest_qpn", c->dqpn);
-	jw_u64(w, "packets", c->packets);
-	jw_u64(w, "payload_bytes", c->payload_bytes);
-	jw_u64(w, "requests", c->req.count);
-	jw_u64(w, "responses", c->resp.count);
-	jw_open(w, "opcodes", '[');
+	struct json_object *o = json_append_object(a), *list;
+
+	json_add_ip(o, "src", c->src);
+	json_add_ip(o, "dst", c->dst);
+	json_add_hex(o, "dest_qpn", c->dqpn);
+	json_add_u64(o, "packets", c->packets);
+	json_add_u64(o, "payload_bytes", c->payload_bytes);
+	json_add_u64(o, "requests", c->req.count);
+	json_add_u64(o, "responses", c->resp.count);
+	list = json_add_array(o, "opcodes");
 	for (uint8_t op = 0; op < SNIFF_OPCODES; op++) {
 		if (!c->opcodes[op])
 			continue;
-		jw_open(w, NULL, '{');
-		jw_u64(w, "opcode", op);
-		jw_str(w, "name", opcode_name(op));
-		jw_u64(w, "packets", c->opcodes[op]);
-		jw_close(w, '}');
+		struct json_object *e = json_append_object(list);
+		json_add_u64(e, "opcode", op);
+		json_add_str(e, "name", opcode_name(op));
+		json_add_u64(e, "packets", c->opcodes[op]);
 	}
-	jw_close(w, ']');
 	if (c->req.count) {
-		jw_hex(w, "first_psn", c->req.first);
-		jw_hex(w, "last_psn", c->req.max);
-		jw_hex(w, "next_psn", c->next_psn);
+		json_add_hex(o, "first_psn", c->req.first);
+		json_add_hex(o, "last_psn", c->req.max);
+		json_add_hex(o, "next_psn", c->next_psn);
 	} else {
-		jw_null(w, "first_psn");
-		jw_null(w, "last_psn");
-		jw_null(w, "next_psn");
+		json_add_null(o, "first_psn");
+		json_add_null(o, "last_psn");
+		json_add_null(o, "next_psn");
 	}
 	if (c->resp.count) {
-		jw_hex(w, "response_first_psn", c->resp.first);
-		jw_hex(w, "response_last_psn", c->resp.max);
+		json_add_hex(o, "response_first_psn", c->resp.first);
+		json_add_hex(o, "response_last_psn", c->resp.max);
 	} else {
-		jw_null(w, "response_first_psn");
-		jw_null(w, "response_last_psn");
+		json_add_null(o, "response_first_psn");
+		json_add_null(o, "response_last_psn");
 	}
 	if (c->has_peer)
-		jw_hex(w, "peer_qpn", c->peer_qpn);
+		json_add_hex(o, "peer_qpn", c->peer_qpn);
 	else
-		jw_null(w, "peer_qpn");
-	jw_open(w, "reths", '[');
+		json_add_null(o, "peer_qpn");
+	list = json_add_array(o, "reths");
 	for (size_t k = 0; k < c->nranges; k++) {
 		const struct sniff_range *r = &c->ranges[k];
-		jw_open(w, NULL, '{');
-		jw_hex(w, "rkey", r->rkey);
-		jw_hex(w, "va", r->va);
-		jw_hex(w, "end", r->end);
-		jw_u64(w, "length", r->end - r->va);
-		jw_u64(w, "count", r->reths);
-		jw_bool(w, "in_plaintext", r->in_plaintext);
-		jw_close(w, '}');
+		struct json_object *e = json_append_object(list);
+		json_add_hex(e, "rkey", r->rkey);
+		json_add_hex(e, "va", r->va);
+		json_add_hex(e, "end", r->end);
+		json_add_u64(e, "length", r->end - r->va);
+		json_add_u64(e, "count", r->reths);
+		json_add_bool(e, "in_plaintext", r->in_plaintext);
 	}
-	jw_close(w, ']');
-	jw_u64(w, "reths_dropped", c->ranges_dropped);
-	jw_bool(w, "plaintext_exchange", c->plaintext);
+	json_add_u64(o, "reths_dropped", c->ranges_dropped);
+	json_add_bool(o, "plaintext_exchange", c->plaintext);
 	if (c->plaintext)
-		jw_u64(w, "exchange", c->exchange);
+		json_add_u64(o, "exchange", c->exchange);
 	else
-		jw_null(w, "exchange");
-	jw_close(w, '}');
+		json_add_null(o, "exchange");
 }
 
-static void json_exchange(struct jw *w, size_t id, const struct sniff_exchange *e)
+static void json_exchange(struct json_object *a, size_t id, const struct sniff_exchange *e)
 {
+	struct json_object *o = json_append_object(a);
 	char g[INET6_ADDRSTRLEN];
 
-	jw_open(w, NULL, '{');
-	jw_u64(w, "id", id);
-	jw_str(w, "format", sniff_format_name(e->p.format));
-	jw_ip(w, "src", e->src);
-	jw_u64(w, "sport", e->sport);
-	jw_ip(w, "dst", e->dst);
-	jw_u64(w, "dport", e->dport);
-	jw_u64(w, "count", e->count);
-	jw_hex(w, "lid", e->p.lid);
-	jw_hex(w, "qpn", e->p.qpn);
-	jw_hex(w, "psn", e->p.psn);
-	jw_str(w, "gid", gid_str(e->p.gid, g));
-	jw_bool(w, "gid_is_src", e->gid_is_src);
+	json_add_u64(o, "id", id);
+	json_add_str(o, "format", sniff_format_name(e->p.format));
+	json_add_ip(o, "src", e->src);
+	json_add_u64(o, "sport", e->sport);
+	json_add_ip(o, "dst", e->dst);
+	json_add_u64(o, "dport", e->dport);
+	json_add_u64(o, "count", e->count);
+	json_add_hex(o, "lid", e->p.lid);
+	json_add_hex(o, "qpn", e->p.qpn);
+	json_add_hex(o, "psn", e->p.psn);
+	json_add_str(o, "gid", gid_str(e->p.gid, g));
+	json_add_bool(o, "gid_is_src", e->gid_is_src);
 	if (e->p.has_rkey) {
-		jw_hex(w, "rkey", e->p.rkey);
-		jw_hex(w, "va", e->p.va);
+		json_add_hex(o, "rkey", e->p.rkey);
+		json_add_hex(o, "va", e->p.va);
 	} else {
-		jw_null(w, "rkey");
-		jw_null(w, "va");
+		json_add_null(o, "rkey");
+		json_add_null(o, "va");
 	}
 	if (e->p.has_len)
-		jw_u64(w, "len", e->p.len);
+		json_add_u64(o, "len", e->p.len);
 	else
-		jw_null(w, "len");
-	jw_bool(w, "qpn_seen", e->qpn_seen);
-	jw_bool(w, "psn_seen", e->psn_seen);
+		json_add_null(o, "len");
+	json_add_bool(o, "qpn_seen", e->qpn_seen);
+	json_add_bool(o, "psn_seen", e->psn_seen);
 	if (e->p.has_rkey) {
-		jw_bool(w, "rkey_seen", e->rkey_seen);
-		jw_bool(w, "va_seen", e->va_seen);
+		json_add_bool(o, "rkey_seen", e->rkey_seen);
+		json_add_bool(o, "va_seen", e->va_seen);
 	} else {
-		jw_null(w, "rkey_seen");
-		jw_null(w, "va_seen");
+		json_add_null(o, "rkey_seen");
+		json_add_null(o, "va_seen");
 	}
-	jw_close(w, '}');
+}
+
+static void json_stream(struct json_object *a, const struct sniff_stream *t)
+{
+	struct json_object *o = json_append_object(a);
+
+	json_add_ip(o, "src", t->src);
+	json_add_u64(o, "sport", t->sport);
+	json_add_ip(o, "dst", t->dst);
+	json_add_u64(o, "dport", t->dport);
+	json_add_u64(o, "bytes", t->bytes);
+	json_add_u64(o, "gaps", t->gaps);
+	json_add_bool(o, "tls", t->tls);
+	json_add_u64(o, "messages", t->messages);
 }
 
 static void count_summary(const struct sniff_state *s, uint64_t *plain_conns, uint64_t *rkeys,
@@ -221,54 +157,38 @@ static void count_summary(const struct sniff_state *s, uint64_t *plain_conns, ui
 
 void sniff_report_json(FILE *f, const struct sniff_source *src, const struct sniff_state *s)
 {
-	struct jw w = { .f = f, .first = { true } };
+	struct json_object *o = json_new_object(), *list;
 	uint64_t plain_conns, rkeys, rkeys_plain;
 
 	count_summary(s, &plain_conns, &rkeys, &rkeys_plain);
-	jw_open(&w, NULL, '{');
-	jw_str(&w, "cmd", "sniff");
-	jw_str(&w, "source", src->name);
-	jw_bool(&w, "live", src->live);
-	jw_str(&w, "linktype", src->linktype);
-	jw_u64(&w, "frames", s->st.frames);
-	jw_u64(&w, "bytes", s->st.bytes);
-	jw_u64(&w, "malformed", s->st.malformed);
-	jw_u64(&w, "not_ip", s->st.not_ip);
-	jw_u64(&w, "fragments", s->st.fragments);
-	jw_u64(&w, "roce_packets", s->st.roce);
-	jw_u64(&w, "roce_malformed", s->st.roce_malformed);
-	jw_u64(&w, "icrc_bad", s->st.icrc_bad);
-	jw_u64(&w, "tcp_segments", s->st.tcp_segments);
-	jw_u64(&w, "tcp_payload_bytes", s->st.tcp_payload);
-	jw_u64(&w, "untracked", s->st.untracked);
-	jw_u64(&w, "plaintext_connections", plain_conns);
-	jw_u64(&w, "reth_ranges", rkeys);
-	jw_u64(&w, "reth_ranges_in_plaintext", rkeys_plain);
-	jw_open(&w, "connections", '[');
+	json_add_str(o, "cmd", "sniff");
+	json_add_str(o, "source", src->name);
+	json_add_bool(o, "live", src->live);
+	json_add_str(o, "linktype", src->linktype);
+	json_add_u64(o, "frames", s->st.frames);
+	json_add_u64(o, "bytes", s->st.bytes);
+	json_add_u64(o, "malformed", s->st.malformed);
+	json_add_u64(o, "not_ip", s->st.not_ip);
+	json_add_u64(o, "fragments", s->st.fragments);
+	json_add_u64(o, "roce_packets", s->st.roce);
+	json_add_u64(o, "roce_malformed", s->st.roce_malformed);
+	json_add_u64(o, "icrc_bad", s->st.icrc_bad);
+	json_add_u64(o, "tcp_segments", s->st.tcp_segments);
+	json_add_u64(o, "tcp_payload_bytes", s->st.tcp_payload);
+	json_add_u64(o, "untracked", s->st.untracked);
+	json_add_u64(o, "plaintext_connections", plain_conns);
+	json_add_u64(o, "reth_ranges", rkeys);
+	json_add_u64(o, "reth_ranges_in_plaintext", rkeys_plain);
+	list = json_add_array(o, "connections");
 	for (size_t i = 0; i < s->nconns; i++)
-		json_conn(&w, &s->conns[i]);
-	jw_close(&w, ']');
-	jw_open(&w, "exchanges", '[');
+		json_conn(list, &s->conns[i]);
+	list = json_add_array(o, "exchanges");
 	for (size_t i = 0; i < s->nex; i++)
-		json_exchange(&w, i, &s->ex[i]);
-	jw_close(&w, ']');
-	jw_open(&w, "tcp_streams", '[');
-	for (size_t i = 0; i < s->nstreams; i++) {
-		const struct sniff_stream *t = &s->streams[i];
-		jw_open(&w, NULL, '{');
-		jw_ip(&w, "src", t->src);
-		jw_u64(&w, "sport", t->sport);
-		jw_ip(&w, "dst", t->dst);
-		jw_u64(&w, "dport", t->dport);
-		jw_u64(&w, "bytes", t->bytes);
-		jw_u64(&w, "gaps", t->gaps);
-		jw_bool(&w, "tls", t->tls);
-		jw_u64(&w, "messages", t->messages);
-		jw_close(&w, '}');
-	}
-	jw_close(&w, ']');
-	jw_close(&w, '}');
-	fputc('\n', f);
+		json_exchange(list, i, &s->ex[i]);
+	list = json_add_array(o, "tcp_streams");
+	for (size_t i = 0; i < s->nstreams; i++)
+		json_stream(list, &s->streams[i]);
+	json_write(o, f);
 }
 
 static void text_opcodes(FILE *f, const struct sniff_conn *c)
