@@ -164,19 +164,10 @@ static void join_names(char *out, size_t cap, const struct names *n)
 		used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "", n->v[i]);
 }
 
-/*
- * Runs the fabric with run.sh and feeds its stdout's MATRIX lines into t.
- * Returns the fabric's exit status, or -1 if it could not be started.
- */
-static int run_fabric(const struct run *r, struct mx_table *t, unsigned *bad_lines)
+/* rxe-fabric's command line for r: boot 3 hosts, run run.sh in the guest. */
+static void fabric_argv(const struct run *r, const char *argv[static 32])
 {
-	const char *argv[32];
-	int fd[2], status, n = 0;
-	pid_t pid;
-	FILE *in;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	int n = 0;
 
 	argv[n++] = r->fabric;
 	argv[n++] = "run";
@@ -204,7 +195,45 @@ static int run_fabric(const struct run *r, struct mx_table *t, unsigned *bad_lin
 	argv[n++] = "--cell-timeout";
 	argv[n++] = r->cell_timeout;
 	argv[n] = NULL;
+}
 
+/* MATRIX lines go into t; everything else is progress, copied to stderr. */
+static void read_results(FILE *in, struct mx_table *t, unsigned *bad_lines)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	while ((len = getline(&line, &cap, in)) >= 0) {
+		struct mx_result res;
+		char err[160];
+		if (len >= 7 && !strncmp(line, "MATRIX ", 7)) {
+			if (mx_parse_line(line, (size_t)len, &res, err, sizeof(err)) != 0 ||
+			    mx_table_set(t, &res, err, sizeof(err)) != 0) {
+				fprintf(stderr, "%s matrix: ignoring a result line: %s\n", PROG, err);
+				(*bad_lines)++;
+			}
+		} else {
+			fputs(line, stderr);
+			if (line[len - 1] != '\n')
+				fputc('\n', stderr);
+		}
+	}
+	free(line);
+}
+
+/*
+ * Runs the fabric with run.sh and feeds its stdout's MATRIX lines into t.
+ * Returns the fabric's exit status, or -1 if it could not be started.
+ */
+static int run_fabric(const struct run *r, struct mx_table *t, unsigned *bad_lines)
+{
+	const char *argv[32];
+	int fd[2], status;
+	pid_t pid;
+	FILE *in;
+
+	fabric_argv(r, argv);
 	if (pipe(fd) != 0) {
 		fprintf(stderr, "%s matrix: pipe: %s\n", PROG, strerror(errno));
 		return -1;
@@ -234,23 +263,7 @@ static int run_fabric(const struct run *r, struct mx_table *t, unsigned *bad_lin
 		waitpid(pid, &status, 0);
 		return -1;
 	}
-	while ((len = getline(&line, &cap, in)) >= 0) {
-		struct mx_result res;
-		char err[160];
-		if (len >= 7 && !strncmp(line, "MATRIX ", 7)) {
-			if (mx_parse_line(line, (size_t)len, &res, err, sizeof(err)) != 0 ||
-			    mx_table_set(t, &res, err, sizeof(err)) != 0) {
-				fprintf(stderr, "%s matrix: ignoring a result line: %s\n", PROG, err);
-				(*bad_lines)++;
-			}
-		} else {
-			/* Progress and guest messages: they belong on stderr. */
-			fputs(line, stderr);
-			if (line[len - 1] != '\n')
-				fputc('\n', stderr);
-		}
-	}
-	free(line);
+	read_results(in, t, bad_lines);
 	fclose(in);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
@@ -272,187 +285,252 @@ static void remove_tree(const char *dir)
 		waitpid(pid, &status, 0);
 }
 
-int matrix_main(int argc, char *argv[])
+static const struct option matrix_opts[] = {
+	{ "attacks", required_argument, NULL, OPT_ATTACKS },
+	{ "victims", required_argument, NULL, OPT_VICTIMS },
+	{ "json", optional_argument, NULL, OPT_MJSON },
+	{ "markdown", required_argument, NULL, OPT_MARKDOWN },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "cell-timeout", required_argument, NULL, OPT_CELL_TIMEOUT },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "fabric", required_argument, NULL, OPT_FABRIC },
+	{ "repo", required_argument, NULL, OPT_REPO },
+	{ "build", required_argument, NULL, OPT_BUILD },
+	{ "keep", no_argument, NULL, OPT_KEEP },
+	{ "list", no_argument, NULL, OPT_LIST },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct matrix_opts {
+	struct names attacks, victims;
+	const char *json_file, *md_file, *svg_file;
+	bool json_stdout, keep, have_attacks, have_victims;
+	uint32_t cell_timeout, timeout, mem;
+};
+
+static void list_known(void)
 {
-	static const struct option opts[] = {
-		{ "attacks", required_argument, NULL, OPT_ATTACKS },
-		{ "victims", required_argument, NULL, OPT_VICTIMS },
-		{ "json", optional_argument, NULL, OPT_MJSON },
-		{ "markdown", required_argument, NULL, OPT_MARKDOWN },
-		{ "svg", required_argument, NULL, OPT_SVG },
-		{ "cell-timeout", required_argument, NULL, OPT_CELL_TIMEOUT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "mem", required_argument, NULL, OPT_MEM },
-		{ "fabric", required_argument, NULL, OPT_FABRIC },
-		{ "repo", required_argument, NULL, OPT_REPO },
-		{ "build", required_argument, NULL, OPT_BUILD },
-		{ "keep", no_argument, NULL, OPT_KEEP },
-		{ "list", no_argument, NULL, OPT_LIST },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct names attacks = { 0 }, victims = { 0 };
-	const char *json_file = NULL, *md_file = NULL, *svg_file = NULL;
-	bool json_stdout = false, keep = false, have_attacks = false, have_victims = false, bad = false;
-	uint32_t cell_timeout = 40, timeout = 0, mem = 2048;
-	char fabric_buf[PATH_MAX], err[160];
-	struct run r = { .repo = RSEC_SOURCE_DIR, .build = RSEC_BINARY_DIR };
-	static struct mx_table t;
-	unsigned bad_lines = 0;
-	int opt, rc;
+	for (size_t i = 0; i < N_KNOWN(known_attacks); i++)
+		printf("attack %s\n", known_attacks[i]);
+	for (size_t i = 0; i < N_KNOWN(known_victims); i++)
+		printf("victim %s\n", known_victims[i]);
+}
+
+/* One option into o or r; false if it was bad. Sets *done after --list and --help. */
+static bool parse_opt(int opt, int argc, char *argv[], struct matrix_opts *o, struct run *r, bool *done)
+{
+	switch (opt) {
+	case OPT_ATTACKS: return (o->have_attacks = parse_list(optarg, &o->attacks, "attacks"));
+	case OPT_VICTIMS: return (o->have_victims = parse_list(optarg, &o->victims, "victims"));
+	case OPT_MJSON:
+		/* --json, --json=FILE and --json FILE (matrix takes no operands). */
+		if (optarg)
+			o->json_file = optarg;
+		else if (optind < argc && argv[optind][0] != '-')
+			o->json_file = argv[optind++];
+		else
+			o->json_stdout = true;
+		return true;
+	case OPT_MARKDOWN: o->md_file = optarg; return true;
+	case OPT_SVG: o->svg_file = optarg; return true;
+	case OPT_CELL_TIMEOUT: return parse_secs(optarg, 3600, &o->cell_timeout, "--cell-timeout");
+	case OPT_TIMEOUT: return parse_secs(optarg, 86400, &o->timeout, "--timeout");
+	case OPT_MEM: return parse_secs(optarg, 65536, &o->mem, "--mem");
+	case OPT_FABRIC: r->fabric = optarg; return true;
+	case OPT_REPO: r->repo = optarg; return true;
+	case OPT_BUILD: r->build = optarg; return true;
+	case OPT_KEEP: o->keep = true; return true;
+	case OPT_LIST: list_known(); *done = true; return true;
+	case 'h': usage(stdout); *done = true; return true;
+	default: return false;
+	}
+}
+
+/* Every named victim is known and every named attack has a cell script. */
+static bool check_names(const struct matrix_opts *o, const char *repo)
+{
+	for (size_t i = 0; i < o->victims.n; i++) {
+		if (!is_known(known_victims, N_KNOWN(known_victims), o->victims.v[i])) {
+			fprintf(stderr, "%s matrix: unknown victim `%s' (--list names them)\n", PROG, o->victims.v[i]);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < o->attacks.n; i++) {
+		if (!have_cell(repo, o->attacks.v[i])) {
+			fprintf(stderr, "%s matrix: no cell for attack `%s' (%s/tools/attack/matrix/cells/%s.sh)\n", PROG,
+				o->attacks.v[i], repo, o->attacks.v[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help or --list, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct matrix_opts *o, struct run *r)
+{
+	bool bad = false, done = false;
+	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_ATTACKS: bad |= !(have_attacks = parse_list(optarg, &attacks, "attacks")); break;
-		case OPT_VICTIMS: bad |= !(have_victims = parse_list(optarg, &victims, "victims")); break;
-		case OPT_MJSON:
-			/* --json, --json=FILE and --json FILE (matrix takes no operands). */
-			if (optarg)
-				json_file = optarg;
-			else if (optind < argc && argv[optind][0] != '-')
-				json_file = argv[optind++];
-			else
-				json_stdout = true;
-			break;
-		case OPT_MARKDOWN: md_file = optarg; break;
-		case OPT_SVG: svg_file = optarg; break;
-		case OPT_CELL_TIMEOUT: bad |= !parse_secs(optarg, 3600, &cell_timeout, "--cell-timeout"); break;
-		case OPT_TIMEOUT: bad |= !parse_secs(optarg, 86400, &timeout, "--timeout"); break;
-		case OPT_MEM: bad |= !parse_secs(optarg, 65536, &mem, "--mem"); break;
-		case OPT_FABRIC: r.fabric = optarg; break;
-		case OPT_REPO: r.repo = optarg; break;
-		case OPT_BUILD: r.build = optarg; break;
-		case OPT_KEEP: keep = true; break;
-		case OPT_LIST:
-			for (size_t i = 0; i < N_KNOWN(known_attacks); i++)
-				printf("attack %s\n", known_attacks[i]);
-			for (size_t i = 0; i < N_KNOWN(known_victims); i++)
-				printf("victim %s\n", known_victims[i]);
+	while ((opt = getopt_long(argc, argv, "h", matrix_opts, NULL)) != -1) {
+		bad |= !parse_opt(opt, argc, argv, o, r, &done);
+		if (done)
 			return 0;
-		case 'h': usage(stdout); return 0;
-		default: bad = true;
-		}
 	}
 	if (!bad && optind < argc) {
 		fprintf(stderr, "%s matrix: unexpected argument `%s'\n", PROG, argv[optind]);
 		bad = true;
 	}
-	for (size_t i = 0; !bad && i < victims.n; i++) {
-		if (!is_known(known_victims, N_KNOWN(known_victims), victims.v[i])) {
-			fprintf(stderr, "%s matrix: unknown victim `%s' (--list names them)\n", PROG, victims.v[i]);
-			bad = true;
-		}
-	}
-	for (size_t i = 0; !bad && i < attacks.n; i++) {
-		if (!have_cell(r.repo, attacks.v[i])) {
-			fprintf(stderr, "%s matrix: no cell for attack `%s' (%s/tools/attack/matrix/cells/%s.sh)\n", PROG,
-				attacks.v[i], r.repo, attacks.v[i]);
-			bad = true;
-		}
-	}
-	if (bad) {
+	if (bad || !check_names(o, r->repo)) {
 		usage(stderr);
 		return 2;
 	}
-	if (!have_victims) {
+	return -1;
+}
+
+/* Without --victims every victim, without --attacks every attack with a cell; the table's rows. */
+static int build_table(struct matrix_opts *o, const char *repo, struct mx_table *t)
+{
+	const char *an[MX_MAX_ROWS], *vn[MX_MAX_ROWS];
+	char err[160];
+
+	if (!o->have_victims) {
 		for (size_t i = 0; i < N_KNOWN(known_victims); i++)
-			strcpy(victims.v[victims.n++], known_victims[i]);
+			strcpy(o->victims.v[o->victims.n++], known_victims[i]);
 	}
-	if (!have_attacks) {
+	if (!o->have_attacks) {
 		for (size_t i = 0; i < N_KNOWN(known_attacks); i++)
-			if (have_cell(r.repo, known_attacks[i]))
-				strcpy(attacks.v[attacks.n++], known_attacks[i]);
-		if (!attacks.n) {
-			fprintf(stderr, "%s matrix: no cell scripts under %s/tools/attack/matrix/cells\n", PROG, r.repo);
+			if (have_cell(repo, known_attacks[i]))
+				strcpy(o->attacks.v[o->attacks.n++], known_attacks[i]);
+		if (!o->attacks.n) {
+			fprintf(stderr, "%s matrix: no cell scripts under %s/tools/attack/matrix/cells\n", PROG, repo);
 			return 2;
 		}
 	}
-	{
-		const char *an[MX_MAX_ROWS], *vn[MX_MAX_ROWS];
-		for (size_t i = 0; i < attacks.n; i++)
-			an[i] = attacks.v[i];
-		for (size_t i = 0; i < victims.n; i++)
-			vn[i] = victims.v[i];
-		if (mx_table_init(&t, an, attacks.n, vn, victims.n, err, sizeof(err)) != 0) {
-			fprintf(stderr, "%s matrix: %s\n", PROG, err);
-			return 2;
-		}
+	for (size_t i = 0; i < o->attacks.n; i++)
+		an[i] = o->attacks.v[i];
+	for (size_t i = 0; i < o->victims.n; i++)
+		vn[i] = o->victims.v[i];
+	if (mx_table_init(t, an, o->attacks.n, vn, o->victims.n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s matrix: %s\n", PROG, err);
+		return 2;
 	}
-	if (!r.fabric) {
-		if (snprintf(fabric_buf, sizeof(fabric_buf), "%s/fabric/rxe-fabric", r.repo) >= (int)sizeof(fabric_buf))
+	return 0;
+}
+
+/* The fabric, run.sh, the tools and the work directory's template; 0 or the exit status. */
+static int build_paths(struct run *r, char fabric_buf[static PATH_MAX])
+{
+	char probe[PATH_MAX];
+
+	if (!r->fabric) {
+		if (snprintf(fabric_buf, PATH_MAX, "%s/fabric/rxe-fabric", r->repo) >= PATH_MAX)
 			return 2;
-		r.fabric = fabric_buf;
+		r->fabric = fabric_buf;
 	}
-	if (access(r.fabric, X_OK) != 0) {
-		fprintf(stderr, "%s matrix: cannot run the fabric %s: %s (--fabric PATH)\n", PROG, r.fabric,
+	if (access(r->fabric, X_OK) != 0) {
+		fprintf(stderr, "%s matrix: cannot run the fabric %s: %s (--fabric PATH)\n", PROG, r->fabric,
 			strerror(errno));
 		return 2;
 	}
-	if (snprintf(r.bin, sizeof(r.bin), "%s/tools", r.build) >= (int)sizeof(r.bin) ||
-	    snprintf(r.script, sizeof(r.script), "%s/tools/attack/matrix/run.sh", r.repo) >= (int)sizeof(r.script) ||
-	    snprintf(r.work, sizeof(r.work), "%s/matrix-run.XXXXXX", r.build) >= (int)sizeof(r.work)) {
+	if (snprintf(r->bin, sizeof(r->bin), "%s/tools", r->build) >= (int)sizeof(r->bin) ||
+	    snprintf(r->script, sizeof(r->script), "%s/tools/attack/matrix/run.sh", r->repo) >= (int)sizeof(r->script) ||
+	    snprintf(r->work, sizeof(r->work), "%s/matrix-run.XXXXXX", r->build) >= (int)sizeof(r->work)) {
 		fprintf(stderr, "%s matrix: paths too long\n", PROG);
 		return 2;
 	}
-	{
-		char probe[PATH_MAX];
-		if (snprintf(probe, sizeof(probe), "%s/attack/rdmasec-attack", r.bin) >= (int)sizeof(probe) ||
-		    access(probe, X_OK) != 0) {
-			fprintf(stderr, "%s matrix: no tools in %s (build first, or --build DIR)\n", PROG, r.build);
-			return 2;
-		}
+	if (snprintf(probe, sizeof(probe), "%s/attack/rdmasec-attack", r->bin) >= (int)sizeof(probe) ||
+	    access(probe, X_OK) != 0) {
+		fprintf(stderr, "%s matrix: no tools in %s (build first, or --build DIR)\n", PROG, r->build);
+		return 2;
 	}
+	return 0;
+}
+
+/* The guest sees the repository and --share directories only. */
+static bool decide_share(struct run *r)
+{
+	char rr[PATH_MAX], br[PATH_MAX];
+	size_t n;
+
+	if (!realpath(r->repo, rr) || !realpath(r->build, br)) {
+		fprintf(stderr, "%s matrix: cannot resolve %s or %s\n", PROG, r->repo, r->build);
+		return false;
+	}
+	n = strlen(rr);
+	r->share_build = !(strncmp(br, rr, n) == 0 && (br[n] == '/' || br[n] == '\0'));
+	return true;
+}
+
+/* run.sh's arguments: the selection and the time limits as text. */
+static void fill_run(struct run *r, struct matrix_opts *o)
+{
+	join_names(r->attacks, sizeof(r->attacks), &o->attacks);
+	join_names(r->victims, sizeof(r->victims), &o->victims);
+	if (!o->timeout)
+		o->timeout = 60 + o->cell_timeout * (uint32_t)(o->attacks.n * o->victims.n);
+	snprintf(r->timeout, sizeof(r->timeout), "%u", o->timeout);
+	snprintf(r->cell_timeout, sizeof(r->cell_timeout), "%u", o->cell_timeout);
+	snprintf(r->mem, sizeof(r->mem), "%u", o->mem);
+}
+
+/* Every requested rendering; false if one could not be written. */
+static bool render_all(const struct matrix_opts *o, const struct mx_table *t)
+{
+	bool ok = true;
+
+	if (o->json_file)
+		ok &= write_file(o->json_file, mx_render_json, t);
+	if (o->md_file)
+		ok &= write_file(o->md_file, mx_render_markdown, t);
+	if (o->svg_file)
+		ok &= write_file(o->svg_file, mx_render_svg, t);
+	if (o->json_stdout)
+		ok &= mx_render_json(t, stdout) == 0;
+	else
+		ok &= mx_render_terminal(t, stdout, isatty(STDOUT_FILENO)) == 0;
+	if (fflush(stdout) != 0)
+		ok = false;
+	return ok;
+}
+
+int matrix_main(int argc, char *argv[])
+{
+	struct matrix_opts o = { .cell_timeout = 40, .mem = 2048 };
+	struct run r = { .repo = RSEC_SOURCE_DIR, .build = RSEC_BINARY_DIR };
+	char fabric_buf[PATH_MAX];
+	static struct mx_table t;
+	size_t counts[MX_OUTCOMES];
+	unsigned bad_lines = 0;
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &o, &r)) >= 0)
+		return rc;
+	if ((rc = build_table(&o, r.repo, &t)) != 0 || (rc = build_paths(&r, fabric_buf)) != 0)
+		return rc;
 	if (!mkdtemp(r.work)) {
 		fprintf(stderr, "%s matrix: cannot create a work directory in %s: %s\n", PROG, r.build, strerror(errno));
 		return 1;
 	}
-	/* The guest sees the repository and --share directories only. */
-	{
-		char rr[PATH_MAX], br[PATH_MAX];
-		size_t n;
-		if (!realpath(r.repo, rr) || !realpath(r.build, br)) {
-			fprintf(stderr, "%s matrix: cannot resolve %s or %s\n", PROG, r.repo, r.build);
-			return 2;
-		}
-		n = strlen(rr);
-		r.share_build = !(strncmp(br, rr, n) == 0 && (br[n] == '/' || br[n] == '\0'));
-	}
-	join_names(r.attacks, sizeof(r.attacks), &attacks);
-	join_names(r.victims, sizeof(r.victims), &victims);
-	if (!timeout)
-		timeout = 60 + cell_timeout * (uint32_t)(attacks.n * victims.n);
-	snprintf(r.timeout, sizeof(r.timeout), "%u", timeout);
-	snprintf(r.cell_timeout, sizeof(r.cell_timeout), "%u", cell_timeout);
-	snprintf(r.mem, sizeof(r.mem), "%u", mem);
+	if (!decide_share(&r))
+		return 2;
+	fill_run(&r, &o);
 
-	fprintf(stderr, "%s matrix: %zu attacks x %zu victims in one fabric run (at most %u s)\n", PROG, attacks.n,
-		victims.n, timeout);
+	fprintf(stderr, "%s matrix: %zu attacks x %zu victims in one fabric run (at most %u s)\n", PROG,
+		o.attacks.n, o.victims.n, o.timeout);
 	double start = now_s();
 	rc = run_fabric(&r, &t, &bad_lines);
 	t.elapsed_s = now_s() - start;
 	if (rc != 0)
 		fprintf(stderr, "%s matrix: the fabric run ended with status %d\n", PROG, rc);
-	if (keep)
+	if (o.keep)
 		fprintf(stderr, "%s matrix: cell logs kept in %s\n", PROG, r.work);
 	else
 		remove_tree(r.work);
 
-	bool ok = true;
-	if (json_file)
-		ok &= write_file(json_file, mx_render_json, &t);
-	if (md_file)
-		ok &= write_file(md_file, mx_render_markdown, &t);
-	if (svg_file)
-		ok &= write_file(svg_file, mx_render_svg, &t);
-	if (json_stdout)
-		ok &= mx_render_json(&t, stdout) == 0;
-	else
-		ok &= mx_render_terminal(&t, stdout, isatty(STDOUT_FILENO)) == 0;
-	if (fflush(stdout) != 0)
-		ok = false;
-
-	size_t counts[MX_OUTCOMES];
+	bool ok = render_all(&o, &t);
 	mx_table_counts(&t, counts);
 	return ok && rc == 0 && !bad_lines && !counts[MX_NOT_RUN] && !counts[MX_ERROR] ? 0 : 1;
 }
