@@ -58,41 +58,56 @@ static void free_buf(enum allocator a, void *p, size_t size)
 		free(p);
 }
 
-int probe_alloc_main(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-		{ "size", required_argument, NULL, OPT_SIZE }, { "allocator", required_argument, NULL, OPT_ALLOCATOR },
-		{ "no-reg", no_argument, NULL, OPT_NO_REG }, { "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	const char *dev = NULL;
-	uint32_t n = 16, size = 4096;
-	int alloc = ALLOC_MALLOC, opt, ret = 1;
-	bool json = false, bad = false, noreg = false, va_is_addr = true;
-	struct ibv_context *ctx = NULL;
-	struct ibv_pd *pd = NULL;
-	struct ibv_mr **mrs = NULL;
-	void **bufs = NULL;
-	uint64_t *addrs = NULL;
+static const struct option alloc_opts[] = {
+	{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
+	{ "size", required_argument, NULL, OPT_SIZE }, { "allocator", required_argument, NULL, OPT_ALLOCATOR },
+	{ "no-reg", no_argument, NULL, OPT_NO_REG }, { "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' }, { 0 },
+};
 
-	while ((opt = getopt_long(argc, argv, "d:n:h", opts, NULL)) != -1) {
+struct alloc_opts {
+	const char *dev;
+	uint32_t n, size;
+	enum allocator alloc;
+	bool json, noreg;
+};
+
+/* What was allocated (and registered), for the report and the cleanup. */
+struct alloc_run {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr **mrs;
+	void **bufs;
+	uint64_t *addrs;
+	bool va_is_addr;
+};
+
+static bool parse_allocator(const char *s, enum allocator *out)
+{
+	for (int a = 0; a < 3; a++) {
+		if (!strcmp(s, alloc_names[a])) {
+			*out = (enum allocator)a;
+			return true;
+		}
+	}
+	fprintf(stderr, "%s: unknown --allocator `%s'\n", PROG, s);
+	return false;
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct alloc_opts *o)
+{
+	bool bad = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "d:n:h", alloc_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'd': dev = optarg; break;
-		case 'n': bad |= !parse_u32(optarg, MAX_BUFS, &n, "--count") || n < 2; break;
-		case OPT_SIZE: bad |= !parse_u32(optarg, 1u << 30, &size, "--size") || size == 0; break;
-		case OPT_ALLOCATOR:
-			alloc = -1;
-			for (int a = 0; a < 3; a++)
-				if (!strcmp(optarg, alloc_names[a]))
-					alloc = a;
-			if (alloc < 0) {
-				fprintf(stderr, "%s: unknown --allocator `%s'\n", PROG, optarg);
-				bad = true;
-			}
-			break;
-		case OPT_NO_REG: noreg = true; break;
-		case OPT_JSON: json = true; break;
+		case 'd': o->dev = optarg; break;
+		case 'n': bad |= !parse_u32(optarg, MAX_BUFS, &o->n, "--count") || o->n < 2; break;
+		case OPT_SIZE: bad |= !parse_u32(optarg, 1u << 30, &o->size, "--size") || o->size == 0; break;
+		case OPT_ALLOCATOR: bad |= !parse_allocator(optarg, &o->alloc); break;
+		case OPT_NO_REG: o->noreg = true; break;
+		case OPT_JSON: o->json = true; break;
 		case 'h': help(stdout); return 0;
 		default: help(stderr); return 2;
 		}
@@ -102,83 +117,135 @@ int probe_alloc_main(int argc, char *argv[])
 			fprintf(stderr, "%s probe-alloc: unexpected argument `%s'\n", PROG, argv[optind]);
 		return 2;
 	}
-	bufs = calloc(n, sizeof(*bufs));
-	mrs = calloc(n, sizeof(*mrs));
-	addrs = calloc(n, sizeof(*addrs));
-	if (!bufs || !mrs || !addrs)
-		goto out;
-	if (!noreg) {
-		if (!(ctx = open_device(dev)))
-			goto out;
-		if (!(pd = ibv_alloc_pd(ctx))) {
+	return -1;
+}
+
+/* Allocates (and registers) the n buffers one after another; false after saying why. */
+static bool allocate(const struct alloc_opts *o, struct alloc_run *r)
+{
+	if (!o->noreg) {
+		if (!(r->ctx = open_device(o->dev)))
+			return false;
+		if (!(r->pd = ibv_alloc_pd(r->ctx))) {
 			fprintf(stderr, "%s: ibv_alloc_pd: %s\n", PROG, strerror(errno));
-			goto out;
+			return false;
 		}
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (!(bufs[i] = alloc_buf((enum allocator)alloc, size))) {
+	for (uint32_t i = 0; i < o->n; i++) {
+		if (!(r->bufs[i] = alloc_buf(o->alloc, o->size))) {
 			fprintf(stderr, "%s: allocation %u failed\n", PROG, i);
-			goto out;
+			return false;
 		}
-		addrs[i] = (uint64_t)(uintptr_t)bufs[i];
-		if (noreg)
+		r->addrs[i] = (uint64_t)(uintptr_t)r->bufs[i];
+		if (o->noreg)
 			continue;
-		mrs[i] = ibv_reg_mr(pd, bufs[i], size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		if (!mrs[i]) {
+		r->mrs[i] = ibv_reg_mr(r->pd, r->bufs[i], o->size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!r->mrs[i]) {
 			fprintf(stderr, "%s: ibv_reg_mr: %s\n", PROG, strerror(errno));
-			goto out;
+			return false;
 		}
 		/* The VA a peer must name: rxe uses the process address itself. */
-		va_is_addr &= (uint64_t)(uintptr_t)mrs[i]->addr == addrs[i];
+		r->va_is_addr &= (uint64_t)(uintptr_t)r->mrs[i]->addr == r->addrs[i];
 	}
+	return true;
+}
 
-	int64_t dmin = INT64_MAX, dmax = INT64_MIN;
+/* The spread of the differences between consecutive addresses. */
+struct strides {
+	int64_t dmin, dmax;
+	bool fixed;
+	double entropy;
+};
+
+static void analyse(const uint64_t *addrs, uint32_t n, struct strides *st)
+{
+	st->dmin = INT64_MAX;
+	st->dmax = INT64_MIN;
 	for (uint32_t i = 1; i < n; i++) {
 		int64_t d = (int64_t)(addrs[i] - addrs[i - 1]);
-		dmin = d < dmin ? d : dmin;
-		dmax = d > dmax ? d : dmax;
+		st->dmin = d < st->dmin ? d : st->dmin;
+		st->dmax = d > st->dmax ? d : st->dmax;
 	}
-	bool fixed = dmin == dmax;
-	double entropy = fixed ? 0.0 : log2((double)(uint64_t)(dmax - dmin) + 1.0);
-	if (json) {
-		struct json j;
-		json_begin(&j, "probe-alloc");
-		json_str(&j, "allocator", alloc_names[alloc]);
-		json_u64(&j, "size", size);
-		json_u64_array(&j, "addrs", addrs, n, true);
-		json_boolean(&j, "fixed_stride", fixed);
-		json_num(&j, "stride", (double)dmin);
-		json_boolean(&j, "mr_va_is_address", !noreg && va_is_addr);
-		json_num(&j, "entropy_bits", entropy);
-		json_end(&j);
-	} else {
-		printf("probe-alloc: %u x %u bytes with %s%s\n", n, size, alloc_names[alloc],
-		       noreg ? "" : ", each registered");
-		for (uint32_t i = 0; i < n; i++)
-			printf("  buf %3u  0x%012llx  %+lld\n", i, (unsigned long long)addrs[i],
-			       i ? (long long)(addrs[i] - addrs[i - 1]) : 0LL);
-		if (fixed)
-			printf("pattern: fixed stride %+lld bytes: the next address is predictable\n", (long long)dmin);
+	st->fixed = st->dmin == st->dmax;
+	st->entropy = st->fixed ? 0.0 : log2((double)(uint64_t)(st->dmax - st->dmin) + 1.0);
+}
+
+static void report_json(const struct alloc_opts *o, const struct alloc_run *r, const struct strides *st)
+{
+	struct json j;
+
+	json_begin(&j, "probe-alloc");
+	json_str(&j, "allocator", alloc_names[o->alloc]);
+	json_u64(&j, "size", o->size);
+	json_u64_array(&j, "addrs", r->addrs, o->n, true);
+	json_boolean(&j, "fixed_stride", st->fixed);
+	json_num(&j, "stride", (double)st->dmin);
+	json_boolean(&j, "mr_va_is_address", !o->noreg && r->va_is_addr);
+	json_num(&j, "entropy_bits", st->entropy);
+	json_end(&j);
+}
+
+static void report_text(const struct alloc_opts *o, const struct alloc_run *r, const struct strides *st)
+{
+	const uint64_t *addrs = r->addrs;
+
+	printf("probe-alloc: %u x %u bytes with %s%s\n", o->n, o->size, alloc_names[o->alloc],
+	       o->noreg ? "" : ", each registered");
+	for (uint32_t i = 0; i < o->n; i++)
+		printf("  buf %3u  0x%012llx  %+lld\n", i, (unsigned long long)addrs[i],
+		       i ? (long long)(addrs[i] - addrs[i - 1]) : 0LL);
+	if (st->fixed)
+		printf("pattern: fixed stride %+lld bytes: the next address is predictable\n", (long long)st->dmin);
+	else
+		printf("pattern: strides vary %lld..%lld\n", (long long)st->dmin, (long long)st->dmax);
+	if (!o->noreg)
+		printf("MR virtual address equals the buffer address: %s\n", r->va_is_addr ? "yes" : "no");
+	printf("entropy: %.1f bits between consecutive buffers\n", st->entropy);
+}
+
+/* Deregisters and frees everything; false if a deregistration failed. */
+static bool release(const struct alloc_opts *o, struct alloc_run *r)
+{
+	bool ok = true;
+
+	for (uint32_t i = 0; r->bufs && i < o->n; i++) {
+		if (r->mrs && r->mrs[i] && ibv_dereg_mr(r->mrs[i]) != 0)
+			ok = false;
+		if (r->bufs[i])
+			free_buf(o->alloc, r->bufs[i], o->size);
+	}
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->ctx)
+		ibv_close_device(r->ctx);
+	free(r->bufs);
+	free(r->mrs);
+	free(r->addrs);
+	return ok;
+}
+
+int probe_alloc_main(int argc, char *argv[])
+{
+	struct alloc_opts o = { .n = 16, .size = 4096, .alloc = ALLOC_MALLOC };
+	struct alloc_run r = { .va_is_addr = true };
+	struct strides st;
+	int ret = 1;
+
+	if ((ret = parse_args(argc, argv, &o)) >= 0)
+		return ret;
+	ret = 1;
+	r.bufs = calloc(o.n, sizeof(*r.bufs));
+	r.mrs = calloc(o.n, sizeof(*r.mrs));
+	r.addrs = calloc(o.n, sizeof(*r.addrs));
+	if (r.bufs && r.mrs && r.addrs && allocate(&o, &r)) {
+		analyse(r.addrs, o.n, &st);
+		if (o.json)
+			report_json(&o, &r, &st);
 		else
-			printf("pattern: strides vary %lld..%lld\n", (long long)dmin, (long long)dmax);
-		if (!noreg)
-			printf("MR virtual address equals the buffer address: %s\n", va_is_addr ? "yes" : "no");
-		printf("entropy: %.1f bits between consecutive buffers\n", entropy);
+			report_text(&o, &r, &st);
+		ret = 0;
 	}
-	ret = 0;
-out:
-	for (uint32_t i = 0; bufs && i < n; i++) {
-		if (mrs && mrs[i] && ibv_dereg_mr(mrs[i]) != 0)
-			ret = 1;
-		if (bufs[i])
-			free_buf((enum allocator)alloc, bufs[i], size);
-	}
-	if (pd)
-		ibv_dealloc_pd(pd);
-	if (ctx)
-		ibv_close_device(ctx);
-	free(bufs);
-	free(mrs);
-	free(addrs);
+	if (!release(&o, &r))
+		ret = 1;
 	return ret;
 }
