@@ -105,29 +105,40 @@ static int collect(const char *dev, uint32_t n, bool hold, uint64_t *out)
 	return rc;
 }
 
-int probe_qpn_main(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-		{ "contexts", required_argument, NULL, OPT_CONTEXTS }, { "hold", no_argument, NULL, OPT_HOLD },
-		{ "json", no_argument, NULL, OPT_JSON }, { "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	const char *dev = NULL;
-	uint32_t count = 8, contexts = 2;
-	bool hold = false, json = false, bad = false;
-	uint64_t *qpns, next = 0, stride = 0;
-	bool sequential = true;
-	int64_t dmin = INT64_MAX, dmax = INT64_MIN;
-	size_t total;
-	int opt, ret = 1;
+static const struct option qpn_long_opts[] = {
+	{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
+	{ "contexts", required_argument, NULL, OPT_CONTEXTS }, { "hold", no_argument, NULL, OPT_HOLD },
+	{ "json", no_argument, NULL, OPT_JSON }, { "help", no_argument, NULL, 'h' }, { 0 },
+};
 
-	while ((opt = getopt_long(argc, argv, "d:n:h", opts, NULL)) != -1) {
+struct qpn_opts {
+	const char *dev;
+	uint32_t count, contexts;
+	bool hold, json;
+};
+
+/* What the QPNs seen say about the next one. */
+struct qpn_rule {
+	int64_t dmin, dmax;   /* the steps between consecutive QPNs */
+	bool sequential;
+	uint64_t stride, predicted, next;
+	bool hit;
+	double entropy;
+};
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct qpn_opts *o)
+{
+	bool bad = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "d:n:h", qpn_long_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'd': dev = optarg; break;
-		case 'n': bad |= !parse_u32(optarg, 4096, &count, "--count") || count == 0; break;
-		case OPT_CONTEXTS: bad |= !parse_u32(optarg, 64, &contexts, "--contexts") || contexts == 0; break;
-		case OPT_HOLD: hold = true; break;
-		case OPT_JSON: json = true; break;
+		case 'd': o->dev = optarg; break;
+		case 'n': bad |= !parse_u32(optarg, 4096, &o->count, "--count") || o->count == 0; break;
+		case OPT_CONTEXTS: bad |= !parse_u32(optarg, 64, &o->contexts, "--contexts") || o->contexts == 0; break;
+		case OPT_HOLD: o->hold = true; break;
+		case OPT_JSON: o->json = true; break;
 		case 'h': help(stdout); return 0;
 		default: help(stderr); return 2;
 		}
@@ -137,58 +148,91 @@ int probe_qpn_main(int argc, char *argv[])
 			fprintf(stderr, "%s probe-qpn: unexpected argument `%s'\n", PROG, argv[optind]);
 		return 2;
 	}
-	total = (size_t)count * contexts;
-	if (!(qpns = calloc(total, sizeof(*qpns))))
-		return 1;
-	for (uint32_t c = 0; c < contexts; c++)
-		if (collect(dev, count, hold, qpns + (size_t)c * count) != 0)
-			goto out;
-	/* One more QP in yet another context: does the inferred rule predict it? */
-	if (collect(dev, 1, false, &next) != 0)
-		goto out;
+	return -1;
+}
 
+/* Infers the rule from the total QPNs seen and checks it against next, taken last. */
+static void infer(const uint64_t *qpns, size_t total, uint64_t next, struct qpn_rule *r)
+{
+	r->dmin = INT64_MAX;
+	r->dmax = INT64_MIN;
+	r->sequential = true;
+	r->stride = 0;
+	r->next = next;
 	for (size_t i = 1; i < total; i++) {
 		int64_t d = (int64_t)qpns[i] - (int64_t)qpns[i - 1];
-		dmin = d < dmin ? d : dmin;
-		dmax = d > dmax ? d : dmax;
+		r->dmin = d < r->dmin ? d : r->dmin;
+		r->dmax = d > r->dmax ? d : r->dmax;
 	}
 	if (total > 1) {
-		sequential = dmin == dmax && dmin > 0;
-		stride = sequential ? (uint64_t)dmin : 0;
+		r->sequential = r->dmin == r->dmax && r->dmin > 0;
+		r->stride = r->sequential ? (uint64_t)r->dmin : 0;
 	}
-	uint64_t predicted = qpns[total - 1] + stride;
-	bool hit = sequential && total > 1 && predicted == next;
+	r->predicted = qpns[total - 1] + r->stride;
+	r->hit = r->sequential && total > 1 && r->predicted == next;
 	/* With an unknown rule, the spread of observed steps bounds the guessing work. */
-	double entropy = hit ? 0.0 : total > 1 ? log2((double)(dmax - dmin + 1)) : 24.0;
+	r->entropy = r->hit ? 0.0 : total > 1 ? log2((double)(r->dmax - r->dmin + 1)) : 24.0;
+}
 
-	if (json) {
-		struct json j;
-		json_begin(&j, "probe-qpn");
-		json_str(&j, "device", dev ? dev : "(first)");
-		json_u64(&j, "contexts", contexts);
-		json_boolean(&j, "hold", hold);
-		json_u64_array(&j, "qpns", qpns, total, true);
-		json_boolean(&j, "sequential", sequential);
-		json_u64(&j, "stride", stride);
-		json_hex(&j, "predicted_next", predicted);
-		json_hex(&j, "observed_next", next);
-		json_boolean(&j, "predictable", hit);
-		json_num(&j, "entropy_bits", entropy);
-		json_end(&j);
-	} else {
-		printf("probe-qpn: %u context(s) x %u RC QPs (%s)\n", contexts, count,
-		       hold ? "held" : "created and destroyed one at a time");
-		for (size_t i = 0; i < total; i++)
-			printf("  ctx %zu  qpn 0x%06llx\n", i / count, (unsigned long long)qpns[i]);
-		if (sequential)
-			printf("generator: sequential counter, stride %llu, continues across contexts\n",
-			       (unsigned long long)stride);
-		else
-			printf("generator: irregular (steps %lld..%lld)\n", (long long)dmin, (long long)dmax);
-		printf("prediction: next 0x%06llx, observed 0x%06llx: %s\n", (unsigned long long)predicted,
-		       (unsigned long long)next, hit ? "PREDICTABLE" : "not predicted");
-		printf("entropy: %.1f bits\n", entropy);
-	}
+static void report_json(const struct qpn_opts *o, const uint64_t *qpns, size_t total, const struct qpn_rule *r)
+{
+	struct json j;
+
+	json_begin(&j, "probe-qpn");
+	json_str(&j, "device", o->dev ? o->dev : "(first)");
+	json_u64(&j, "contexts", o->contexts);
+	json_boolean(&j, "hold", o->hold);
+	json_u64_array(&j, "qpns", qpns, total, true);
+	json_boolean(&j, "sequential", r->sequential);
+	json_u64(&j, "stride", r->stride);
+	json_hex(&j, "predicted_next", r->predicted);
+	json_hex(&j, "observed_next", r->next);
+	json_boolean(&j, "predictable", r->hit);
+	json_num(&j, "entropy_bits", r->entropy);
+	json_end(&j);
+}
+
+static void report_text(const struct qpn_opts *o, const uint64_t *qpns, size_t total, const struct qpn_rule *r)
+{
+	printf("probe-qpn: %u context(s) x %u RC QPs (%s)\n", o->contexts, o->count,
+	       o->hold ? "held" : "created and destroyed one at a time");
+	for (size_t i = 0; i < total; i++)
+		printf("  ctx %zu  qpn 0x%06llx\n", i / o->count, (unsigned long long)qpns[i]);
+	if (r->sequential)
+		printf("generator: sequential counter, stride %llu, continues across contexts\n",
+		       (unsigned long long)r->stride);
+	else
+		printf("generator: irregular (steps %lld..%lld)\n", (long long)r->dmin, (long long)r->dmax);
+	printf("prediction: next 0x%06llx, observed 0x%06llx: %s\n", (unsigned long long)r->predicted,
+	       (unsigned long long)r->next, r->hit ? "PREDICTABLE" : "not predicted");
+	printf("entropy: %.1f bits\n", r->entropy);
+}
+
+int probe_qpn_main(int argc, char *argv[])
+{
+	struct qpn_opts o = { .count = 8, .contexts = 2 };
+	struct qpn_rule rule;
+	uint64_t *qpns, next = 0;
+	size_t total;
+	int ret;
+
+	if ((ret = parse_args(argc, argv, &o)) >= 0)
+		return ret;
+	total = (size_t)o.count * o.contexts;
+	if (!(qpns = calloc(total, sizeof(*qpns))))
+		return 1;
+	ret = 1;
+	for (uint32_t c = 0; c < o.contexts; c++)
+		if (collect(o.dev, o.count, o.hold, qpns + (size_t)c * o.count) != 0)
+			goto out;
+	/* One more QP in yet another context: does the inferred rule predict it? */
+	if (collect(o.dev, 1, false, &next) != 0)
+		goto out;
+	infer(qpns, total, next, &rule);
+	if (o.json)
+		report_json(&o, qpns, total, &rule);
+	else
+		report_text(&o, qpns, total, &rule);
 	ret = 0;
 out:
 	free(qpns);
