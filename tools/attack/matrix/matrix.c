@@ -285,7 +285,7 @@ static void remove_tree(const char *dir)
 		waitpid(pid, &status, 0);
 }
 
-static const struct option matrix_opts[] = {
+static const struct option matrix_long_opts[] = {
 	{ "attacks", required_argument, NULL, OPT_ATTACKS },
 	{ "victims", required_argument, NULL, OPT_VICTIMS },
 	{ "json", optional_argument, NULL, OPT_MJSON },
@@ -374,7 +374,7 @@ static int parse_args(int argc, char *argv[], struct matrix_opts *o, struct run 
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", matrix_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", matrix_long_opts, NULL)) != -1) {
 		bad |= !parse_opt(opt, argc, argv, o, r, &done);
 		if (done)
 			return 0;

@@ -58,7 +58,7 @@ static void free_buf(enum allocator a, void *p, size_t size)
 		free(p);
 }
 
-static const struct option alloc_opts[] = {
+static const struct option alloc_long_opts[] = {
 	{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
 	{ "size", required_argument, NULL, OPT_SIZE }, { "allocator", required_argument, NULL, OPT_ALLOCATOR },
 	{ "no-reg", no_argument, NULL, OPT_NO_REG }, { "json", no_argument, NULL, OPT_JSON },
@@ -100,7 +100,7 @@ static int parse_args(int argc, char *argv[], struct alloc_opts *o)
 	bool bad = false;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:n:h", alloc_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:n:h", alloc_long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': o->dev = optarg; break;
 		case 'n': bad |= !parse_u32(optarg, MAX_BUFS, &o->n, "--count") || o->n < 2; break;
