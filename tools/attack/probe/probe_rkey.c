@@ -184,6 +184,29 @@ static bool pipe_io(int fd, void *p, size_t n, bool wr)
 	return true;
 }
 
+/* The second process of run_procs: one MR per odd turn, its keys (0 if it failed) sent back. */
+static _Noreturn void procs_child(const char *dev, uint32_t n, int from_parent, int to_parent)
+{
+	struct mr_env e;
+	int crc = env_open(&e, dev, 1);
+
+	for (uint32_t i = 1; i < n; i += 2) {
+		uint64_t v[2] = { 0, 0 };
+		uint8_t tok;
+		if (!pipe_io(from_parent, &tok, 1, false))
+			_exit(1);
+		struct ibv_mr *mr = crc == 0 ? reg(e.pd[0], e.buf) : NULL;
+		if (mr) {
+			v[0] = mr->rkey;
+			v[1] = mr->lkey;
+		}
+		/* Kept until exit, so each turn allocates a fresh index either way. */
+		if (!pipe_io(to_parent, v, sizeof(v), true))
+			_exit(1);
+	}
+	_exit(crc == 0 ? 0 : 1);
+}
+
 /*
  * Parent and child each open their own context and register one MR per
  * turn, strictly alternating (a token passes over two pipes), so the merged
@@ -200,25 +223,9 @@ static int run_procs(const char *dev, uint32_t n, uint64_t *rk, uint64_t *lk)
 	if ((pid = fork()) < 0)
 		return RSEC_E_IO;
 	if (pid == 0) {
-		struct mr_env e;
 		close(to_child[1]);
 		close(to_parent[0]);
-		int crc = env_open(&e, dev, 1);
-		for (uint32_t i = 1; i < n; i += 2) {
-			uint64_t v[2] = { 0, 0 };
-			uint8_t tok;
-			if (!pipe_io(to_child[0], &tok, 1, false))
-				_exit(1);
-			struct ibv_mr *mr = crc == 0 ? reg(e.pd[0], e.buf) : NULL;
-			if (mr) {
-				v[0] = mr->rkey;
-				v[1] = mr->lkey;
-			}
-			/* Kept until exit, so each turn allocates a fresh index either way. */
-			if (!pipe_io(to_parent[1], v, sizeof(v), true))
-				_exit(1);
-		}
-		_exit(crc == 0 ? 0 : 1);
+		procs_child(dev, n, to_child[0], to_parent[1]);
 	}
 	close(to_child[0]);
 	close(to_parent[1]);
@@ -274,36 +281,45 @@ static void print_pattern(enum pattern pat, const uint64_t *rk, uint32_t n, cons
 	       a->key_entropy, a->rkey_is_lkey ? "yes" : "no");
 }
 
-int probe_rkey_main(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-		{ "pattern", required_argument, NULL, OPT_PATTERN }, { "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
-	};
-	const char *dev = NULL;
-	uint32_t n = 32;
-	int only = -1, opt, ret = 1;
-	bool json = false, bad = false;
-	uint64_t *rk, *lk;
-	struct analysis res[PAT_COUNT];
-	struct progress prog;
-	struct json j;
+static const struct option rkey_long_opts[] = {
+	{ "device", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
+	{ "pattern", required_argument, NULL, OPT_PATTERN }, { "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' }, { 0 },
+};
 
-	while ((opt = getopt_long(argc, argv, "d:n:h", opts, NULL)) != -1) {
+struct rkey_opts {
+	const char *dev;
+	uint32_t n;
+	int only; /* one pattern, or -1 for all */
+	bool json;
+};
+
+/* What all the patterns run say together. */
+struct rkey_verdict {
+	bool all_seq, all_random;
+	double worst; /* the most unknown bits of any pattern */
+};
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct rkey_opts *o)
+{
+	bool bad = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "d:n:h", rkey_long_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'd': dev = optarg; break;
-		case 'n': bad |= !parse_u32(optarg, MAX_SAMPLES, &n, "--count") || n < 2; break;
+		case 'd': o->dev = optarg; break;
+		case 'n': bad |= !parse_u32(optarg, MAX_SAMPLES, &o->n, "--count") || o->n < 2; break;
 		case OPT_PATTERN:
 			for (int p = 0; p < PAT_COUNT; p++)
 				if (!strcmp(optarg, pattern_names[p]))
-					only = p;
-			if (only < 0) {
+					o->only = p;
+			if (o->only < 0) {
 				fprintf(stderr, "%s: unknown --pattern `%s'\n", PROG, optarg);
 				bad = true;
 			}
 			break;
-		case OPT_JSON: json = true; break;
+		case OPT_JSON: o->json = true; break;
 		case 'h': help(stdout); return 0;
 		default: help(stderr); return 2;
 		}
@@ -313,60 +329,101 @@ int probe_rkey_main(int argc, char *argv[])
 			fprintf(stderr, "%s probe-rkey: unexpected argument `%s'\n", PROG, argv[optind]);
 		return 2;
 	}
-	rk = calloc((size_t)n * PAT_COUNT, sizeof(*rk));
-	lk = calloc((size_t)n * PAT_COUNT, sizeof(*lk));
-	if (!rk || !lk)
-		goto out;
-	if (json)
-		json_begin(&j, "probe-rkey");
-	progress_start(&prog, "patterns", only < 0 ? PAT_COUNT : 1);
-	bool all_seq = true, all_random = true;
-	double worst = 0;
+	return -1;
+}
+
+static void json_pattern(struct json *j, enum pattern p, const uint64_t *r, uint32_t n, const struct analysis *a)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_rkeys", pattern_names[p]);
+	json_u64_array(j, key, r, n, true);
+	snprintf(key, sizeof(key), "%s_index_sequential", pattern_names[p]);
+	json_boolean(j, key, a->index_sequential);
+	snprintf(key, sizeof(key), "%s_key_entropy_bits", pattern_names[p]);
+	json_num(j, key, a->key_entropy);
+}
+
+/* Runs the selected patterns into rk/lk and res (and j, if not NULL); false after saying which failed. */
+static bool run_patterns(const struct rkey_opts *o, uint64_t *rk, uint64_t *lk, struct analysis res[PAT_COUNT],
+			 struct json *j, struct rkey_verdict *v)
+{
+	struct progress prog;
+
+	*v = (struct rkey_verdict){ .all_seq = true, .all_random = true, .worst = 0 };
+	progress_start(&prog, "patterns", o->only < 0 ? PAT_COUNT : 1);
 	for (int p = 0, done = 0; p < PAT_COUNT; p++) {
-		uint64_t *r = rk + (size_t)p * n, *l = lk + (size_t)p * n;
-		char key[64];
-		if (only >= 0 && p != only)
+		uint64_t *r = rk + (size_t)p * o->n, *l = lk + (size_t)p * o->n;
+		if (o->only >= 0 && p != o->only)
 			continue;
-		int rc = p == PAT_PROCS ? run_procs(dev, n, r, l) : run_local((enum pattern)p, dev, n, r, l);
+		int rc = p == PAT_PROCS ? run_procs(o->dev, o->n, r, l) : run_local((enum pattern)p, o->dev, o->n, r, l);
 		if (rc != 0) {
 			progress_end(&prog);
 			fprintf(stderr, "%s probe-rkey: pattern %s failed\n", PROG, pattern_names[p]);
-			if (json)
-				json_end(&j);
-			goto out;
+			return false;
 		}
 		progress_update(&prog, (uint64_t)++done);
-		analyse(r, l, n, &res[p]);
-		all_seq &= res[p].index_sequential;
-		all_random &= !res[p].key_constant_step;
-		worst = res[p].unknown_bits > worst ? res[p].unknown_bits : worst;
-		if (json) {
-			snprintf(key, sizeof(key), "%s_rkeys", pattern_names[p]);
-			json_u64_array(&j, key, r, n, true);
-			snprintf(key, sizeof(key), "%s_index_sequential", pattern_names[p]);
-			json_boolean(&j, key, res[p].index_sequential);
-			snprintf(key, sizeof(key), "%s_key_entropy_bits", pattern_names[p]);
-			json_num(&j, key, res[p].key_entropy);
-		}
+		analyse(r, l, o->n, &res[p]);
+		v->all_seq &= res[p].index_sequential;
+		v->all_random &= !res[p].key_constant_step;
+		v->worst = res[p].unknown_bits > v->worst ? res[p].unknown_bits : v->worst;
+		if (j)
+			json_pattern(j, (enum pattern)p, r, o->n, &res[p]);
 	}
 	progress_end(&prog);
-	if (!json) {
-		for (int p = 0; p < PAT_COUNT; p++)
-			if (only < 0 || p == only)
-				print_pattern((enum pattern)p, rk + (size_t)p * n, n, &res[p]);
-		printf("inferred generator: rkey = index << 8 | key8; index %s; key8 %s\n",
-		       all_seq ? "sequential +1, shared by contexts, PDs and processes" : "NOT sequential",
-		       all_random ? "random (kernel CSPRNG byte)" : "follows a counter");
-		printf("entropy: %.0f unknown bits per rkey for an attacker who saw one earlier rkey "
-		       "(1 guess in %.0f)\n", worst, pow(2.0, worst));
-	} else {
-		json_str(&j, "generator", all_seq && all_random ? "index<<8|random8" :
-					 all_seq ? "index<<8|counter8" : "unknown");
-		json_boolean(&j, "index_sequential", all_seq);
-		json_boolean(&j, "key_random", all_random);
-		json_num(&j, "unknown_bits", worst);
-		json_end(&j);
+	return true;
+}
+
+static void report_text(const struct rkey_opts *o, const uint64_t *rk, const struct analysis res[PAT_COUNT],
+			const struct rkey_verdict *v)
+{
+	for (int p = 0; p < PAT_COUNT; p++)
+		if (o->only < 0 || p == o->only)
+			print_pattern((enum pattern)p, rk + (size_t)p * o->n, o->n, &res[p]);
+	printf("inferred generator: rkey = index << 8 | key8; index %s; key8 %s\n",
+	       v->all_seq ? "sequential +1, shared by contexts, PDs and processes" : "NOT sequential",
+	       v->all_random ? "random (kernel CSPRNG byte)" : "follows a counter");
+	printf("entropy: %.0f unknown bits per rkey for an attacker who saw one earlier rkey "
+	       "(1 guess in %.0f)\n", v->worst, pow(2.0, v->worst));
+}
+
+static void json_verdict(struct json *j, const struct rkey_verdict *v)
+{
+	json_str(j, "generator", v->all_seq && v->all_random ? "index<<8|random8" :
+				 v->all_seq ? "index<<8|counter8" : "unknown");
+	json_boolean(j, "index_sequential", v->all_seq);
+	json_boolean(j, "key_random", v->all_random);
+	json_num(j, "unknown_bits", v->worst);
+	json_end(j);
+}
+
+int probe_rkey_main(int argc, char *argv[])
+{
+	struct rkey_opts o = { .n = 32, .only = -1 };
+	struct analysis res[PAT_COUNT];
+	struct rkey_verdict v;
+	uint64_t *rk, *lk;
+	struct json j;
+	int ret;
+
+	if ((ret = parse_args(argc, argv, &o)) >= 0)
+		return ret;
+	ret = 1;
+	rk = calloc((size_t)o.n * PAT_COUNT, sizeof(*rk));
+	lk = calloc((size_t)o.n * PAT_COUNT, sizeof(*lk));
+	if (!rk || !lk)
+		goto out;
+	if (o.json)
+		json_begin(&j, "probe-rkey");
+	if (!run_patterns(&o, rk, lk, res, o.json ? &j : NULL, &v)) {
+		if (o.json)
+			json_end(&j);
+		goto out;
 	}
+	if (o.json)
+		json_verdict(&j, &v);
+	else
+		report_text(&o, rk, res, &v);
 	ret = 0;
 out:
 	free(rk);
