@@ -29,102 +29,140 @@ static void help(FILE *f)
 		"Exit status: 0 sent, 1 failed, 2 bad usage.\n", PROG);
 }
 
-int inject_main(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		FORGE_LONG_OPTIONS,
-		{ "op", required_argument, NULL, OPT_OP },
-		{ "rkey", required_argument, NULL, OPT_RKEY },
-		{ "va", required_argument, NULL, OPT_VA },
-		{ "data", required_argument, NULL, OPT_DATA },
-		{ "data-hex", required_argument, NULL, OPT_DATA_HEX },
-		{ "solicited", no_argument, NULL, OPT_SOLICITED },
-		{ "no-ack-req", no_argument, NULL, OPT_NO_ACKREQ },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	static const char default_data[] = "rdmasec-attack was here";
-	static uint8_t data[ROCE_MAX_PAYLOAD];
-	struct forge_opts o = { .count = 1 };
-	struct roce_pkt p = { .ack_req = true };
-	bool bad = false, write = false, have_rkey = false, have_va = false;
-	size_t data_len = sizeof(default_data) - 1;
-	uint64_t va = 0, sent = 0;
-	uint32_t rkey = 0;
-	char s1[16], s2[16];
-	int opt, rc;
+static const struct option inject_long_opts[] = {
+	FORGE_LONG_OPTIONS,
+	{ "op", required_argument, NULL, OPT_OP },
+	{ "rkey", required_argument, NULL, OPT_RKEY },
+	{ "va", required_argument, NULL, OPT_VA },
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "data-hex", required_argument, NULL, OPT_DATA_HEX },
+	{ "solicited", no_argument, NULL, OPT_SOLICITED },
+	{ "no-ack-req", no_argument, NULL, OPT_NO_ACKREQ },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
 
-	memcpy(data, default_data, data_len);
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (forge_parse_opt(&o, opt, optarg, &bad))
-			continue;
-		switch (opt) {
-		case OPT_OP:
-			if (!strcmp(optarg, "write")) {
-				write = true;
-			} else if (strcmp(optarg, "send") != 0) {
-				fprintf(stderr, "%s inject: --op must be send or write, not `%s'\n", PROG, optarg);
-				bad = true;
-			}
-			break;
-		case OPT_RKEY: bad |= !parse_u32(optarg, UINT32_MAX, &rkey, "--rkey"); have_rkey = true; break;
-		case OPT_VA: bad |= !parse_u64(optarg, UINT64_MAX, &va, "--va"); have_va = true; break;
-		case OPT_DATA:
-			data_len = strlen(optarg);
-			if (data_len == 0 || data_len > sizeof(data)) {
-				fprintf(stderr, "%s inject: --data must be 1..%zu bytes\n", PROG, sizeof(data));
-				bad = true;
-				break;
-			}
-			memcpy(data, optarg, data_len);
-			break;
-		case OPT_DATA_HEX: bad |= !parse_hex(optarg, data, sizeof(data), &data_len, "--data-hex"); break;
-		case OPT_SOLICITED: p.solicited = true; break;
-		case OPT_NO_ACKREQ: p.ack_req = false; break;
-		case 'h': help(stdout); return 0;
-		default: help(stderr); return 2;
+struct inject_opts {
+	struct forge_opts forge;
+	bool write, have_rkey, have_va, solicited, ack_req;
+	uint64_t va;
+	uint32_t rkey;
+	uint8_t data[ROCE_MAX_PAYLOAD];
+	size_t data_len;
+};
+
+/* One of inject's own options into o; false if it was bad. */
+static bool parse_opt(int opt, const char *arg, struct inject_opts *o)
+{
+	switch (opt) {
+	case OPT_OP:
+		if (!strcmp(arg, "write")) {
+			o->write = true;
+		} else if (strcmp(arg, "send") != 0) {
+			fprintf(stderr, "%s inject: --op must be send or write, not `%s'\n", PROG, arg);
+			return false;
 		}
+		return true;
+	case OPT_RKEY: o->have_rkey = true; return parse_u32(arg, UINT32_MAX, &o->rkey, "--rkey");
+	case OPT_VA: o->have_va = true; return parse_u64(arg, UINT64_MAX, &o->va, "--va");
+	case OPT_DATA:
+		o->data_len = strlen(arg);
+		if (o->data_len == 0 || o->data_len > sizeof(o->data)) {
+			fprintf(stderr, "%s inject: --data must be 1..%zu bytes\n", PROG, sizeof(o->data));
+			return false;
+		}
+		memcpy(o->data, arg, o->data_len);
+		return true;
+	case OPT_DATA_HEX: return parse_hex(arg, o->data, sizeof(o->data), &o->data_len, "--data-hex");
+	case OPT_SOLICITED: o->solicited = true; return true;
+	case OPT_NO_ACKREQ: o->ack_req = false; return true;
+	default: return false;
+	}
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct inject_opts *o)
+{
+	bool bad = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", inject_long_opts, NULL)) != -1) {
+		if (forge_parse_opt(&o->forge, opt, optarg, &bad))
+			continue;
+		if (opt == 'h') {
+			help(stdout);
+			return 0;
+		}
+		if (opt < OPT_FIRST_PRIVATE) { /* '?': getopt said what was wrong */
+			help(stderr);
+			return 2;
+		}
+		bad |= !parse_opt(opt, optarg, o);
 	}
 	if (optind != argc) {
 		fprintf(stderr, "%s inject: unexpected argument `%s'\n", PROG, argv[optind]);
 		return 2;
 	}
-	if (!bad && write && (!have_rkey || !have_va)) {
+	if (!bad && o->write && (!o->have_rkey || !o->have_va)) {
 		fprintf(stderr, "%s inject: --op write needs --rkey and --va\n", PROG);
 		bad = true;
 	}
-	if (bad || !forge_check(&o, "inject"))
+	if (bad || !forge_check(&o->forge, "inject"))
 		return 2;
+	return -1;
+}
 
-	p.opcode = write ? ROCE_RC_WRITE_ONLY : ROCE_RC_SEND_ONLY;
-	p.reth_va = va;
-	p.reth_rkey = rkey;
-	p.reth_len = (uint32_t)data_len;
-	p.payload = data;
-	p.payload_len = data_len;
-	rc = forge_run(&o, &p, &sent);
-	if (o.json) {
-		struct json j;
-		json_begin(&j, "inject");
-		json_str(&j, "op", write ? "write" : "send");
-		json_str(&j, "dst", ipv4_str(o.dst_ip, s1));
-		json_str(&j, "src", ipv4_str(o.src_ip, s2));
-		json_hex(&j, "qpn", o.qpn);
-		json_hex(&j, "psn_first", o.psn);
-		json_u64(&j, "count", o.count);
-		json_u64(&j, "payload_len", data_len);
-		if (write) {
-			json_hex(&j, "rkey", rkey);
-			json_hex(&j, "va", va);
-		}
-		json_u64(&j, "sent", sent);
-		json_boolean(&j, "ok", rc == 0);
-		json_end(&j);
-	} else {
+static void report(const struct inject_opts *o, uint64_t sent, int rc)
+{
+	const struct forge_opts *f = &o->forge;
+	char s1[16], s2[16];
+
+	if (!f->json) {
 		printf("inject: %s %llu forged %s packet(s) %s -> %s qpn 0x%06x psn 0x%06x%s, %zu payload bytes\n",
-		       o.no_send ? "built" : "sent", (unsigned long long)sent, write ? "RDMA WRITE Only" : "SEND Only",
-		       ipv4_str(o.src_ip, s1), ipv4_str(o.dst_ip, s2), o.qpn, o.psn, o.count > 1 ? " (first)" : "",
-		       data_len);
+		       f->no_send ? "built" : "sent", (unsigned long long)sent,
+		       o->write ? "RDMA WRITE Only" : "SEND Only", ipv4_str(f->src_ip, s1), ipv4_str(f->dst_ip, s2),
+		       f->qpn, f->psn, f->count > 1 ? " (first)" : "", o->data_len);
+		return;
 	}
+	struct json j;
+	json_begin(&j, "inject");
+	json_str(&j, "op", o->write ? "write" : "send");
+	json_str(&j, "dst", ipv4_str(f->dst_ip, s1));
+	json_str(&j, "src", ipv4_str(f->src_ip, s2));
+	json_hex(&j, "qpn", f->qpn);
+	json_hex(&j, "psn_first", f->psn);
+	json_u64(&j, "count", f->count);
+	json_u64(&j, "payload_len", o->data_len);
+	if (o->write) {
+		json_hex(&j, "rkey", o->rkey);
+		json_hex(&j, "va", o->va);
+	}
+	json_u64(&j, "sent", sent);
+	json_boolean(&j, "ok", rc == 0);
+	json_end(&j);
+}
+
+int inject_main(int argc, char *argv[])
+{
+	static const char default_data[] = "rdmasec-attack was here";
+	static struct inject_opts o;
+	struct roce_pkt p = { 0 };
+	uint64_t sent = 0;
+	int rc;
+
+	o = (struct inject_opts){ .forge = { .count = 1 }, .ack_req = true, .data_len = sizeof(default_data) - 1 };
+	memcpy(o.data, default_data, o.data_len);
+	if ((rc = parse_args(argc, argv, &o)) >= 0)
+		return rc;
+	p.opcode = o.write ? ROCE_RC_WRITE_ONLY : ROCE_RC_SEND_ONLY;
+	p.ack_req = o.ack_req;
+	p.solicited = o.solicited;
+	p.reth_va = o.va;
+	p.reth_rkey = o.rkey;
+	p.reth_len = (uint32_t)o.data_len;
+	p.payload = o.data;
+	p.payload_len = o.data_len;
+	rc = forge_run(&o.forge, &p, &sent);
+	report(&o, sent, rc);
 	return rc == 0 ? 0 : 1;
 }
