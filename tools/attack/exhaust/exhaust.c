@@ -95,123 +95,175 @@ bad:
 	return false;
 }
 
-int exhaust_main(int argc, char *argv[])
+static const struct option exhaust_long_opts[] = {
+	{ "local", no_argument, NULL, OPT_LOCAL },
+	{ "remote", no_argument, NULL, OPT_REMOTE },
+	{ "one-qp", no_argument, NULL, OPT_ONE_QP },
+	{ "device", required_argument, NULL, 'd' },
+	{ "objects", required_argument, NULL, OPT_OBJECTS },
+	{ "max", required_argument, NULL, OPT_MAX },
+	{ "hold", required_argument, NULL, OPT_HOLD },
+	{ "no-victim", no_argument, NULL, OPT_NO_VICTIM },
+	{ "dst", required_argument, NULL, OPT_DST },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "proto", required_argument, NULL, OPT_PROTO },
+	{ "connections", required_argument, NULL, OPT_CONNS },
+	{ "source", required_argument, NULL, OPT_SOURCE },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "no-exchange", no_argument, NULL, OPT_NO_EXCHANGE },
+	{ "no-probe", no_argument, NULL, OPT_NO_PROBE },
+	{ "certs", required_argument, NULL, OPT_CERTS },
+	{ "identity", required_argument, NULL, OPT_IDENTITY },
+	{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* Everything the command line says, for whichever mode it picks. */
+struct exhaust_args {
+	struct exh_local_cfg lc;
+	struct exh_remote_cfg rc;
+	bool local, remote, one_qp, have_dst, have_port, have_proto, have_hold, allow_any, json;
+	double hold;
+};
+
+static bool parse_proto(const char *s, enum exh_proto *out)
 {
-	static const struct option lopts[] = {
-		{ "local", no_argument, NULL, OPT_LOCAL },
-		{ "remote", no_argument, NULL, OPT_REMOTE },
-		{ "one-qp", no_argument, NULL, OPT_ONE_QP },
-		{ "device", required_argument, NULL, 'd' },
-		{ "objects", required_argument, NULL, OPT_OBJECTS },
-		{ "max", required_argument, NULL, OPT_MAX },
-		{ "hold", required_argument, NULL, OPT_HOLD },
-		{ "no-victim", no_argument, NULL, OPT_NO_VICTIM },
-		{ "dst", required_argument, NULL, OPT_DST },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "proto", required_argument, NULL, OPT_PROTO },
-		{ "connections", required_argument, NULL, OPT_CONNS },
-		{ "source", required_argument, NULL, OPT_SOURCE },
-		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-		{ "no-exchange", no_argument, NULL, OPT_NO_EXCHANGE },
-		{ "no-probe", no_argument, NULL, OPT_NO_PROBE },
-		{ "certs", required_argument, NULL, OPT_CERTS },
-		{ "identity", required_argument, NULL, OPT_IDENTITY },
-		{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct exh_local_cfg lc = { .kinds = 1u << EXH_QP, .max = EXH_DEFAULT_MAX, .victim_check = true };
-	struct exh_remote_cfg rc = { .connections = 16, .hold_s = 5, .timeout_ms = 3000, .exchange = true,
-				     .probe = true, .identity = "client", .gid_index = 1 };
-	bool local = false, remote = false, one_qp = false, have_dst = false, have_port = false, have_proto = false;
-	bool allow_any = false, json = false, bad = false, have_hold = false;
+	if (!strcmp(s, "naive"))
+		*out = EXH_NAIVE;
+	else if (!strcmp(s, "rdmasec"))
+		*out = EXH_RDMASEC;
+	else if (!strcmp(s, "rdma_cm") || !strcmp(s, "rdma-cm"))
+		*out = EXH_RDMA_CM;
+	else if (!strcmp(s, "tcp"))
+		*out = EXH_TCP;
+	else
+		return fprintf(stderr, "%s: invalid --proto: `%s' (naive, rdmasec, rdma_cm or tcp)\n", PROG, s), false;
+	return true;
+}
+
+/*
+ * The mode and --local's options (and those both modes take); true if opt
+ * was one of them. *bad collects every bad option so far: a range message
+ * is printed only while none was bad, as the options are read in order.
+ */
+static bool parse_local_opt(int opt, const char *arg, struct exhaust_args *a, bool *bad)
+{
+	switch (opt) {
+	case OPT_LOCAL: a->local = true; return true;
+	case OPT_REMOTE: a->remote = true; return true;
+	case OPT_ONE_QP: a->one_qp = true; return true;
+	case 'd': a->lc.dev = a->rc.dev = arg; return true;
+	case OPT_OBJECTS: *bad |= !exh_kinds_parse(arg, &a->lc.kinds); return true;
+	case OPT_MAX:
+		*bad |= !parse_u32(arg, EXH_MAX_MAX, &a->lc.max, "--max");
+		if (!*bad && a->lc.max == 0)
+			*bad = true, fprintf(stderr, "%s: --max must be at least 1\n", PROG);
+		return true;
+	case OPT_HOLD: *bad |= !parse_seconds(arg, &a->hold, "--hold"); a->have_hold = true; return true;
+	case OPT_NO_VICTIM: a->lc.victim_check = false; return true;
+	case OPT_ALLOW_ANY: a->allow_any = true; return true;
+	case OPT_JSON: a->json = true; return true;
+	default: return false;
+	}
+}
+
+/* --remote's options; true if opt was one of them. */
+static bool parse_remote_opt(int opt, const char *arg, struct exhaust_args *a, bool *bad)
+{
 	uint32_t v, src_ip;
-	double hold = 0;
+
+	switch (opt) {
+	case OPT_DST: *bad |= !parse_ipv4(arg, &a->rc.dst, "--dst"); a->have_dst = true; return true;
+	case OPT_PORT:
+		*bad |= !parse_u32(arg, 65535, &v, "--port") || v == 0;
+		a->rc.port = (uint16_t)v;
+		a->have_port = true;
+		return true;
+	case OPT_PROTO: a->have_proto = true; *bad |= !parse_proto(arg, &a->rc.proto); return true;
+	case OPT_CONNS:
+		*bad |= !parse_u32(arg, EXH_CONN_MAX, &a->rc.connections, "--connections");
+		if (!*bad && a->rc.connections == 0)
+			*bad = true, fprintf(stderr, "%s: --connections must be at least 1\n", PROG);
+		return true;
+	case OPT_SOURCE: *bad |= !parse_ipv4(arg, &src_ip, "--source"); a->rc.source = arg; return true;
+	case OPT_TIMEOUT:
+		v = 0;
+		*bad |= !parse_u32(arg, 600000, &v, "--timeout-ms");
+		if (!*bad && v < 10)
+			*bad = true, fprintf(stderr, "%s: --timeout-ms must be at least 10\n", PROG);
+		a->rc.timeout_ms = (int)v;
+		return true;
+	case OPT_NO_EXCHANGE: a->rc.exchange = false; return true;
+	case OPT_NO_PROBE: a->rc.probe = false; return true;
+	case OPT_CERTS: a->rc.certs = arg; return true;
+	case OPT_IDENTITY:
+		if (!*arg || strchr(arg, '/'))
+			*bad = true, fprintf(stderr, "%s: invalid --identity: `%s'\n", PROG, arg);
+		a->rc.identity = arg;
+		return true;
+	default: return false;
+	}
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct exhaust_args *a)
+{
+	bool bad = false;
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "d:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_LOCAL: local = true; break;
-		case OPT_REMOTE: remote = true; break;
-		case OPT_ONE_QP: one_qp = true; break;
-		case 'd': lc.dev = rc.dev = optarg; break;
-		case OPT_OBJECTS: bad |= !exh_kinds_parse(optarg, &lc.kinds); break;
-		case OPT_MAX:
-			bad |= !parse_u32(optarg, EXH_MAX_MAX, &lc.max, "--max");
-			if (!bad && lc.max == 0)
-				bad = true, fprintf(stderr, "%s: --max must be at least 1\n", PROG);
-			break;
-		case OPT_HOLD: bad |= !parse_seconds(optarg, &hold, "--hold"); have_hold = true; break;
-		case OPT_NO_VICTIM: lc.victim_check = false; break;
-		case OPT_DST: bad |= !parse_ipv4(optarg, &rc.dst, "--dst"); have_dst = true; break;
-		case OPT_PORT:
-			bad |= !parse_u32(optarg, 65535, &v, "--port") || v == 0;
-			rc.port = (uint16_t)v;
-			have_port = true;
-			break;
-		case OPT_PROTO:
-			have_proto = true;
-			if (!strcmp(optarg, "naive"))
-				rc.proto = EXH_NAIVE;
-			else if (!strcmp(optarg, "rdmasec"))
-				rc.proto = EXH_RDMASEC;
-			else if (!strcmp(optarg, "rdma_cm") || !strcmp(optarg, "rdma-cm"))
-				rc.proto = EXH_RDMA_CM;
-			else if (!strcmp(optarg, "tcp"))
-				rc.proto = EXH_TCP;
-			else
-				bad = true, fprintf(stderr, "%s: invalid --proto: `%s' (naive, rdmasec, rdma_cm or tcp)\n",
-						    PROG, optarg);
-			break;
-		case OPT_CONNS:
-			bad |= !parse_u32(optarg, EXH_CONN_MAX, &rc.connections, "--connections");
-			if (!bad && rc.connections == 0)
-				bad = true, fprintf(stderr, "%s: --connections must be at least 1\n", PROG);
-			break;
-		case OPT_SOURCE: bad |= !parse_ipv4(optarg, &src_ip, "--source"); rc.source = optarg; break;
-		case OPT_TIMEOUT:
-			bad |= !parse_u32(optarg, 600000, &v, "--timeout-ms");
-			if (!bad && v < 10)
-				bad = true, fprintf(stderr, "%s: --timeout-ms must be at least 10\n", PROG);
-			rc.timeout_ms = (int)v;
-			break;
-		case OPT_NO_EXCHANGE: rc.exchange = false; break;
-		case OPT_NO_PROBE: rc.probe = false; break;
-		case OPT_CERTS: rc.certs = optarg; break;
-		case OPT_IDENTITY:
-			if (!*optarg || strchr(optarg, '/'))
-				bad = true, fprintf(stderr, "%s: invalid --identity: `%s'\n", PROG, optarg);
-			rc.identity = optarg;
-			break;
-		case OPT_ALLOW_ANY: allow_any = true; break;
-		case OPT_JSON: json = true; break;
-		case 'h': help(stdout); return 0;
-		default: help(stderr); return 2;
+	while ((opt = getopt_long(argc, argv, "d:h", exhaust_long_opts, NULL)) != -1) {
+		if (parse_local_opt(opt, optarg, a, &bad) || parse_remote_opt(opt, optarg, a, &bad))
+			continue;
+		if (opt == 'h') {
+			help(stdout);
+			return 0;
 		}
+		help(stderr);
+		return 2;
 	}
 	if (bad)
 		return 2;
-	if (optind != argc || local + remote + one_qp != 1) {
+	if (optind != argc || a->local + a->remote + a->one_qp != 1) {
 		fprintf(stderr, "%s exhaust: give exactly one of --local, --one-qp and --remote (see --help)\n", PROG);
 		return 2;
 	}
-	if (one_qp)
-		return exhaust_one_qp(lc.dev, json);
-	if (local) {
-		lc.hold_s = hold;
-		lc.json = json;
-		return exhaust_local(&lc);
-	}
-	if (!have_dst || !have_port || !have_proto) {
+	return -1;
+}
+
+static int run_remote(struct exhaust_args *a)
+{
+	if (!a->have_dst || !a->have_port || !a->have_proto) {
 		fprintf(stderr, "%s exhaust: --remote needs --dst, --port and --proto\n", PROG);
 		return 2;
 	}
-	if (!target_allowed(rc.dst, allow_any))
+	if (!target_allowed(a->rc.dst, a->allow_any))
 		return 2;
-	if (have_hold)
-		rc.hold_s = hold;
-	rc.json = json;
-	return exhaust_remote(&rc);
+	if (a->have_hold)
+		a->rc.hold_s = a->hold;
+	a->rc.json = a->json;
+	return exhaust_remote(&a->rc);
+}
+
+int exhaust_main(int argc, char *argv[])
+{
+	struct exhaust_args a = {
+		.lc = { .kinds = 1u << EXH_QP, .max = EXH_DEFAULT_MAX, .victim_check = true },
+		.rc = { .connections = 16, .hold_s = 5, .timeout_ms = 3000, .exchange = true, .probe = true,
+			.identity = "client", .gid_index = 1 },
+	};
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &a)) >= 0)
+		return rc;
+	if (a.one_qp)
+		return exhaust_one_qp(a.lc.dev, a.json);
+	if (a.local) {
+		a.lc.hold_s = a.hold;
+		a.lc.json = a.json;
+		return exhaust_local(&a.lc);
+	}
+	return run_remote(&a);
 }
