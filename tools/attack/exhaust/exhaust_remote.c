@@ -419,6 +419,130 @@ static const char *proto_name(enum exh_proto p)
 	return p == EXH_NAIVE ? "naive" : p == EXH_RDMASEC ? "rdmasec" : p == EXH_TCP ? "tcp" : "rdma_cm";
 }
 
+/* rdma_cm: one half-open connection request each, and what became of them; false after saying why. */
+static bool open_cm(const struct exh_remote_cfg *cfg, struct cm_state *cm, uint32_t *qpns, struct exh_remote_tally *t)
+{
+	cm->ids = calloc(cfg->connections, sizeof(*cm->ids));
+	cm->st = calloc(cfg->connections, sizeof(*cm->st));
+	cm->reply_qpn = qpns;
+	cm->n = cfg->connections;
+	if (!cm->ids || !cm->st || !(cm->ch = rdma_create_event_channel())) {
+		fprintf(stderr, "%s exhaust: rdma_cm: %s\n", PROG, strerror(errno));
+		return false;
+	}
+	cm_half_open_all(cm, cfg);
+	cm_pump(cm, cfg->timeout_ms, cm_none_in, CM_SENT);
+	for (uint32_t i = 0; i < cfg->connections; i++) {
+		t->rejected += cm->st[i] == CM_REJECTED && !cm->reply_qpn[i];
+		fprintf(stderr, "%s exhaust: rdma_cm connection %u: %s\n", PROG, i + 1, cm_st_name(cm->st[i]));
+	}
+	return true;
+}
+
+/* TCP: connect them all (naive: send our half of the exchange) and count the answers. */
+static bool open_tcp(const struct exh_remote_cfg *cfg, struct tcp_conn **out, uint32_t *qpns,
+		     struct exh_remote_tally *t)
+{
+	struct tcp_conn *c = calloc(cfg->connections, sizeof(*c));
+
+	*out = c;
+	if (!c)
+		return false;
+	for (uint32_t i = 0; i < cfg->connections; i++)
+		if ((c[i].fd = tcp_start(cfg)) < 0)
+			c[i].closed = true;
+	tcp_pump(cfg, c, cfg->connections, now_s() + cfg->timeout_ms / 1000.0, true);
+	for (uint32_t i = 0; i < cfg->connections; i++) {
+		t->connected += c[i].connected;
+		t->rejected += c[i].closed && !c[i].connected;
+		t->resources_seen += c[i].answered;
+		qpns[i] = c[i].answered ? c[i].qpn : 0;
+	}
+	return true;
+}
+
+/* One legitimate client while the connections are held: t->legit and why. */
+static void legit_probe(const struct exh_remote_cfg *cfg, struct cm_state *cm, struct exh_remote_tally *t,
+			char *why, size_t cap)
+{
+	switch (cfg->proto) {
+	case EXH_NAIVE:
+		t->legit = naive_probe(cfg);
+		snprintf(why, cap, "%s", t->legit ? "answered the exchange" : "no answer");
+		break;
+	case EXH_RDMASEC:
+		if (cfg->certs)
+			t->legit = rdmasec_probe(cfg, why, cap);
+		else
+			snprintf(why, cap, "not tried: needs --certs");
+		break;
+	case EXH_RDMA_CM:
+		t->legit = cm_probe(cm, cfg, why, cap);
+		break;
+	case EXH_TCP:
+		snprintf(why, cap, "not tried: no generic client, run the service's own");
+		break;
+	}
+	if (t->legit < 0)
+		t->legit = -1;
+	fprintf(stderr, "%s exhaust: legitimate client: %s\n", PROG, why);
+}
+
+static void report_json(const struct exh_remote_cfg *cfg, const struct exh_remote_tally *t, const uint32_t *qpns,
+			double setup_s, const char *why)
+{
+	struct json j;
+	uint64_t shown[16];
+	size_t ns = 0;
+	char host[16];
+
+	for (uint32_t i = 0; i < cfg->connections && ns < 16; i++)
+		if (qpns[i])
+			shown[ns++] = qpns[i];
+	json_begin(&j, "exhaust");
+	json_str(&j, "mode", "remote");
+	json_str(&j, "proto", proto_name(cfg->proto));
+	json_str(&j, "dst", ipv4_str(cfg->dst, host));
+	json_u64(&j, "port", cfg->port);
+	json_u64(&j, "connections", t->attempted);
+	json_u64(&j, "connected", t->connected);
+	json_u64(&j, "service_qps_seen", t->resources_seen);
+	json_u64_array(&j, "service_qpns", shown, ns, true);
+	json_u64(&j, "refused_by_service", t->rejected);
+	json_u64(&j, "closed_by_service", t->closed_by_peer);
+	json_num(&j, "setup_s", setup_s);
+	json_str(&j, "legit", t->legit == 1 ? "served" : t->legit == 0 ? "refused" : "not-tried");
+	json_str(&j, "legit_detail", why);
+	json_num(&j, "hold_s", cfg->hold_s);
+	json_str(&j, "verdict", exh_remote_verdict(t));
+	json_boolean(&j, "ok", true);
+	json_end(&j);
+}
+
+static void report_text(const struct exh_remote_tally *t, const char *why)
+{
+	printf("%u/%u connected (%u refused), the service showed %u QPs spent on them, closed %u\n",
+	       t->connected, t->attempted, t->rejected, t->resources_seen, t->closed_by_peer);
+	printf("legitimate client: %s (%s)\nverdict: %s\n",
+	       t->legit == 1 ? "served" : t->legit == 0 ? "refused" : "not tried", why, exh_remote_verdict(t));
+}
+
+static void release(const struct exh_remote_cfg *cfg, struct tcp_conn *c, struct cm_state *cm)
+{
+	if (c)
+		for (uint32_t i = 0; i < cfg->connections; i++)
+			if (c[i].fd >= 0)
+				close(c[i].fd);
+	free(c);
+	for (uint32_t i = 0; cm->ids && i < cm->n; i++)
+		if (cm->ids[i])
+			rdma_destroy_id(cm->ids[i]);
+	free(cm->ids);
+	free(cm->st);
+	if (cm->ch)
+		rdma_destroy_event_channel(cm->ch);
+}
+
 int exhaust_remote(const struct exh_remote_cfg *cfg)
 {
 	struct exh_remote_tally t = { .attempted = cfg->connections, .legit = -1 };
@@ -427,6 +551,7 @@ int exhaust_remote(const struct exh_remote_cfg *cfg)
 	char why[160] = "", host[16];
 	uint32_t *qpns = calloc(cfg->connections, sizeof(*qpns));
 	double t0 = now_s(), setup_s;
+	bool opened;
 	int rc = 1;
 
 	if (!qpns)
@@ -438,112 +563,25 @@ int exhaust_remote(const struct exh_remote_cfg *cfg)
 	}
 	fprintf(stderr, "%s exhaust: %u %s connections to %s:%u\n", PROG, cfg->connections, proto_name(cfg->proto),
 		ipv4_str(cfg->dst, host), cfg->port);
-	if (cfg->proto == EXH_RDMA_CM) {
-		cm.ids = calloc(cfg->connections, sizeof(*cm.ids));
-		cm.st = calloc(cfg->connections, sizeof(*cm.st));
-		cm.reply_qpn = qpns;
-		cm.n = cfg->connections;
-		if (!cm.ids || !cm.st || !(cm.ch = rdma_create_event_channel())) {
-			fprintf(stderr, "%s exhaust: rdma_cm: %s\n", PROG, strerror(errno));
-			goto out;
-		}
-		cm_half_open_all(&cm, cfg);
-		cm_pump(&cm, cfg->timeout_ms, cm_none_in, CM_SENT);
-		for (uint32_t i = 0; i < cfg->connections; i++) {
-			t.rejected += cm.st[i] == CM_REJECTED && !cm.reply_qpn[i];
-			fprintf(stderr, "%s exhaust: rdma_cm connection %u: %s\n", PROG, i + 1, cm_st_name(cm.st[i]));
-		}
-	} else {
-		c = calloc(cfg->connections, sizeof(*c));
-		if (!c)
-			goto out;
-		for (uint32_t i = 0; i < cfg->connections; i++)
-			if ((c[i].fd = tcp_start(cfg)) < 0)
-				c[i].closed = true;
-		tcp_pump(cfg, c, cfg->connections, now_s() + cfg->timeout_ms / 1000.0, true);
-		for (uint32_t i = 0; i < cfg->connections; i++) {
-			t.connected += c[i].connected;
-			t.rejected += c[i].closed && !c[i].connected;
-			t.resources_seen += c[i].answered;
-			qpns[i] = c[i].answered ? c[i].qpn : 0;
-		}
-	}
+	opened = cfg->proto == EXH_RDMA_CM ? open_cm(cfg, &cm, qpns, &t) : open_tcp(cfg, &c, qpns, &t);
+	if (!opened)
+		goto out;
 	setup_s = now_s() - t0;
 	fprintf(stderr, "%s exhaust: %u connected, %u refused, %u answered with a QP of theirs, in %.2f s\n", PROG,
 		t.connected, t.rejected, t.resources_seen, setup_s);
-	if (cfg->probe) {
-		switch (cfg->proto) {
-		case EXH_NAIVE:
-			t.legit = naive_probe(cfg);
-			snprintf(why, sizeof(why), "%s", t.legit ? "answered the exchange" : "no answer");
-			break;
-		case EXH_RDMASEC:
-			if (cfg->certs)
-				t.legit = rdmasec_probe(cfg, why, sizeof(why));
-			else
-				snprintf(why, sizeof(why), "not tried: needs --certs");
-			break;
-		case EXH_RDMA_CM:
-			t.legit = cm_probe(&cm, cfg, why, sizeof(why));
-			break;
-		case EXH_TCP:
-			snprintf(why, sizeof(why), "not tried: no generic client, run the service's own");
-			break;
-		}
-		if (t.legit < 0)
-			t.legit = -1;
-		fprintf(stderr, "%s exhaust: legitimate client: %s\n", PROG, why);
-	}
+	if (cfg->probe)
+		legit_probe(cfg, &cm, &t, why, sizeof(why));
 	hold(cfg->hold_s, c, cfg->connections, cfg, &cm);
 	if (c)
 		for (uint32_t i = 0; i < cfg->connections; i++)
 			t.closed_by_peer += c[i].closed && c[i].connected;
 	rc = 0;
-
-	if (cfg->json) {
-		struct json j;
-		uint64_t shown[16];
-		size_t ns = 0;
-		for (uint32_t i = 0; i < cfg->connections && ns < 16; i++)
-			if (qpns[i])
-				shown[ns++] = qpns[i];
-		json_begin(&j, "exhaust");
-		json_str(&j, "mode", "remote");
-		json_str(&j, "proto", proto_name(cfg->proto));
-		json_str(&j, "dst", ipv4_str(cfg->dst, host));
-		json_u64(&j, "port", cfg->port);
-		json_u64(&j, "connections", t.attempted);
-		json_u64(&j, "connected", t.connected);
-		json_u64(&j, "service_qps_seen", t.resources_seen);
-		json_u64_array(&j, "service_qpns", shown, ns, true);
-		json_u64(&j, "refused_by_service", t.rejected);
-		json_u64(&j, "closed_by_service", t.closed_by_peer);
-		json_num(&j, "setup_s", setup_s);
-		json_str(&j, "legit", t.legit == 1 ? "served" : t.legit == 0 ? "refused" : "not-tried");
-		json_str(&j, "legit_detail", why);
-		json_num(&j, "hold_s", cfg->hold_s);
-		json_str(&j, "verdict", exh_remote_verdict(&t));
-		json_boolean(&j, "ok", true);
-		json_end(&j);
-	} else {
-		printf("%u/%u connected (%u refused), the service showed %u QPs spent on them, closed %u\n",
-		       t.connected, t.attempted, t.rejected, t.resources_seen, t.closed_by_peer);
-		printf("legitimate client: %s (%s)\nverdict: %s\n",
-		       t.legit == 1 ? "served" : t.legit == 0 ? "refused" : "not tried", why, exh_remote_verdict(&t));
-	}
+	if (cfg->json)
+		report_json(cfg, &t, qpns, setup_s, why);
+	else
+		report_text(&t, why);
 out:
-	if (c)
-		for (uint32_t i = 0; i < cfg->connections; i++)
-			if (c[i].fd >= 0)
-				close(c[i].fd);
-	free(c);
-	for (uint32_t i = 0; cm.ids && i < cm.n; i++)
-		if (cm.ids[i])
-			rdma_destroy_id(cm.ids[i]);
-	free(cm.ids);
-	free(cm.st);
-	if (cm.ch)
-		rdma_destroy_event_channel(cm.ch);
+	release(cfg, c, &cm);
 	free(qpns);
 	return rc;
 }
