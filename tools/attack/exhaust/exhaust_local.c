@@ -387,105 +387,141 @@ static void json_kind(struct json *j, enum exh_kind k, const struct kind_result 
 #undef KEY
 }
 
+/* What the flood leaves to report, besides each kind's result in the flood. */
+struct local_findings {
+	const char *dev;
+	struct cg_view cg;
+	struct exh_one_qp v;
+	bool vran;           /* the other process ran */
+	long maps, maps_max;
+	double teardown_s;
+};
+
+/* The page MRs register and the PD and CQ every QP needs (they count against rdma.max too). */
+static bool flood_prepare(struct flood *f)
+{
+	if (posix_memalign(&f->page, 4096, 4096)) {
+		f->page = NULL;
+		return false;
+	}
+	memset(f->page, 0, 4096);
+	if (!(f->pd = ibv_alloc_pd(f->ctx)) || !(f->cq = ibv_create_cq(f->ctx, 1, NULL, NULL, 0))) {
+		fprintf(stderr, "%s exhaust: cannot create the first PD/CQ: %s\n", PROG, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* While we hold everything: can another process of ours still create a QP? */
+static void check_victim(struct local_findings *lf)
+{
+	struct exh_one_qp *v = &lf->v;
+
+	lf->vran = victim_try(lf->dev, v);
+	fprintf(stderr, "%s exhaust: another process %s%s%s%s\n", PROG,
+		!lf->vran ? "could not be run" : v->created ? "still created a QP" : "was refused at ",
+		lf->vran && !v->created ? v->step : "", lf->vran && !v->created ? ": " : "",
+		lf->vran && !v->created ? v->err : "");
+}
+
+static void hold_for(double seconds)
+{
+	double hold_start = now_s();
+
+	if (seconds > 0)
+		fprintf(stderr, "%s exhaust: holding for %.1f s\n", PROG, seconds);
+	while (!stop_flag && now_s() - hold_start < seconds)
+		usleep(50000);
+}
+
+static void report_json(const struct exh_local_cfg *cfg, const struct flood *f, const struct local_findings *lf)
+{
+	bool refused = lf->vran && !lf->v.created;
+	struct json j;
+
+	json_begin(&j, "exhaust");
+	json_str(&j, "mode", "local");
+	json_str(&j, "device", lf->dev);
+	json_u64(&j, "uid", (uint64_t)getuid());
+	json_str(&j, "cgroup", lf->cg.have_path ? lf->cg.path : "");
+	json_str(&j, "rdma_max", lf->cg.max);
+	json_str(&j, "rdma_current", lf->cg.cur);
+	json_u64(&j, "max", cfg->max);
+	for (enum exh_kind k = 0; k < EXH_KINDS; k++)
+		if (cfg->kinds & (1u << k))
+			json_kind(&j, k, &f->r[k]);
+	if (cfg->victim_check) {
+		json_str(&j, "victim", !lf->vran ? "not-run" : lf->v.created ? "created-qp" : "refused");
+		json_str(&j, "victim_step", refused ? lf->v.step : "");
+		json_str(&j, "victim_errno", refused ? lf->v.err : "");
+	}
+	json_num(&j, "maps", (double)lf->maps);
+	json_num(&j, "max_map_count", (double)lf->maps_max);
+	json_num(&j, "teardown_s", lf->teardown_s);
+	json_boolean(&j, "ok", true);
+	json_end(&j);
+}
+
+static void report_text(const struct exh_local_cfg *cfg, const struct flood *f, const struct local_findings *lf)
+{
+	bool refused = lf->vran && !lf->v.created;
+	char eb[16];
+
+	printf("device %s, cgroup %s, rdma.max %s\n", lf->dev, lf->cg.have_path ? lf->cg.path : "?",
+	       lf->cg.max[0] ? lf->cg.max : "(none)");
+	for (enum exh_kind k = 0; k < EXH_KINDS; k++) {
+		const struct kind_result *r = &f->r[k];
+		if (!(cfg->kinds & (1u << k)))
+			continue;
+		printf("%s: %llu created in %.2f s (%.0f/s), %s%s, memory %lld KiB (%.1f KiB each)\n",
+		       exh_kind_name(k), (unsigned long long)r->created, r->seconds,
+		       r->seconds > 0 ? (double)r->created / r->seconds : 0.0,
+		       r->err ? "stopped by " : "stopped at --max", r->err ? exh_errno_name(r->err, eb) : "",
+		       (long long)r->mem_kib,
+		       r->created ? (double)r->mem_kib / (double)r->created : 0.0);
+	}
+	if (cfg->victim_check)
+		printf("another process: %s%s%s%s\n",
+		       !lf->vran ? "could not be run" : lf->v.created ? "created its QP" : "refused with ",
+		       refused ? lf->v.err : "", refused ? " at " : "", refused ? lf->v.step : "");
+	printf("memory mappings %ld of vm.max_map_count %ld\nteardown %.2f s\n", lf->maps, lf->maps_max,
+	       lf->teardown_s);
+}
+
 int exhaust_local(const struct exh_local_cfg *cfg)
 {
 	struct flood f = { 0 };
-	struct cg_view cg;
+	struct local_findings lf = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
-	const char *dev;
-	struct exh_one_qp v = { 0 };
-	bool vran = false;
-	int rc = 1;
-	double hold_start, teardown_s;
-	char eb[16];
 
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
 		return 1;
 	if (!(f.ctx = open_device(cfg->dev)))
 		return 1;
-	dev = ibv_get_device_name(f.ctx->device);
-	cg_read(&cg, dev, false);
-	if (posix_memalign(&f.page, 4096, 4096)) {
-		f.page = NULL;
-		goto out;
+	lf.dev = ibv_get_device_name(f.ctx->device);
+	cg_read(&lf.cg, lf.dev, false);
+	if (!flood_prepare(&f)) {
+		flood_free(&f);
+		return 1;
 	}
-	memset(f.page, 0, 4096);
-	/* The two objects every QP needs come first: they count against rdma.max too. */
-	if (!(f.pd = ibv_alloc_pd(f.ctx)) || !(f.cq = ibv_create_cq(f.ctx, 1, NULL, NULL, 0))) {
-		fprintf(stderr, "%s exhaust: cannot create the first PD/CQ: %s\n", PROG, strerror(errno));
-		goto out;
-	}
-	fprintf(stderr, "%s exhaust: device %s, cgroup %s, rdma.max %s\n", PROG, dev,
-		cg.have_path ? cg.path : "?", cg.max[0] ? cg.max : "(none)");
+	fprintf(stderr, "%s exhaust: device %s, cgroup %s, rdma.max %s\n", PROG, lf.dev,
+		lf.cg.have_path ? lf.cg.path : "?", lf.cg.max[0] ? lf.cg.max : "(none)");
 	for (enum exh_kind k = 0; k < EXH_KINDS && !stop_flag; k++)
 		if (cfg->kinds & (1u << k))
 			flood_kind(&f, k, cfg->max);
-	cg_read(&cg, dev, true);
-	long maps = map_count(), maps_max = max_map_count();
-	if (cfg->victim_check) {
-		vran = victim_try(dev, &v);
-		fprintf(stderr, "%s exhaust: another process %s%s%s%s\n", PROG,
-			!vran ? "could not be run" : v.created ? "still created a QP" : "was refused at ",
-			vran && !v.created ? v.step : "", vran && !v.created ? ": " : "",
-			vran && !v.created ? v.err : "");
-	}
-	hold_start = now_s();
-	if (cfg->hold_s > 0)
-		fprintf(stderr, "%s exhaust: holding for %.1f s\n", PROG, cfg->hold_s);
-	while (!stop_flag && now_s() - hold_start < cfg->hold_s)
-		usleep(50000);
+	cg_read(&lf.cg, lf.dev, true);
+	lf.maps = map_count();
+	lf.maps_max = max_map_count();
+	if (cfg->victim_check)
+		check_victim(&lf);
+	hold_for(cfg->hold_s);
 	double t0 = now_s();
 	flood_free(&f); /* leaves f.r, the results, alone */
-	teardown_s = now_s() - t0;
-	rc = 0;
-
-	if (cfg->json) {
-		struct json j;
-		json_begin(&j, "exhaust");
-		json_str(&j, "mode", "local");
-		json_str(&j, "device", dev);
-		json_u64(&j, "uid", (uint64_t)getuid());
-		json_str(&j, "cgroup", cg.have_path ? cg.path : "");
-		json_str(&j, "rdma_max", cg.max);
-		json_str(&j, "rdma_current", cg.cur);
-		json_u64(&j, "max", cfg->max);
-		for (enum exh_kind k = 0; k < EXH_KINDS; k++)
-			if (cfg->kinds & (1u << k))
-				json_kind(&j, k, &f.r[k]);
-		if (cfg->victim_check) {
-			json_str(&j, "victim", !vran ? "not-run" : v.created ? "created-qp" : "refused");
-			json_str(&j, "victim_step", vran && !v.created ? v.step : "");
-			json_str(&j, "victim_errno", vran && !v.created ? v.err : "");
-		}
-		json_num(&j, "maps", (double)maps);
-		json_num(&j, "max_map_count", (double)maps_max);
-		json_num(&j, "teardown_s", teardown_s);
-		json_boolean(&j, "ok", true);
-		json_end(&j);
-	} else {
-		printf("device %s, cgroup %s, rdma.max %s\n", dev, cg.have_path ? cg.path : "?",
-		       cg.max[0] ? cg.max : "(none)");
-		for (enum exh_kind k = 0; k < EXH_KINDS; k++) {
-			const struct kind_result *r = &f.r[k];
-			if (!(cfg->kinds & (1u << k)))
-				continue;
-			printf("%s: %llu created in %.2f s (%.0f/s), %s%s, memory %lld KiB (%.1f KiB each)\n",
-			       exh_kind_name(k), (unsigned long long)r->created, r->seconds,
-			       r->seconds > 0 ? (double)r->created / r->seconds : 0.0,
-			       r->err ? "stopped by " : "stopped at --max", r->err ? exh_errno_name(r->err, eb) : "",
-			       (long long)r->mem_kib,
-			       r->created ? (double)r->mem_kib / (double)r->created : 0.0);
-		}
-		if (cfg->victim_check)
-			printf("another process: %s%s%s%s\n",
-			       !vran ? "could not be run" : v.created ? "created its QP" : "refused with ",
-			       vran && !v.created ? v.err : "", vran && !v.created ? " at " : "",
-			       vran && !v.created ? v.step : "");
-		printf("memory mappings %ld of vm.max_map_count %ld\nteardown %.2f s\n", maps, maps_max, teardown_s);
-	}
-	return rc;
-out:
-	flood_free(&f);
-	return rc;
+	lf.teardown_s = now_s() - t0;
+	if (cfg->json)
+		report_json(cfg, &f, &lf);
+	else
+		report_text(cfg, &f, &lf);
+	return 0;
 }
