@@ -26,72 +26,108 @@ static void help(FILE *f)
 		"Exit status: 0 sent, 1 failed, 2 bad usage.\n", PROG);
 }
 
-int qp_error_main(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		FORGE_LONG_OPTIONS,
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "rkey", required_argument, NULL, OPT_RKEY },
-		{ "va", required_argument, NULL, OPT_VA },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	static const uint8_t junk[8] = { 0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef };
-	struct forge_opts o = { .count = 1 };
-	struct roce_pkt p = { .ack_req = true, .payload = junk, .payload_len = sizeof(junk) };
-	bool bad = false, opcode_kind = false;
-	uint64_t va = 0, sent = 0;
-	uint32_t rkey = 0;
-	char s1[16], s2[16];
-	int opt, rc;
+static const struct option qp_error_long_opts[] = {
+	FORGE_LONG_OPTIONS,
+	{ "kind", required_argument, NULL, OPT_KIND },
+	{ "rkey", required_argument, NULL, OPT_RKEY },
+	{ "va", required_argument, NULL, OPT_VA },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (forge_parse_opt(&o, opt, optarg, &bad))
-			continue;
-		switch (opt) {
-		case OPT_KIND:
-			if (!strcmp(optarg, "opcode")) {
-				opcode_kind = true;
-			} else if (strcmp(optarg, "rkey") != 0) {
-				fprintf(stderr, "%s qp-error: --kind must be rkey or opcode, not `%s'\n", PROG, optarg);
-				bad = true;
-			}
-			break;
-		case OPT_RKEY: bad |= !parse_u32(optarg, UINT32_MAX, &rkey, "--rkey"); break;
-		case OPT_VA: bad |= !parse_u64(optarg, UINT64_MAX, &va, "--va"); break;
-		case 'h': help(stdout); return 0;
-		default: help(stderr); return 2;
+struct qp_error_opts {
+	struct forge_opts forge;
+	bool opcode_kind;
+	uint64_t va;
+	uint32_t rkey;
+};
+
+/* One of qp-error's own options into o; false if it was bad. */
+static bool parse_opt(int opt, const char *arg, struct qp_error_opts *o)
+{
+	switch (opt) {
+	case OPT_KIND:
+		if (!strcmp(arg, "opcode")) {
+			o->opcode_kind = true;
+		} else if (strcmp(arg, "rkey") != 0) {
+			fprintf(stderr, "%s qp-error: --kind must be rkey or opcode, not `%s'\n", PROG, arg);
+			return false;
 		}
+		return true;
+	case OPT_RKEY: return parse_u32(arg, UINT32_MAX, &o->rkey, "--rkey");
+	case OPT_VA: return parse_u64(arg, UINT64_MAX, &o->va, "--va");
+	default: return false;
+	}
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help, 2 bad usage). */
+static int parse_args(int argc, char *argv[], struct qp_error_opts *o)
+{
+	bool bad = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", qp_error_long_opts, NULL)) != -1) {
+		if (forge_parse_opt(&o->forge, opt, optarg, &bad))
+			continue;
+		if (opt == 'h') {
+			help(stdout);
+			return 0;
+		}
+		if (opt < OPT_FIRST_PRIVATE) { /* '?': getopt said what was wrong */
+			help(stderr);
+			return 2;
+		}
+		bad |= !parse_opt(opt, optarg, o);
 	}
 	if (optind != argc) {
 		fprintf(stderr, "%s qp-error: unexpected argument `%s'\n", PROG, argv[optind]);
 		return 2;
 	}
-	if (bad || !forge_check(&o, "qp-error"))
+	if (bad || !forge_check(&o->forge, "qp-error"))
 		return 2;
+	return -1;
+}
 
-	p.opcode = opcode_kind ? ROCE_RC_SEND_MIDDLE : ROCE_RC_WRITE_ONLY;
-	p.reth_va = va;
-	p.reth_rkey = rkey;
-	p.reth_len = sizeof(junk);
-	rc = forge_run(&o, &p, &sent);
-	if (o.json) {
-		struct json j;
-		json_begin(&j, "qp-error");
-		json_str(&j, "kind", opcode_kind ? "opcode" : "rkey");
-		json_str(&j, "dst", ipv4_str(o.dst_ip, s1));
-		json_str(&j, "src", ipv4_str(o.src_ip, s2));
-		json_hex(&j, "qpn", o.qpn);
-		json_hex(&j, "psn_first", o.psn);
-		json_u64(&j, "count", o.count);
-		json_u64(&j, "sent", sent);
-		json_boolean(&j, "ok", rc == 0);
-		json_end(&j);
-	} else {
+static void report(const struct qp_error_opts *o, uint64_t sent, int rc)
+{
+	const struct forge_opts *f = &o->forge;
+	char s1[16], s2[16];
+
+	if (!f->json) {
 		printf("qp-error: %s %llu malformed %s packet(s) %s -> %s qpn 0x%06x psn 0x%06x%s\n",
-		       o.no_send ? "built" : "sent", (unsigned long long)sent,
-		       opcode_kind ? "SEND Middle (out of sequence)" : "RDMA WRITE (bad rkey)", ipv4_str(o.src_ip, s1),
-		       ipv4_str(o.dst_ip, s2), o.qpn, o.psn, o.count > 1 ? " (first)" : "");
+		       f->no_send ? "built" : "sent", (unsigned long long)sent,
+		       o->opcode_kind ? "SEND Middle (out of sequence)" : "RDMA WRITE (bad rkey)",
+		       ipv4_str(f->src_ip, s1), ipv4_str(f->dst_ip, s2), f->qpn, f->psn, f->count > 1 ? " (first)" : "");
+		return;
 	}
+	struct json j;
+	json_begin(&j, "qp-error");
+	json_str(&j, "kind", o->opcode_kind ? "opcode" : "rkey");
+	json_str(&j, "dst", ipv4_str(f->dst_ip, s1));
+	json_str(&j, "src", ipv4_str(f->src_ip, s2));
+	json_hex(&j, "qpn", f->qpn);
+	json_hex(&j, "psn_first", f->psn);
+	json_u64(&j, "count", f->count);
+	json_u64(&j, "sent", sent);
+	json_boolean(&j, "ok", rc == 0);
+	json_end(&j);
+}
+
+int qp_error_main(int argc, char *argv[])
+{
+	static const uint8_t junk[8] = { 0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef };
+	struct qp_error_opts o = { .forge = { .count = 1 } };
+	struct roce_pkt p = { .ack_req = true, .payload = junk, .payload_len = sizeof(junk) };
+	uint64_t sent = 0;
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &o)) >= 0)
+		return rc;
+	p.opcode = o.opcode_kind ? ROCE_RC_SEND_MIDDLE : ROCE_RC_WRITE_ONLY;
+	p.reth_va = o.va;
+	p.reth_rkey = o.rkey;
+	p.reth_len = sizeof(junk);
+	rc = forge_run(&o.forge, &p, &sent);
+	report(&o, sent, rc);
 	return rc == 0 ? 0 : 1;
 }
