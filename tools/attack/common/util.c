@@ -194,6 +194,23 @@ struct ibv_context *open_device(const char *name)
 	return NULL;
 }
 
+/* --psn N or --psn-sweep S:C, once; false if bad. */
+static bool forge_parse_psn(struct forge_opts *o, int opt, const char *arg)
+{
+	bool ok;
+
+	if (opt == OPT_PSN) {
+		ok = parse_u32(arg, ROCE_PSN_MAX, &o->psn, "--psn");
+		o->count = 1;
+	} else {
+		ok = parse_sweep(arg, &o->psn, &o->count);
+	}
+	if (o->have_psn)
+		ok = false, fprintf(stderr, "%s: give --psn or --psn-sweep once\n", PROG);
+	o->have_psn = true;
+	return ok;
+}
+
 bool forge_parse_opt(struct forge_opts *o, int opt, const char *arg, bool *bad)
 {
 	uint32_t v = 0;
@@ -212,17 +229,8 @@ bool forge_parse_opt(struct forge_opts *o, int opt, const char *arg, bool *bad)
 		o->have_qpn = true;
 		return true;
 	case OPT_PSN:
-		*bad |= !parse_u32(arg, ROCE_PSN_MAX, &o->psn, "--psn");
-		if (o->have_psn)
-			*bad = true, fprintf(stderr, "%s: give --psn or --psn-sweep once\n", PROG);
-		o->count = 1;
-		o->have_psn = true;
-		return true;
 	case OPT_SWEEP:
-		*bad |= !parse_sweep(arg, &o->psn, &o->count);
-		if (o->have_psn)
-			*bad = true, fprintf(stderr, "%s: give --psn or --psn-sweep once\n", PROG);
-		o->have_psn = true;
+		*bad |= !forge_parse_psn(o, opt, arg);
 		return true;
 	case OPT_IFACE:
 		if (strlen(arg) >= IFNAMSIZ) {
