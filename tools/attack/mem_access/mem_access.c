@@ -123,41 +123,12 @@ static bool nonzero(uint64_t v, const char *what)
 	return v != 0;
 }
 
-static bool parse_opt(struct opts *o, int opt, const char *arg)
+/* What to guess, read and write, and for how long; false if bad (or not one of these). */
+static bool parse_sweep_opt(struct opts *o, int opt, const char *arg)
 {
-	uint64_t v;
 	int64_t sv;
 
 	switch (opt) {
-	case OPT_VICTIM:
-		if (!strcmp(arg, "naive"))
-			o->be = &memacc_naive_backend;
-		else if (!strcmp(arg, "rdmasec"))
-			o->be = &memacc_rdmasec_backend;
-		else
-			return fprintf(stderr, "%s mem-access: --victim must be naive or rdmasec, not `%s'\n", PROG,
-				       arg), false;
-		return true;
-	case OPT_DST:
-		o->have_dst = true;
-		return parse_ipv4(arg, &o->dst_ip, "--dst");
-	case OPT_PORT:
-		o->have_port = true;
-		if (!(parse_u64(arg, 65535, &v, "--port") && nonzero(v, "--port")))
-			return false;
-		o->cfg.port = (uint16_t)v;
-		return true;
-	case OPT_SOURCE: {
-		uint32_t ip;
-		o->cfg.source = arg;
-		return parse_ipv4(arg, &ip, "--source");
-	}
-	case 'd': o->cfg.device = arg; return true;
-	case 'g':
-		if (!parse_u64(arg, 255, &v, "--gid-index"))
-			return false;
-		o->cfg.gid_index = (int)v;
-		return true;
 	case OPT_DISTANCE:
 		return parse_u32(arg, MEMACC_MAX_DISTANCE, &o->distance, "--distance") &&
 		       nonzero(o->distance, "--distance");
@@ -194,6 +165,46 @@ static bool parse_opt(struct opts *o, int opt, const char *arg)
 		return parse_u64(arg, UINT64_MAX, &o->max_tries, "--max-tries") && nonzero(o->max_tries, "--max-tries");
 	case OPT_MAX_TIME:
 		return parse_u64(arg, 86400, &o->max_time, "--max-time") && nonzero(o->max_time, "--max-time");
+	case OPT_NO_WALK: o->no_walk = true; return true;
+	default: return false;
+	}
+}
+
+/* The victim, how to reach it and the output; the guessing options go to parse_sweep_opt. False if bad. */
+static bool parse_opt(struct opts *o, int opt, const char *arg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case OPT_VICTIM:
+		if (!strcmp(arg, "naive"))
+			o->be = &memacc_naive_backend;
+		else if (!strcmp(arg, "rdmasec"))
+			o->be = &memacc_rdmasec_backend;
+		else
+			return fprintf(stderr, "%s mem-access: --victim must be naive or rdmasec, not `%s'\n", PROG,
+				       arg), false;
+		return true;
+	case OPT_DST:
+		o->have_dst = true;
+		return parse_ipv4(arg, &o->dst_ip, "--dst");
+	case OPT_PORT:
+		o->have_port = true;
+		if (!(parse_u64(arg, 65535, &v, "--port") && nonzero(v, "--port")))
+			return false;
+		o->cfg.port = (uint16_t)v;
+		return true;
+	case OPT_SOURCE: {
+		uint32_t ip;
+		o->cfg.source = arg;
+		return parse_ipv4(arg, &ip, "--source");
+	}
+	case 'd': o->cfg.device = arg; return true;
+	case 'g':
+		if (!parse_u64(arg, 255, &v, "--gid-index"))
+			return false;
+		o->cfg.gid_index = (int)v;
+		return true;
 	case OPT_TIMEOUT:
 		o->have_timeout = true;
 		if (!(parse_u64(arg, 600000, &v, "--timeout-ms") && nonzero(v, "--timeout-ms")))
@@ -207,48 +218,62 @@ static bool parse_opt(struct opts *o, int opt, const char *arg)
 		o->cfg.identity = arg;
 		return true;
 	case OPT_ALLOW_ANY: o->allow_any = true; return true;
-	case OPT_NO_WALK: o->no_walk = true; return true;
 	case OPT_JSON: o->json = true; return true;
-	default: return false;
+	default: return parse_sweep_opt(o, opt, arg);
 	}
 }
 
+/* What depends on the victim: its port, a patient enough timeout, the batch it allows. */
+static void apply_defaults(struct opts *o)
+{
+	bool rsec = o->be == &memacc_rdmasec_backend;
+
+	if (!o->have_port)
+		o->cfg.port = rsec ? 7471 : 18516;
+	if (!o->have_timeout)
+		o->cfg.timeout_ms = rsec ? 30000 : 3000;
+	if (o->batch > o->be->batch_max)
+		o->batch = (uint32_t)o->be->batch_max;
+	o->cfg.dst = ipv4_str(o->dst_ip, o->dst_s);
+}
+
+static const struct option mem_access_long_opts[] = {
+	{ "victim", required_argument, NULL, OPT_VICTIM },
+	{ "dst", required_argument, NULL, OPT_DST },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "source", required_argument, NULL, OPT_SOURCE },
+	{ "device", required_argument, NULL, 'd' },
+	{ "gid-index", required_argument, NULL, 'g' },
+	{ "distance", required_argument, NULL, OPT_DISTANCE },
+	{ "addr-variants", required_argument, NULL, OPT_VARIANTS },
+	{ "granule", required_argument, NULL, OPT_GRANULE },
+	{ "stride", required_argument, NULL, OPT_STRIDE },
+	{ "index-step", required_argument, NULL, OPT_STEP },
+	{ "offset", required_argument, NULL, OPT_OFFSET },
+	{ "read-len", required_argument, NULL, OPT_READ_LEN },
+	{ "write", required_argument, NULL, OPT_WRITE },
+	{ "write-hex", required_argument, NULL, OPT_WRITE_HEX },
+	{ "write-offset", required_argument, NULL, OPT_WRITE_OFFSET },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "max-tries", required_argument, NULL, OPT_MAX_TRIES },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "no-walk", no_argument, NULL, OPT_NO_WALK },
+	{ "certs", required_argument, NULL, OPT_CERTS },
+	{ "identity", required_argument, NULL, OPT_IDENTITY },
+	{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
 static bool parse_args(struct opts *o, int argc, char *argv[], int *status)
 {
-	static const struct option lopts[] = {
-		{ "victim", required_argument, NULL, OPT_VICTIM },
-		{ "dst", required_argument, NULL, OPT_DST },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "source", required_argument, NULL, OPT_SOURCE },
-		{ "device", required_argument, NULL, 'd' },
-		{ "gid-index", required_argument, NULL, 'g' },
-		{ "distance", required_argument, NULL, OPT_DISTANCE },
-		{ "addr-variants", required_argument, NULL, OPT_VARIANTS },
-		{ "granule", required_argument, NULL, OPT_GRANULE },
-		{ "stride", required_argument, NULL, OPT_STRIDE },
-		{ "index-step", required_argument, NULL, OPT_STEP },
-		{ "offset", required_argument, NULL, OPT_OFFSET },
-		{ "read-len", required_argument, NULL, OPT_READ_LEN },
-		{ "write", required_argument, NULL, OPT_WRITE },
-		{ "write-hex", required_argument, NULL, OPT_WRITE_HEX },
-		{ "write-offset", required_argument, NULL, OPT_WRITE_OFFSET },
-		{ "batch", required_argument, NULL, OPT_BATCH },
-		{ "max-tries", required_argument, NULL, OPT_MAX_TRIES },
-		{ "max-time", required_argument, NULL, OPT_MAX_TIME },
-		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-		{ "no-walk", no_argument, NULL, OPT_NO_WALK },
-		{ "certs", required_argument, NULL, OPT_CERTS },
-		{ "identity", required_argument, NULL, OPT_IDENTITY },
-		{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	bool bad = false;
 	int opt;
 
 	*status = 2;
-	while ((opt = getopt_long(argc, argv, "d:g:h", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:g:h", mem_access_long_opts, NULL)) != -1) {
 		if (opt == 'h') {
 			help(stdout);
 			*status = 0;
@@ -280,14 +305,7 @@ static bool parse_args(struct opts *o, int argc, char *argv[], int *status)
 	}
 	if (!target_allowed(o->dst_ip, o->allow_any))
 		return false;
-	bool rsec = o->be == &memacc_rdmasec_backend;
-	if (!o->have_port)
-		o->cfg.port = rsec ? 7471 : 18516;
-	if (!o->have_timeout)
-		o->cfg.timeout_ms = rsec ? 30000 : 3000;
-	if (o->batch > o->be->batch_max)
-		o->batch = (uint32_t)o->be->batch_max;
-	o->cfg.dst = ipv4_str(o->dst_ip, o->dst_s);
+	apply_defaults(o);
 	return true;
 }
 
