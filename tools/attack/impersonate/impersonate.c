@@ -176,80 +176,99 @@ static bool parse_seconds(const char *s, double *out)
 	return true;
 }
 
+static const struct option imp_long_opts[] = {
+	{ "device", required_argument, NULL, 'd' },
+	{ "gid-index", required_argument, NULL, 'g' },
+	{ "dst", required_argument, NULL, OPT_DST },
+	{ "qpn", required_argument, NULL, OPT_QPN },
+	{ "qpn-sweep", required_argument, NULL, OPT_QPN_SWEEP },
+	{ "psn-sweep", required_argument, NULL, OPT_SWEEP },
+	{ "qps", required_argument, NULL, OPT_QPS },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "op", required_argument, NULL, OPT_OP },
+	{ "rkey", required_argument, NULL, OPT_RKEY },
+	{ "va", required_argument, NULL, OPT_VA },
+	{ "passes", required_argument, NULL, OPT_PASSES },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "no-watch", no_argument, NULL, OPT_NO_WATCH },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
+	{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* --qpn N or --qpn-sweep F:C, once; false if bad. */
+static bool parse_target_qpn(struct imp_opts *o, int opt, const char *arg)
+{
+	bool ok = true;
+
+	if (o->have_qpn) {
+		fprintf(stderr, "%s: give --qpn or --qpn-sweep once\n", PROG);
+		ok = false;
+	}
+	o->have_qpn = true;
+	o->qpn_count = 1;
+	if (opt == OPT_QPN)
+		return parse_u32(arg, ROCE_QPN_MAX, &o->qpn_first, "--qpn") && ok;
+	return parse_qpn_sweep(arg, &o->qpn_first, &o->qpn_count) && ok;
+}
+
+/* One option into o (*bad collects the bad ones); false if opt is not one (--help, unknown). */
+static bool parse_opt(struct imp_opts *o, int opt, const char *arg, bool *bad)
+{
+	switch (opt) {
+	case 'd': o->device = arg; break;
+	case 'g': *bad |= !parse_u32(arg, 255, &o->gid_index, "--gid-index"); o->have_gid = true; break;
+	case OPT_DST: *bad |= !parse_ipv4(arg, &o->dst_ip, "--dst"); o->have_dst = true; break;
+	case OPT_QPN:
+	case OPT_QPN_SWEEP: *bad |= !parse_target_qpn(o, opt, arg); break;
+	case OPT_SWEEP: *bad |= !parse_sweep(arg, &o->psn_start, &o->psn_count); break;
+	case OPT_QPS:
+		*bad |= !parse_u32(arg, IMP_MAX_QPS, &o->qps, "--qps");
+		if (o->qps == 0)
+			*bad = true, fprintf(stderr, "%s: --qps must be at least 1\n", PROG);
+		break;
+	case OPT_WINDOW:
+		*bad |= !parse_u32(arg, IMP_MAX_WINDOW, &o->window, "--window");
+		if (o->window == 0)
+			*bad = true, fprintf(stderr, "%s: --window must be at least 1\n", PROG);
+		break;
+	case OPT_OP:
+		if (!strcmp(arg, "send")) {
+			o->send = true;
+		} else if (strcmp(arg, "write") != 0) {
+			fprintf(stderr, "%s impersonate: --op must be write or send, not `%s'\n", PROG, arg);
+			*bad = true;
+		}
+		break;
+	case OPT_RKEY: *bad |= !parse_u32(arg, UINT32_MAX, &o->rkey, "--rkey"); break;
+	case OPT_VA: *bad |= !parse_u64(arg, UINT64_MAX, &o->va, "--va"); break;
+	case OPT_PASSES: *bad |= !parse_u32(arg, 1000000, &o->passes, "--passes"); break;
+	case OPT_MAX_TIME: *bad |= !parse_seconds(arg, &o->max_time); break;
+	case OPT_NO_WATCH: o->watch = false; break;
+	case OPT_PROGRESS: o->progress = true; break;
+	case OPT_ALLOW_ANY: o->allow_any = true; break;
+	case OPT_JSON: o->json = true; break;
+	default: return false;
+	}
+	return true;
+}
+
 static int parse_args(int argc, char *argv[], struct imp_opts *o)
 {
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' },
-		{ "gid-index", required_argument, NULL, 'g' },
-		{ "dst", required_argument, NULL, OPT_DST },
-		{ "qpn", required_argument, NULL, OPT_QPN },
-		{ "qpn-sweep", required_argument, NULL, OPT_QPN_SWEEP },
-		{ "psn-sweep", required_argument, NULL, OPT_SWEEP },
-		{ "qps", required_argument, NULL, OPT_QPS },
-		{ "window", required_argument, NULL, OPT_WINDOW },
-		{ "op", required_argument, NULL, OPT_OP },
-		{ "rkey", required_argument, NULL, OPT_RKEY },
-		{ "va", required_argument, NULL, OPT_VA },
-		{ "passes", required_argument, NULL, OPT_PASSES },
-		{ "max-time", required_argument, NULL, OPT_MAX_TIME },
-		{ "no-watch", no_argument, NULL, OPT_NO_WATCH },
-		{ "progress", no_argument, NULL, OPT_PROGRESS },
-		{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	bool bad = false;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:g:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'd': o->device = optarg; break;
-		case 'g': bad |= !parse_u32(optarg, 255, &o->gid_index, "--gid-index"); o->have_gid = true; break;
-		case OPT_DST: bad |= !parse_ipv4(optarg, &o->dst_ip, "--dst"); o->have_dst = true; break;
-		case OPT_QPN:
-		case OPT_QPN_SWEEP:
-			if (o->have_qpn) {
-				fprintf(stderr, "%s: give --qpn or --qpn-sweep once\n", PROG);
-				bad = true;
-			}
-			o->have_qpn = true;
-			o->qpn_count = 1;
-			if (opt == OPT_QPN)
-				bad |= !parse_u32(optarg, ROCE_QPN_MAX, &o->qpn_first, "--qpn");
-			else
-				bad |= !parse_qpn_sweep(optarg, &o->qpn_first, &o->qpn_count);
-			break;
-		case OPT_SWEEP: bad |= !parse_sweep(optarg, &o->psn_start, &o->psn_count); break;
-		case OPT_QPS:
-			bad |= !parse_u32(optarg, IMP_MAX_QPS, &o->qps, "--qps");
-			if (o->qps == 0)
-				bad = true, fprintf(stderr, "%s: --qps must be at least 1\n", PROG);
-			break;
-		case OPT_WINDOW:
-			bad |= !parse_u32(optarg, IMP_MAX_WINDOW, &o->window, "--window");
-			if (o->window == 0)
-				bad = true, fprintf(stderr, "%s: --window must be at least 1\n", PROG);
-			break;
-		case OPT_OP:
-			if (!strcmp(optarg, "send")) {
-				o->send = true;
-			} else if (strcmp(optarg, "write") != 0) {
-				fprintf(stderr, "%s impersonate: --op must be write or send, not `%s'\n", PROG, optarg);
-				bad = true;
-			}
-			break;
-		case OPT_RKEY: bad |= !parse_u32(optarg, UINT32_MAX, &o->rkey, "--rkey"); break;
-		case OPT_VA: bad |= !parse_u64(optarg, UINT64_MAX, &o->va, "--va"); break;
-		case OPT_PASSES: bad |= !parse_u32(optarg, 1000000, &o->passes, "--passes"); break;
-		case OPT_MAX_TIME: bad |= !parse_seconds(optarg, &o->max_time); break;
-		case OPT_NO_WATCH: o->watch = false; break;
-		case OPT_PROGRESS: o->progress = true; break;
-		case OPT_ALLOW_ANY: o->allow_any = true; break;
-		case OPT_JSON: o->json = true; break;
-		case 'h': help(stdout); return 0;
-		default: help(stderr); return 2;
+	while ((opt = getopt_long(argc, argv, "d:g:h", imp_long_opts, NULL)) != -1) {
+		if (parse_opt(o, opt, optarg, &bad))
+			continue;
+		if (opt == 'h') {
+			help(stdout);
+			return 0;
 		}
+		help(stderr);
+		return 2;
 	}
 	if (optind != argc) {
 		fprintf(stderr, "%s impersonate: unexpected argument `%s'\n", PROG, argv[optind]);
