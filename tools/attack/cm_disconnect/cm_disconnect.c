@@ -76,36 +76,37 @@ static void help(FILE *f)
 		"  in time, send error), 2 bad usage.\n", PROG, PROG, DEFAULT_TIMEOUT_S, MAX_COUNT);
 }
 
+static const struct option cm_disconnect_long_opts[] = {
+	{ "dst", required_argument, NULL, OPT_DST },
+	{ "src", required_argument, NULL, OPT_SRC },
+	{ "iface", required_argument, NULL, OPT_IFACE },
+	{ "bind", required_argument, NULL, OPT_BIND },
+	{ "sport", required_argument, NULL, OPT_SPORT },
+	{ "interval-us", required_argument, NULL, OPT_INTERVAL },
+	{ "pcap", required_argument, NULL, OPT_PCAP },
+	{ "no-send", no_argument, NULL, OPT_NO_SEND },
+	{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "local-comm-id", required_argument, NULL, OPT_LOCAL_ID },
+	{ "remote-comm-id", required_argument, NULL, OPT_REMOTE_ID },
+	{ "remote-qpn", required_argument, NULL, OPT_REMOTE_QPN },
+	{ "tid", required_argument, NULL, OPT_TID },
+	{ "sniff", required_argument, NULL, OPT_SNIFF },
+	{ "sniff-file", required_argument, NULL, OPT_SNIFF_FILE },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "delay-ms", required_argument, NULL, OPT_DELAY },
+	{ "src-qp", required_argument, NULL, OPT_SRC_QP },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
 static bool parse_args(int argc, char *argv[], struct cmd_opts *o, bool *want_help)
 {
-	static const struct option opts[] = {
-		{ "dst", required_argument, NULL, OPT_DST },
-		{ "src", required_argument, NULL, OPT_SRC },
-		{ "iface", required_argument, NULL, OPT_IFACE },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "sport", required_argument, NULL, OPT_SPORT },
-		{ "interval-us", required_argument, NULL, OPT_INTERVAL },
-		{ "pcap", required_argument, NULL, OPT_PCAP },
-		{ "no-send", no_argument, NULL, OPT_NO_SEND },
-		{ "allow-any-target", no_argument, NULL, OPT_ALLOW_ANY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "local-comm-id", required_argument, NULL, OPT_LOCAL_ID },
-		{ "remote-comm-id", required_argument, NULL, OPT_REMOTE_ID },
-		{ "remote-qpn", required_argument, NULL, OPT_REMOTE_QPN },
-		{ "tid", required_argument, NULL, OPT_TID },
-		{ "sniff", required_argument, NULL, OPT_SNIFF },
-		{ "sniff-file", required_argument, NULL, OPT_SNIFF_FILE },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "count", required_argument, NULL, OPT_COUNT },
-		{ "delay-ms", required_argument, NULL, OPT_DELAY },
-		{ "src-qp", required_argument, NULL, OPT_SRC_QP },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	bool bad = false;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", cm_disconnect_long_opts, NULL)) != -1) {
 		if (forge_parse_opt(&o->f, opt, optarg, &bad))
 			continue;
 		switch (opt) {
