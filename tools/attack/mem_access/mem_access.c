@@ -329,23 +329,83 @@ static void print_bytes(const char *what, const uint8_t *p, size_t n)
 	printf("%s\n", show < n ? "..." : "");
 }
 
+/* Where the sweep is: the model's next candidate, guesses to try again, distances found. */
+struct sweep_state {
+	struct memacc_candidate retry[RETRY_QUEUE];
+	unsigned retry_count[RETRY_QUEUE];
+	size_t nretry;
+	bool done[MEMACC_MAX_DISTANCE + 1];
+	uint64_t k;
+	double start;
+};
+
+/* The next batch: guesses that got no answer first, then the model's next candidates. */
+static size_t fill_batch(const struct opts *o, const struct result *r, struct sweep_state *s,
+			 struct memacc_try *batch, unsigned *tries_of)
+{
+	size_t n = 0;
+
+	while (n < o->batch && r->tries + n < o->max_tries) {
+		if (s->nretry) {
+			s->nretry--;
+			if (s->done[s->retry[s->nretry].distance])
+				continue;
+			batch[n].c = s->retry[s->nretry];
+			tries_of[n++] = s->retry_count[s->nretry];
+		} else if (next_candidate(&r->m, &s->k, s->done, &batch[n].c)) {
+			tries_of[n++] = 0;
+		} else {
+			break;
+		}
+	}
+	return n;
+}
+
+/* Counts one answered guess: a miss, no answer (queued again, up to MAX_RETRIES), or a hit. */
+static void record(const struct opts *o, struct result *r, struct sweep_state *s, const struct memacc_try *t,
+		   unsigned tries)
+{
+	r->tries++;
+	if (t->v == MEMACC_MISS) {
+		r->misses++;
+		if (!r->evidence[0])
+			snprintf(r->evidence, sizeof(r->evidence), "%s", t->status);
+	} else if (t->v == MEMACC_NOANSWER) {
+		r->noanswer++;
+		if (tries < MAX_RETRIES && s->nretry < RETRY_QUEUE) {
+			s->retry[s->nretry] = t->c;
+			s->retry_count[s->nretry++] = tries + 1;
+		}
+	} else if (!s->done[t->c.distance]) {
+		r->hits++;
+		s->done[t->c.distance] = true;
+		if (!r->found) {
+			r->found = true;
+			r->hit = *t;
+			r->hit_s = now_s() - s->start;
+		}
+		if (!o->json) {
+			printf("hit: rkey 0x%08x addr 0x%llx (distance %u) after %llu tries, %.2f s\n",
+			       t->c.rkey, (unsigned long long)t->c.addr, t->c.distance,
+			       (unsigned long long)r->tries, now_s() - s->start);
+			print_bytes("read", t->data, o->cfg.read_len);
+		}
+	}
+}
+
 /* The sweep itself: batches of fresh connections until a stop condition. */
 static int sweep(const struct opts *o, void *st, struct result *r, double t0)
 {
 	static struct memacc_try batch[MEMACC_BATCH_MAX];
-	struct memacc_candidate retry[RETRY_QUEUE];
-	unsigned retry_count[RETRY_QUEUE];
-	bool done[MEMACC_MAX_DISTANCE + 1] = { false };
-	size_t nretry = 0;
-	uint64_t k = 0;
+	static struct sweep_state s;
 	struct progress prog;
-	double start = now_s();
 
+	s = (struct sweep_state){ .start = now_s() };
 	r->stop = "done";
 	progress_start(&prog, "rkey sweep", r->m.count);
 	for (;;) {
-		size_t n = 0;
 		unsigned tries_of[MEMACC_BATCH_MAX];
+		size_t n;
 		if (interrupted) {
 			r->stop = "interrupted";
 			break;
@@ -354,58 +414,18 @@ static int sweep(const struct opts *o, void *st, struct result *r, double t0)
 			r->stop = "time-limit";
 			break;
 		}
-		while (n < o->batch && r->tries + n < o->max_tries) {
-			if (nretry) {
-				nretry--;
-				if (done[retry[nretry].distance])
-					continue;
-				batch[n].c = retry[nretry];
-				tries_of[n++] = retry_count[nretry];
-			} else if (next_candidate(&r->m, &k, done, &batch[n].c)) {
-				tries_of[n++] = 0;
-			} else {
-				break;
-			}
-		}
-		if (n == 0) {
+		if ((n = fill_batch(o, r, &s, batch, tries_of)) == 0) {
 			r->stop = r->tries >= o->max_tries ? "max-tries" : "done";
 			break;
 		}
 		if (o->be->guess(st, batch, n))
 			return -1;
-		for (size_t i = 0; i < n; i++) {
-			struct memacc_try *t = &batch[i];
-			r->tries++;
-			if (t->v == MEMACC_MISS) {
-				r->misses++;
-				if (!r->evidence[0])
-					snprintf(r->evidence, sizeof(r->evidence), "%s", t->status);
-			} else if (t->v == MEMACC_NOANSWER) {
-				r->noanswer++;
-				if (tries_of[i] < MAX_RETRIES && nretry < RETRY_QUEUE) {
-					retry[nretry] = t->c;
-					retry_count[nretry++] = tries_of[i] + 1;
-				}
-			} else if (!done[t->c.distance]) {
-				r->hits++;
-				done[t->c.distance] = true;
-				if (!r->found) {
-					r->found = true;
-					r->hit = *t;
-					r->hit_s = now_s() - start;
-				}
-				if (!o->json) {
-					printf("hit: rkey 0x%08x addr 0x%llx (distance %u) after %llu tries, %.2f s\n",
-					       t->c.rkey, (unsigned long long)t->c.addr, t->c.distance,
-					       (unsigned long long)r->tries, now_s() - start);
-					print_bytes("read", t->data, o->cfg.read_len);
-				}
-			}
-		}
-		progress_update(&prog, k);
+		for (size_t i = 0; i < n; i++)
+			record(o, r, &s, &batch[i], tries_of[i]);
+		progress_update(&prog, s.k);
 	}
 	progress_end(&prog);
-	r->sweep_s = now_s() - start;
+	r->sweep_s = now_s() - s.start;
 	return 0;
 }
 
