@@ -329,6 +329,49 @@ static int cmp_u32(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* The sweeping QPs and the probes' (IMP_PROBES more), and their QPNs sorted: ours, never targets. */
+static int imp_create_qps(struct imp *a)
+{
+	const struct imp_opts *o = a->o;
+
+	for (uint32_t i = 0; i < o->qps + IMP_PROBES; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = a->cq, .recv_cq = a->cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+			.cap = { .max_send_wr = o->window, .max_recv_wr = 1, .max_send_sge = 1,
+				 .max_recv_sge = 1, .max_inline_data = IMP_PAYLOAD },
+		};
+		if (!(a->qps[i].qp = ibv_create_qp(a->pd, &ia))) {
+			fprintf(stderr, "%s impersonate: QP %u of %u: ibv_create_qp: %s\n", PROG, i + 1,
+				o->qps + IMP_PROBES, strerror(errno));
+			return RSEC_E_VERBS;
+		}
+		a->own_qpns[i] = a->qps[i].qp->qp_num;
+	}
+	qsort(a->own_qpns, o->qps + IMP_PROBES, sizeof(*a->own_qpns), cmp_u32);
+	return 0;
+}
+
+/* The same chain of WRs is posted for every job; only its length changes. */
+static void imp_chain_wrs(struct imp *a)
+{
+	const struct imp_opts *o = a->o;
+
+	memcpy(a->payload, "\xde\xad\xbe\xef\xde\xad\xbe\xef", IMP_PAYLOAD);
+	a->sge.addr = (uintptr_t)a->payload;
+	a->sge.length = IMP_PAYLOAD;
+	for (uint32_t i = 0; i < o->window; i++) {
+		struct ibv_send_wr *w = &a->wrs[i];
+
+		w->sg_list = &a->sge;
+		w->num_sge = 1;
+		w->send_flags = IBV_SEND_INLINE;
+		w->opcode = o->send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+		w->wr.rdma.remote_addr = o->va;
+		w->wr.rdma.rkey = o->rkey;
+		w->next = i + 1 < o->window ? &a->wrs[i + 1] : NULL;
+	}
+}
+
 static int imp_open(struct imp *a, uint32_t *gid_index)
 {
 	const struct imp_opts *o = a->o;
@@ -369,36 +412,8 @@ static int imp_open(struct imp *a, uint32_t *gid_index)
 	a->wrs = calloc(o->window, sizeof(*a->wrs));
 	if (!a->qps || !a->own_qpns || !a->wrs)
 		return RSEC_E_NOMEM;
-	for (uint32_t i = 0; i < o->qps + IMP_PROBES; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = a->cq, .recv_cq = a->cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-			.cap = { .max_send_wr = o->window, .max_recv_wr = 1, .max_send_sge = 1,
-				 .max_recv_sge = 1, .max_inline_data = IMP_PAYLOAD },
-		};
-		if (!(a->qps[i].qp = ibv_create_qp(a->pd, &ia))) {
-			fprintf(stderr, "%s impersonate: QP %u of %u: ibv_create_qp: %s\n", PROG, i + 1,
-				o->qps + IMP_PROBES, strerror(errno));
-			return RSEC_E_VERBS;
-		}
-		a->own_qpns[i] = a->qps[i].qp->qp_num;
-	}
-	qsort(a->own_qpns, o->qps + IMP_PROBES, sizeof(*a->own_qpns), cmp_u32);
-
-	/* The same chain of WRs is posted for every job; only its length changes. */
-	memcpy(a->payload, "\xde\xad\xbe\xef\xde\xad\xbe\xef", IMP_PAYLOAD);
-	a->sge.addr = (uintptr_t)a->payload;
-	a->sge.length = IMP_PAYLOAD;
-	for (uint32_t i = 0; i < o->window; i++) {
-		struct ibv_send_wr *w = &a->wrs[i];
-
-		w->sg_list = &a->sge;
-		w->num_sge = 1;
-		w->send_flags = IBV_SEND_INLINE;
-		w->opcode = o->send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
-		w->wr.rdma.remote_addr = o->va;
-		w->wr.rdma.rkey = o->rkey;
-		w->next = i + 1 < o->window ? &a->wrs[i + 1] : NULL;
-	}
+	RSEC_GUARD(imp_create_qps(a));
+	imp_chain_wrs(a);
 	return 0;
 }
 
@@ -668,6 +683,38 @@ static bool victim_gone(struct imp *a, uint32_t gid_index, const struct imp_peer
 	return false;
 }
 
+/*
+ * Round r for QPs g..g+cnt-1: recycle them, connect each to its job's QPN
+ * and PSN, post its window. *psn gets the last job's first PSN.
+ */
+static int sweep_group(struct imp *a, uint32_t gid_index, const struct sweep_plan *plan, uint64_t r, uint32_t g,
+		       uint32_t cnt, uint32_t *psn)
+{
+	double t1 = now_s(), t2;
+	int rc;
+
+	if ((rc = recycle(a, g, cnt)) != 0)
+		return rc;
+	t2 = now_s();
+	a->recycle_s += t2 - t1;
+	for (uint32_t i = g; i < g + cnt; i++) {
+		struct sweep_job job;
+		if (!sweep_plan_job(plan, r * a->o->qps + i, &job))
+			break;
+		if ((rc = connect_qp(a, &a->qps[i], gid_index, &job)) != 0)
+			return rc;
+		t1 = now_s();
+		a->recycle_s += t1 - t2;
+		if ((rc = post_window(a, &a->qps[i], job.len)) != 0)
+			return rc;
+		t2 = now_s();
+		a->post_s += t2 - t1;
+		a->packets += job.len;
+		*psn = job.psn;
+	}
+	return 0;
+}
+
 static int sweep(struct imp *a, uint32_t gid_index, const struct sweep_plan *plan, const struct imp_peers *peers,
 		 struct imp_result *res)
 {
@@ -691,27 +738,8 @@ static int sweep(struct imp *a, uint32_t gid_index, const struct sweep_plan *pla
 		for (uint64_t r = 0; r < plan->rounds; r++) {
 			for (uint32_t g = 0; g < o->qps; g += group) {
 				uint32_t cnt = o->qps - g < group ? o->qps - g : group;
-				double t1 = now_s(), t2;
-
-				if ((rc = recycle(a, g, cnt)) != 0)
+				if ((rc = sweep_group(a, gid_index, plan, r, g, cnt, &psn)) != 0)
 					goto out;
-				t2 = now_s();
-				a->recycle_s += t2 - t1;
-				for (uint32_t i = g; i < g + cnt; i++) {
-					struct sweep_job job;
-					if (!sweep_plan_job(plan, r * o->qps + i, &job))
-						break;
-					if ((rc = connect_qp(a, &a->qps[i], gid_index, &job)) != 0)
-						goto out;
-					t1 = now_s();
-					a->recycle_s += t1 - t2;
-					if ((rc = post_window(a, &a->qps[i], job.len)) != 0)
-						goto out;
-					t2 = now_s();
-					a->post_s += t2 - t1;
-					a->packets += job.len;
-					psn = job.psn;
-				}
 			}
 			progress_update(&prog, o->passes ? a->packets : a->packets % per_pass);
 			double t = now_s();
@@ -744,6 +772,57 @@ static const char *liveness_name(enum liveness l)
 	return l == LIVE_YES ? "yes" : l == LIVE_NO ? "no" : "unknown";
 }
 
+/* The rates and projections both reports give. */
+struct imp_rates {
+	double pps, full, range;
+};
+
+static void report_json(const struct imp *a, uint32_t gid_index, const struct imp_peers *peers,
+			const struct imp_result *res, const struct imp_rates *q, int rc)
+{
+	const struct imp_opts *o = a->o;
+	char s1[16], s2[16];
+	struct json j;
+
+	json_begin(&j, "impersonate");
+	json_str(&j, "device", ibv_get_device_name(a->ctx->device));
+	json_u64(&j, "gid_index", gid_index);
+	json_str(&j, "src", ipv4_str(a->src_ip, s1));
+	json_str(&j, "dst", ipv4_str(o->dst_ip, s2));
+	json_str(&j, "op", o->send ? "send" : "write");
+	json_hex(&j, "qpn_first", o->qpn_first);
+	json_u64(&j, "qpn_count", o->qpn_count);
+	json_hex(&j, "psn_first", o->psn_start);
+	json_u64(&j, "psn_count", o->psn_count);
+	json_u64(&j, "qps", o->qps);
+	json_u64(&j, "window", o->window);
+	json_u64(&j, "passes", res->passes);
+	json_u64(&j, "packets", a->packets);
+	json_u64(&j, "probe_packets", a->probes);
+	json_u64(&j, "flushed", a->flushed);
+	json_num(&j, "elapsed_s", res->elapsed);
+	json_num(&j, "post_s", a->post_s);
+	json_num(&j, "recycle_s", a->recycle_s);
+	json_num(&j, "pps", q->pps);
+	json_num(&j, "full_sweep_s", q->full);
+	json_num(&j, "range_sweep_s", q->range);
+	json_str(&j, "victim_alive_at_start", liveness_name(res->alive_start));
+	json_str(&j, "victim_alive_at_end", liveness_name(res->alive_end));
+	if (peers->n) {
+		json_hex(&j, "peer_qpn", peers->row[0].lqpn);
+		if (peers->row[0].has_sq_psn)
+			json_hex(&j, "peer_sq_psn_at_start", peers->row[0].sq_psn);
+	}
+	json_str(&j, "stop", res->stop);
+	json_boolean(&j, "victim_broken", res->victim_broken);
+	if (res->victim_broken) {
+		json_str(&j, "detected_by", res->detected_by);
+		json_num(&j, "break_s", res->break_s);
+	}
+	json_boolean(&j, "ok", rc == 0);
+	json_end(&j);
+}
+
 static void report(const struct imp *a, uint32_t gid_index, const struct sweep_plan *plan,
 		   const struct imp_peers *peers, const struct imp_result *res, int rc)
 {
@@ -751,47 +830,9 @@ static void report(const struct imp *a, uint32_t gid_index, const struct sweep_p
 	double pps = res->elapsed > 0 ? (double)a->packets / res->elapsed : 0.0;
 	double full = sweep_projected_seconds(a->packets, res->elapsed, SWEEP_PSN_SPACE);
 	double range = sweep_projected_seconds(a->packets, res->elapsed, (uint64_t)plan->psn_count * plan->qpn_count);
-	char s1[16], s2[16];
 
 	if (o->json) {
-		struct json j;
-		json_begin(&j, "impersonate");
-		json_str(&j, "device", ibv_get_device_name(a->ctx->device));
-		json_u64(&j, "gid_index", gid_index);
-		json_str(&j, "src", ipv4_str(a->src_ip, s1));
-		json_str(&j, "dst", ipv4_str(o->dst_ip, s2));
-		json_str(&j, "op", o->send ? "send" : "write");
-		json_hex(&j, "qpn_first", o->qpn_first);
-		json_u64(&j, "qpn_count", o->qpn_count);
-		json_hex(&j, "psn_first", o->psn_start);
-		json_u64(&j, "psn_count", o->psn_count);
-		json_u64(&j, "qps", o->qps);
-		json_u64(&j, "window", o->window);
-		json_u64(&j, "passes", res->passes);
-		json_u64(&j, "packets", a->packets);
-		json_u64(&j, "probe_packets", a->probes);
-		json_u64(&j, "flushed", a->flushed);
-		json_num(&j, "elapsed_s", res->elapsed);
-		json_num(&j, "post_s", a->post_s);
-		json_num(&j, "recycle_s", a->recycle_s);
-		json_num(&j, "pps", pps);
-		json_num(&j, "full_sweep_s", full);
-		json_num(&j, "range_sweep_s", range);
-		json_str(&j, "victim_alive_at_start", liveness_name(res->alive_start));
-		json_str(&j, "victim_alive_at_end", liveness_name(res->alive_end));
-		if (peers->n) {
-			json_hex(&j, "peer_qpn", peers->row[0].lqpn);
-			if (peers->row[0].has_sq_psn)
-				json_hex(&j, "peer_sq_psn_at_start", peers->row[0].sq_psn);
-		}
-		json_str(&j, "stop", res->stop);
-		json_boolean(&j, "victim_broken", res->victim_broken);
-		if (res->victim_broken) {
-			json_str(&j, "detected_by", res->detected_by);
-			json_num(&j, "break_s", res->break_s);
-		}
-		json_boolean(&j, "ok", rc == 0);
-		json_end(&j);
+		report_json(a, gid_index, peers, res, &(struct imp_rates){ pps, full, range }, rc);
 		return;
 	}
 	printf("impersonate: sent %llu %s packet(s) in %.3f s = %.0f pkt/s (%u QPs x %u PSNs; posting %.3f s, "
