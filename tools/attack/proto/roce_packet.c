@@ -203,13 +203,68 @@ static uint16_t ip_checksum(const uint8_t *h, size_t n)
 	return (uint16_t)~sum;
 }
 
+/* IPv4 (no options, checksum computed) and UDP headers at the start of c. */
+static RSEC_MUST_CHECK int put_ip_udp(struct cursor *c, const struct roce_pkt *p, size_t total, size_t udp_len)
+{
+	uint16_t csum;
+
+	RSEC_GUARD(put_u8(c, 0x45));
+	RSEC_GUARD(put_u8(c, p->tos));
+	RSEC_GUARD(put_u16(c, (uint16_t)total));
+	RSEC_GUARD(put_u16(c, p->ip_id));
+	RSEC_GUARD(put_u16(c, p->frag_off));
+	RSEC_GUARD(put_u8(c, p->ttl));
+	RSEC_GUARD(put_u8(c, 17));
+	RSEC_GUARD(put_u16(c, 0));
+	RSEC_GUARD(put_u32(c, p->src_ip));
+	RSEC_GUARD(put_u32(c, p->dst_ip));
+	csum = ip_checksum(c->buf, ROCE_IPV4_LEN);
+	c->buf[10] = (uint8_t)(csum >> 8);
+	c->buf[11] = (uint8_t)csum;
+	RSEC_GUARD(put_u16(c, p->udp_sport));
+	RSEC_GUARD(put_u16(c, ROCE_UDP_DPORT));
+	RSEC_GUARD(put_u16(c, (uint16_t)udp_len));
+	RSEC_GUARD(put_u16(c, p->udp_check));
+	return 0;
+}
+
+/* BTH: opcode | SE M Pad TVer | P_Key | resv8a | DestQP | A resv7 PSN */
+static RSEC_MUST_CHECK int put_bth(struct cursor *c, const struct roce_pkt *p, size_t pad)
+{
+	RSEC_GUARD(put_u8(c, p->opcode));
+	RSEC_GUARD(put_u8(c, (uint8_t)((p->solicited ? 0x80 : 0) | (p->migreq ? 0x40 : 0) | (pad << 4) | p->tver)));
+	RSEC_GUARD(put_u16(c, p->pkey));
+	RSEC_GUARD(put_u32(c, (uint32_t)p->bth_resv8a << 24 | p->dest_qp));
+	RSEC_GUARD(put_u32(c, (p->ack_req ? 0x80000000u : 0) | p->psn));
+	return 0;
+}
+
+/* The extension headers the opcode calls for (hdrs), in IBA order. */
+static RSEC_MUST_CHECK int put_ext_headers(struct cursor *c, const struct roce_pkt *p, unsigned hdrs)
+{
+	if (hdrs & ROCE_HDR_RETH) {
+		RSEC_GUARD(put_u64(c, p->reth_va));
+		RSEC_GUARD(put_u32(c, p->reth_rkey));
+		RSEC_GUARD(put_u32(c, p->reth_len));
+	}
+	if (hdrs & ROCE_HDR_AETH)
+		RSEC_GUARD(put_u32(c, p->aeth));
+	/* IBA 9.2: the DETH comes before a UD ImmDt. */
+	if (hdrs & ROCE_HDR_DETH) {
+		RSEC_GUARD(put_u32(c, p->deth_qkey));
+		RSEC_GUARD(put_u32(c, p->deth_src_qp));
+	}
+	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
+		RSEC_GUARD(put_u32(c, p->imm));
+	return 0;
+}
+
 int roce_pkt_build(const struct roce_pkt *p, uint8_t *buf, size_t cap, size_t *len)
 {
 	static const uint8_t zeros[4];
 	struct cursor c = { .buf = buf, .len = cap };
 	unsigned hdrs;
 	size_t pad, total, udp_len;
-	uint16_t csum;
 	uint32_t icrc;
 
 	RSEC_ENSURE_REF(p);
@@ -230,46 +285,9 @@ int roce_pkt_build(const struct roce_pkt *p, uint8_t *buf, size_t cap, size_t *l
 	total = ROCE_IPV4_LEN + udp_len;
 	RSEC_ENSURE(total <= cap, RSEC_E_RANGE);
 
-	/* IPv4, no options; checksum filled below. */
-	RSEC_GUARD(put_u8(&c, 0x45));
-	RSEC_GUARD(put_u8(&c, p->tos));
-	RSEC_GUARD(put_u16(&c, (uint16_t)total));
-	RSEC_GUARD(put_u16(&c, p->ip_id));
-	RSEC_GUARD(put_u16(&c, p->frag_off));
-	RSEC_GUARD(put_u8(&c, p->ttl));
-	RSEC_GUARD(put_u8(&c, 17));
-	RSEC_GUARD(put_u16(&c, 0));
-	RSEC_GUARD(put_u32(&c, p->src_ip));
-	RSEC_GUARD(put_u32(&c, p->dst_ip));
-	csum = ip_checksum(buf, ROCE_IPV4_LEN);
-	buf[10] = (uint8_t)(csum >> 8);
-	buf[11] = (uint8_t)csum;
-	/* UDP */
-	RSEC_GUARD(put_u16(&c, p->udp_sport));
-	RSEC_GUARD(put_u16(&c, ROCE_UDP_DPORT));
-	RSEC_GUARD(put_u16(&c, (uint16_t)udp_len));
-	RSEC_GUARD(put_u16(&c, p->udp_check));
-	/* BTH: opcode | SE M Pad TVer | P_Key | resv8a | DestQP | A resv7 PSN */
-	RSEC_GUARD(put_u8(&c, p->opcode));
-	RSEC_GUARD(put_u8(&c, (uint8_t)((p->solicited ? 0x80 : 0) | (p->migreq ? 0x40 : 0) |
-					(pad << 4) | p->tver)));
-	RSEC_GUARD(put_u16(&c, p->pkey));
-	RSEC_GUARD(put_u32(&c, (uint32_t)p->bth_resv8a << 24 | p->dest_qp));
-	RSEC_GUARD(put_u32(&c, (p->ack_req ? 0x80000000u : 0) | p->psn));
-	if (hdrs & ROCE_HDR_RETH) {
-		RSEC_GUARD(put_u64(&c, p->reth_va));
-		RSEC_GUARD(put_u32(&c, p->reth_rkey));
-		RSEC_GUARD(put_u32(&c, p->reth_len));
-	}
-	if (hdrs & ROCE_HDR_AETH)
-		RSEC_GUARD(put_u32(&c, p->aeth));
-	/* IBA 9.2: the DETH comes before a UD ImmDt. */
-	if (hdrs & ROCE_HDR_DETH) {
-		RSEC_GUARD(put_u32(&c, p->deth_qkey));
-		RSEC_GUARD(put_u32(&c, p->deth_src_qp));
-	}
-	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
-		RSEC_GUARD(put_u32(&c, p->imm));
+	RSEC_GUARD(put_ip_udp(&c, p, total, udp_len));
+	RSEC_GUARD(put_bth(&c, p, pad));
+	RSEC_GUARD(put_ext_headers(&c, p, hdrs));
 	RSEC_GUARD(put_bytes(&c, p->payload, p->payload_len));
 	RSEC_GUARD(put_bytes(&c, zeros, pad));
 	RSEC_GUARD(roce_icrc(buf, c.pos, &icrc));
@@ -312,14 +330,66 @@ static RSEC_MUST_CHECK int parse_ip_udp(struct cursor *c, struct roce_pkt *p, si
 	return 0;
 }
 
+/* The BTH; *hdrs gets the extension headers its opcode calls for. */
+static RSEC_MUST_CHECK int get_bth(struct cursor *c, struct roce_pkt *p, unsigned *hdrs)
+{
+	uint8_t b1;
+	uint32_t w;
+
+	RSEC_GUARD(get_u8(c, &p->opcode));
+	RSEC_GUARD(roce_opcode_info(p->opcode, hdrs, NULL));
+	RSEC_GUARD(get_u8(c, &b1));
+	p->solicited = b1 & 0x80;
+	p->migreq = b1 & 0x40;
+	p->pad = (b1 >> 4) & 3;
+	p->tver = b1 & 0xf;
+	RSEC_GUARD(get_u16(c, &p->pkey));
+	RSEC_GUARD(get_u32(c, &w));
+	p->bth_resv8a = (uint8_t)(w >> 24);
+	p->dest_qp = w & 0xffffff;
+	RSEC_GUARD(get_u32(c, &w));
+	p->ack_req = w >> 31;
+	p->psn = w & 0xffffff;
+	/* resv7 must be zero (IBA 9.2); rxe does not check, but a forger should not rely on that. */
+	RSEC_ENSURE((w & 0x7f000000) == 0, RSEC_E_PROTO);
+	return 0;
+}
+
+/* The extension headers hdrs names; atomic ones are skipped, not decoded. */
+static RSEC_MUST_CHECK int get_ext_headers(struct cursor *c, struct roce_pkt *p, unsigned hdrs)
+{
+	const uint8_t *ignored;
+	uint32_t w;
+
+	if (hdrs & ROCE_HDR_RETH) {
+		RSEC_GUARD(get_u64(c, &p->reth_va));
+		RSEC_GUARD(get_u32(c, &p->reth_rkey));
+		RSEC_GUARD(get_u32(c, &p->reth_len));
+	}
+	if (hdrs & ROCE_HDR_AETH)
+		RSEC_GUARD(get_u32(c, &p->aeth));
+	if (hdrs & ROCE_HDR_DETH) {
+		RSEC_GUARD(get_u32(c, &p->deth_qkey));
+		RSEC_GUARD(get_u32(c, &w));
+		RSEC_ENSURE((w >> 24) == 0, RSEC_E_PROTO); /* reserved byte */
+		p->deth_src_qp = w;
+	}
+	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
+		RSEC_GUARD(get_u32(c, &p->imm));
+	if (hdrs & ROCE_HDR_ATOMETH)
+		RSEC_GUARD(get_bytes(c, &ignored, ROCE_ATOMETH_LEN));
+	if (hdrs & ROCE_HDR_ATOMACK)
+		RSEC_GUARD(get_bytes(c, &ignored, ROCE_ATOMACK_LEN));
+	return 0;
+}
+
 int roce_pkt_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
 {
 	struct cursor c = { .rbuf = buf, .len = len };
 	const uint8_t *icrcp, *ignored;
 	unsigned hdrs;
 	size_t udp_len, body, rest;
-	uint8_t b1;
-	uint32_t w, calc;
+	uint32_t calc;
 
 	RSEC_ENSURE(buf != NULL && p != NULL, RSEC_E_PROTO);
 	RSEC_ENSURE(len >= ROCE_IPV4_LEN + ROCE_UDP_LEN + ROCE_BTH_LEN + ROCE_ICRC_LEN, RSEC_E_PROTO);
@@ -328,42 +398,8 @@ int roce_pkt_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
 	RSEC_GUARD(parse_ip_udp(&c, p, &udp_len));
 	RSEC_ENSURE(udp_len >= ROCE_UDP_LEN + ROCE_BTH_LEN + ROCE_ICRC_LEN, RSEC_E_PROTO);
 
-	RSEC_GUARD(get_u8(&c, &p->opcode));
-	RSEC_GUARD(roce_opcode_info(p->opcode, &hdrs, NULL));
-	RSEC_GUARD(get_u8(&c, &b1));
-	p->solicited = b1 & 0x80;
-	p->migreq = b1 & 0x40;
-	p->pad = (b1 >> 4) & 3;
-	p->tver = b1 & 0xf;
-	RSEC_GUARD(get_u16(&c, &p->pkey));
-	RSEC_GUARD(get_u32(&c, &w));
-	p->bth_resv8a = (uint8_t)(w >> 24);
-	p->dest_qp = w & 0xffffff;
-	RSEC_GUARD(get_u32(&c, &w));
-	p->ack_req = w >> 31;
-	p->psn = w & 0xffffff;
-	/* resv7 must be zero (IBA 9.2); rxe does not check, but a forger should not rely on that. */
-	RSEC_ENSURE((w & 0x7f000000) == 0, RSEC_E_PROTO);
-
-	if (hdrs & ROCE_HDR_RETH) {
-		RSEC_GUARD(get_u64(&c, &p->reth_va));
-		RSEC_GUARD(get_u32(&c, &p->reth_rkey));
-		RSEC_GUARD(get_u32(&c, &p->reth_len));
-	}
-	if (hdrs & ROCE_HDR_AETH)
-		RSEC_GUARD(get_u32(&c, &p->aeth));
-	if (hdrs & ROCE_HDR_DETH) {
-		RSEC_GUARD(get_u32(&c, &p->deth_qkey));
-		RSEC_GUARD(get_u32(&c, &w));
-		RSEC_ENSURE((w >> 24) == 0, RSEC_E_PROTO); /* reserved byte */
-		p->deth_src_qp = w;
-	}
-	if (hdrs & (ROCE_HDR_IMM | ROCE_HDR_IETH))
-		RSEC_GUARD(get_u32(&c, &p->imm));
-	if (hdrs & ROCE_HDR_ATOMETH)
-		RSEC_GUARD(get_bytes(&c, &ignored, ROCE_ATOMETH_LEN));
-	if (hdrs & ROCE_HDR_ATOMACK)
-		RSEC_GUARD(get_bytes(&c, &ignored, ROCE_ATOMACK_LEN));
+	RSEC_GUARD(get_bth(&c, p, &hdrs));
+	RSEC_GUARD(get_ext_headers(&c, p, hdrs));
 
 	RSEC_ENSURE(c.pos + ROCE_ICRC_LEN <= len, RSEC_E_PROTO);
 	rest = len - c.pos - ROCE_ICRC_LEN;
