@@ -94,6 +94,42 @@ static int take_text(json_object *obj, const char *key, char *dst, size_t cap, c
 	return 0;
 }
 
+/* Every member of obj is one of members[]; -1 after saying which is not. */
+static int check_members(json_object *obj, char *err, size_t errcap)
+{
+	json_object_object_foreach(obj, key, val)
+	{
+		bool known = false;
+		(void)val;
+		for (size_t i = 0; i < N_MEMBERS; i++)
+			known |= !strcmp(key, members[i]);
+		if (!known)
+			return fail(err, errcap, "unknown member \"%.40s\"", key);
+	}
+	return 0;
+}
+
+/* The five texts of a result object into out, checked; 0 or -1 after saying why. */
+static int take_result(json_object *obj, struct mx_result *out, char *err, size_t errcap)
+{
+	char outcome[MX_NAME_MAX];
+
+	if (check_members(obj, err, errcap) ||
+	    take_text(obj, "attack", out->attack, sizeof(out->attack), err, errcap) ||
+	    take_text(obj, "victim", out->victim, sizeof(out->victim), err, errcap) ||
+	    take_text(obj, "outcome", outcome, sizeof(outcome), err, errcap) ||
+	    take_text(obj, "mechanism", out->mechanism, sizeof(out->mechanism), err, errcap) ||
+	    take_text(obj, "evidence", out->evidence, sizeof(out->evidence), err, errcap))
+		return -1;
+	if (!mx_name_valid(out->attack) || !mx_name_valid(out->victim))
+		return fail(err, errcap, "attack and victim must be [a-z0-9_-]{1,31}");
+	if (!mx_outcome_parse(outcome, &out->outcome))
+		return fail(err, errcap, "unknown outcome \"%s\"", outcome);
+	if ((out->outcome == MX_BLOCKED || out->outcome == MX_DETECTED) && !out->mechanism[0])
+		return fail(err, errcap, "a %s cell must name its mechanism", outcome);
+	return 0;
+}
+
 int mx_parse_line(const char *line, size_t len, struct mx_result *out, char *err, size_t errcap)
 {
 	static const char prefix[] = "MATRIX ";
@@ -130,37 +166,7 @@ int mx_parse_line(const char *line, size_t len, struct mx_result *out, char *err
 		rc = fail(err, errcap, "not a JSON object");
 		goto out;
 	}
-	json_object_object_foreach(obj, key, val)
-	{
-		bool known = false;
-		(void)val;
-		for (size_t i = 0; i < N_MEMBERS; i++)
-			known |= !strcmp(key, members[i]);
-		if (!known) {
-			rc = fail(err, errcap, "unknown member \"%.40s\"", key);
-			goto out;
-		}
-	}
-	char outcome[MX_NAME_MAX];
-	if (take_text(obj, "attack", out->attack, sizeof(out->attack), err, errcap) ||
-	    take_text(obj, "victim", out->victim, sizeof(out->victim), err, errcap) ||
-	    take_text(obj, "outcome", outcome, sizeof(outcome), err, errcap) ||
-	    take_text(obj, "mechanism", out->mechanism, sizeof(out->mechanism), err, errcap) ||
-	    take_text(obj, "evidence", out->evidence, sizeof(out->evidence), err, errcap))
-		goto out;
-	if (!mx_name_valid(out->attack) || !mx_name_valid(out->victim)) {
-		rc = fail(err, errcap, "attack and victim must be [a-z0-9_-]{1,31}");
-		goto out;
-	}
-	if (!mx_outcome_parse(outcome, &out->outcome)) {
-		rc = fail(err, errcap, "unknown outcome \"%s\"", outcome);
-		goto out;
-	}
-	if ((out->outcome == MX_BLOCKED || out->outcome == MX_DETECTED) && !out->mechanism[0]) {
-		rc = fail(err, errcap, "a %s cell must name its mechanism", outcome);
-		goto out;
-	}
-	rc = 0;
+	rc = take_result(obj, out, err, errcap);
 out:
 	json_object_put(obj);
 	json_tokener_free(tok);
