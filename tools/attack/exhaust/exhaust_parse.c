@@ -44,23 +44,9 @@ static bool next_token(const char *s, size_t n, size_t *pos, const char **tok, s
 	return true;
 }
 
-bool exh_rdma_line_parse(const char *s, size_t n, struct exh_rdma_limit *out, const char **why)
+/* The line's first token, the device name. */
+static bool take_dev(const char *tok, size_t len, struct exh_rdma_limit *out, const char **why)
 {
-	const char *tok;
-	size_t len, pos = 0;
-	bool seen_handle = false, seen_object = false;
-
-	*out = (struct exh_rdma_limit){ .hca_handle = EXH_UNLIMITED, .hca_object = EXH_UNLIMITED };
-	if (n && s[n - 1] == '\n')
-		n--;
-	if (memchr(s, '\0', n) || memchr(s, '\n', n)) {
-		*why = "embedded NUL or newline";
-		return false;
-	}
-	if (!next_token(s, n, &pos, &tok, &len)) {
-		*why = "empty line";
-		return false;
-	}
 	if (len >= EXH_DEV_MAX) {
 		*why = "device name too long";
 		return false;
@@ -73,41 +59,70 @@ bool exh_rdma_line_parse(const char *s, size_t n, struct exh_rdma_limit *out, co
 	}
 	memcpy(out->dev, tok, len);
 	out->dev[len] = '\0';
-	while (next_token(s, n, &pos, &tok, &len)) {
-		const char *eq = memchr(tok, '=', len);
-		uint64_t *dst;
-		bool *seen;
-		size_t klen, vlen;
+	return true;
+}
 
-		if (!eq) {
-			*why = "expected KEY=VALUE";
-			return false;
-		}
-		klen = (size_t)(eq - tok);
-		vlen = len - klen - 1;
-		if (klen == 10 && !memcmp(tok, "hca_handle", 10)) {
-			dst = &out->hca_handle;
-			seen = &seen_handle;
-		} else if (klen == 10 && !memcmp(tok, "hca_object", 10)) {
-			dst = &out->hca_object;
-			seen = &seen_object;
-		} else {
-			*why = "unknown key (expected hca_handle or hca_object)";
-			return false;
-		}
-		if (*seen) {
-			*why = "key given twice";
-			return false;
-		}
-		*seen = true;
-		if (vlen == 3 && !memcmp(eq + 1, "max", 3))
-			*dst = EXH_UNLIMITED;
-		else if (!dec_u64(eq + 1, vlen, dst) || *dst > INT32_MAX) {
-			/* The kernel keeps these as int: anything larger is not from it. */
-			*why = "value is neither `max' nor a number 0..2147483647";
-			return false;
-		}
+/* One hca_handle=V or hca_object=V (V a number or `max'), each at most once (seen[]). */
+static bool take_limit(const char *tok, size_t len, struct exh_rdma_limit *out, bool seen[2], const char **why)
+{
+	const char *eq = memchr(tok, '=', len);
+	uint64_t *dst;
+	size_t klen, vlen;
+	int k;
+
+	if (!eq) {
+		*why = "expected KEY=VALUE";
+		return false;
 	}
+	klen = (size_t)(eq - tok);
+	vlen = len - klen - 1;
+	if (klen == 10 && !memcmp(tok, "hca_handle", 10)) {
+		dst = &out->hca_handle;
+		k = 0;
+	} else if (klen == 10 && !memcmp(tok, "hca_object", 10)) {
+		dst = &out->hca_object;
+		k = 1;
+	} else {
+		*why = "unknown key (expected hca_handle or hca_object)";
+		return false;
+	}
+	if (seen[k]) {
+		*why = "key given twice";
+		return false;
+	}
+	seen[k] = true;
+	if (vlen == 3 && !memcmp(eq + 1, "max", 3))
+		*dst = EXH_UNLIMITED;
+	else if (!dec_u64(eq + 1, vlen, dst) || *dst > INT32_MAX) {
+		/* The kernel keeps these as int: anything larger is not from it. */
+		*why = "value is neither `max' nor a number 0..2147483647";
+		return false;
+	}
+	return true;
+}
+
+bool exh_rdma_line_parse(const char *s, size_t n, struct exh_rdma_limit *out, const char **why)
+{
+	const char *tok;
+	size_t len, pos = 0;
+	bool seen[2] = { false, false }; /* hca_handle, hca_object */
+
+	*out = (struct exh_rdma_limit){ .hca_handle = EXH_UNLIMITED, .hca_object = EXH_UNLIMITED };
+	if (n && s[n - 1] == '\n')
+		n--;
+	if (memchr(s, '\0', n) || memchr(s, '\n', n)) {
+		*why = "embedded NUL or newline";
+		return false;
+	}
+	if (!next_token(s, n, &pos, &tok, &len)) {
+		*why = "empty line";
+		return false;
+	}
+	if (!take_dev(tok, len, out, why))
+		return false;
+	while (next_token(s, n, &pos, &tok, &len))
+		if (!take_limit(tok, len, out, seen, why))
+			return false;
 	return true;
 }
 
