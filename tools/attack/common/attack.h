@@ -11,6 +11,7 @@
 #include "proto/roce_packet.h"
 
 struct ibv_context;
+struct option;
 
 #define PROG "rdmasec-attack"
 
@@ -78,6 +79,15 @@ struct forge_opts {
 
 /* Handle one of the shared options (getopt_long value opt); true if it was one. */
 bool forge_parse_opt(struct forge_opts *o, int opt, const char *arg, bool *bad);
+/*
+ * The getopt loop of a forging subcommand: the shared options into o, the
+ * command's own (values >= OPT_FIRST_PRIVATE) to own(opt, arg, ctx), which
+ * says whether the value was good. Returns -1 to go on, *bad telling
+ * whether an option was bad, or the exit status: 0 after --help (help to
+ * stdout), 2 for an unknown option (help to stderr) or an operand.
+ */
+int forge_getopt(int argc, char *argv[], const struct option *long_opts, const char *cmd, struct forge_opts *o,
+		 bool (*own)(int opt, const char *arg, void *ctx), void *ctx, void (*help)(FILE *f), bool *bad);
 /* Check the shared options after parsing; prints what is missing. */
 bool forge_check(const struct forge_opts *o, const char *cmd);
 /*

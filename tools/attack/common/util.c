@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <ifaddrs.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
@@ -265,6 +266,31 @@ bool forge_parse_opt(struct forge_opts *o, int opt, const char *arg, bool *bad)
 	default:
 		return false;
 	}
+}
+
+int forge_getopt(int argc, char *argv[], const struct option *long_opts, const char *cmd, struct forge_opts *o,
+		 bool (*own)(int opt, const char *arg, void *ctx), void *ctx, void (*help)(FILE *f), bool *bad)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (forge_parse_opt(o, opt, optarg, bad))
+			continue;
+		if (opt == 'h') {
+			help(stdout);
+			return 0;
+		}
+		if (opt < OPT_FIRST_PRIVATE) { /* '?': getopt said what was wrong */
+			help(stderr);
+			return 2;
+		}
+		*bad |= !own(opt, optarg, ctx);
+	}
+	if (optind != argc) {
+		fprintf(stderr, "%s %s: unexpected argument `%s'\n", PROG, cmd, argv[optind]);
+		return 2;
+	}
+	return -1;
 }
 
 bool forge_check(const struct forge_opts *o, const char *cmd)

@@ -52,8 +52,10 @@ struct inject_opts {
 };
 
 /* One of inject's own options into o; false if it was bad. */
-static bool parse_opt(int opt, const char *arg, struct inject_opts *o)
+static bool parse_opt(int opt, const char *arg, void *ctx)
 {
+	struct inject_opts *o = ctx;
+
 	switch (opt) {
 	case OPT_OP:
 		if (!strcmp(arg, "write")) {
@@ -84,25 +86,10 @@ static bool parse_opt(int opt, const char *arg, struct inject_opts *o)
 static int parse_args(int argc, char *argv[], struct inject_opts *o)
 {
 	bool bad = false;
-	int opt;
+	int rc = forge_getopt(argc, argv, inject_long_opts, "inject", &o->forge, parse_opt, o, help, &bad);
 
-	while ((opt = getopt_long(argc, argv, "h", inject_long_opts, NULL)) != -1) {
-		if (forge_parse_opt(&o->forge, opt, optarg, &bad))
-			continue;
-		if (opt == 'h') {
-			help(stdout);
-			return 0;
-		}
-		if (opt < OPT_FIRST_PRIVATE) { /* '?': getopt said what was wrong */
-			help(stderr);
-			return 2;
-		}
-		bad |= !parse_opt(opt, optarg, o);
-	}
-	if (optind != argc) {
-		fprintf(stderr, "%s inject: unexpected argument `%s'\n", PROG, argv[optind]);
-		return 2;
-	}
+	if (rc >= 0)
+		return rc;
 	if (!bad && o->write && (!o->have_rkey || !o->have_va)) {
 		fprintf(stderr, "%s inject: --op write needs --rkey and --va\n", PROG);
 		bad = true;

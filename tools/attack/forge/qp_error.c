@@ -43,8 +43,10 @@ struct qp_error_opts {
 };
 
 /* One of qp-error's own options into o; false if it was bad. */
-static bool parse_opt(int opt, const char *arg, struct qp_error_opts *o)
+static bool parse_opt(int opt, const char *arg, void *ctx)
 {
+	struct qp_error_opts *o = ctx;
+
 	switch (opt) {
 	case OPT_KIND:
 		if (!strcmp(arg, "opcode")) {
@@ -64,25 +66,10 @@ static bool parse_opt(int opt, const char *arg, struct qp_error_opts *o)
 static int parse_args(int argc, char *argv[], struct qp_error_opts *o)
 {
 	bool bad = false;
-	int opt;
+	int rc = forge_getopt(argc, argv, qp_error_long_opts, "qp-error", &o->forge, parse_opt, o, help, &bad);
 
-	while ((opt = getopt_long(argc, argv, "h", qp_error_long_opts, NULL)) != -1) {
-		if (forge_parse_opt(&o->forge, opt, optarg, &bad))
-			continue;
-		if (opt == 'h') {
-			help(stdout);
-			return 0;
-		}
-		if (opt < OPT_FIRST_PRIVATE) { /* '?': getopt said what was wrong */
-			help(stderr);
-			return 2;
-		}
-		bad |= !parse_opt(opt, optarg, o);
-	}
-	if (optind != argc) {
-		fprintf(stderr, "%s qp-error: unexpected argument `%s'\n", PROG, argv[optind]);
-		return 2;
-	}
+	if (rc >= 0)
+		return rc;
 	if (bad || !forge_check(&o->forge, "qp-error"))
 		return 2;
 	return -1;
