@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Target Functions: cm_mad_parse, cm_learn_msg, cm_conn_dreq, cm_dreq_build
- * (tools/attack/cm_mad.c).
+ * (tools/attack/proto/cm_mad.c).
  * Input: one CM MAD, the payload of a UD SEND to QP1 as the sniffer hands it
  * over. Whatever parses feeds one learner, alternately as sent by either of
  * two hosts; every connection it completes must yield a DREQ for both of its
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../tools/attack/cm_mad.c"
+#include "../../tools/attack/proto/cm_mad.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 /*
  * Target Functions: exh_rdma_line_parse, exh_rdma_find, exh_rdma_format,
  * exh_cgroup_v2_path, exh_meminfo_kib, exh_one_qp_parse
- * (tools/attack/exhaust_parse.c).
+ * (tools/attack/exhaust/exhaust_parse.c).
  * Input: the contents of a kernel file exhaust reads (rdma.max, rdma.current,
  * /proc/self/cgroup, /proc/meminfo) or the line a child `exhaust --one-qp`
  * printed. Every parser sees the same bytes. A parsed rdma line must format
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/attack/exhaust_parse.c"
+#include "../../tools/attack/exhaust/exhaust_parse.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

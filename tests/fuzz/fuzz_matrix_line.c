@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Target Functions: mx_parse_line, mx_table_set and the four renderers
- * (tools/attack/matrix_render.c).
+ * (tools/attack/matrix/matrix_render.c).
  * Input: one MATRIX line as the guest-side cells print it. A parsed result
  * must satisfy the documented bounds (valid names, known outcome, texts
  * shorter than MX_TEXT_MAX without control characters, a mechanism for
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/attack/matrix_render.c"
+#include "../../tools/attack/matrix/matrix_render.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Target Functions: roce_pkt_parse, roce_pkt_build, roce_icrc
- * (tools/attack/roce_packet.c). Whatever parses must rebuild into a packet
+ * (tools/attack/proto/roce_packet.c). Whatever parses must rebuild into a packet
  * that parses to the same fields with a valid ICRC.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/attack/roce_packet.c"
+#include "../../tools/attack/proto/roce_packet.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Target Functions: sniff_frame_parse, sniff_exchange_parse,
- * sniff_scanner_feed (tools/attack/sniff_parse.c) and the tracker that
- * feeds them (tools/attack/sniff_track.c, with roce_pkt_parse).
+ * sniff_scanner_feed (tools/attack/proto/sniff_parse.c) and the tracker that
+ * feeds them (tools/attack/sniff/sniff_track.c, with roce_pkt_parse).
  * Input: byte 0 picks the link type, byte 1 a split point, the rest is the
  * frame. Decoded pointers must stay inside the frame; a message's proper
  * prefixes must ask for more bytes; sniff_exchange_parse, which looks at a
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/attack/roce_packet.c"
-#include "../../tools/attack/sniff_parse.c"
-#include "../../tools/attack/sniff_track.c"
+#include "../../tools/attack/proto/roce_packet.c"
+#include "../../tools/attack/proto/sniff_parse.c"
+#include "../../tools/attack/sniff/sniff_track.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

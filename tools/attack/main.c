@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attack.h"
+#include "common/attack.h"
 
 static const struct {
 	const char *name;
