@@ -15,25 +15,19 @@
 #include <unistd.h>
 
 #include "attack.h"
+#include "cli.h"
 
 bool parse_u64(const char *s, uint64_t max, uint64_t *out, const char *what)
 {
-	unsigned long long v;
-	char *end;
-
-	/* strtoull accepts leading blanks and a sign; we do not. */
-	if (!s || !isdigit((unsigned char)s[0]))
-		goto bad;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || end == s || v > max)
-		goto bad;
+	uint64_t v;
+	const char *end;
+	if (!cli_scan_u64(s, &v, &end) || *end || v > max) {
+		fprintf(stderr, "%s: invalid %s: `%s' (expected 0..0x%llx)\n", PROG, what, s ? s : "",
+			(unsigned long long)max);
+		return false;
+	}
 	*out = v;
 	return true;
-bad:
-	fprintf(stderr, "%s: invalid %s: `%s' (expected 0..0x%llx)\n", PROG, what, s ? s : "",
-		(unsigned long long)max);
-	return false;
 }
 
 bool parse_u32(const char *s, uint32_t max, uint32_t *out, const char *what)
@@ -81,28 +75,19 @@ bool parse_sweep(const char *s, uint32_t *start, uint32_t *count)
 	return true;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 bool parse_hex(const char *s, uint8_t *buf, size_t cap, size_t *len, const char *what)
 {
 	size_t n = s ? strlen(s) : 1;
 
 	if (n % 2 || n / 2 > cap)
 		goto bad;
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			goto bad;
-		buf[i] = (uint8_t)(hi << 4 | lo);
+	unsigned not_hex = 0;
+	for (size_t i = 0; i < n / 2 && !not_hex; i++) {
+		uint8_t hi = cli_hex_digit((uint8_t)s[2 * i], &not_hex);
+		buf[i] = (uint8_t)(hi << 4 | cli_hex_digit((uint8_t)s[2 * i + 1], &not_hex));
 	}
+	if (not_hex)
+		goto bad;
 	*len = n / 2;
 	return true;
 bad:
