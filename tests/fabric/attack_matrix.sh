@@ -19,7 +19,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 start=$SECONDS
 "$atk" matrix --repo "$repo" --build "$build" --attacks inject,qp-error --victims naive,rdmasec,pingpong \
-	--cell-timeout 35 --json "$work/m.json" --markdown "$work/m.md" --svg "$work/m.svg" \
+	--cell-timeout 60 --json "$work/m.json" --markdown "$work/m.md" --svg "$work/m.svg" \
 	>"$work/table.txt" 2>"$work/progress.txt"
 rc=$?
 cat "$work/progress.txt" "$work/table.txt"
