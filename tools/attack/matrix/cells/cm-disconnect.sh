@@ -55,10 +55,12 @@ _cell_cm_order() {
 	esac
 	CELL_CM_CLIENT='' CELL_CM_SERVER=''
 	while [ $SECONDS -lt $end ]; do
+		# The client first, then the server: a server line still absent
+		# after the client's was seen was not written before it.
+		CELL_CM_CLIENT=$(victim_grep "$VICTIM_CLIENT_LOG" "$cre") && CELL_CM_AT=$SECONDS
 		CELL_CM_SERVER=$(victim_grep "$VICTIM_SERVER_LOG" "$sre") ||
 			{ kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || CELL_CM_SERVER="server ended"; }
-		CELL_CM_CLIENT=$(victim_grep "$VICTIM_CLIENT_LOG" "$cre") && { CELL_CM_AT=$SECONDS; break; }
-		[ -n "$CELL_CM_SERVER" ] && return 1
+		[ -n "$CELL_CM_CLIENT" ] || [ -n "$CELL_CM_SERVER" ] && break
 		sleep 0.1
 	done
 	[ -n "$CELL_CM_CLIENT" ] && [ -z "$CELL_CM_SERVER" ]
@@ -70,13 +72,13 @@ cell_cm_disconnect() {
 	# 0.1 s for 1 s: the client's CM drops one that beats its own RTU, and
 	# takes the first after it, long before the client's receive phase (128
 	# MiB) ends and it reads its CM events; later ones are duplicates.
+	# Only the cell ends these victims (a server stopped by its timeout
+	# would disconnect its client as the forged DREQ does); ucmatose's
+	# receive phase took from 2 s to over 30 s, depending on the machine's load.
 	case "$v" in
-	rping) delay=1000 ;;
-	ucmatose) opts=(--count 10 --interval-us 100000) ;;
+	rping) delay=1000 VICTIM_SECONDS=40 ;;
+	ucmatose) opts=(--count 10 --interval-us 100000) VICTIM_SECONDS=80 ;;
 	esac
-	# Only the cell ends an rdma_cm victim: a server stopped by its timeout
-	# would disconnect its client as the forged DREQ does.
-	case "$v" in rping | ucmatose) VICTIM_SECONDS=40 ;; esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.
 	fabric on 3 "$ATK" cm-disconnect --dst "$VICTIM_CLIENT_IP" --sniff fabbr --iface fab3 --timeout 30 \
@@ -100,7 +102,7 @@ cell_cm_disconnect() {
 	st=${st% }
 	# ucmatose: only a client that got through its own transfer counts (a
 	# failed connect also ends in "test complete").
-	if _cell_cm_order 25 && { [ "$v" = rping ] || grep -q 'sending replies' "$VICTIM_CLIENT_LOG"; }; then
+	if _cell_cm_order 60 && { [ "$v" = rping ] || grep -q 'sending replies' "$VICTIM_CLIENT_LOG"; }; then
 		n=$(grep -c 'ping data' "$VICTIM_CLIENT_LOG")
 		victim_attack_done
 		victim_stop
