@@ -9,8 +9,9 @@
 #    ended before its server got the replies;
 #  - inject x rping: the server fails on a forged SEND (or rdma res shows the
 #    PSN gap the accepted ones leave);
-#  - inject x ucmatose: the client's QP expects a PSN its peer never sent.
-# RSEC_MATRIX_CELL_TIMEOUT (default 90) bounds each cell; RSEC_MATRIX_KEEP=1
+#  - inject x ucmatose: one forged SEND at the PSN the rdma_cm REP told, and
+#    the server's QP expects a PSN its client never sent.
+# RSEC_MATRIX_CELL_TIMEOUT (default 120) bounds each cell; RSEC_MATRIX_KEEP=1
 # keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
@@ -20,7 +21,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 start=$SECONDS
 "$atk" matrix --repo "$repo" --build "$build" --attacks cm-disconnect,inject --victims rping,ucmatose \
-	--cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-90}" ${RSEC_MATRIX_KEEP:+--keep} --json "$work/m.json" \
+	--cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-120}" ${RSEC_MATRIX_KEEP:+--keep} --json "$work/m.json" \
 	>"$work/table.txt" 2>"$work/progress.txt"
 rc=$?
 cat "$work/progress.txt" "$work/table.txt"
@@ -45,7 +46,7 @@ assert "before [h1] got its replies" in c and "data transfers complete" not in c
 c = cells[("inject", "rping")]["evidence"]
 assert re.search(r"^\[h1\] .*after forged SENDs at its PSN", c) or "forged SENDs (INJECTED-BY-ATTACKER) accepted" in c, c
 c = cells[("inject", "ucmatose")]["evidence"]
-assert re.search(r"rdma res: rxe2 QP 0x[0-9a-f]+ expects PSN \d+, its peer sends \d+: \d+ forged SENDs", c), c
+assert re.search(r"rdma res: rxe1 QP 0x[0-9a-f]+ expects PSN \d+, its peer sends \d+: 1 forged SENDs", c), c
 PY
 [ "$rc" = 0 ] || fail "rdmasec-attack matrix exited $rc"
 echo "attack_matrix_rdmacm: ok"

