@@ -38,13 +38,16 @@ _cell_psn_gap() {
 # has one chance only: once the packet carrying the expected PSN is lost (the
 # first packets of a burst wait for ARP, a burst overruns the guest's
 # backlog), the rest run ahead of the QP and are all discarded as out of
-# sequence. So: rounds of 2000 PSNs from a request captured just before,
-# until the server's QP fails, shows the PSN gap, or 5 rounds (at most 15 s)
-# went by. Sets gap and sweep (what was sent); returns 1 if no round was sent.
+# sequence. A fast rping once missed two rounds in a row (perhaps the SEND
+# found the server's one receive not yet reposted: rxe answers RNR and drops
+# it, and the rest of the round is out of sequence). So: rounds of 2000 PSNs
+# from a request captured just before, until the server's QP fails, shows
+# the PSN gap, or 10 rounds (at most 30 s) went by. Sets gap and sweep (what
+# was sent); returns 1 if no round was sent.
 _cell_inject_rounds() {
 	local r sent=0 t0=$SECONDS
-	for r in 1 2 3 4 5; do
-		[ $((SECONDS - t0)) -lt 15 ] && kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || break
+	for r in 1 2 3 4 5 6 7 8 9 10; do
+		[ $((SECONDS - t0)) -lt 30 ] && kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || break
 		victim_wire_bth --now || break
 		echo "inject round $r: psn $WIRE_PSN at $SECONDS s, $(grep -c 'ping data' "$VICTIM_CLIENT_LOG") pings" >&2
 		fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
@@ -67,9 +70,10 @@ cell_inject() {
 	# client posts no receives, so its idle direction takes no SEND).
 	if [ "$v" = send_bw ]; then VICTIM_SEND_BW_RATE=2000 note='(client at 2000 msg/s) '; export VICTIM_SEND_BW_RATE; fi
 	# rping: only the attack or the cell ends it (a server stopped by its
-	# timeout would end the client the way a broken one does). ucmatose:
-	# still there when a slow start-up is over.
-	case "$v" in rping | ucmatose) VICTIM_SECONDS=40 ;; esac
+	# timeout would end the client the way a broken one does), after a slow
+	# start-up and 30 s of rounds. ucmatose: still there when a slow start-up
+	# is over.
+	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
