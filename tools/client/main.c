@@ -171,15 +171,9 @@ int main(int argc, char **argv)
 		attr.audit_path = audit;
 	}
 	if (psk_file) {
-		if (!psk_id) {
-			fprintf(stderr, "rdmasec-client: --psk-file needs --psk-identity\n");
-			return 2;
-		}
-		char err[512];
-		if (psk_load(psk_file, psk, &psk_len, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rdmasec-client: %s\n", err);
-			return 1;
-		}
+		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
+		if (status)
+			return status;
 		attr.psk = psk;
 		attr.psk_len = psk_len;
 		attr.psk_identity = psk_id;
