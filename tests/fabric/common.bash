@@ -5,6 +5,11 @@ set -u
 fabric=${RXE_FABRIC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/fabric/rxe-fabric}
 build=${RSEC_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
 work=$(mktemp -d "$build/fabric-test.XXXXXX")
+# The guest sees only the repository and --share directories: pass
+# "${build_share[@]}" to rxe-fabric run to reach a build directory outside it.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build_share=()
+case "$build/" in "$repo"/*) ;; *) build_share=(--share "$build") ;; esac
 trap 'rm -rf "$work"' EXIT
 
 fail() {
