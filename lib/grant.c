@@ -564,14 +564,23 @@ static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_loc
 	return 0;
 }
 
-int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+/* What verify and open start with: the arguments, outputs zeroed, a live grant on an established connection. */
+static RSEC_MUST_CHECK int find_claimable(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+					  struct rsec_local_grant **out)
 {
 	if (!c || !off || !len)
 		return RSEC_E_INVAL;
 	*off = *len = 0;
 	RSEC_GUARD(require_established(c));
-	struct rsec_local_grant *g = find_live(c, grant_id);
-	if (!g || !(g->access & RSEC_ACCESS_WRITE) || g->sealed)
+	*out = find_live(c, grant_id);
+	return *out ? 0 : RSEC_E_GRANT;
+}
+
+int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+{
+	struct rsec_local_grant *g;
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
+	if (!(g->access & RSEC_ACCESS_WRITE) || g->sealed)
 		return RSEC_E_GRANT;
 	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
 	uint8_t *p = g->addr + g->claim_off;
@@ -744,12 +753,9 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 
 int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
 {
-	if (!c || !off || !len)
-		return RSEC_E_INVAL;
-	*off = *len = 0;
-	RSEC_GUARD(require_established(c));
-	struct rsec_local_grant *g = find_live(c, grant_id);
-	if (!g || !g->sealed)
+	struct rsec_local_grant *g;
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
+	if (!g->sealed)
 		return RSEC_E_GRANT;
 	if (!(g->access & RSEC_ACCESS_WRITE)) {
 		if (g->busy)

@@ -334,11 +334,5 @@ static int run(char **argv)
 
 int main(int argc, char **argv)
 {
-	check_prog = "async_check";
-	if (argc == 6 && strcmp(argv[1], "serve") == 0)
-		return serve(argv);
-	if (argc == 7 && strcmp(argv[1], "run") == 0)
-		return run(argv);
-	fprintf(stderr, "usage: async_check serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT event|busy\n");
-	return 2;
+	return check_serve_or_run(argc, argv, "async_check", "event|busy", serve, run);
 }

@@ -26,10 +26,6 @@ if command -v tshark >/dev/null; then
 	expect_match "$work/dreq.txt" 'Remote Communication ID: 0x9abcdef0' "tshark reads another remote comm ID"
 fi
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-share=()
-case "$build/" in "$repo"/*) ;; *) share=(--share "$build") ;; esac
-
 cat >"$work/scenario.sh" <<SCENARIO
 set -u
 cd $work
@@ -77,7 +73,7 @@ echo "attack client pings: \$(grep -c 'ping data' attack-cli.log)"
 wait
 SCENARIO
 
-"$fabric" run --hosts 3 --timeout 120 "${share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
+"$fabric" run --hosts 3 --timeout 120 "${build_share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
 	{ cat "$work/out"; fail "the fabric run failed"; }
 cat "$work/out"
 for f in control-cli attack-srv attack-cli; do grep -v 'ping data' "$work/$f.log" | sed "s/^/$f: /"; done

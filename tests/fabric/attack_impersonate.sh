@@ -21,11 +21,6 @@ atk=$build/tools/attack/rdmasec-attack
 [ $? -eq 2 ] && grep -q 'refusing to target 192.0.2.1' "$work/refused" ||
 	fail "a target outside the fabric was not refused"
 
-# The guest sees only the repository and --share directories.
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-share=()
-case "$build/" in "$repo"/*) ;; *) share=(--share "$build") ;; esac
-
 cat >"$work/scenario.sh" <<SCENARIO
 set -u
 cd $work
@@ -36,6 +31,18 @@ cli_pp="stdbuf -oL ibv_rc_pingpong -d rxe2 -g \$(fabric gid-index 2) -s 64"
 remote_line() { # wait for the server's view of the client: QPN and first PSN
 	for _ in \$(seq 1 300); do grep -m1 'remote address' "\$1" && return 0; sleep 0.1; done
 	return 1
+}
+# victims NAME SECONDS: a long pingpong pair in the background (srv, cli; output in
+# NAME-srv.out and NAME-cli.out), and the server's view of the client in qpn and psn.
+victims() {
+	timeout \$2 \$srv_pp -n 1000000 >\$1-srv.out 2>&1 &
+	srv=\$!
+	fabric wait-port 18515 30
+	timeout \$2 \$cli_pp -n 1000000 10.77.0.1 >\$1-cli.out 2>&1 &
+	cli=\$!
+	line=\$(remote_line \$1-srv.out) || echo "no remote address from the server"
+	qpn=\$(echo "\$line" | sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p')
+	psn=\$(echo "\$line" | sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p')
 }
 
 echo "== control"
@@ -48,14 +55,7 @@ wait \$srv
 echo "control server exit \$?"
 
 echo "== attack"
-timeout 150 \$srv_pp -n 1000000 >attack-srv.out 2>&1 &
-srv=\$!
-fabric wait-port 18515 30
-timeout 150 \$cli_pp -n 1000000 10.77.0.1 >attack-cli.out 2>&1 &
-cli=\$!
-line=\$(remote_line attack-srv.out) || echo "no remote address from the server"
-qpn=\$(echo "\$line" | sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p')
-psn=\$(echo "\$line" | sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p')
+victims attack 150
 echo "victim: server QPN \$qpn, client's first PSN \$psn"
 sleep 1
 start=\$EPOCHREALTIME
@@ -72,13 +72,7 @@ wait \$cli
 echo "attacked client exit \$?"
 
 echo "== blind"
-timeout 90 \$srv_pp -n 1000000 >blind-srv.out 2>&1 &
-srv=\$!
-fabric wait-port 18515 30
-timeout 90 \$cli_pp -n 1000000 10.77.0.1 >blind-cli.out 2>&1 &
-cli=\$!
-line=\$(remote_line blind-srv.out)
-qpn=\$(echo "\$line" | sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p')
+victims blind 90
 # --no-watch: should the sweep hit the victim by chance, it still runs its 10 s.
 fabric on 2 \$nobody $atk impersonate -d rxe2 --dst 10.77.0.1 --qpn \$qpn --max-time 10 --no-watch \
 	--json >blind.json
@@ -89,7 +83,7 @@ wait
 exit 0
 SCENARIO
 
-"$fabric" run --hosts 2 --timeout 400 "${share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
+"$fabric" run --hosts 2 --timeout 400 "${build_share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
 	{ cat "$work/out"; fail "the fabric run failed"; }
 cat "$work/out"
 for f in control-srv control-cli attack-srv attack-cli; do

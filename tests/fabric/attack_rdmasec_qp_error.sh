@@ -12,47 +12,13 @@ bin=$build/tools
 atk=$bin/attack/rdmasec-attack
 "$bin/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 
-cat >"$work/attacker.sh" <<ATTACKER
-set -eu
-tcpdump -i fabbr -nn -x -c 1 'udp dst port 4791 and src host 10.77.0.2 and dst host 10.77.0.1 and udp[8] == 4' \
-	>/tmp/first.txt 2>/tmp/tcpdump.err &
-tp=\$!
-for _ in \$(seq 1 100); do grep -q listening /tmp/tcpdump.err 2>/dev/null && break; sleep 0.1; done
-touch $work/sniffing
-wait \$tp
-hex=\$(awk '/^[[:space:]]*0x[0-9a-f]+:/ { for (i = 2; i <= NF; i++) printf "%s", \$i }' /tmp/first.txt)
-qpn=0x\${hex:66:6} psn=\$((0x\${hex:74:6}))
-echo "attacker: saw qpn \$qpn psn \$psn on the wire"
-sleep 2
-$atk qp-error --dst 10.77.0.1 --src 10.77.0.2 --qpn \$qpn --psn \$((psn + 1)) --iface fab3 --sport 4242 \
-	--kind rkey --rkey 0x12345678 --json
-touch $work/injected
-ATTACKER
+write_sniffing_attacker "$work/attacker.sh" "$atk qp-error --dst 10.77.0.1 --src 10.77.0.2 --qpn \$qpn \
+	--psn \$((psn + 1)) --iface fab3 --sport 4242 --kind rkey --rkey 0x12345678 --json"
 
-cat >"$work/client.sh" <<'CLIENT'
-set -u
-bin=$1 work=$2
-while [ ! -e "$work/sniffing" ]; do sleep 0.1; done
-fabric wait-port 7471 60
-{
-	echo "send before the attack"
-	for _ in $(seq 1 300); do [ -e "$work/injected" ] && break; sleep 0.1; done
-	sleep 2
-	echo "send after the attack"
-	echo quit
-} | "$bin/client/rdmasec-client" --certs "$work/pki" --source "$FABRIC_IP" -t 20000 "$(fabric ip 1)"
-echo "client=$?"
 # A second, untouched connection still works.
-"$bin/client/rdmasec-client" --certs "$work/pki" --source "$FABRIC_IP" -t 20000 -c "send bystander; quit" "$(fabric ip 1)"
-echo "bystander=$?"
-CLIENT
-
-"$fabric" run --hosts 3 --timeout 300 --capture "$work/wire.pcap" \
-	--on 1 "timeout 60 $bin/server/rdmasec-server --certs $work/pki --listen \$FABRIC_IP:7471 2>$work/server.log; true" \
-	--on 2 "bash $work/client.sh $bin $work; pkill -TERM rdmasec-server" \
-	--on 3 "bash $work/attacker.sh" >"$work/out" 2>&1 || { cat "$work/out"; fail "the fabric run failed"; }
-cat "$work/out"
-cat "$work/server.log"
+run_attacked_session '"$bin/client/rdmasec-client" --certs "$work/pki" --source "$FABRIC_IP" -t 20000 \
+	-c "send bystander; quit" "$(fabric ip 1)"
+echo "bystander=$?"'
 
 expect_match "$work/out" '^\[h3\] attacker: saw qpn 0x[0-9a-f]+ psn [0-9]+' "the attacker saw no RoCE traffic"
 expect_match "$work/out" '^\[h3\] \{.*"sent": *1[,}]' "the malformed WRITE was not sent"

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check_util.h"
 
@@ -72,4 +73,16 @@ struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const c
 		.recv_slots = recv_slots,
 	};
 	return check_ctx(dir, identity, &attr);
+}
+
+int check_serve_or_run(int argc, char **argv, const char *prog, const char *modes, int (*serve)(char **argv),
+		       int (*run)(char **argv))
+{
+	check_prog = prog;
+	if (argc == 6 && strcmp(argv[1], "serve") == 0)
+		return serve(argv);
+	if (argc == 7 && strcmp(argv[1], "run") == 0)
+		return run(argv);
+	fprintf(stderr, "usage: %s serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT %s\n", prog, modes);
+	return 2;
 }

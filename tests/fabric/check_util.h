@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the fabric's test clients (grant_check, hostile_client, async_check) share: how
+ * What the fabric's test clients (grant_check, hostile_client, async_check, sealed_check) share: how
  * they fail, how they report a result to their shell script, and a client
  * context for one identity of an rdmasec-keygen PKI directory.
  */
@@ -33,5 +33,12 @@ struct rsec_ctx *check_ctx(const char *dir, const char *identity, struct rsec_ct
  */
 struct rsec_ctx *check_client_ctx(const char *dir, const char *identity, const char *source, int timeout_ms,
 				  uint32_t slot_size, uint32_t recv_slots);
+/*
+ * The main of a check with two sides, named prog: "serve PKI ADDR PORT N"
+ * returns serve(argv), "run PKI SERVER SOURCE PORT MODE" returns run(argv),
+ * where MODE is one of modes ("a|b"); anything else: usage, and 2.
+ */
+int check_serve_or_run(int argc, char **argv, const char *prog, const char *modes, int (*serve)(char **argv),
+		       int (*run)(char **argv));
 
 #endif

@@ -398,11 +398,5 @@ static int run(char **argv)
 
 int main(int argc, char **argv)
 {
-	check_prog = "sealed_check";
-	if (argc == 6 && strcmp(argv[1], "serve") == 0)
-		return serve(argv);
-	if (argc == 7 && strcmp(argv[1], "run") == 0)
-		return run(argv);
-	fprintf(stderr, "usage: sealed_check serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT aes|chacha\n");
-	return 2;
+	return check_serve_or_run(argc, argv, "sealed_check", "aes|chacha", serve, run);
 }

@@ -47,6 +47,15 @@ static const char *str_field(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+/* The number at key, which must be there and be one. */
+static uint64_t uint_field(json_object *o, const char *key)
+{
+	json_object *v;
+	assert_true(json_object_object_get_ex(o, key, &v));
+	assert_true(json_object_is_type(v, json_type_int));
+	return json_object_get_uint64(v);
+}
+
 static void every_event_encodes(void **state)
 {
 	(void)state;
@@ -64,11 +73,8 @@ static void every_event_encodes(void **state)
 		assert_string_equal(str_field(o, "role"), "server");
 		assert_string_equal(str_field(o, "peer"), "CN=client1,O=rdmasec-test");
 		assert_string_equal(str_field(o, "peer_addr"), "10.77.0.2:40000");
-		json_object *v;
-		assert_true(json_object_object_get_ex(o, "conn", &v));
-		assert_int_equal(json_object_get_uint64(v), 42);
-		assert_true(json_object_object_get_ex(o, "local_qpn", &v));
-		assert_int_equal(json_object_get_uint64(v), 0x11);
+		assert_int_equal(uint_field(o, "conn"), 42);
+		assert_int_equal(uint_field(o, "local_qpn"), 0x11);
 		assert_false(json_object_object_get_ex(o, "region", NULL));
 		assert_false(json_object_object_get_ex(o, "reason", NULL));
 		json_object_put(o);
@@ -93,7 +99,7 @@ static void grant_records_carry_the_region(void **state)
 	json_object *o = encode_parse(&r);
 	assert_string_equal(str_field(o, "result"), "mismatch");
 	assert_string_equal(str_field(o, "role"), "client");
-	json_object *peer, *region, *v;
+	json_object *peer, *region;
 	assert_true(json_object_object_get_ex(o, "peer", &peer));
 	assert_null(peer); /* not authenticated: an explicit null */
 	assert_true(json_object_object_get_ex(o, "region", &region));
@@ -102,10 +108,8 @@ static void grant_records_carry_the_region(void **state)
 	assert_string_equal(str_field(region, "rkey"), "0x80001a5");
 	assert_string_equal(str_field(region, "rights"), "read,write");
 	assert_string_equal(str_field(region, "mechanism"), "mw2");
-	assert_true(json_object_object_get_ex(region, "span", &v));
-	assert_int_equal(json_object_get_uint64(v), 100);
-	assert_true(json_object_object_get_ex(region, "offset", &v));
-	assert_int_equal(json_object_get_uint64(v), 16);
+	assert_int_equal(uint_field(region, "span"), 100);
+	assert_int_equal(uint_field(region, "offset"), 16);
 	json_object_put(o);
 
 	reg.span = 0;
@@ -346,8 +350,7 @@ static void connection_failures_are_classified(void **state)
 			assert_null(v);
 		if (want[i].reason)
 			assert_string_equal(str_field(recs[i], "reason"), want[i].reason);
-		assert_true(json_object_object_get_ex(recs[i], "conn", &v));
-		assert_int_equal(json_object_get_uint64(v), want[i].conn);
+		assert_int_equal(uint_field(recs[i], "conn"), want[i].conn);
 		assert_string_equal(str_field(recs[i], "role"), "server");
 		assert_int_equal(json_object_object_get_ex(recs[i], "local_qpn", &v), i >= 3);
 		json_object_put(recs[i]);
@@ -372,9 +375,7 @@ static void summaries_encode(void **state)
 	assert_string_equal(str_field(v, "event"), "auth_failure");
 	assert_string_equal(str_field(v, "first"), "2026-11-22T18:01:02.123Z");
 	assert_string_equal(str_field(v, "last"), "2026-11-22T18:01:03.001Z");
-	json_object *n;
-	assert_true(json_object_object_get_ex(v, "count", &n));
-	assert_int_equal(json_object_get_uint64(n), 1234);
+	assert_int_equal(uint_field(v, "count"), 1234);
 	json_object_put(o);
 	sum.event = (enum rsec_audit_event)99;
 	char buf[256];
@@ -411,27 +412,34 @@ static void tally_file(const char *path, struct tally *t)
 	for (int i = 0; i < n; i++) {
 		int ev = event_of(str_field(recs[i], "event"));
 		t->written[ev]++;
-		json_object *sum, *count;
+		json_object *sum;
 		if (ev == RSEC_AUDIT_SUPPRESSED) {
 			assert_true(json_object_object_get_ex(recs[i], "suppressed", &sum));
-			assert_true(json_object_object_get_ex(sum, "count", &count));
-			assert_true(json_object_get_uint64(count) > 0);
-			t->suppressed[event_of(str_field(sum, "event"))] += json_object_get_uint64(count);
+			uint64_t count = uint_field(sum, "count");
+			assert_true(count > 0);
+			t->suppressed[event_of(str_field(sum, "event"))] += count;
 			t->summaries++;
 		}
 		json_object_put(recs[i]);
 	}
 }
 
+/* A new log in dir whose rate limit reads fake_ms, set to start_ms. */
+static struct rsec_audit *open_on_fake_clock(char *dir, char *path, size_t cap, uint64_t start_ms)
+{
+	temp_log(dir, path, cap);
+	struct rsec_audit *a;
+	assert_int_equal(rsec_audit_open(path, &a), 0);
+	fake_ms = start_ms;
+	rsec_audit_set_clock(a, fake_clock);
+	return a;
+}
+
 static void unauthenticated_records_are_rate_limited(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
-	temp_log(dir, path, sizeof(path));
-	struct rsec_audit *a;
-	assert_int_equal(rsec_audit_open(path, &a), 0);
-	fake_ms = 1000000;
-	rsec_audit_set_clock(a, fake_clock);
+	struct rsec_audit *a = open_on_fake_clock(dir, path, sizeof(path), 1000000);
 
 	/* A flood: the burst gets through, the rest is counted. */
 	struct rsec_audit_record unauth = { .event = RSEC_AUDIT_AUTH_FAILURE, .is_server = true,
@@ -522,11 +530,7 @@ static void rate_limit_is_thread_safe(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/rsec-audit-XXXXXX", path[128];
-	temp_log(dir, path, sizeof(path));
-	struct rsec_audit *a;
-	assert_int_equal(rsec_audit_open(path, &a), 0);
-	fake_ms = 5000000;
-	rsec_audit_set_clock(a, fake_clock);
+	struct rsec_audit *a = open_on_fake_clock(dir, path, sizeof(path), 5000000);
 	pthread_t th[WRITERS];
 	for (int i = 0; i < WRITERS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, flood, a), 0);

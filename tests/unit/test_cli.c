@@ -90,6 +90,19 @@ static void listen_addresses(void **state)
 	assert_false(cli_parse_listen("[::1", addr, sizeof(addr), &port));
 }
 
+static void aead_names(void **state)
+{
+	(void)state;
+	enum rsec_aead_choice a = RSEC_AEAD_DEFAULT;
+	assert_true(cli_parse_aead("chacha20-poly1305", &a));
+	assert_int_equal(a, RSEC_AEAD_CHACHA20_POLY1305);
+	assert_true(cli_parse_aead("aes-256-gcm", &a));
+	assert_int_equal(a, RSEC_AEAD_AES_256_GCM);
+	assert_false(cli_parse_aead("AES-256-GCM", &a));
+	assert_false(cli_parse_aead("", &a));
+	assert_int_equal(a, RSEC_AEAD_AES_256_GCM); /* unchanged by a refusal */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -97,6 +110,7 @@ int main(void)
 		cmocka_unit_test(scanner),
 		cmocka_unit_test(hex_digits),
 		cmocka_unit_test(listen_addresses),
+		cmocka_unit_test(aead_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

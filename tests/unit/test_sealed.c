@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "sealed.h"
+#include "test_util.h"
 
 static const uint8_t key[RSEC_SEALED_KEY_LEN] = { 7, 1, 2, 3 };
 
@@ -31,14 +32,6 @@ static uint8_t *text(size_t plain_len)
 	for (size_t i = 0; i < plain_len; i++)
 		b[i] = (uint8_t)('a' + i % 26);
 	return b;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
 }
 
 static void lengths_invert(void **state)

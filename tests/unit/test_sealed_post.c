@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "sealed.h"
 #include "tls.h"
+#include "test_util.h"
 
 #define GRANT_ID (RSEC_GRANT_ID_SERVER | 5) /* issued by the server, the peer of the connection under test */
 #define SPAN 8192u
@@ -215,14 +216,6 @@ static struct rsec_remote_grant granted_for_reading(struct fixture *f, const uin
 	memcpy(sealed, text, plain_len);
 	assert_int_equal(rsec_sealed_seal(key, &p, sealed), 0);
 	return g;
-}
-
-static bool all_zero(const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
 }
 
 static void posted_read_is_whole_and_opens_in_place(void **state)

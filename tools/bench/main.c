@@ -263,15 +263,7 @@ static bool opt_device(struct bench_opts *o, const char *a)
 
 static bool opt_aead(struct bench_opts *o, const char *a)
 {
-	if (strcmp(a, "aes-256-gcm") == 0)
-		o->aead = RSEC_AEAD_AES_256_GCM;
-	else if (strcmp(a, "chacha20-poly1305") == 0)
-		o->aead = RSEC_AEAD_CHACHA20_POLY1305;
-	else {
-		fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", a);
-		return false;
-	}
-	return true;
+	return cli_parse_aead(a, &o->aead);
 }
 
 static bool opt_timeout(struct bench_opts *o, const char *a)

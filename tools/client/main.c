@@ -137,14 +137,7 @@ int main(int argc, char **argv)
 		case OPT_SERVER_NAME: server_name = optarg; break;
 		case 's': source = optarg; break;
 		case 'd': device = optarg; break;
-		case OPT_AEAD:
-			if (strcmp(optarg, "aes-256-gcm") == 0)
-				aead = RSEC_AEAD_AES_256_GCM;
-			else if (strcmp(optarg, "chacha20-poly1305") == 0)
-				aead = RSEC_AEAD_CHACHA20_POLY1305;
-			else
-				ok = fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", optarg) < 0;
-			break;
+		case OPT_AEAD: ok = cli_parse_aead(optarg, &aead); break;
 		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
 		case OPT_AUDIT: audit = optarg; break;
 		case 'h': usage(stdout); return 0;
@@ -171,15 +164,9 @@ int main(int argc, char **argv)
 		attr.audit_path = audit;
 	}
 	if (psk_file) {
-		if (!psk_id) {
-			fprintf(stderr, "rdmasec-client: --psk-file needs --psk-identity\n");
-			return 2;
-		}
-		char err[512];
-		if (psk_load(psk_file, psk, &psk_len, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rdmasec-client: %s\n", err);
-			return 1;
-		}
+		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
+		if (status)
+			return status;
 		attr.psk = psk;
 		attr.psk_len = psk_len;
 		attr.psk_identity = psk_id;

@@ -98,6 +98,19 @@ bad:
 	return false;
 }
 
+bool cli_parse_aead(const char *s, enum rsec_aead_choice *out)
+{
+	if (strcmp(s, "aes-256-gcm") == 0)
+		*out = RSEC_AEAD_AES_256_GCM;
+	else if (strcmp(s, "chacha20-poly1305") == 0)
+		*out = RSEC_AEAD_CHACHA20_POLY1305;
+	else {
+		fprintf(stderr, "--aead: '%s' is not aes-256-gcm or chacha20-poly1305\n", s);
+		return false;
+	}
+	return true;
+}
+
 bool cli_join(char *out, size_t cap, const char *dir, const char *name)
 {
 	int n = snprintf(out, cap, "%s/%s", dir, name);

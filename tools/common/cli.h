@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmasec.h"
+
 /*
  * The one number parser of the programs: an unsigned number at the start of
  * s, decimal or 0x-hex (strtoull's base 0), starting with a digit (no blank,
@@ -23,6 +25,8 @@ uint8_t cli_hex_digit(uint8_t c, unsigned *bad);
 bool cli_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, bool sizes, uint64_t *out);
 /* "ADDR:PORT", "[V6]:PORT" or "ADDR" (port unchanged). */
 bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port);
+/* --aead NAME: "aes-256-gcm" or "chacha20-poly1305". */
+bool cli_parse_aead(const char *s, enum rsec_aead_choice *out);
 /* "DIR/name" into out; false if it does not fit. */
 bool cli_join(char *out, size_t cap, const char *dir, const char *name);
 

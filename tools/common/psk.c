@@ -122,3 +122,18 @@ int psk_load(const char *path, uint8_t psk[static PSK_MAX_LEN], size_t *len, cha
 	}
 	return rc;
 }
+
+int psk_load_option(const char *prog, const char *path, const char *identity, uint8_t psk[static PSK_MAX_LEN],
+		    size_t *len)
+{
+	if (!identity) {
+		fprintf(stderr, "%s: --psk-file needs --psk-identity\n", prog);
+		return 2;
+	}
+	char err[512];
+	if (psk_load(path, psk, len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return 1;
+	}
+	return 0;
+}

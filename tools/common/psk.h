@@ -19,5 +19,12 @@
  */
 __attribute__((warn_unused_result)) int psk_load(const char *path, uint8_t psk[static PSK_MAX_LEN], size_t *len,
 						 char *err, size_t errlen);
+/*
+ * The key of --psk-file for program prog, which then needs an identity (not
+ * NULL): 0 with the key in psk, or after one message on stderr the exit
+ * status to return (2: no identity, 1: the file is refused). Wipe psk after use.
+ */
+__attribute__((warn_unused_result)) int psk_load_option(const char *prog, const char *path, const char *identity,
+							uint8_t psk[static PSK_MAX_LEN], size_t *len);
 
 #endif

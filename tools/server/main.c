@@ -188,15 +188,10 @@ int main(int argc, char **argv)
 	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
 	if (conf.psk_file[0]) {
-		if (!conf.psk_identity[0]) {
-			fprintf(stderr, "rdmasec-server: --psk-file needs --psk-identity\n");
-			return 2;
-		}
-		char err[512];
-		if (psk_load(conf.psk_file, psk, &psk_len, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rdmasec-server: %s\n", err);
-			return 1;
-		}
+		int status = psk_load_option("rdmasec-server", conf.psk_file, conf.psk_identity[0] ? conf.psk_identity : NULL,
+					     psk, &psk_len);
+		if (status)
+			return status;
 	} else if (!conf.ca[0] || !conf.cert[0] || !conf.key[0]) {
 		fprintf(stderr, "rdmasec-server: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;
