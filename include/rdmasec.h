@@ -78,6 +78,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_DEPTH = 1u << 3,      /* max_inflight */
 	RSEC_CTX_ATTR_POLL = 1u << 4,       /* poll_mode */
 	RSEC_CTX_ATTR_RESUME = 1u << 5,     /* tls_resume_s */
+	RSEC_CTX_ATTR_QPS = 1u << 6,        /* max_qps */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -122,11 +123,16 @@ struct rsec_ctx_attr {
 				    * and offers each once; a ticket resumes for this many seconds
 				    * after the certificate check it stands for, 1..RSEC_MAX_RESUME_S;
 				    * 0: never resume. Without the bit: RSEC_DEFAULT_RESUME_S */
+	uint32_t max_qps;          /* queue pairs per connection, the first included
+				    * (rsec_conn_add_qp): 1..RSEC_MAX_QPS, 1: no further ones;
+				    * 0 or without the bit: RSEC_DEFAULT_QPS */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
 #define RSEC_DEFAULT_RESUME_S 600u
 #define RSEC_MAX_RESUME_S 86400u
+#define RSEC_MAX_QPS 64u
+#define RSEC_DEFAULT_QPS 8u
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -165,6 +171,30 @@ enum rsec_conn_state {
 	RSEC_CONN_ESTABLISHED = 2,
 	RSEC_CONN_CLOSED = 3,     /* closed by either side or by an error */
 };
+
+/**
+ * rsec_conn_add_qp - a further queue pair under c's authenticated session
+ * (perftest's -q), without a new handshake: it comes as a connection of its
+ * own (struct rsec_conn: sealed messages, regions, grants, rsec_post and
+ * rsec_poll, stats), with its own QP drawn from the context's pool (a random
+ * QPN), fresh random PSNs and message keys of its own, brought up by one
+ * round trip over c's TLS channel. c must be established and not itself one
+ * of these. A client asks for one; a server gets, in the order they were
+ * asked for, the ones its client asked for (both sides call this). Waits up
+ * to timeout_ms (0: a server returns RSEC_E_AGAIN when none is ready).
+ * Returns 0, RSEC_E_LIMIT (max_qps of this side, or the peer's, reached:
+ * the peer's reason is in rsec_conn_error(c)), RSEC_E_PROTO (the peer's
+ * library has no further queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's
+ * close code. A failed request leaves c as it was.
+ *
+ * The new connection shares c's control channel: use both from one thread;
+ * driving either (rsec_conn_process, rsec_poll, any blocking call) drives
+ * the channel for both, and rsec_conn_fd of each wakes for it. Its grants are
+ * bound to its own QP, so the peer uses them through its own side of it.
+ * Closing or freeing it leaves c as it was; c closing closes it with c's
+ * close code. Free it with rsec_conn_free, before or after c.
+ */
+int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out);
 
 /** rsec_conn_fd - one pollable fd covering the TLS socket and the completion channel. */
 int rsec_conn_fd(const struct rsec_conn *c);

@@ -17,11 +17,18 @@
  */
 int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
 {
-	struct rsec_chan_tx *q = &c->ctrl_out;
+	/* A lane's frames go through its root's channel, marked with its index;
+	 * the root's own carry the index they were given (a refusal names the lane). */
+	struct rsec_conn *chan = c->lane ? c->root : c;
+	RSEC_ENSURE(chan && chan->ssl && chan->phase != PHASE_CLOSED, RSEC_E_CLOSED);
+	struct rsec_chan_tx *q = &chan->ctrl_out;
 	uint8_t frame[RSEC_WIRE_MAX_FRAME];
 	size_t len = 0;
-	RSEC_ENSURE(c->ssl, RSEC_E_CLOSED);
-	int rc = rsec_wire_encode(m, frame, sizeof(frame), &len);
+	struct rsec_msg tagged = *m;
+	if (c->lane)
+		tagged.lane = c->lane;
+	int rc = rsec_wire_encode(&tagged, frame, sizeof(frame), &len);
+	OPENSSL_cleanse(&tagged, sizeof(tagged));
 	if (rc == 0 && len > sizeof(q->buf) - q->len) {
 		q->overflow = true; /* the peer left RSEC_CHAN_TXQ_MAX bytes unread */
 		rc = RSEC_E_LIMIT;
@@ -34,7 +41,7 @@ int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
 	}
 	OPENSSL_cleanse(frame, sizeof(frame));
 	RSEC_GUARD(rc);
-	return rsec_chan_flush(c);
+	return rsec_chan_flush(chan);
 }
 
 int rsec_chan_flush(struct rsec_conn *c)

@@ -74,9 +74,11 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		rsec_wire_text_set(&m.u.error.text, c->error);
 		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
 	}
-	/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
-	rsec_chan_discard(c);
-	(void)!rsec_conn_watch(c);
+	if (!c->lane) {
+		/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
+		rsec_chan_discard(c);
+		(void)!rsec_conn_watch(c);
+	}
 	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection, */
 	rsec_grant_close(c);
 	/* nor the keys of the peer's sealed grants we kept (a posted WRITE in flight claims nothing). */
@@ -84,6 +86,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;
+	if (!c->lane)
+		rsec_lanes_fail(c, code); /* after: their goodbyes would go nowhere */
 	return code;
 }
 
@@ -159,25 +163,17 @@ void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *
 		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
 }
 
-static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
+struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 {
-	/* Control frames are whole messages, often two in a row (REVOKE then GRANT): Nagle would
-	 * hold the second until the peer's delayed ACK, 40 ms. Best effort: the channel works
-	 * without it, only slower. */
-	int one = 1;
-	(void)!setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct rsec_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->ctx = ctx;
 	c->is_server = ctx->is_server;
-	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
-	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
-	c->sock = sock;
-	c->phase = PHASE_TLS;
+	c->sock = -1;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
 	c->last_rx_ms = c->last_tx_ms = rsec_now_ms();
-	rsec_gt_init(&c->gt, ctx->is_server);
+	rsec_gt_init(&c->gt, ctx->is_server, 0);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0) {
 		free(c);
@@ -185,11 +181,28 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 	}
 	c->sock_events = EPOLLIN;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, sock, &ev) < 0) {
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		close(c->epfd);
 		free(c);
 		return NULL;
 	}
+	return c;
+}
+
+static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
+{
+	/* Control frames are whole messages, often two in a row (REVOKE then GRANT): Nagle would
+	 * hold the second until the peer's delayed ACK, 40 ms. Best effort: the channel works
+	 * without it, only slower. */
+	int one = 1;
+	(void)!setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct rsec_conn *c = rsec_conn_alloc(ctx, sock);
+	if (!c)
+		return NULL;
+	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
+	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
+	c->sock = sock;
+	c->phase = PHASE_TLS;
 	return c;
 }
 
@@ -233,12 +246,12 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
-	m.u.hello.features = 0;
+	m.u.hello.features = RSEC_WIRE_FEATURE_LANES;
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
 
-static RSEC_MUST_CHECK int send_qp_info(struct rsec_conn *c)
+int rsec_conn_send_qp_info(struct rsec_conn *c)
 {
 	struct rsec_qp_peer self;
 	rsec_qp_describe_local(&c->qp, &self);
@@ -257,8 +270,16 @@ static RSEC_MUST_CHECK int send_qp_info(struct rsec_conn *c)
 	return rc;
 }
 
-/* The accept record says when the peer's certificate was not presented this time. */
-#define RESUMED_NOTE "TLS session resumed"
+/* The accept record says when the peer's certificate was not presented this time,
+ * and which queue pair of the session a lane is. */
+static void audit_accept(struct rsec_conn *c)
+{
+	char note[48];
+	if (c->lane)
+		snprintf(note, sizeof(note), "queue pair %u of the session", (unsigned)c->lane + 1);
+	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->lane ? note : c->tls_resumed ? "TLS session resumed" : NULL,
+			NULL);
+}
 
 static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 {
@@ -292,7 +313,7 @@ static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
 {
-	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead);
+	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, 0);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "message key derivation failed");
 	c->have_seal = true;
@@ -305,6 +326,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	if (h->min_version > RSEC_WIRE_VERSION || h->max_version < RSEC_WIRE_VERSION)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "no common protocol version (peer %u..%u)",
 				      h->min_version, h->max_version);
+	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
 	if (c->is_server) {
 		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
 		int rc = send_hello(c);
@@ -320,7 +342,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	int rc = rsec_data_setup(c);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
-	rc = send_qp_info(c);
+	rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send QP_INFO");
 	c->phase = PHASE_QP_INFO;
@@ -369,7 +391,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	c->stats.local_qpn = c->qp.qp->qp_num;
 	c->stats.remote_qpn = q->qpn;
 	if (c->is_server) {
-		rc = send_qp_info(c);
+		rc = rsec_conn_send_qp_info(c);
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "cannot send QP_INFO");
 		c->phase = PHASE_READY;
@@ -380,7 +402,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send READY");
 	c->phase = PHASE_ESTABLISHED;
-	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->tls_resumed ? RESUMED_NOTE : NULL, NULL);
+	audit_accept(c);
 	return 0;
 }
 
@@ -424,7 +446,10 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
 					      m->u.error.text.s);
 		}
-		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer reported an error: %s", m->u.error.text.s);
+		/* A lane the peer would not take: say why its request failed. */
+		int code = c->lane && c->phase != PHASE_ESTABLISHED && m->u.error.code == (uint32_t)-RSEC_E_LIMIT
+				   ? RSEC_E_LIMIT : RSEC_E_CLOSED;
+		return rsec_conn_fail(c, code, "peer reported an error: %s", m->u.error.text.s);
 	}
 	switch (c->phase) {
 	case PHASE_HELLO:
@@ -438,7 +463,7 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 	case PHASE_READY:
 		if (m->type == RSEC_MSG_READY) {
 			c->phase = PHASE_ESTABLISHED;
-			rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->tls_resumed ? RESUMED_NOTE : NULL, NULL);
+			audit_accept(c);
 			return 0;
 		}
 		break;
@@ -452,6 +477,8 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 
 int rsec_conn_watch(struct rsec_conn *c)
 {
+	if (c->lane)
+		return c->root ? rsec_conn_watch(c->root) : 0;
 	uint32_t events = EPOLLIN | (c->tls_want_write || c->ctrl_out.len ? EPOLLOUT : 0);
 	if (events == c->sock_events)
 		return 0;
@@ -459,6 +486,7 @@ int rsec_conn_watch(struct rsec_conn *c)
 	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
 		return RSEC_E_IO;
 	c->sock_events = events;
+	rsec_lanes_watch(c, events);
 	return 0;
 }
 
@@ -482,6 +510,12 @@ static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
 /* Queued control frames go out as the peer reads; a peer that stops reading is dropped. */
 static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 {
+	if (c->lane) {
+		if (!c->root)
+			return 0;
+		int rc = process_ctrl_out(c->root);
+		return rc < 0 ? c->close_code : 0; /* the root's failure failed its lanes */
+	}
 	if (c->ctrl_out.len == 0)
 		return 0;
 	int rc = rsec_chan_flush(c);
@@ -524,6 +558,8 @@ int rsec_conn_process(struct rsec_conn *c)
 {
 	if (!c)
 		return RSEC_E_INVAL;
+	if (c->lane)
+		return rsec_lane_process(c);
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
@@ -545,7 +581,7 @@ int rsec_conn_process(struct rsec_conn *c)
 			return rsec_conn_fail(c, rc, "control channel closed by the peer");
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "control channel: %s", rsec_strerror(rc));
-		rc = rsec_conn_handle_ctrl(c, &m);
+		rc = m.lane ? rsec_lane_dispatch(c, &m) : rsec_conn_handle_ctrl(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		if (rc < 0)
 			return rc;
@@ -554,6 +590,7 @@ int rsec_conn_process(struct rsec_conn *c)
 		RSEC_GUARD(rsec_data_poll(c));
 		RSEC_GUARD(rsec_grant_expire(c));
 		RSEC_GUARD(process_keepalive(c));
+		rsec_lanes_expire(c);
 	}
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
@@ -640,8 +677,9 @@ static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
 	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
 	if (expiry && expiry < t)
 		t = expiry;
-	if (c->phase == PHASE_ESTABLISHED && c->last_tx_ms + KEEPALIVE_MS < t)
-		t = c->last_tx_ms + KEEPALIVE_MS;
+	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
+	if (chan && chan->phase == PHASE_ESTABLISHED && chan->last_tx_ms + KEEPALIVE_MS < t)
+		t = chan->last_tx_ms + KEEPALIVE_MS;
 	uint64_t now = rsec_now_ms();
 	return t > now ? t : now + 1;
 }
@@ -835,7 +873,8 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		m.u.disconnect.reason = RSEC_DISC_NORMAL;
 		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
 		rc = rsec_chan_send(c, &m);
-		(void)!rsec_tls_shutdown(c->ssl);
+		if (!c->lane) /* a lane's goodbye is one frame: the session's channel stays */
+			(void)!rsec_tls_shutdown(c->ssl);
 	}
 	rsec_grant_close(c); /* audited revokes, before the resources go */
 	rsec_conn_teardown_rdma(c);
@@ -851,7 +890,12 @@ void rsec_conn_free(struct rsec_conn *c)
 		(void)rsec_conn_close(c, "closed");
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->ops);
-	SSL_free(c->ssl);
+	if (c->lane)
+		rsec_lane_unlink(c);
+	else
+		rsec_lanes_detach(c);
+	if (!c->lane)
+		SSL_free(c->ssl);
 	if (c->dev)
 		rsec_dev_put(c->dev);
 	if (c->epfd >= 0)

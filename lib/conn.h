@@ -84,6 +84,7 @@ struct rsec_ctx {
 	void *admit_arg;
 	enum rsec_grant_mode grant_mode;
 	uint32_t max_inflight;     /* one-sided operations in flight per connection */
+	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */
 	enum rsec_poll_mode poll_mode;
 	struct rsec_audit *audit;  /* NULL: no audit log */
 	uint64_t next_conn_id;     /* atomic */
@@ -239,6 +240,18 @@ struct rsec_conn {
 
 	struct rsec_conn_stats stats;
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
+
+	/*
+	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
+	 * connection of its own for data and shares its root's TLS channel
+	 * (ssl points to the root's; sock is -1, ctrl_out and crx unused).
+	 */
+	struct rsec_conn *root;   /* a lane: the session's first connection (NULL once that is freed) */
+	uint16_t lane;            /* 0: the session's first connection; else its index on the wire */
+	bool lane_taken;          /* a lane: handed to the application */
+	bool peer_lanes;          /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_LANES */
+	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
+	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
 
 /*
@@ -287,6 +300,26 @@ RSEC_MUST_CHECK int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready,
 RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
+/* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
+struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
+/* Tell the peer our QP's parameters (QP_INFO). */
+RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
+
+/* lane.c */
+/* A frame the root's channel carried for lane m->lane != 0. Returns 0, or the root's failure. */
+RSEC_MUST_CHECK int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m);
+/* rsec_conn_process of a lane: its root's channel, then its own data path. */
+RSEC_MUST_CHECK int rsec_lane_process(struct rsec_conn *c);
+/* Lanes whose set-up passed its deadline fail; closed lanes nobody took are freed. */
+void rsec_lanes_expire(struct rsec_conn *root);
+/* The root failed with code: every lane fails with it (nothing more goes to the peer). */
+void rsec_lanes_fail(struct rsec_conn *root, int code);
+/* The root goes: lanes nobody took are freed, the others stay closed without it. */
+void rsec_lanes_detach(struct rsec_conn *root);
+/* A lane goes: its root forgets it. */
+void rsec_lane_unlink(struct rsec_conn *c);
+/* The root's socket events changed: every lane's epoll set watches the same. */
+void rsec_lanes_watch(struct rsec_conn *root, uint32_t events);
 /* The device owning the control connection's local address (or the context's). */
 RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
 

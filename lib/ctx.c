@@ -39,7 +39,8 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *err, size_t errlen)
 {
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
-				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME)) {
+				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
+				       RSEC_CTX_ATTR_QPS)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -90,6 +91,10 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 		set_err(err, errlen, "unknown poll mode");
 		return RSEC_E_INVAL;
 	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_QPS) && a->max_qps > RSEC_MAX_QPS) {
+		set_err(err, errlen, "max_qps must be 0..64");
+		return RSEC_E_RANGE;
+	}
 	if ((a->comp_mask & RSEC_CTX_ATTR_RESUME) && a->tls_resume_s > RSEC_MAX_RESUME_S) {
 		set_err(err, errlen, "tls_resume_s must be 0..86400");
 		return RSEC_E_RANGE;
@@ -117,6 +122,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	ctx->max_inflight = (a->comp_mask & RSEC_CTX_ATTR_DEPTH) ? or_default(a->max_inflight, RSEC_DEFAULT_INFLIGHT)
 								  : RSEC_DEFAULT_INFLIGHT;
 	ctx->poll_mode = (a->comp_mask & RSEC_CTX_ATTR_POLL) ? a->poll_mode : RSEC_POLL_EVENT;
+	ctx->max_qps = (a->comp_mask & RSEC_CTX_ATTR_QPS) ? or_default(a->max_qps, RSEC_DEFAULT_QPS) : RSEC_DEFAULT_QPS;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,

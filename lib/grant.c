@@ -676,7 +676,7 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
 			return rsec_conn_fail(c, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
-		return rc < 0 ? rsec_conn_fail(c, rc, "GRANT with one of our own grant ids") : 0;
+		return rc < 0 ? rsec_conn_fail(c, rc, "GRANT with one of our own grant ids or another lane's") : 0;
 	}
 }
 

@@ -8,11 +8,17 @@
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
-void rsec_gt_init(struct rsec_grant_table *t, bool is_server)
+void rsec_gt_init(struct rsec_grant_table *t, bool is_server, uint16_t lane)
 {
 	memset(t, 0, sizeof(*t));
 	t->is_server = is_server;
-	t->next_id = is_server ? RSEC_GRANT_ID_SERVER | 1 : 1;
+	t->lane = lane;
+	t->next_id = (is_server ? RSEC_GRANT_ID_SERVER : 0) | (uint64_t)lane << RSEC_GRANT_ID_LANE_SHIFT | 1;
+}
+
+uint16_t rsec_gt_id_lane(uint64_t grant_id)
+{
+	return (uint16_t)((grant_id >> RSEC_GRANT_ID_LANE_SHIFT) & 0xff);
 }
 
 bool rsec_gt_ours(const struct rsec_grant_table *t, uint64_t grant_id)
@@ -116,7 +122,7 @@ int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify
 
 int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
 {
-	if (rsec_gt_ours(t, g->grant_id))
+	if (rsec_gt_ours(t, g->grant_id) || rsec_gt_id_lane(g->grant_id) != t->lane)
 		return RSEC_E_PROTO;
 	unsigned i = 0;
 	while (i < RSEC_MAX_GRANTS && t->remote_live[i])
@@ -179,6 +185,7 @@ bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_r
 void rsec_gt_wipe(struct rsec_grant_table *t)
 {
 	bool is_server = t->is_server;
+	uint16_t lane = t->lane;
 	OPENSSL_cleanse(t, sizeof(*t));
-	rsec_gt_init(t, is_server);
+	rsec_gt_init(t, is_server, lane);
 }

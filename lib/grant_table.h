@@ -6,7 +6,9 @@
  * READ grants, which arrive just before them). grant.c does the verbs work.
  *
  * Each side numbers its own grants; RSEC_GRANT_ID_SERVER marks the
- * server's, so a VERIFY's grant id says whose grant it names.
+ * server's, so a VERIFY's grant id says whose grant it names, and the lane
+ * (queue pair of the session, wire.h) sits in bits 48..55, so no two grants
+ * of a session share an id (sealed grants' keys are derived from it).
  */
 #ifndef RSEC_GRANT_TABLE_H
 #define RSEC_GRANT_TABLE_H
@@ -22,6 +24,7 @@
 
 #define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
+#define RSEC_GRANT_ID_LANE_SHIFT 48
 
 struct rsec_region;
 
@@ -66,6 +69,7 @@ struct rsec_pending_mac {
 
 struct rsec_grant_table {
 	bool is_server;
+	uint16_t lane;
 	uint64_t next_id;
 	struct rsec_local_grant local[RSEC_MAX_GRANTS];
 	struct rsec_remote_grant remote[RSEC_MAX_GRANTS];
@@ -73,7 +77,9 @@ struct rsec_grant_table {
 	struct rsec_pending_mac pending[RSEC_MAX_GRANTS];
 };
 
-void rsec_gt_init(struct rsec_grant_table *t, bool is_server);
+void rsec_gt_init(struct rsec_grant_table *t, bool is_server, uint16_t lane);
+/* The lane a grant id (ours or the peer's) was issued on. */
+uint16_t rsec_gt_id_lane(uint64_t grant_id);
 /* Did this side issue grant_id? */
 bool rsec_gt_ours(const struct rsec_grant_table *t, uint64_t grant_id);
 
@@ -105,7 +111,7 @@ RSEC_MUST_CHECK int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct
  * access) makes it RSEC_GRANT_VERIFIED. A sealed grant comes out with
  * RSEC_GRANT_SEALED; a sealed READ grant needs its pending prefix (for a
  * plaintext whose sealed form is the grant's length), kept in mac. Returns
- * 0, RSEC_E_PROTO (an id of ours, a sealed READ grant without its prefix),
+ * 0, RSEC_E_PROTO (an id of ours or of another lane, a sealed READ grant without its prefix),
  * RSEC_E_LIMIT (RSEC_MAX_GRANTS already open).
  */
 RSEC_MUST_CHECK int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g);

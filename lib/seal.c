@@ -150,7 +150,7 @@ int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_
 	return rc;
 }
 
-int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg)
+int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg, uint16_t lane)
 {
 	RSEC_ENSURE_REF(s);
 	RSEC_ENSURE_REF(ssl);
@@ -166,12 +166,15 @@ int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_
 	 *= https://www.rfc-editor.org/rfc/rfc8446#section-7.5
 	 *# For TLS 1.3, the context_value may be empty ... If no context is provided,
 	 *# the context_value is zero length.
+	 * Lane 0 keeps the empty context of the connection's first queue pair.
 	 */
+	const unsigned char lane_ctx[2] = { (unsigned char)(lane >> 8), (unsigned char)lane };
+	size_t ctx_len = lane ? sizeof(lane_ctx) : 0;
 	int rc = RSEC_E_TLS;
 	if (SSL_export_keying_material(ssl, secret, RSEC_SEAL_DATA_SECRET_LEN, data_label, sizeof(data_label) - 1,
-				       (const unsigned char *)"", 0, 1) == 1 &&
+				       lane_ctx, ctx_len, 1) == 1 &&
 	    SSL_export_keying_material(ssl, secret + RSEC_SEAL_DATA_SECRET_LEN, RSEC_SEAL_DATAMAC_SECRET_LEN,
-				       mac_label, sizeof(mac_label) - 1, (const unsigned char *)"", 0, 1) == 1)
+				       mac_label, sizeof(mac_label) - 1, lane_ctx, ctx_len, 1) == 1)
 		rc = rsec_seal_from_secret(s, secret, is_server, alg);
 	OPENSSL_cleanse(secret, sizeof(secret));
 	return rc;

@@ -65,11 +65,15 @@ struct rsec_seal {
 /*
  * Derive both directions from an established TLS 1.3 session through the
  * exporter; the client's tx is the server's rx. is_server must match the
- * SSL object's role. s must be zeroed (or freed). Returns 0, RSEC_E_INVAL
- * (not TLS 1.3, handshake unfinished, role mismatch, bad alg), RSEC_E_TLS
- * (exporter failed), RSEC_E_NOMEM, RSEC_E_CRYPTO.
+ * SSL object's role. Each queue pair of a session (lane, wire.h) gets keys
+ * of its own, so their sequence numbers never share a nonce space: lane 0
+ * exports with an empty context, lane n with n as a big-endian u16. s must
+ * be zeroed (or freed). Returns 0, RSEC_E_INVAL (not TLS 1.3, handshake
+ * unfinished, role mismatch, bad alg), RSEC_E_TLS (exporter failed),
+ * RSEC_E_NOMEM, RSEC_E_CRYPTO.
  */
-RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg);
+RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg,
+				       uint16_t lane);
 
 /* Same from the raw secret laid out as above (tests; the exporter path uses it too). */
 RSEC_MUST_CHECK int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],

@@ -112,6 +112,7 @@ static RSEC_MUST_CHECK int check_credit(const struct rsec_msg_credit *c)
 
 static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 {
+	RSEC_ENSURE(m->lane <= RSEC_WIRE_LANE_MAX, RSEC_E_RANGE);
 	switch (m->type) {
 	case RSEC_MSG_HELLO: return check_hello(&m->u.hello);
 	case RSEC_MSG_QP_INFO: return check_qp_info(&m->u.qp_info);
@@ -211,11 +212,12 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 	}
 }
 
-int rsec_wire_decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint32_t *body_len)
+static RSEC_MUST_CHECK int decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint16_t *lane_out,
+					 uint32_t *body_len)
 {
 	struct rsec_buf in;
 	uint8_t version, t;
-	uint16_t reserved;
+	uint16_t lane;
 	uint32_t len;
 
 	RSEC_ENSURE_REF(hdr);
@@ -225,15 +227,22 @@ int rsec_wire_decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint32_
 	rsec_buf_init_read(&in, hdr, RSEC_WIRE_HDR_LEN);
 	RSEC_GUARD(rsec_buf_get_u8(&in, &version));
 	RSEC_GUARD(rsec_buf_get_u8(&in, &t));
-	RSEC_GUARD(rsec_buf_get_u16(&in, &reserved));
+	RSEC_GUARD(rsec_buf_get_u16(&in, &lane));
 	RSEC_GUARD(rsec_buf_get_u32(&in, &len));
 	RSEC_ENSURE(version == RSEC_WIRE_VERSION, RSEC_E_PROTO);
 	RSEC_ENSURE(t >= RSEC_MSG_TYPE_MIN && t <= RSEC_MSG_TYPE_MAX, RSEC_E_PROTO);
-	RSEC_ENSURE(reserved == 0, RSEC_E_PROTO);
+	RSEC_ENSURE(lane <= RSEC_WIRE_LANE_MAX, RSEC_E_PROTO);
 	RSEC_ENSURE(len <= RSEC_WIRE_MAX_BODY, RSEC_E_PROTO);
 	*type = t;
+	*lane_out = lane;
 	*body_len = len;
 	return 0;
+}
+
+int rsec_wire_decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint32_t *body_len)
+{
+	uint16_t lane;
+	return decode_header(hdr, n, type, &lane, body_len);
 }
 
 static RSEC_MUST_CHECK int wire_decode(const uint8_t *frame, size_t len, struct rsec_msg *m)
@@ -241,7 +250,7 @@ static RSEC_MUST_CHECK int wire_decode(const uint8_t *frame, size_t len, struct 
 	struct rsec_buf in;
 	uint32_t body_len;
 
-	RSEC_GUARD(rsec_wire_decode_header(frame, len, &m->type, &body_len));
+	RSEC_GUARD(decode_header(frame, len, &m->type, &m->lane, &body_len));
 	RSEC_ENSURE(len - RSEC_WIRE_HDR_LEN == body_len, RSEC_E_PROTO);
 	rsec_buf_init_read(&in, frame + RSEC_WIRE_HDR_LEN, body_len);
 	/* Any short read is a truncated body: malformed input, not a range error. */
@@ -364,7 +373,7 @@ int rsec_wire_encode(const struct rsec_msg *m, uint8_t *out, size_t cap, size_t 
 	rsec_buf_init(&hdr, out, RSEC_WIRE_HDR_LEN);
 	RSEC_GUARD(rsec_buf_put_u8(&hdr, RSEC_WIRE_VERSION));
 	RSEC_GUARD(rsec_buf_put_u8(&hdr, m->type));
-	RSEC_GUARD(rsec_buf_put_u16(&hdr, 0));
+	RSEC_GUARD(rsec_buf_put_u16(&hdr, m->lane));
 	RSEC_GUARD(rsec_buf_put_u32(&hdr, (uint32_t)rsec_buf_written(&body)));
 	*out_len = RSEC_WIRE_HDR_LEN + rsec_buf_written(&body);
 	return 0;

@@ -4,7 +4,11 @@
  * the TLS 1.3 channel, as frames of this one versioned, length-checked,
  * big-endian format (docs/protocol.md); never as raw structs.
  *
- * Frame: u8 version | u8 type | u16 reserved (0) | u32 body_len | body.
+ * Frame: u8 version | u8 type | u16 lane | u32 body_len | body.
+ * lane names the queue pair of the session a frame is about: 0 the
+ * connection's first (and everything about the session itself), 1..
+ * RSEC_WIRE_LANE_MAX the further ones of rsec_conn_add_qp (lib/lane.c);
+ * only sent to a peer whose HELLO offered RSEC_WIRE_FEATURE_LANES.
  * Both directions validate every field against the limits below: the encoder
  * refuses to emit what the decoder would reject, so decode(encode(m)) == m and
  * encode(decode(f)) == f for every accepted frame f.
@@ -21,6 +25,7 @@
 #define RSEC_WIRE_HDR_LEN 8
 #define RSEC_WIRE_MAX_BODY 4096
 #define RSEC_WIRE_MAX_FRAME (RSEC_WIRE_HDR_LEN + RSEC_WIRE_MAX_BODY)
+#define RSEC_WIRE_LANE_MAX 255u
 
 enum rsec_msg_type {
 	RSEC_MSG_HELLO = 1,
@@ -41,6 +46,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
 #define RSEC_WIRE_AEAD_AES_256_GCM 1
 #define RSEC_WIRE_AEAD_CHACHA20_POLY1305 2
+#define RSEC_WIRE_FEATURE_LANES 1u            /* takes frames with lane != 0 */
 
 /* QP_INFO */
 #define RSEC_WIRE_QPN_MAX 0xffffffu           /* QPN and PSN are 24-bit */
@@ -162,6 +168,7 @@ struct rsec_msg_credit {
 /* One decoded control message; type selects the member of u (READY has none). */
 struct rsec_msg {
 	uint8_t type;               /* enum rsec_msg_type */
+	uint16_t lane;              /* 0..RSEC_WIRE_LANE_MAX */
 	union {
 		struct rsec_msg_hello hello;
 		struct rsec_msg_qp_info qp_info;
@@ -187,8 +194,8 @@ RSEC_MUST_CHECK int rsec_wire_encode(const struct rsec_msg *m, uint8_t *out, siz
  * Validate the first RSEC_WIRE_HDR_LEN bytes of a frame (n must be >= that;
  * extra bytes are ignored) and return its type and body length, so a stream
  * reader knows how much more to read. Returns 0, RSEC_E_INVAL (NULL),
- * RSEC_E_PROTO (short, wrong version, unknown type, reserved != 0,
- * body_len > RSEC_WIRE_MAX_BODY).
+ * RSEC_E_PROTO (short, wrong version, unknown type, lane >
+ * RSEC_WIRE_LANE_MAX, body_len > RSEC_WIRE_MAX_BODY).
  */
 RSEC_MUST_CHECK int rsec_wire_decode_header(const uint8_t *hdr, size_t n, uint8_t *type, uint32_t *body_len);
 

@@ -4,15 +4,19 @@
 # byte written and read back checked, the depth enforced, a bad request in a
 # chain refused with the ones before it posted, a blocking call beside posted
 # operations, and operations through a revoked grant each reported failed.
+# In the same boot, further queue pairs under one session (lanes_check:
+# rsec_conn_add_qp).
 . "$(dirname "$0")/common.bash"
 
 check=$build/tests/async_check
+lanes=$build/tests/lanes_check
 [ -x "$check" ] || fail "build async_check first (missing $check)"
+[ -x "$lanes" ] || fail "build lanes_check first (missing $lanes)"
 "$build/tools/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 
 cat >"$work/guest.sh" <<'GUEST'
 set -u
-check=$1 work=$2
+check=$1 work=$2 lanes=$3
 server=$(fabric ip 1)
 # Two client runs of two connections each.
 fabric on 1 "$check" serve "$work/pki" "$server" 7471 4 >"$work/server.out" 2>&1 &
@@ -24,9 +28,18 @@ for mode in event busy; do
 done
 wait $spid
 echo "server=$?"
+for mode in event busy; do
+	fabric on 1 "$lanes" serve "$work/pki" "$server" 7472 1 >"$work/lanes-server-$mode.out" 2>&1 &
+	spid=$!
+	fabric wait-port 7472 || { cat "$work/lanes-server-$mode.out"; exit 1; }
+	fabric on 2 "$lanes" run "$work/pki" "$server" "$(fabric ip 2)" 7472 $mode >"$work/lanes-$mode.out" 2>&1
+	echo "lanes-$mode=$?"
+	wait $spid
+	echo "lanes-server-$mode=$?"
+done
 GUEST
 
-"$fabric" run --hosts 2 --mem 2048 --timeout 600 -- bash "$work/guest.sh" "$check" "$work" \
+"$fabric" run --hosts 2 --mem 2048 --timeout 600 -- bash "$work/guest.sh" "$check" "$work" "$lanes" \
 	>"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 for mode in event busy; do
@@ -48,4 +61,21 @@ for mode in event busy; do
 		"operations through a revoked grant were not each reported failed ($mode)"
 done
 expect_match "$work/run.out" '^server=0$' "the server failed"
-echo "PASS: asynchronous one-sided operations"
+for mode in event busy; do
+	out=$work/lanes-$mode.out
+	echo "--- lanes, $mode"
+	cat "$out"
+	expect_match "$work/run.out" "^lanes-$mode=0$" "lanes_check failed ($mode)"
+	expect_match "$work/run.out" "^lanes-server-$mode=0$" "the lanes server failed ($mode)"
+	expect_match "$out" '^RESULT opened=3 further' "three further queue pairs did not open ($mode)"
+	expect_match "$out" '^RESULT qpns=distinct$' "queue pairs share a QPN ($mode)"
+	expect_match "$out" '^RESULT over-limit=limit reached, none; session goes on$' \
+		"a queue pair past the server's max_qps was not refused cleanly ($mode)"
+	expect_match "$out" '^RESULT striped=4 of 4 verified$' "striped WRITEs did not land on their own queue pairs ($mode)"
+	expect_match "$out" '^RESULT cross-lane=queue pair in error state; the others work$' \
+		"another queue pair's grant worked, or its failure spread ($mode)"
+	expect_match "$out" '^RESULT lane-close=the others work$' "closing a queue pair broke the others ($mode)"
+	expect_match "$out" '^RESULT root-free=closed, connection closed$' \
+		"freeing the first connection left the others open ($mode)"
+done
+echo "PASS: asynchronous one-sided operations, further queue pairs"

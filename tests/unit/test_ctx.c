@@ -36,7 +36,8 @@ static void every_defined_bit_is_accepted(void **state)
 	char err[256];
 	struct rsec_ctx_attr a = base();
 	a.comp_mask = RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL |
-		      RSEC_CTX_ATTR_RESUME;
+		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS;
+	a.max_qps = RSEC_MAX_QPS;
 	a.grant_mode = RSEC_GRANT_MR;
 	a.qp_pool = 1;
 	a.max_inflight = RSEC_MAX_INFLIGHT;
@@ -52,7 +53,7 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	(void)state;
 	char err[256];
 	struct rsec_ctx_attr a = base();
-	a.comp_mask = RSEC_CTX_ATTR_RESUME << 1;
+	a.comp_mask = RSEC_CTX_ATTR_QPS << 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 	assert_non_null(strstr(err, "comp_mask"));
 
@@ -68,6 +69,12 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	a.comp_mask = RSEC_CTX_ATTR_DEPTH;
 	a.max_inflight = RSEC_MAX_INFLIGHT + 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_QPS;
+	a.max_qps = RSEC_MAX_QPS + 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+	assert_non_null(strstr(err, "max_qps"));
 
 	a = base();
 	a.comp_mask = RSEC_CTX_ATTR_POLL;

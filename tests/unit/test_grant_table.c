@@ -40,24 +40,33 @@ static struct rsec_msg_verify verify_msg(uint64_t id, uint64_t off, uint64_t len
 static void ids_carry_their_issuer(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	struct rsec_local_grant *a = issue(10, RSEC_ACCESS_READ, 0, 0);
 	struct rsec_local_grant *b = issue(10, RSEC_ACCESS_READ, 0, 0);
 	assert_true(a->id & RSEC_GRANT_ID_SERVER);
 	assert_int_not_equal(a->id, b->id);
 	assert_true(rsec_gt_ours(&t, a->id));
 	assert_false(rsec_gt_ours(&t, 1));
-	rsec_gt_init(&t, false);
+	rsec_gt_init(&t, false, 0);
 	struct rsec_local_grant *c = issue(10, RSEC_ACCESS_READ, 0, 0);
 	assert_false(c->id & RSEC_GRANT_ID_SERVER);
 	assert_true(rsec_gt_ours(&t, c->id));
 	assert_false(rsec_gt_ours(&t, RSEC_GRANT_ID_SERVER | 1));
+	/* A further queue pair's grants carry its lane, so ids never repeat within a session, also after a wipe. */
+	rsec_gt_init(&t, true, 7);
+	struct rsec_local_grant *d = issue(10, RSEC_ACCESS_READ, 0, 0);
+	assert_int_equal(rsec_gt_id_lane(d->id), 7);
+	assert_true(rsec_gt_ours(&t, d->id));
+	assert_int_not_equal(d->id, RSEC_GRANT_ID_SERVER | 1); /* the first grant of lane 0 */
+	assert_int_equal(rsec_gt_id_lane(RSEC_GRANT_ID_SERVER | 1), 0);
+	rsec_gt_wipe(&t);
+	assert_int_equal(rsec_gt_id_lane(rsec_gt_next_id(&t)), 7);
 }
 
 static void slots_run_out_and_come_back(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, false);
+	rsec_gt_init(&t, false, 0);
 	struct rsec_local_grant *all[RSEC_MAX_GRANTS];
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
 		all[i] = issue(1, RSEC_ACCESS_WRITE, 0, 0);
@@ -78,7 +87,7 @@ static void slots_run_out_and_come_back(void **state)
 static void expiry_follows_ttl(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	struct rsec_local_grant *forever = issue(8, RSEC_ACCESS_READ, 1000, 0);
 	struct rsec_local_grant *short_ = issue(8, RSEC_ACCESS_READ, 1000, 50);
 	struct rsec_local_grant *long_ = issue(8, RSEC_ACCESS_READ, 1000, 5000);
@@ -99,7 +108,7 @@ static void expiry_follows_ttl(void **state)
 static void write_claims_are_checked(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	struct rsec_local_grant *w = issue(100, RSEC_ACCESS_WRITE, 0, 0);
 	struct rsec_local_grant *r = issue(100, RSEC_ACCESS_READ, 0, 0);
 	struct rsec_msg_verify v;
@@ -140,12 +149,16 @@ static struct rsec_msg_grant grant_msg(uint64_t id, uint64_t tag, uint64_t len, 
 static void remote_grants_and_their_macs(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, false); /* a client: the server's ids have the top bit */
+	rsec_gt_init(&t, false, 0); /* a client: the server's ids have the top bit */
 	uint64_t sid = RSEC_GRANT_ID_SERVER | 9;
 	struct rsec_remote_grant out;
 
 	struct rsec_msg_grant own = grant_msg(3, 1, 10, RSEC_ACCESS_READ);
 	assert_int_equal(rsec_gt_remote_add(&t, &own), RSEC_E_PROTO);
+	/* The server's id, but of another of the session's queue pairs. */
+	struct rsec_msg_grant other_lane = grant_msg(RSEC_GRANT_ID_SERVER | UINT64_C(2) << RSEC_GRANT_ID_LANE_SHIFT | 9,
+						     1, 10, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &other_lane), RSEC_E_PROTO);
 
 	/* A MAC, then its READ grant: verified. */
 	struct rsec_msg_verify v = verify_msg(sid, 0, 64, 0x5a);
@@ -187,7 +200,7 @@ static void remote_grants_and_their_macs(void **state)
 static void remote_table_is_bounded(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_msg_grant g = grant_msg(i + 1, i, 8, RSEC_ACCESS_READ);
 		assert_int_equal(rsec_gt_remote_add(&t, &g), 0);
@@ -205,7 +218,7 @@ static void remote_table_is_bounded(void **state)
 static void wipe_forgets_everything(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	struct rsec_local_grant *w = issue(100, RSEC_ACCESS_WRITE, 0, 0);
 	struct rsec_msg_verify v = verify_msg(w->id, 0, 10, 0xee);
 	assert_int_equal(rsec_gt_claim(&t, &v), 0);
@@ -226,7 +239,7 @@ static void wipe_forgets_everything(void **state)
 static void sealed_claims_and_grants(void **state)
 {
 	(void)state;
-	rsec_gt_init(&t, true);
+	rsec_gt_init(&t, true, 0);
 	uint64_t plain = 100000, span = rsec_sealed_len(plain);
 	struct rsec_local_grant *g = issue(span, RSEC_ACCESS_WRITE, 0, 0);
 	g->sealed = true;

@@ -463,9 +463,9 @@ static void tls13_exporter_interoperates(void **state)
 	for (size_t a = 0; a < 2; a++) {
 		struct rsec_seal cli = { 0 }, srv = { 0 };
 		/* Role must match the SSL object. */
-		assert_int_equal(rsec_seal_from_tls(&cli, c, true, algs[a]), RSEC_E_INVAL);
-		assert_int_equal(rsec_seal_from_tls(&cli, c, false, algs[a]), 0);
-		assert_int_equal(rsec_seal_from_tls(&srv, s, true, algs[a]), 0);
+		assert_int_equal(rsec_seal_from_tls(&cli, c, true, algs[a], 0), RSEC_E_INVAL);
+		assert_int_equal(rsec_seal_from_tls(&cli, c, false, algs[a], 0), 0);
+		assert_int_equal(rsec_seal_from_tls(&srv, s, true, algs[a], 0), 0);
 		check_roundtrip(cli.tx, srv.rx, 1000, RSEC_SEAL_FLAG_FIRST);
 		check_roundtrip(srv.tx, cli.rx, 1000, RSEC_SEAL_FLAG_LAST);
 		uint8_t m1[32], m2[32];
@@ -479,8 +479,8 @@ static void tls13_exporter_interoperates(void **state)
 	SSL *c2, *s2;
 	tls_pair(&c2, &s2, TLS1_3_VERSION);
 	struct rsec_seal a = { 0 }, b = { 0 };
-	assert_int_equal(rsec_seal_from_tls(&a, c, false, RSEC_AEAD_AES256GCM), 0);
-	assert_int_equal(rsec_seal_from_tls(&b, s2, true, RSEC_AEAD_AES256GCM), 0);
+	assert_int_equal(rsec_seal_from_tls(&a, c, false, RSEC_AEAD_AES256GCM, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&b, s2, true, RSEC_AEAD_AES256GCM, 0), 0);
 	uint8_t frame[RSEC_SEAL_OVERHEAD + 1], out[1];
 	size_t flen;
 	struct rsec_seal_hdr h;
@@ -488,6 +488,21 @@ static void tls13_exporter_interoperates(void **state)
 	assert_int_equal(rsec_open_frame(b.rx, frame, flen, &h, out, sizeof(out)), RSEC_E_MAC);
 	rsec_seal_free(&a);
 	rsec_seal_free(&b);
+	/* Each lane of one session has keys of its own; both ends agree on them. */
+	struct rsec_seal l0 = { 0 }, l1 = { 0 }, peer1 = { 0 };
+	assert_int_equal(rsec_seal_from_tls(&l0, c, false, RSEC_AEAD_AES256GCM, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&l1, c, false, RSEC_AEAD_AES256GCM, 1), 0);
+	assert_int_equal(rsec_seal_from_tls(&peer1, s, true, RSEC_AEAD_AES256GCM, 1), 0);
+	check_roundtrip(l1.tx, peer1.rx, 100, RSEC_SEAL_FLAG_FIRST);
+	assert_int_equal(rsec_seal_frame(l0.tx, 0, 0, (const uint8_t *)"z", 1, frame, sizeof(frame), &flen), 0);
+	assert_int_equal(rsec_open_frame(peer1.rx, frame, flen, &h, out, sizeof(out)), RSEC_E_MAC);
+	uint8_t k0[32], k1[32];
+	assert_int_equal(rsec_seal_data_mac(&l0, true, 1, 2, (const uint8_t *)"x", 1, k0), 0);
+	assert_int_equal(rsec_seal_data_mac(&l1, true, 1, 2, (const uint8_t *)"x", 1, k1), 0);
+	assert_false(rsec_seal_mac_equal(k0, k1));
+	rsec_seal_free(&l0);
+	rsec_seal_free(&l1);
+	rsec_seal_free(&peer1);
 	SSL_free(c);
 	SSL_free(s);
 	SSL_free(c2);
@@ -501,7 +516,7 @@ static void tls12_is_refused(void **state)
 	tls_pair(&c, &s, TLS1_2_VERSION);
 	assert_int_equal(SSL_version(c), TLS1_2_VERSION);
 	struct rsec_seal cli = { 0 };
-	assert_int_equal(rsec_seal_from_tls(&cli, c, false, RSEC_AEAD_AES256GCM), RSEC_E_INVAL);
+	assert_int_equal(rsec_seal_from_tls(&cli, c, false, RSEC_AEAD_AES256GCM, 0), RSEC_E_INVAL);
 	assert_null(cli.tx);
 	SSL_free(c);
 	SSL_free(s);

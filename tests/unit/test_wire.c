@@ -253,13 +253,12 @@ static void header_rejections(void **state)
 		assert_int_equal(rsec_wire_decode_header(bad, len, &t, &bl), RSEC_E_PROTO);
 		expect_proto(bad, len);
 	}
-	for (int byte = 2; byte <= 3; byte++) {
-		for (unsigned bit = 0; bit < 8; bit++) {
-			memcpy(bad, frame, len);
-			bad[byte] = (uint8_t)(1u << bit);
-			assert_int_equal(rsec_wire_decode_header(bad, len, &t, &bl), RSEC_E_PROTO);
-			expect_proto(bad, len);
-		}
+	/* A lane beyond RSEC_WIRE_LANE_MAX: every bit of the high byte. */
+	for (unsigned bit = 0; bit < 8; bit++) {
+		memcpy(bad, frame, len);
+		bad[2] = (uint8_t)(1u << bit);
+		assert_int_equal(rsec_wire_decode_header(bad, len, &t, &bl), RSEC_E_PROTO);
+		expect_proto(bad, len);
 	}
 
 	/* body_len beyond the maximum, even when that many bytes are present. */
@@ -289,6 +288,28 @@ static void header_rejections(void **state)
 	assert_int_equal(rsec_wire_decode_header(frame, 8, &t, NULL), RSEC_E_INVAL);
 	assert_int_equal(rsec_wire_decode(NULL, len, &m), RSEC_E_INVAL);
 	assert_int_equal(rsec_wire_decode(frame, len, NULL), RSEC_E_INVAL);
+}
+
+/* Every lane 0..RSEC_WIRE_LANE_MAX goes through unchanged; the encoder refuses the rest. */
+static void lanes_round_trip(void **state)
+{
+	(void)state;
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	struct rsec_msg m = sample(RSEC_MSG_GRANT, 0), back;
+	for (unsigned lane = 0; lane <= RSEC_WIRE_LANE_MAX; lane++) {
+		m.lane = (uint16_t)lane;
+		size_t len = encode_ok(&m, frame);
+		assert_int_equal(frame[2] << 8 | frame[3], lane);
+		assert_int_equal(rsec_wire_decode(frame, len, &back), 0);
+		assert_int_equal(back.lane, lane);
+		assert_memory_equal(&back.u.grant, &m.u.grant, sizeof(m.u.grant));
+	}
+	size_t out = 0;
+	for (unsigned lane = RSEC_WIRE_LANE_MAX + 1; lane <= 0xffff; lane += 97) {
+		m.lane = (uint16_t)lane;
+		assert_int_equal(rsec_wire_encode(&m, frame, sizeof(frame), &out), RSEC_E_RANGE);
+	}
+	assert_int_equal(out, 0);
 }
 
 static void trailing_and_truncated(void **state)
@@ -653,6 +674,7 @@ int main(void)
 		cmocka_unit_test(qp_info_known_answer),
 		cmocka_unit_test(disconnect_known_answer),
 		cmocka_unit_test(header_rejections),
+		cmocka_unit_test(lanes_round_trip),
 		cmocka_unit_test(trailing_and_truncated),
 		cmocka_unit_test(hello_fields),
 		cmocka_unit_test(qp_info_fields),

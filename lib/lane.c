@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Further queue pairs of a session ("lanes", rsec_conn_add_qp): more QPs
+ * under one authenticated TLS session, brought up without a handshake.
+ *
+ * A lane is a struct rsec_conn of its own for everything on the data path
+ * (QP from the pool, PSNs, message keys, regions, grants, operations), so
+ * data.c, grant.c and onesided.c need not know about lanes. What it shares
+ * is its root's TLS channel: its frames carry its index in the frame header
+ * (wire.h), chan.c sends them through the root, and the root's reader hands
+ * them here. The set-up is the second half of the connection's own:
+ *
+ *   client                                 server
+ *   QP_INFO on lane n (n: the next index) ->  max_qps allows it: a lane, its
+ *                                             QP from the pool, RTR/RTS
+ *                                         <-  QP_INFO on lane n
+ *   RTR/RTS, READY on lane n              ->  established; rsec_conn_add_qp
+ *                                             hands it to the application
+ *
+ * or, past the server's max_qps, ERROR (RSEC_E_LIMIT) on lane n. Keys come
+ * from the session's TLS exporter with the lane in the context (seal.c), so
+ * no lane reuses another's nonces; grant ids carry the lane (grant_table.h).
+ * A lane's failure closes that lane only; the root's closes all of them.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+
+/* Lanes that are not closed: with the root, what max_qps bounds. */
+static unsigned live_lanes(const struct rsec_conn *root)
+{
+	unsigned n = 0;
+	for (unsigned i = 1; i <= root->lanes_opened; i++)
+		n += root->lanes[i] && root->lanes[i]->phase != PHASE_CLOSED;
+	return n;
+}
+
+/* A lane of root at index idx, keyed, waiting for the peer's QP_INFO. */
+static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct rsec_conn **out)
+{
+	struct rsec_conn *c = rsec_conn_alloc(root->ctx, root->sock);
+	RSEC_ENSURE(c, RSEC_E_NOMEM);
+	c->root = root;
+	c->lane = idx;
+	c->id = root->id;
+	memcpy(c->peer, root->peer, sizeof(c->peer));
+	memcpy(c->peer_addr, root->peer_addr, sizeof(c->peer_addr));
+	c->tls_resumed = root->tls_resumed;
+	c->aead = root->aead;
+	c->ssl = root->ssl;
+	c->dev = rsec_dev_ref(root->dev);
+	c->phase = PHASE_QP_INFO;
+	rsec_gt_init(&c->gt, c->is_server, idx);
+	root->lanes[idx] = c;
+	struct epoll_event ev = { .events = root->sock_events, .data.u32 = 0 };
+	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->sock, &ev) == 0 ? 0 : RSEC_E_IO;
+	if (rc == 0)
+		rc = rsec_seal_from_tls(&c->seal, root->ssl, c->is_server, c->aead, idx);
+	if (rc < 0) {
+		c->phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
+		c->close_code = rc;
+		rsec_conn_free(c); /* unlinks it */
+		return rc;
+	}
+	c->have_seal = true;
+	*out = c;
+	return 0;
+}
+
+/* Server: the client asks for lane m->lane (the next index). */
+static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec_msg *m)
+{
+	root->lanes_opened = m->lane;
+	int rc = live_lanes(root) + 1 < root->ctx->max_qps ? 0 : RSEC_E_LIMIT;
+	struct rsec_conn *c = NULL;
+	if (rc == 0)
+		rc = lane_new(root, m->lane, &c);
+	if (rc < 0) {
+		struct rsec_msg e = { .type = RSEC_MSG_ERROR, .lane = m->lane };
+		char text[96];
+		snprintf(text, sizeof(text), "queue pair %u refused: %s (max_qps %u)", (unsigned)m->lane + 1,
+			 rsec_strerror(rc), root->ctx->max_qps);
+		e.u.error.code = (uint32_t)-rc;
+		rsec_wire_text_set(&e.u.error.text, text);
+		rc = rsec_chan_send(root, &e); /* lane 0's sender: the index goes as given */
+		return rc < 0 ? rsec_conn_fail(root, rc, "cannot refuse a queue pair") : 0;
+	}
+	(void)!rsec_conn_handle_ctrl(c, m); /* its failure closes it alone; expire frees it */
+	return 0;
+}
+
+int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m)
+{
+	if (root->phase != PHASE_ESTABLISHED)
+		return rsec_conn_violation(root, "a frame for a further queue pair before the session was set up");
+	if (m->type == RSEC_MSG_HELLO || m->type == RSEC_MSG_KEEPALIVE || m->type == RSEC_MSG_CREDIT) {
+		char why[80];
+		snprintf(why, sizeof(why), "%s for queue pair %u: only the session's own", rsec_wire_type_name(m->type),
+			 (unsigned)m->lane + 1);
+		return rsec_conn_violation(root, why);
+	}
+	struct rsec_conn *c = root->lanes[m->lane];
+	if (!c) {
+		if (m->lane <= root->lanes_opened)
+			return 0; /* freed here; the peer had not heard yet */
+		if (root->is_server && m->type == RSEC_MSG_QP_INFO)
+			return lane_accept(root, m); /* indices only grow: one that failed early is skipped */
+		if (m->type == RSEC_MSG_ERROR || m->type == RSEC_MSG_DISCONNECT)
+			return 0; /* the peer gave up on a lane before it asked for it */
+		char why[80];
+		snprintf(why, sizeof(why), "%s for queue pair %u, which was never asked for",
+			 rsec_wire_type_name(m->type), (unsigned)m->lane + 1);
+		return rsec_conn_violation(root, why);
+	}
+	if (c->phase != PHASE_CLOSED)
+		(void)!rsec_conn_handle_ctrl(c, m); /* a lane's failure closes that lane only */
+	return 0;
+}
+
+int rsec_lane_process(struct rsec_conn *c)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (!c->root)
+		return rsec_conn_fail(c, RSEC_E_CLOSED, "the session's connection was freed");
+	int rc = rsec_conn_process(c->root);
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code; /* the root's failure failed us too */
+	if (rc < 0 && rc != RSEC_E_AGAIN)
+		return rsec_conn_fail(c, rc, "the session's connection failed");
+	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
+				      c->ctx->handshake_timeout_ms);
+	if (c->phase == PHASE_ESTABLISHED) {
+		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_grant_expire(c));
+	}
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+}
+
+void rsec_lanes_expire(struct rsec_conn *root)
+{
+	uint64_t now = rsec_now_ms();
+	for (unsigned i = 1; i <= root->lanes_opened; i++) {
+		struct rsec_conn *c = root->lanes[i];
+		if (!c)
+			continue;
+		if (c->phase != PHASE_ESTABLISHED && c->phase != PHASE_CLOSED && now > c->deadline_ms)
+			(void)rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
+					     c->ctx->handshake_timeout_ms);
+		if (c->phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
+			rsec_conn_free(c); /* nobody holds it: its resources go now */
+	}
+}
+
+void rsec_lanes_fail(struct rsec_conn *root, int code)
+{
+	for (unsigned i = 1; i <= root->lanes_opened; i++)
+		if (root->lanes[i])
+			(void)rsec_conn_fail(root->lanes[i], code, "the session closed: %s", root->error);
+}
+
+void rsec_lanes_detach(struct rsec_conn *root)
+{
+	for (unsigned i = 1; i <= root->lanes_opened; i++) {
+		struct rsec_conn *c = root->lanes[i];
+		if (!c)
+			continue;
+		if (!c->lane_taken) {
+			rsec_conn_free(c);
+			continue;
+		}
+		c->root = NULL;
+		c->ssl = NULL;
+		root->lanes[i] = NULL;
+	}
+}
+
+void rsec_lane_unlink(struct rsec_conn *c)
+{
+	if (c->root && c->root->lanes[c->lane] == c)
+		c->root->lanes[c->lane] = NULL;
+	c->root = NULL;
+	c->ssl = NULL;
+}
+
+void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = 0 };
+	for (unsigned i = 1; i <= root->lanes_opened; i++) {
+		struct rsec_conn *c = root->lanes[i];
+		if (c && c->phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->sock, &ev) < 0)
+			(void)rsec_conn_fail(c, RSEC_E_IO, "epoll: cannot watch the session's channel");
+	}
+}
+
+static bool lane_settled(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->phase == PHASE_ESTABLISHED || c->phase == PHASE_CLOSED;
+}
+
+/* Client: ask for lane n and wait for it. */
+static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, struct rsec_conn **out)
+{
+	if (!root->peer_lanes) {
+		snprintf(root->error, sizeof(root->error), "the peer's library takes no further queue pairs");
+		return RSEC_E_PROTO;
+	}
+	if (live_lanes(root) + 1 >= root->ctx->max_qps || root->lanes_opened == RSEC_WIRE_LANE_MAX) {
+		snprintf(root->error, sizeof(root->error), "max_qps (%u) queue pairs are open", root->ctx->max_qps);
+		return RSEC_E_LIMIT;
+	}
+	struct rsec_conn *c;
+	root->lanes_opened++;
+	RSEC_GUARD(lane_new(root, root->lanes_opened, &c));
+	c->lane_taken = true; /* ours from the start: freed by the caller or below */
+	int rc = rsec_data_setup(c);
+	if (rc == 0)
+		rc = rsec_conn_send_qp_info(c);
+	if (rc < 0)
+		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1, rsec_strerror(rc));
+	else
+		rc = rsec_conn_wait_for(c, lane_settled, NULL, timeout_ms);
+	if (rc == 0 && c->phase == PHASE_ESTABLISHED) {
+		*out = c;
+		return 0;
+	}
+	if (rc == 0 || c->phase == PHASE_CLOSED)
+		rc = c->close_code;
+	else
+		(void)rsec_conn_fail(c, rc, "queue pair %u: no answer in %d ms", (unsigned)c->lane + 1, timeout_ms);
+	memcpy(root->error, c->error, sizeof(root->error));
+	rsec_conn_free(c);
+	return rc;
+}
+
+struct lane_wanted {
+	struct rsec_conn *found;
+};
+
+static bool lane_ready(struct rsec_conn *root, void *arg)
+{
+	struct lane_wanted *w = arg;
+	for (unsigned i = 1; i <= root->lanes_opened; i++) {
+		struct rsec_conn *c = root->lanes[i];
+		if (c && !c->lane_taken && c->phase == PHASE_ESTABLISHED) {
+			w->found = c;
+			return true;
+		}
+	}
+	return false;
+}
+
+int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out)
+{
+	if (!c || !out || c->lane)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->phase != PHASE_ESTABLISHED)
+		return RSEC_E_INVAL;
+	if (!c->is_server)
+		return lane_open(c, timeout_ms, out);
+	struct lane_wanted w = { 0 };
+	RSEC_GUARD(rsec_conn_wait_for(c, lane_ready, &w, timeout_ms));
+	w.found->lane_taken = true;
+	*out = w.found;
+	return 0;
+}
