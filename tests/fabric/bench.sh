@@ -46,6 +46,8 @@ run() {
 run send_bw -s 4096,64 -n 50,20 || rc=1
 run send_lat --lat -s 64 -n 50 --poll busy || rc=1
 run write_bw --op write -s 65536,64 -n 20,300 || rc=1
+run write_bw_qps --op write -s 65536,4096 -n 40,400 -q 4 || rc=1
+run read_bw_qps --op read -s 4096 -n 90 -q 3 -t 8 --poll event || rc=1
 run read_bw --op read -s 4096 -n 100 -t 16 -Q 4 --poll event || rc=1
 run read_lat --op read --lat -s 4096 -n 20 || rc=1
 run write_lat --op write --lat -s 4096,64 -n 20,300 || rc=1
@@ -69,7 +71,7 @@ EOF
 	{ cat "$work/out"; tail -n 5 "$work"/*.txt "$work"/*.err; fail "a run failed"; }
 cat "$work/out"
 
-runs=(send_bw send_lat write_bw read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed write_blocking
+runs=(send_bw send_lat write_bw write_bw_qps read_bw_qps read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed write_blocking
 	read_blocking connect connect_full)
 outputs=()
 for r in "${runs[@]}"; do
@@ -87,6 +89,7 @@ import json, math, os, sys
 work, runs = sys.argv[1], sys.argv[2:]
 expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send", "lat", [(64, 50)]),
           "write_bw": ("write", "bw", [(65536, 20), (64, 300)]), "read_bw": ("read", "bw", [(4096, 100)]),
+          "write_bw_qps": ("write", "bw", [(65536, 40), (4096, 400)]), "read_bw_qps": ("read", "bw", [(4096, 90)]),
           "read_lat": ("read", "lat", [(4096, 20)]), "write_lat": ("write", "lat", [(4096, 20), (64, 300)]), "read_sealed": ("read", "lat", [(4096, 20), (100000, 10)]),
           "read_bw_sealed": ("read", "bw", [(4096, 100), (100000, 20)]),
           "write_sealed": ("write", "lat", [(4096, 10), (100000, 5)]),
@@ -98,6 +101,7 @@ expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send"
 resumed = {"connect": 2, "connect_full": 0}
 # Poll mode, and for write and read the operations in flight and the completion moderation.
 modes = {"send_bw": ("busy", None, None), "send_lat": ("busy", None, None), "write_bw": ("busy", 128, 100),
+         "write_bw_qps": ("busy", 128, 100), "read_bw_qps": ("event", 8, 8),
          "read_bw": ("event", 16, 4), "read_lat": ("busy", 1, 1), "write_lat": ("busy", 1, 1), "read_sealed": ("busy", 1, 1),
          "read_bw_sealed": ("busy", 16, 4), "write_sealed": ("busy", 1, 1),
          "write_blocking": ("busy", 1, 1), "read_blocking": ("busy", 1, 1),
@@ -117,6 +121,9 @@ for r in runs:
     check((doc["poll"], doc.get("tx_depth"), doc.get("cq_mod")) == modes[r], r + ": poll, tx_depth, cq_mod")
     check(doc.get("sealed") is r.endswith("_sealed"), r + ": sealed")
     check(doc.get("blocking") is r.endswith("_blocking"), r + ": blocking")
+    if doc.get("tx_depth"):
+        qps = {"write_bw_qps": 4, "read_bw_qps": 3}.get(r, 1)
+        check(doc.get("qps") == qps, "%s: %s queue pairs, not %s" % (r, doc.get("qps"), qps))
     res = doc["results"]
     check([(x["bytes"], x["iterations"]) for x in res] == steps, r + ": one row per size, with its count")
     if r in resumed:

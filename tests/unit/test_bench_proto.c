@@ -29,7 +29,8 @@ static void round_trip_every_message(void **state)
 		{ .type = BENCH_MSG_PARAMS,
 		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_CONNECT, .lat = 1, .iters = 10, .round = 10 } },
 		{ .type = BENCH_MSG_PARAMS,
-		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_READ, .size = BENCH_SIZE_MAX, .duration_ms = 1000 } },
+		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_READ, .lanes = BENCH_LANES_MAX,
+			      .size = BENCH_SIZE_MAX, .duration_ms = 1000 } },
 		{ .type = BENCH_MSG_PARAMS,
 		  .params = { .version = BENCH_PROTO_VERSION, .op = BENCH_OP_READ, .lat = 1, .sealed = 1, .size = 4096, .iters = 9 } },
 		{ .type = BENCH_MSG_READY, .tag = UINT64_MAX },
@@ -114,6 +115,14 @@ static void params_limits(void **state)
 		const char *why;
 	} bad[] = {
 		{ { .version = 1, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 2, .lanes = BENCH_LANES_MAX + 1, .size = 1, .iters = 1 },
+		  "too many queue pairs" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 1, .lanes = 1, .size = 1, .iters = 1 },
+		  "further queue pairs are for write and read bandwidth" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 2, .lat = 1, .lanes = 1, .size = 1, .iters = 1 },
+		  "further queue pairs are for write and read bandwidth" },
+		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 1, .lanes = 1, .size = 1, .iters = 1 },
+		  "further queue pairs are for write and read bandwidth" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 1, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for write and read" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for write and read" },
 		{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .duration_ms = 5 },
@@ -150,13 +159,14 @@ static void params_limits(void **state)
 		buf[3] = bad[i].p.lat;
 		buf[4] = bad[i].p.poll;
 		buf[5] = bad[i].p.sealed;
+		buf[6] = bad[i].p.lanes;
 		for (int b = 0; b < 8; b++) {
-			buf[6 + b] = (uint8_t)(bad[i].p.size >> (56 - 8 * b));
-			buf[14 + b] = (uint8_t)(bad[i].p.iters >> (56 - 8 * b));
-			buf[26 + b] = (uint8_t)(bad[i].p.round >> (56 - 8 * b));
+			buf[7 + b] = (uint8_t)(bad[i].p.size >> (56 - 8 * b));
+			buf[15 + b] = (uint8_t)(bad[i].p.iters >> (56 - 8 * b));
+			buf[27 + b] = (uint8_t)(bad[i].p.round >> (56 - 8 * b));
 		}
 		for (int b = 0; b < 4; b++)
-			buf[22 + b] = (uint8_t)(bad[i].p.duration_ms >> (24 - 8 * b));
+			buf[23 + b] = (uint8_t)(bad[i].p.duration_ms >> (24 - 8 * b));
 		const char *why;
 		assert_false(bench_decode(buf, n, &m, &why));
 		assert_string_equal(why, bad[i].why);

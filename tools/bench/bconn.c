@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +66,10 @@ int bconn_recv(struct bench_conn *b, const char *what)
 	return rc < 0 ? fail(b, what, rc) : 0;
 }
 
-int bconn_recv_msg(struct bench_conn *b, uint8_t want, struct bench_msg *m, const char *what)
+/* Decode the message in b->buf: it must be one of type want (0: any), not the peer's ERROR. */
+static int take_msg(struct bench_conn *b, uint8_t want, struct bench_msg *m, const char *what)
 {
 	const char *why;
-	int rc = bconn_recv(b, what);
-	if (rc < 0)
-		return rc;
 	if (!bench_decode(b->buf, b->len, m, &why)) {
 		fprintf(stderr, "%s: %s: malformed message from the peer (%s)\n", PROG, what, why);
 		return RSEC_E_PROTO;
@@ -84,6 +83,44 @@ int bconn_recv_msg(struct bench_conn *b, uint8_t want, struct bench_msg *m, cons
 		return RSEC_E_PROTO;
 	}
 	return 0;
+}
+
+int bconn_recv_msg(struct bench_conn *b, uint8_t want, struct bench_msg *m, const char *what)
+{
+	int rc = bconn_recv(b, what);
+	return rc < 0 ? rc : take_msg(b, want, m, what);
+}
+
+#define DRIVE_MAX 64
+
+int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, unsigned n, uint8_t want,
+			   struct bench_msg *m, const char *what)
+{
+	if (n == 0)
+		return bconn_recv_msg(b, want, m, what);
+	if (n >= DRIVE_MAX)
+		return fail(b, what, RSEC_E_INVAL);
+	uint64_t deadline = bench_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+	for (;;) {
+		int rc = rsec_recv(b->c, b->buf, b->cap, &b->len, 0);
+		if (rc == 0)
+			return take_msg(b, want, m, what);
+		if (rc != RSEC_E_AGAIN)
+			return fail(b, what, rc);
+		struct pollfd p[DRIVE_MAX] = { { .fd = rsec_conn_fd(b->c), .events = POLLIN } };
+		for (unsigned i = 0; i < n; i++) {
+			rc = rsec_conn_process(more[i]);
+			if (rc < 0 && rc != RSEC_E_AGAIN) {
+				fprintf(stderr, "%s: %s: queue pair %u: %s (%s)\n", PROG, what, i + 2, rsec_strerror(rc),
+					rsec_conn_error(more[i]));
+				return rc;
+			}
+			p[i + 1] = (struct pollfd){ .fd = rsec_conn_fd(more[i]), .events = POLLIN };
+		}
+		if (bench_now_ns() >= deadline)
+			return fail(b, what, RSEC_E_TIMEOUT);
+		(void)poll(p, n + 1, 100);
+	}
 }
 
 void bconn_send_error(struct bench_conn *b, const char *text)
@@ -106,7 +143,8 @@ int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx
 	/* The client's one-sided tests keep tx_depth operations in flight: the
 	 * library's max_inflight, which also sizes the QP's send queue. */
 	struct rsec_ctx_attr attr = {
-		.comp_mask = RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME | (o->tx_depth ? RSEC_CTX_ATTR_DEPTH : 0),
+		.comp_mask = RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS |
+			     (o->tx_depth ? RSEC_CTX_ATTR_DEPTH : 0),
 		.is_server = server, .device = o->device, .local_addr = o->source,
 		.ca_file = ca, .cert_file = cert, .key_file = key, .aead = o->aead,
 		.handshake_timeout_ms = o->timeout_ms,
@@ -114,6 +152,8 @@ int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx
 		.poll_mode = o->poll == BENCH_POLL_BUSY ? RSEC_POLL_BUSY : RSEC_POLL_EVENT,
 		.tls_resume_s = o->no_resume ? 0 : RSEC_DEFAULT_RESUME_S,
 		.recv_slots = o->recv_slots, .slot_size = o->slot_size,
+		/* A server takes as many queue pairs as a client's -q may ask for. */
+		.max_qps = server ? RSEC_MAX_QPS : (uint32_t)o->qps,
 	};
 	int rc = rsec_ctx_new(&attr, ctx, err, sizeof(err));
 	if (rc < 0)

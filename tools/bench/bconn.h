@@ -36,6 +36,13 @@ int bconn_recv(struct bench_conn *b, const char *what);
  * printed and fails; so does a malformed or unexpected message.
  */
 int bconn_recv_msg(struct bench_conn *b, uint8_t want, struct bench_msg *m, const char *what);
+/*
+ * bconn_recv_msg while driving n further queue pairs of the connection
+ * (their grants' binds complete and are announced only when they are
+ * driven), waiting on all of their descriptors.
+ */
+int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, unsigned n, uint8_t want,
+			   struct bench_msg *m, const char *what);
 /* Tell the peer why we stop (best effort). */
 void bconn_send_error(struct bench_conn *b, const char *text);
 

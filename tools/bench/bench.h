@@ -25,7 +25,7 @@
 
 /* Options given on the command line (BENCH_SET_*: which test parameters were). */
 enum bench_set { BENCH_SET_OP = 1, BENCH_SET_LAT = 2, BENCH_SET_SIZE = 4, BENCH_SET_ITERS = 8,
-		 BENCH_SET_DURATION = 16, BENCH_SET_POLL = 32, BENCH_SET_SEALED = 64 };
+		 BENCH_SET_DURATION = 16, BENCH_SET_POLL = 32, BENCH_SET_SEALED = 64, BENCH_SET_QPS = 128 };
 
 struct bench_opts {
 	unsigned set;            /* enum bench_set */
@@ -36,7 +36,7 @@ struct bench_opts {
 	uint64_t iters[BENCH_LIST_MAX]; /* -n: one count for every size, or one per size */
 	size_t niters;
 	uint32_t duration_ms;
-	uint64_t tx_depth, cq_mod, qps; /* tx_depth, cq_mod: 0 until check_combos sets the defaults */
+	uint64_t tx_depth, cq_mod, qps; /* 0 until set_defaults sets the defaults */
 	enum bench_poll poll;           /* this side's waits: the context's poll_mode */
 	bool no_resume;                 /* full TLS handshakes only (the context's tls_resume_s 0) */
 	bool sealed;                    /* through sealed grants (--sealed) */

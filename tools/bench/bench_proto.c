@@ -82,6 +82,10 @@ const char *bench_params_check(const struct bench_params *p)
 		return "sealed is for write and read";
 	if (p->sealed && p->op == BENCH_OP_WRITE && p->duration_ms)
 		return "a sealed write test needs iterations (a grant each)";
+	if (p->lanes > BENCH_LANES_MAX)
+		return "too many queue pairs";
+	if (p->lanes && (p->lat || p->sealed || (p->op != BENCH_OP_READ && p->op != BENCH_OP_WRITE)))
+		return "further queue pairs are for write and read bandwidth";
 	if ((p->iters == 0) == (p->duration_ms == 0))
 		return "need exactly one of iterations and duration";
 	if (p->iters > BENCH_ITERS_MAX || p->duration_ms > BENCH_DURATION_MS_MAX)
@@ -139,7 +143,7 @@ static bool known_type(uint8_t t)
 static bool read_params(struct cursor *c, struct bench_params *p)
 {
 	return get_u8(c, &p->version) && get_u8(c, &p->op) && get_u8(c, &p->lat) && get_u8(c, &p->poll) &&
-	       get_u8(c, &p->sealed) && get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
+	       get_u8(c, &p->sealed) && get_u8(c, &p->lanes) && get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
 	       get_u64(c, &p->round);
 }
 
@@ -210,7 +214,7 @@ bad:
 static bool write_params(struct cursor *c, const struct bench_params *p)
 {
 	return put_be(c, 1, p->version) && put_be(c, 1, p->op) && put_be(c, 1, p->lat) && put_be(c, 1, p->poll) &&
-	       put_be(c, 1, p->sealed) && put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
+	       put_be(c, 1, p->sealed) && put_be(c, 1, p->lanes) && put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
 	       put_be(c, 8, p->round);
 }
 

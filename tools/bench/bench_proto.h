@@ -5,8 +5,10 @@
  * big-endian fields; DATA carries its payload, ERROR printable text.
  *
  *   client                                   server
+ *   [further queue pairs: rsec_conn_add_qp, before the first PARAMS that has lanes]
  *   PARAMS (op, size, iterations, ...)  ->
- *                                       <-   READY (grant tag for write/read)
+ *                                       <-   READY (grant tag for write/read,
+ *                                              on every queue pair)
  *   DATA ... (send: measured traffic)  <->
  *   END (iterations done)               ->
  *                                       <-   RESULT (the server's CPU time)
@@ -22,7 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BENCH_PROTO_VERSION 3 /* 2: PARAMS carries sealed; 3: write --lat is a ping-pong */
+#define BENCH_PROTO_VERSION 4 /* 2: PARAMS carries sealed; 3: write --lat is a ping-pong; 4: lanes */
+#define BENCH_LANES_MAX 63u /* further queue pairs (-q QPS: QPS - 1), librdmasec's RSEC_MAX_QPS - 1 */
 #define BENCH_SIZE_MAX (16u << 20)         /* librdmasec's default max_msg */
 #define BENCH_ITERS_MAX 10000000u          /* latency keeps one sample each */
 #define BENCH_DURATION_MS_MAX 3600000u
@@ -47,6 +50,8 @@ struct bench_params {
 	uint8_t lat;         /* 0: bandwidth, 1: latency */
 	uint8_t poll;        /* enum bench_poll */
 	uint8_t sealed;      /* 1: through sealed grants (rsec_read_sealed; rsec_write_sealed, a grant each) */
+	uint8_t lanes;       /* further queue pairs of the connection (rsec_conn_add_qp), each with a grant
+			      * under READY's tag: write and read bandwidth only */
 	uint64_t size;       /* bytes per operation; 0 for connect */
 	uint64_t iters;      /* 0 with a duration */
 	uint32_t duration_ms; /* 0 with iterations; never for connect */

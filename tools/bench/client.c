@@ -7,6 +7,7 @@
  * perftest does. --op connect instead opens ITERS connections one after
  * another.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,10 @@ struct client {
 			     * what rsec_write sends or rsec_read fills */
 	struct rsec_region *region; /* write, read: what we write, or where we read */
 	size_t region_len;
+	/* -q: the connection's further queue pairs, each with a region like the first's */
+	struct rsec_conn *lanes[BENCH_LANES_MAX];
+	struct rsec_region *lane_regions[BENCH_LANES_MAX];
+	unsigned nlanes;
 	struct rsec_wr *wr; /* write, read: one batch of work requests (tx_depth) */
 	struct rsec_wc *wc; /* ... and of completions */
 	uint64_t *samples;  /* latency: one per iteration */
@@ -41,6 +46,7 @@ struct test {
 	struct client *cl;
 	const struct bench_params *p;
 	struct rsec_remote_grant g;
+	struct rsec_remote_grant lane_g[BENCH_LANES_MAX]; /* -q: the grant on each further queue pair */
 	uint64_t tag, done; /* --sealed write: READY's tag, writes done (write k's grant is tag + k) */
 	uint64_t slots;     /* --sealed read: READs in flight at once, each into its own part of the region */
 };
@@ -137,8 +143,8 @@ size_t bench_plan(const struct bench_opts *o, struct bench_step steps[static BEN
 static struct bench_params params_for(const struct bench_opts *o, const struct bench_step *step)
 {
 	return (struct bench_params){ .version = BENCH_PROTO_VERSION, .op = (uint8_t)o->op, .lat = o->lat,
-				      .poll = (uint8_t)o->poll, .sealed = o->sealed, .size = step->size, .iters = step->iters,
-				      .duration_ms = o->duration_ms };
+				      .poll = (uint8_t)o->poll, .sealed = o->sealed, .lanes = (uint8_t)(o->qps - 1),
+				      .size = step->size, .iters = step->iters, .duration_ms = o->duration_ms };
 }
 
 /*
@@ -189,57 +195,131 @@ static int run_loop(struct test *t, op_fn once, struct bench_row *row, uint64_t 
 	return 0;
 }
 
-/* ---- write and read: TX_DEPTH operations in flight from one region ---- */
+/* ---- write and read: TX_DEPTH operations in flight from one region per queue pair ---- */
 
-/*
- * Post n operations numbered from first (their user_id), each of size
- * bytes at offset 0 of the grant and of the region (perftest, too, uses one
- * buffer). A completion is asked for one in cq_mod and for the batch's
- * last, so whatever is in flight always ends with one: nothing waits for a
- * completion nobody asked for. *posted: how many went out.
- */
-static int post_batch(struct test *t, enum rsec_op op, uint64_t first, unsigned n, unsigned *posted)
+/* Queue pair k of the test (-q): 0 is the connection, then its further ones, each with its grant and region. */
+struct qp_side {
+	struct rsec_conn *c;
+	const struct rsec_remote_grant *g;
+	struct rsec_region *region;
+};
+
+static struct qp_side qp_side(struct test *t, unsigned k)
 {
 	struct client *cl = t->cl;
+	if (k == 0)
+		return (struct qp_side){ cl->bc.c, &t->g, cl->region };
+	return (struct qp_side){ cl->lanes[k - 1], &t->lane_g[k - 1], cl->lane_regions[k - 1] };
+}
+
+static unsigned inflight_all(struct test *t)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k <= t->cl->nlanes; k++)
+		n += rsec_inflight(qp_side(t, k).c);
+	return n;
+}
+
+/*
+ * Post n operations on queue pair k numbered from first (their user_id),
+ * each of size bytes at offset 0 of the grant and of the region (perftest,
+ * too, uses one buffer). A completion is asked for one in cq_mod and for
+ * the batch's last, so whatever is in flight always ends with one: nothing
+ * waits for a completion nobody asked for. *posted: how many went out.
+ */
+static int post_batch(struct test *t, unsigned k, enum rsec_op op, uint64_t first, unsigned n, unsigned *posted)
+{
+	struct client *cl = t->cl;
+	struct qp_side q = qp_side(t, k);
 	uint64_t cq_mod = t->p->lat ? 1 : cl->o->cq_mod;
-	for (unsigned k = 0; k < n; k++) {
-		uint64_t id = first + k;
-		bool signaled = k + 1 == n || (id + 1) % cq_mod == 0;
-		cl->wr[k] = (struct rsec_wr){ .user_id = id, .op = op, .flags = signaled ? 0 : RSEC_WR_UNSIGNALED,
-					      .grant = &t->g, .local = cl->region, .len = (uint32_t)t->p->size };
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t id = first + i;
+		bool signaled = i + 1 == n || (id + 1) % cq_mod == 0;
+		cl->wr[i] = (struct rsec_wr){ .user_id = id, .op = op, .flags = signaled ? 0 : RSEC_WR_UNSIGNALED,
+					      .grant = q.g, .local = q.region, .len = (uint32_t)t->p->size };
 		if (t->slots) { /* a sealed READ takes the whole grant, into a part of the region of its own */
-			cl->wr[k].len = (uint32_t)t->g.len;
-			cl->wr[k].local_off = (size_t)(id % t->slots * t->g.len);
+			cl->wr[i].len = (uint32_t)t->g.len;
+			cl->wr[i].local_off = (size_t)(id % t->slots * t->g.len);
 		}
 	}
-	int rc = rsec_post(cl->bc.c, cl->wr, n, posted);
+	int rc = rsec_post(q.c, cl->wr, n, posted);
 	if (rc == RSEC_E_AGAIN)
 		return 0; /* the library's depth is full: what did not fit goes in the next batch */
 	if (rc < 0)
-		fprintf(stderr, "%s: rsec_post: %s (%s)\n", PROG, rsec_strerror(rc), rsec_conn_error(cl->bc.c));
+		fprintf(stderr, "%s: rsec_post: %s (%s)\n", PROG, rsec_strerror(rc), rsec_conn_error(q.c));
 	return rc;
 }
 
-/* Wait for completions and take them all; each must have succeeded. */
-static int reap(struct test *t)
+/* Take what queue pair k has, waiting up to timeout_ms; each must have succeeded. Returns how many, or an error. */
+static int reap_qp(struct test *t, unsigned k, int timeout_ms)
 {
 	struct client *cl = t->cl;
-	int n = rsec_poll(cl->bc.c, cl->wc, (unsigned)cl->o->tx_depth, cl->o->timeout_ms);
-	if (n == 0) {
-		fprintf(stderr, "%s: rsec_poll: no completion in %d ms (%u operations in flight)\n", PROG,
-			cl->o->timeout_ms, rsec_inflight(cl->bc.c));
-		return RSEC_E_TIMEOUT;
-	}
+	struct rsec_conn *c = qp_side(t, k).c;
+	int n = rsec_poll(c, cl->wc, (unsigned)cl->o->tx_depth, timeout_ms);
 	if (n < 0) {
-		fprintf(stderr, "%s: rsec_poll: %s (%s)\n", PROG, rsec_strerror(n), rsec_conn_error(cl->bc.c));
+		fprintf(stderr, "%s: rsec_poll: %s (%s)\n", PROG, rsec_strerror(n), rsec_conn_error(c));
 		return n;
 	}
 	for (int i = 0; i < n; i++) {
 		if (cl->wc[i].status == 0)
 			continue;
 		fprintf(stderr, "%s: operation %llu: %s (%s)\n", PROG, (unsigned long long)cl->wc[i].user_id,
-			rsec_strerror(cl->wc[i].status), rsec_conn_error(cl->bc.c));
+			rsec_strerror(cl->wc[i].status), rsec_conn_error(c));
 		return cl->wc[i].status;
+	}
+	return n;
+}
+
+/* Several queue pairs: take what each has; with none yet, wait on all of them (event mode sleeps). */
+static int reap_any(struct test *t)
+{
+	struct client *cl = t->cl;
+	uint64_t deadline = bench_now_ns() + (uint64_t)cl->o->timeout_ms * 1000000u;
+	for (;;) {
+		int got = 0;
+		struct pollfd p[BENCH_LANES_MAX + 1];
+		for (unsigned k = 0; k <= cl->nlanes; k++) {
+			struct rsec_conn *c = qp_side(t, k).c;
+			p[k] = (struct pollfd){ .fd = rsec_inflight(c) ? rsec_conn_fd(c) : -1, .events = POLLIN };
+			int n = p[k].fd < 0 ? 0 : reap_qp(t, k, 0);
+			if (n < 0)
+				return n;
+			got += n;
+		}
+		if (got || bench_now_ns() >= deadline)
+			return got;
+		if (cl->o->poll == BENCH_POLL_EVENT)
+			(void)poll(p, cl->nlanes + 1, 10);
+	}
+}
+
+/* Wait for completions and take them all; each must have succeeded. */
+static int reap(struct test *t)
+{
+	struct client *cl = t->cl;
+	int n = cl->nlanes ? reap_any(t) : reap_qp(t, 0, cl->o->timeout_ms);
+	if (n == 0) {
+		fprintf(stderr, "%s: rsec_poll: no completion in %d ms (%u operations in flight)\n", PROG,
+			cl->o->timeout_ms, inflight_all(t));
+		return RSEC_E_TIMEOUT;
+	}
+	return n < 0 ? n : 0;
+}
+
+/* Fill the room of every queue pair (depth in flight on each, as perftest's -t per QP). */
+static int post_round(struct test *t, enum rsec_op op, uint64_t depth, uint64_t *posted, bool more)
+{
+	const struct bench_params *p = t->p;
+	for (unsigned k = 0; more && k <= t->cl->nlanes; k++) {
+		uint64_t room = depth - rsec_inflight(qp_side(t, k).c);
+		if (!room)
+			continue;
+		unsigned n = (unsigned)(p->iters && p->iters - *posted < room ? p->iters - *posted : room), sent = 0;
+		int rc = post_batch(t, k, op, *posted, n, &sent);
+		*posted += sent;
+		if (rc < 0)
+			return rc;
+		more = !p->iters || *posted < p->iters;
 	}
 	return 0;
 }
@@ -273,7 +353,6 @@ static int open_sealed(struct test *t, uint64_t from, uint64_t to)
 static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row, uint64_t *best_ns)
 {
 	const struct bench_params *p = t->p;
-	struct rsec_conn *c = t->cl->bc.c;
 	bool keep = p->lat && !p->duration_ms;
 	uint64_t depth = p->lat ? 1 : t->cl->o->tx_depth;
 	if (t->slots && depth > t->slots)
@@ -284,25 +363,21 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 	*best_ns = UINT64_MAX;
 	for (;;) {
 		bool more = p->iters ? posted < p->iters : now < deadline;
-		uint64_t room = depth - rsec_inflight(c);
-		if (more && room) {
-			unsigned n = (unsigned)(p->iters && p->iters - posted < room ? p->iters - posted : room), sent = 0;
-			int rc = post_batch(t, op, posted, n, &sent);
-			posted += sent;
-			if (rc < 0)
-				return rc;
-		}
-		if (rsec_inflight(c) == 0 && !more)
+		int rc = post_round(t, op, depth, &posted, more);
+		if (rc < 0)
+			return rc;
+		more = p->iters ? posted < p->iters : now < deadline;
+		if (inflight_all(t) == 0 && !more)
 			break;
-		int rc = reap(t);
+		rc = reap(t);
 		if (rc < 0)
 			return rc;
 		uint64_t was_done = done;
-		done = posted - rsec_inflight(c);
+		done = posted - inflight_all(t);
 		if (t->slots && (rc = open_sealed(t, was_done, done)) < 0)
 			return rc;
 		now = bench_now_ns();
-		bool finished = rsec_inflight(c) == 0 && (p->iters ? done == p->iters : now >= deadline);
+		bool finished = inflight_all(t) == 0 && (p->iters ? done == p->iters : now >= deadline);
 		uint64_t ops = done - mark_done;
 		if (ops == 0 || (ops < block && !finished))
 			continue;
@@ -387,6 +462,8 @@ static int start_test(struct test *t)
 		return rc;
 	t->tag = m.tag;
 	rc = rsec_grant_wait(bc->c, m.tag, &t->g, t->cl->o->timeout_ms);
+	for (unsigned k = 0; rc == 0 && k < t->cl->nlanes; k++)
+		rc = rsec_grant_wait(t->cl->lanes[k], m.tag, &t->lane_g[k], t->cl->o->timeout_ms);
 	if (rc < 0)
 		fprintf(stderr, "%s: no grant from the server: %s\n", PROG, rsec_strerror(rc));
 	return rc;
@@ -513,9 +590,10 @@ static void banner(const struct client *cl, const struct client_op *op)
 		       "copied through a staging buffer up to 64 KiB, else registered per call\n",
 		       o->sealed ? "rsec_write_sealed" : o->op == BENCH_OP_WRITE ? "rsec_write" : "rsec_read");
 	else if (o->op == BENCH_OP_WRITE || o->op == BENCH_OP_READ)
-		printf(" Number of qps   : 1\t\tTX depth       : %llu\n CQ Moderation   : %llu\t\tLocal buffer   : "
-		       "one region, registered once\n",
-		       (unsigned long long)(o->lat ? 1 : o->tx_depth), (unsigned long long)(o->lat ? 1 : o->cq_mod));
+		printf(" Number of qps   : %llu\t\tTX depth       : %llu\n CQ Moderation   : %llu\t\tLocal buffer   : "
+		       "one region per queue pair, registered once\n",
+		       (unsigned long long)o->qps, (unsigned long long)(o->lat ? 1 : o->tx_depth),
+		       (unsigned long long)(o->lat ? 1 : o->cq_mod));
 	else
 		printf(" Number of qps   : 1\t\tTX depth       : %s\n",
 		       o->op == BENCH_OP_SEND ? "receiver's credits" : "1");
@@ -544,6 +622,20 @@ static int run_sizes(struct client *cl, const struct client_op *op)
 	return 0;
 }
 
+/* Local only: never granted; the library registers it once, for every operation. */
+static int local_region(struct rsec_conn *c, size_t len, struct rsec_region **out)
+{
+	int rc = rsec_region_alloc(c, len, RSEC_ACCESS_LOCAL, out);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot register %zu bytes: %s\n", PROG, len, rsec_strerror(rc));
+		return rc;
+	}
+	uint8_t *p = rsec_region_addr(*out);
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 131 + 7);
+	return 0;
+}
+
 static int connect_once(struct client *cl)
 {
 	const struct bench_opts *o = cl->o;
@@ -561,7 +653,6 @@ static int connect_once(struct client *cl)
 	}
 	if (o->op != BENCH_OP_WRITE && o->op != BENCH_OP_READ)
 		return 0;
-	/* Local only: never granted; the library registers it once, for every operation. */
 	cl->region_len = (size_t)cl->max_size;
 	if (cl->o->sealed && cl->o->op == BENCH_OP_READ) {
 		/* A part per READ in flight, as many as fit in SEALED_READ_REGION (one at least). */
@@ -569,15 +660,17 @@ static int connect_once(struct client *cl)
 		uint64_t parts = SEALED_READ_REGION / part ? SEALED_READ_REGION / part : 1;
 		cl->region_len = part * (size_t)(parts < cl->o->tx_depth ? parts : cl->o->tx_depth);
 	}
-	rc = rsec_region_alloc(c, cl->region_len, RSEC_ACCESS_LOCAL, &cl->region);
-	if (rc < 0) {
-		fprintf(stderr, "%s: cannot register %zu bytes: %s\n", PROG, cl->region_len, rsec_strerror(rc));
-		return rc;
+	rc = local_region(c, cl->region_len, &cl->region);
+	for (; rc == 0 && cl->nlanes + 1 < o->qps; cl->nlanes++) {
+		rc = rsec_conn_add_qp(c, o->timeout_ms, &cl->lanes[cl->nlanes]);
+		if (rc < 0) {
+			fprintf(stderr, "%s: queue pair %u of %llu: %s (%s)\n", PROG, cl->nlanes + 2,
+				(unsigned long long)o->qps, rsec_strerror(rc), rsec_conn_error(c));
+			return rc;
+		}
+		rc = local_region(cl->lanes[cl->nlanes], cl->region_len, &cl->lane_regions[cl->nlanes]);
 	}
-	uint8_t *p = rsec_region_addr(cl->region);
-	for (size_t i = 0; i < cl->region_len; i++)
-		p[i] = (uint8_t)(i * 131 + 7);
-	return 0;
+	return rc;
 }
 
 static int alloc_buffers(struct client *cl)
@@ -658,6 +751,10 @@ int bench_client_run(const struct bench_opts *o)
 	if (rc == 0)
 		rc = client_body(&cl, op);
 	rsec_region_free(cl.region);
+	for (unsigned k = 0; k < cl.nlanes; k++) {
+		rsec_region_free(cl.lane_regions[k]);
+		rsec_conn_free(cl.lanes[k]);
+	}
 	if (cl.bc.c) {
 		(void)rsec_conn_close(cl.bc.c, "bench done");
 		rsec_conn_free(cl.bc.c);

@@ -42,7 +42,10 @@ static void usage(FILE *f)
 		"  -Q, --cq-mod N         write, read bandwidth: ask for a completion for one operation in N\n"
 		"                         at most, and for the last of each batch posted (default %u, at\n"
 		"                         most TX_DEPTH)\n"
-		"  -q, --qps N            only 1: one connection is one queue pair\n"
+		"  -q, --qps N            write, read bandwidth: N queue pairs (1..64) under the one\n"
+		"                         authenticated connection, the first and N-1 more opened without a\n"
+		"                         handshake (rsec_conn_add_qp), each with its own grant and region;\n"
+		"                         operations go round robin, TX_DEPTH in flight on each (as perftest)\n"
 		"      --recv-slots N     this side's receive buffers (the library's recv_slots, 4..4096;\n"
 		"                         default 16): the window of messages the peer may send ahead\n"
 		"      --slot-size BYTES  size of each (slot_size, 4K..1M; default 64K); a sender keeps at\n"
@@ -180,7 +183,8 @@ static bool opt_cq_mod(struct bench_opts *o, const char *a)
 
 static bool opt_qps(struct bench_opts *o, const char *a)
 {
-	return cli_parse_u64("-q/--qps", a, 1, 65536, false, &o->qps);
+	o->set |= BENCH_SET_QPS;
+	return cli_parse_u64("-q/--qps", a, 1, BENCH_LANES_MAX + 1, false, &o->qps);
 }
 
 /* The library checks the combination (rsec_ctx_new); these are its ranges. */
@@ -338,9 +342,9 @@ static bool one_sided(const struct bench_opts *o)
 /* What rdmasec-bench cannot do is refused, never silently ignored. */
 static bool check_depth(const struct bench_opts *o)
 {
-	if (o->qps > 1)
-		return fail_combo("-q > 1: each rdmasec connection is one queue pair (run one rdmasec-bench "
-				  "pair per connection)");
+	if (o->qps > 1 && (!one_sided(o) || o->lat || o->sealed || o->blocking))
+		return fail_combo("-q > 1 is for write and read bandwidth through posted operations (not --lat, "
+				  "--sealed or --blocking)");
 	if ((o->tx_depth || o->cq_mod) && !one_sided(o))
 		return fail_combo("-t and -Q are for write and read: rsec_send's window is the receiver's "
 				  "flow-control credits (its recv_slots), and connect has none");
@@ -373,6 +377,8 @@ static bool check_depth(const struct bench_opts *o)
 static void set_defaults(struct bench_opts *o)
 {
 	bool client = o->host != NULL;
+	if (!o->qps)
+		o->qps = 1;
 	if (!(o->set & BENCH_SET_POLL))
 		o->poll = o->op == BENCH_OP_SEND || (client && one_sided(o)) ? BENCH_POLL_BUSY : BENCH_POLL_EVENT;
 	if (!one_sided(o))

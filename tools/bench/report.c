@@ -145,7 +145,8 @@ static json_object *meta_json(const struct bench_meta *m)
 	/* The client's one-sided tests: operations in flight and completion moderation. */
 	if (ok && m->o->tx_depth && strcmp(m->role, "client") == 0)
 		ok = add(o, "tx_depth", json_object_new_int64(m->lat ? 1 : (int64_t)m->o->tx_depth)) &&
-		     add(o, "cq_mod", json_object_new_int64(m->lat ? 1 : (int64_t)m->o->cq_mod));
+		     add(o, "cq_mod", json_object_new_int64(m->lat ? 1 : (int64_t)m->o->cq_mod)) &&
+		     add(o, "qps", json_object_new_int64((int64_t)m->o->qps));
 	if (ok)
 		return o;
 	json_object_put(o);

@@ -29,6 +29,9 @@ struct server {
 	bool banner_done;
 	struct bench_params shown; /* the test the banner announced */
 	char peer[256];
+	/* The connection's further queue pairs (-q), taken at its first PARAMS with lanes. */
+	struct rsec_conn *lanes[BENCH_LANES_MAX];
+	unsigned nlanes;
 	/* --op connect: the run in progress */
 	uint64_t round_next, rounds;
 	uint64_t run_start_ns;
@@ -84,6 +87,8 @@ static const char *params_refused(const struct bench_opts *o, const struct bench
 		return "this server was started for another test (--lat)";
 	if ((o->set & BENCH_SET_SEALED) && p->sealed != o->sealed)
 		return "this server was started for another test (--sealed)";
+	if ((o->set & BENCH_SET_QPS) && p->lanes + 1u != o->qps)
+		return "this server was started for another -q";
 	if (!size_allowed(o, p->size))
 		return "this server was started for other sizes (-s, -a)";
 	if ((o->set & BENCH_SET_ITERS) && !in_list(o->iters, o->niters, p->iters))
@@ -193,20 +198,56 @@ static int serve_send(struct server *s, struct bench_conn *bc, const struct benc
 	return 0;
 }
 
-/* ---- write, read: one grant for the whole test; the client's END tells the count ---- */
+/* ---- write, read: one grant per queue pair for the whole test; the client's END tells the count ---- */
+
+/* The client's further queue pairs: opened before its first PARAMS that has them, the same for every test. */
+static int take_lanes(struct server *s, struct bench_conn *bc, unsigned want)
+{
+	if (s->nlanes && s->nlanes != want)
+		return refuse(bc, "another number of queue pairs than the connection's first test");
+	while (s->nlanes < want) {
+		int rc = rsec_conn_add_qp(bc->c, bc->timeout_ms, &s->lanes[s->nlanes]);
+		if (rc < 0) {
+			fprintf(stderr, "%s: queue pair %u of %u: %s (%s)\n", PROG, s->nlanes + 2, want + 1,
+				rsec_strerror(rc), rsec_conn_error(bc->c));
+			bconn_send_error(bc, "the server did not get every queue pair");
+			return rc;
+		}
+		s->nlanes++;
+	}
+	return 0;
+}
+
+static void free_lanes(struct server *s)
+{
+	for (unsigned i = 0; i < s->nlanes; i++)
+		rsec_conn_free(s->lanes[i]);
+	s->nlanes = 0;
+}
+
+/* A region of span bytes on c, granted under tag. */
+static int grant_region(struct rsec_conn *c, size_t span, unsigned access, uint64_t tag, struct rsec_region **r,
+			uint64_t *grant_id)
+{
+	int rc = rsec_region_alloc(c, span, GRANT_ACCESS, r);
+	return rc < 0 ? rc : rsec_grant(c, *r, 0, span, access, 0, tag, grant_id);
+}
 
 static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct bench_params *p,
 			   struct bench_row *row)
 {
-	struct rsec_region *r = NULL;
-	uint64_t grant_id = 0, start = bench_now_ns();
+	struct rsec_region *r[BENCH_LANES_MAX + 1] = { 0 };
+	uint64_t grant_id[BENCH_LANES_MAX + 1] = { 0 }, start = bench_now_ns();
 	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = ++s->next_tag };
 	/* Sealed: the region's (zeroed) bytes sealed in place, tags after them. */
 	size_t span = p->sealed ? rsec_sealed_len(p->size) : p->size;
 	unsigned access = p->sealed ? RSEC_ACCESS_READ | RSEC_GRANT_SEALED : GRANT_ACCESS;
-	int rc = rsec_region_alloc(bc->c, span, GRANT_ACCESS, &r);
-	if (rc == 0)
-		rc = rsec_grant(bc->c, r, 0, span, access, 0, m.tag, &grant_id);
+	int rc = take_lanes(s, bc, p->lanes);
+	if (rc < 0)
+		return rc;
+	/* Queue pair 0 is the connection; a window is bound to one QP, so each gets its own grant. */
+	for (unsigned k = 0; rc == 0 && k <= s->nlanes; k++)
+		rc = grant_region(k ? s->lanes[k - 1] : bc->c, span, access, m.tag, &r[k], &grant_id[k]);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot grant %llu bytes: %s\n", PROG, (unsigned long long)p->size, rsec_strerror(rc));
 		bconn_send_error(bc, "the server cannot grant a region of that size");
@@ -214,10 +255,13 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 	if (rc == 0)
 		rc = bconn_send_msg(bc, &m, "send READY");
 	if (rc == 0)
-		rc = bconn_recv_msg(bc, BENCH_MSG_END, &m, "wait for the client's end");
-	if (grant_id && rsec_conn_state(bc->c) == RSEC_CONN_ESTABLISHED)
-		(void)rsec_revoke(bc->c, grant_id);
-	rsec_region_free(r);
+		rc = bconn_recv_msg_driving(bc, s->lanes, s->nlanes, BENCH_MSG_END, &m, "wait for the client's end");
+	for (unsigned k = 0; k <= s->nlanes; k++) {
+		struct rsec_conn *c = k ? s->lanes[k - 1] : bc->c;
+		if (grant_id[k] && rsec_conn_state(c) == RSEC_CONN_ESTABLISHED)
+			(void)rsec_revoke(c, grant_id[k]);
+		rsec_region_free(r[k]);
+	}
 	row->iters = m.iters;
 	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
 	return rc;
@@ -475,6 +519,7 @@ static int serve_loop(struct server *s)
 			rc = serve_conn(s, &bc, &a);
 		if (rc >= 0 && rsec_conn_state(a.c) != RSEC_CONN_CLOSED)
 			(void)rsec_conn_close(a.c, "bench done");
+		free_lanes(s);
 		bconn_free(&bc);
 		rsec_conn_free(a.c);
 		if (rc != SERVE_MORE)
