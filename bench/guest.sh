@@ -3,14 +3,15 @@
 # Runs inside one fabric boot (bench/run.sh starts it): perftest and
 # rdmasec-bench side by side, server on host 1 and client on host 2, for each
 # test (perftest once per size, rdmasec-bench once for all sizes); connection
-# set-up (ucmatose against rdmasec-bench --op connect); then qpn-entropy. Each
+# set-up (ucmatose against rdmasec-bench --op connect, and --op qp: further
+# queue pairs of one connection); then qpn-entropy. Each
 # client's output goes to RAW/NAME.txt (rdmasec-bench's JSON to RAW/NAME.json,
 # standard error to RAW/NAME.err), each server's to RAW/NAME.server.txt.
 #
 # usage: guest.sh BIN PKI RAW 'SIZE:ITERS ...' CONNECTIONS TESTS POLL TX_DEPTH CQ_MOD [QPN-ENTROPY ARGS...]
 # BIN: rdmasec-bench, qpn-entropy and librdmasec.so.0, copied from the build (bench/run.sh)
-# TESTS: comma-separated subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,
-#   sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qpn
+# TESTS: comma-separated subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
+#   sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn
 # POLL: rdmasec-bench --poll for the clients and the send servers (busy: as perftest, which
 #   polls its CQ; a write or read server has nothing to poll and sleeps, as perftest's waits
 #   in a socket read)
@@ -83,11 +84,12 @@ finish() {
 }
 
 # perftest NAME TOOL SIZE ITERS: ib_*_bw/lat, as tests/fabric/write_bw.sh runs them;
-# the bandwidth tools with TX_DEPTH and CQ_MOD.
+# the bandwidth tools with TX_DEPTH and CQ_MOD. TOOL may carry options after commas
+# (ib_write_bw,-q,4).
 perftest() {
 	local name=$1 start=$SECONDS rc=0 spid try
-	local cmd="$2 -d \$FABRIC_DEV -x \$FABRIC_GID_INDEX -s $3 -n $4 -F -p $PERFTEST_PORT"
-	[[ $2 == *_bw ]] && cmd+=" -t $tx_depth -Q $cq_mod"
+	local cmd="${2//,/ } -d \$FABRIC_DEV -x \$FABRIC_GID_INDEX -s $3 -n $4 -F -p $PERFTEST_PORT"
+	[[ ${2%%,*} == *_bw ]] && cmd+=" -t $tx_depth -Q $cq_mod"
 	# Under load its clock estimate sometimes fails and every figure reads inf: once more then.
 	for try in 1 2; do
 		rc=0
@@ -141,6 +143,7 @@ run_tests() {
 	done <<'EOF'
 send_bw ib_send_bw --op send --poll POLL
 write_bw ib_write_bw --op write -t DEPTH -Q CQMOD -- --poll POLL
+write_bw_q4 ib_write_bw,-q,4 --op write -q 4 -t DEPTH -Q CQMOD -- --poll POLL
 read_bw ib_read_bw --op read -t DEPTH -Q CQMOD -- --poll POLL
 send_lat ib_send_lat --op send --lat --poll POLL
 write_lat ib_write_lat --op write --lat -- --poll POLL
@@ -172,6 +175,14 @@ connect_run() {
 	rdmasec connect-rdmasec-full 0 "$conns" --op connect -- --no-resume
 }
 
+# Further queue pairs of one established connection (rsec_conn_add_qp: no
+# handshake), one after another, as many as the connections above (at most
+# 250, the lane indices of a connection), against the same ucmatose run.
+qp_run() {
+	wanted connect || ucmatose_run
+	rdmasec connect-rdmasec-qp 0 $((conns < 250 ? conns : 250)) --op qp
+}
+
 # Through sealed grants, every size in one connection: reads, posted (READs
 # of the whole grant, each opened in place with rsec_region_open) one at a
 # time and TX_DEPTH deep, and writes, each with its own grant (granted,
@@ -196,6 +207,7 @@ for t in sealed_read_lat sealed_read_bw sealed_write_lat; do
 	wanted $t && sealed_run $t
 done
 wanted connect && connect_run
+wanted qp && qp_run
 if wanted qpn; then
 	note "qpn-entropy $*" "running"
 	"$bin/qpn-entropy" "$@" 2>&1 | tee "$raw/qpn-entropy.txt"

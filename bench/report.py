@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-TESTS = ("send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
+TESTS = ("send_bw", "write_bw", "write_bw_q4", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
          "sealed_read_bw", "sealed_write_lat")
 # rdmasec-bench tests measured against another test's perftest rows.
 REFERENCE = {"sealed_read_lat": "read_lat", "sealed_read_bw": "read_bw", "sealed_write_lat": "write_lat"}
@@ -221,7 +221,7 @@ def print_table(res):
     print("  n/a: a run failed or was killed after 180 s, or perftest printed inf; raw outputs in raw/")
     if busy:
         print("  * busy polling (as perftest's): the CPU time is the time spent, not the work done")
-    for label, key in (("connect", "connect"), ("conn-full", "connect_full")):
+    for label, key in (("connect", "connect"), ("conn-full", "connect_full"), ("qp-setup", "qp_setup")):
         c = res[key]
         cpu = c["rdmasec_cpu_per_connection_us"]
         ms = {k: v and v / 1000 for k, v in cpu.items()}
@@ -233,9 +233,10 @@ def print_table(res):
     typ = lambda r: fmt(r["rdmasec_setup_typical_us"] and r["rdmasec_setup_typical_us"] / 1000, " ms", 1)
     print("  connect: ucmatose (rdma_cm) sets its connections up at once, rdmasec-bench one after another,"
           " resuming TLS sessions (%s of %s resumed; typical set-up %s); conn-full: certificates every time"
-          " (typical %s); all rates over the client's wall time" % (
+          " (typical %s); qp-setup: further queue pairs of one connection, no handshake (typical %s);"
+          " all rates over the client's wall time" % (
               c["rdmasec_tls_resumed"] if c["rdmasec_tls_resumed"] is not None else "n/a",
-              c["connections"] or "n/a", typ(c), typ(f)))
+              c["connections"] or "n/a", typ(c), typ(f), typ(res["qp_setup"])))
     print("\nsealing, natively (CPU time per message): rdmasec_seal_frame / openssl speed")
     print("%-18s %6s %11s %11s %7s %11s %7s %11s" % ("aead", "bytes", "seal", "-evp", "ratio", "-aead",
                                                      "ratio", "open"))
@@ -358,6 +359,7 @@ def main(argv):
     seal, fits = seal_rows(raw)
     res = {"schema": "rdmasec-bench-report/1", "meta": meta, "fabric": fabric_rows(raw, sizes),
            "connect": connect_row(raw), "connect_full": connect_row(raw, "connect-rdmasec-full"),
+           "qp_setup": connect_row(raw, "connect-rdmasec-qp"),
            "seal": seal, "seal_fit": fits,
            "sealed_transfers": (load_json(os.path.join(raw, "seal.json")) or {}).get("sealed_transfers", []),
            "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines()}

@@ -20,8 +20,8 @@
 #   BENCH_TX_DEPTH     -t of every bandwidth test, perftest's and rdmasec-bench's write and read
 #                      (default 128, perftest's)
 #   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
-#   BENCH_TESTS        subset of send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,
-#                      sealed_read_bw,sealed_write_lat,connect,qpn,seal
+#   BENCH_TESTS        subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
+#                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal
 #                      (default: all)
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
@@ -35,7 +35,7 @@ conns=${BENCH_CONNECTIONS:-20}
 poll=${BENCH_POLL:-busy}
 tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
-all_tests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qpn,seal
+all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal
 tests=${BENCH_TESTS:-$all_tests}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
 

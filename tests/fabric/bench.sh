@@ -59,6 +59,7 @@ run write_blocking --op write --blocking -s 4096,100000 -n 20,5 || rc=1
 run read_blocking --op read --blocking --lat -s 64,100000 -n 20,5 || rc=1
 run connect --op connect -n 3 || rc=1
 run connect_full --op connect -n 2 --no-resume || rc=1
+run qp_setup --op qp -n 5 || rc=1
 run duration --lat -s 64 -D 1 || rc=1
 run write_duration --op write -s 4096 -D 1 || rc=1
 # A server started for one test refuses a client asking for another, and says why.
@@ -72,7 +73,7 @@ EOF
 cat "$work/out"
 
 runs=(send_bw send_lat write_bw write_bw_qps read_bw_qps read_bw read_lat write_lat read_sealed read_bw_sealed write_sealed write_blocking
-	read_blocking connect connect_full)
+	read_blocking connect connect_full qp_setup)
 outputs=()
 for r in "${runs[@]}"; do
 	grep -A1 '^ #bytes' "$work/$r.txt" | sed "s/^/[$r] /"
@@ -96,7 +97,7 @@ expect = {"send_bw": ("send", "bw", [(4096, 50), (64, 20)]), "send_lat": ("send"
           "write_blocking": ("write", "bw", [(4096, 20), (100000, 5)]),
           "read_blocking": ("read", "lat", [(64, 20), (100000, 5)]),
           "connect": ("connect", "lat", [(0, 3)]),
-          "connect_full": ("connect", "lat", [(0, 2)])}
+          "connect_full": ("connect", "lat", [(0, 2)]), "qp_setup": ("qp", "lat", [(0, 5)])}
 # Connections whose TLS handshake resumed: every one after the first, none with --no-resume.
 resumed = {"connect": 2, "connect_full": 0}
 # Poll mode, and for write and read the operations in flight and the completion moderation.
@@ -106,7 +107,7 @@ modes = {"send_bw": ("busy", None, None), "send_lat": ("busy", None, None), "wri
          "read_bw_sealed": ("busy", 16, 4), "write_sealed": ("busy", 1, 1),
          "write_blocking": ("busy", 1, 1), "read_blocking": ("busy", 1, 1),
          "connect": ("event", None, None),
-         "connect_full": ("event", None, None)}
+         "connect_full": ("event", None, None), "qp_setup": ("event", None, None)}
 ok = True
 def check(cond, what):
     global ok

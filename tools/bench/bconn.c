@@ -153,7 +153,7 @@ int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx
 		.tls_resume_s = o->no_resume ? 0 : RSEC_DEFAULT_RESUME_S,
 		.recv_slots = o->recv_slots, .slot_size = o->slot_size,
 		/* A server takes as many queue pairs as a client's -q may ask for. */
-		.max_qps = server ? RSEC_MAX_QPS : (uint32_t)o->qps,
+		.max_qps = server ? RSEC_MAX_QPS : o->op == BENCH_OP_QP ? 2 : (uint32_t)o->qps,
 	};
 	int rc = rsec_ctx_new(&attr, ctx, err, sizeof(err));
 	if (rc < 0)

@@ -74,7 +74,7 @@ const char *bench_params_check(const struct bench_params *p)
 {
 	if (p->version != BENCH_PROTO_VERSION)
 		return "unknown protocol version";
-	if (p->op < BENCH_OP_SEND || p->op > BENCH_OP_CONNECT)
+	if (p->op < BENCH_OP_SEND || p->op > BENCH_OP_QP)
 		return "unknown operation";
 	if (p->lat > 1 || p->poll > BENCH_POLL_BUSY)
 		return "bad test or poll mode";
@@ -95,6 +95,10 @@ const char *bench_params_check(const struct bench_params *p)
 			return "bad connect round";
 		return NULL;
 	}
+	if (p->op == BENCH_OP_QP)
+		return p->size == 0 && p->iters >= 1 && p->iters <= BENCH_QP_ITERS_MAX && p->round == 0 && p->lat
+			       ? NULL
+			       : "bad queue pair set-up test";
 	if (p->size < 1 || p->size > BENCH_SIZE_MAX)
 		return "size out of range";
 	return p->round == 0 ? NULL : "round is for connect only";
@@ -263,6 +267,7 @@ const char *bench_op_name(uint8_t op)
 	case BENCH_OP_WRITE: return "write";
 	case BENCH_OP_READ: return "read";
 	case BENCH_OP_CONNECT: return "connect";
+	case BENCH_OP_QP: return "qp";
 	default: return "unknown";
 	}
 }

@@ -15,7 +15,9 @@
  *   ... next size, or close
  *
  * --op connect opens one connection per iteration; each carries one PARAMS
- * (round k of n) and gets READY, the last one RESULT.
+ * (round k of n) and gets READY, the last one RESULT. --op qp: after READY
+ * the client opens and closes ITERS further queue pairs, the server takes
+ * and frees them until END.
  */
 #ifndef RSEC_BENCH_PROTO_H
 #define RSEC_BENCH_PROTO_H
@@ -32,7 +34,9 @@
 #define BENCH_COUNT_MAX (1ull << 48)       /* iterations done, microseconds: far above any run */
 #define BENCH_TEXT_MAX 200
 
-enum bench_op { BENCH_OP_SEND = 1, BENCH_OP_WRITE = 2, BENCH_OP_READ = 3, BENCH_OP_CONNECT = 4 };
+enum bench_op { BENCH_OP_SEND = 1, BENCH_OP_WRITE = 2, BENCH_OP_READ = 3, BENCH_OP_CONNECT = 4, BENCH_OP_QP = 5 };
+/* --op qp: further queue pairs opened one after another on one connection, within its lane indices */
+#define BENCH_QP_ITERS_MAX 250u
 enum bench_poll { BENCH_POLL_EVENT = 0, BENCH_POLL_BUSY = 1 };
 
 enum bench_type {

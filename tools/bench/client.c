@@ -112,6 +112,7 @@ static const struct client_op {
 	{ BENCH_OP_WRITE, "RDMA_Write BW Test", "RDMA_Write Latency Test", NULL, NULL, 2 }, /* ping-pong */
 	{ BENCH_OP_READ, "RDMA_Read BW Test", "RDMA_Read Latency Test", NULL, NULL, 1 },
 	{ BENCH_OP_CONNECT, "Connection Set-up Test", "Connection Set-up Test", NULL, NULL, 1 },
+	{ BENCH_OP_QP, "Queue Pair Set-up Test", "Queue Pair Set-up Test", NULL, NULL, 1 },
 };
 
 static const struct client_op *find_op(enum bench_op op)
@@ -126,7 +127,7 @@ size_t bench_plan(const struct bench_opts *o, struct bench_step steps[static BEN
 {
 	uint64_t iters = o->niters ? o->iters[0] : 0;
 	size_t n = 0;
-	if (o->op == BENCH_OP_CONNECT) {
+	if (o->op == BENCH_OP_CONNECT || o->op == BENCH_OP_QP) {
 		steps[n++] = (struct bench_step){ 0, iters };
 		return n;
 	}
@@ -396,6 +397,36 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 }
 
 /*
+ * --op qp: ITERS further queue pairs of the connection, each timed from the
+ * request to its being up (rsec_conn_add_qp), then closed so the server's
+ * max_qps never binds; the server takes and frees them meanwhile.
+ */
+static int run_qp_setup(struct test *t, struct bench_row *row, uint64_t *best_ns)
+{
+	struct client *cl = t->cl;
+	uint64_t start = bench_now_ns(), i = 0;
+	*best_ns = UINT64_MAX;
+	for (; i < t->p->iters; i++) {
+		struct rsec_conn *more;
+		uint64_t t0 = bench_now_ns();
+		int rc = rsec_conn_add_qp(cl->bc.c, cl->o->timeout_ms, &more);
+		uint64_t ns = bench_now_ns() - t0;
+		if (rc < 0) {
+			fprintf(stderr, "%s: queue pair %llu: %s (%s)\n", PROG, (unsigned long long)i + 1, rsec_strerror(rc),
+				rsec_conn_error(cl->bc.c));
+			return rc;
+		}
+		rsec_conn_free(more);
+		cl->samples[i] = ns;
+		if (ns < *best_ns)
+			*best_ns = ns;
+	}
+	row->iters = i;
+	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	return 0;
+}
+
+/*
  * --op write --lat (not sealed): perftest's ib_write_lat. We write into the
  * server's grant, it answers into ours (granted under READY's tag); a
  * sample is one round trip, reported halved as perftest does.
@@ -505,6 +536,8 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 		rc = run_loop(&t, op_blocking, row, &best_ns);
 	else if (rc == 0 && p.lat && op->op == BENCH_OP_WRITE)
 		rc = run_write_pingpong(&t, row, &best_ns);
+	else if (rc == 0 && op->op == BENCH_OP_QP)
+		rc = run_qp_setup(&t, row, &best_ns);
 	else if (rc == 0 && (op->op == BENCH_OP_WRITE || op->op == BENCH_OP_READ))
 		rc = run_one_sided(&t, op->op == BENCH_OP_WRITE ? RSEC_OP_WRITE : RSEC_OP_READ, row, &best_ns);
 	else if (rc == 0)

@@ -16,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " --certs DIR [--op send|write|read|connect] [--lat] [-s SIZE | -a]\n"
+		"usage: " PROG " --certs DIR [--op send|write|read|connect|qp] [--lat] [-s SIZE | -a]\n"
 		"                     [-n ITERS | -D SECS] [-t TX_DEPTH] [-Q CQ_MOD] [-q QPS] [--poll busy|event]\n"
 		"                     [--sealed | --blocking] [--no-resume] [--source ADDR] [--port P]\n"
 		"                     [--json FILE] [HOST]\n"
@@ -30,7 +30,9 @@ static void usage(FILE *f)
 		"                         through one grant of SIZE bytes, from or into one registered region\n"
 		"                         (rsec_post, rsec_poll); connect: ITERS sequential connections (TCP,\n"
 		"                         TLS 1.3, QP bring-up), each one timed; from the second on, TLS\n"
-		"                         resumes the previous connection's session (no certificates)\n"
+		"                         resumes the previous connection's session (no certificates); qp:\n"
+		"                         ITERS (1..250) further queue pairs of one connection opened one after\n"
+		"                         another, each timed (rsec_conn_add_qp: no handshake), then closed\n"
 		"      --lat              latency instead of bandwidth (send, write: ping-pong, half the\n"
 		"                         round trip; read: each READ's completion time, one in flight)\n"
 		"  -s, --size SIZE        bytes per operation, 1..16M (K, M suffixes); default 65536, 2 with --lat;\n"
@@ -96,7 +98,7 @@ static bool opt_op(struct bench_opts *o, const char *a)
 {
 	static const struct { const char *name; enum bench_op op; } ops[] = {
 		{ "send", BENCH_OP_SEND }, { "write", BENCH_OP_WRITE },
-		{ "read", BENCH_OP_READ }, { "connect", BENCH_OP_CONNECT },
+		{ "read", BENCH_OP_READ }, { "connect", BENCH_OP_CONNECT }, { "qp", BENCH_OP_QP },
 	};
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (strcmp(a, ops[i].name) == 0) {
@@ -105,7 +107,7 @@ static bool opt_op(struct bench_opts *o, const char *a)
 			return true;
 		}
 	}
-	fprintf(stderr, "--op: '%s' is not send, write, read or connect\n", a);
+	fprintf(stderr, "--op: '%s' is not send, write, read, connect or qp\n", a);
 	return false;
 }
 
@@ -403,10 +405,14 @@ static bool check_combos(struct bench_opts *o)
 		return fail_combo("-n with several values needs as many -s sizes (one count per size)");
 	if (o->op == BENCH_OP_CONNECT && (o->set & (BENCH_SET_SIZE | BENCH_SET_DURATION)))
 		return fail_combo("--op connect takes -n (connections), not -s, -a or -D");
+	if (o->op == BENCH_OP_QP && (o->set & (BENCH_SET_SIZE | BENCH_SET_DURATION)))
+		return fail_combo("--op qp takes -n (queue pairs), not -s, -a or -D");
+	if (o->op == BENCH_OP_QP && o->niters && o->iters[0] > BENCH_QP_ITERS_MAX)
+		return fail_combo("--op qp opens at most 250 queue pairs on one connection (-n 1..250)");
 	if (!check_depth(o))
 		return false;
 	set_defaults(o);
-	if (o->op == BENCH_OP_CONNECT)
+	if (o->op == BENCH_OP_CONNECT || o->op == BENCH_OP_QP)
 		o->lat = true; /* set-up times are latencies */
 	else if (!o->nsizes && !o->all_sizes)
 		o->sizes[o->nsizes++] = o->lat ? BENCH_DEFAULT_SIZE_LAT : BENCH_DEFAULT_SIZE_BW;

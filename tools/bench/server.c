@@ -117,7 +117,7 @@ static void banner(struct server *s, const struct bench_params *p)
 	s->shown = *p;
 	report_rule(stdout);
 	printf("                    rdmasec %s %s Test (server)\n", bench_op_name(p->op),
-	       p->op == BENCH_OP_CONNECT ? "Set-up" : p->lat ? "Latency" : "BW");
+	       p->op == BENCH_OP_CONNECT || p->op == BENCH_OP_QP ? "Set-up" : p->lat ? "Latency" : "BW");
 	printf(" Device          : %s\t\tPoll           : %s (client: %s)\n", rsec_ctx_device(s->ctx),
 	       s->o->poll == BENCH_POLL_BUSY ? "busy" : "event", p->poll == BENCH_POLL_BUSY ? "busy" : "event");
 	printf(" Client          : %s\n", s->peer);
@@ -348,6 +348,40 @@ static int serve_sealed_write(struct server *s, struct bench_conn *bc, const str
 	return rc;
 }
 
+/* ---- qp: take and free the client's further queue pairs until END ---- */
+
+static int serve_qp_setup(struct bench_conn *bc, struct bench_row *row)
+{
+	struct bench_msg m = { .type = BENCH_MSG_READY };
+	uint64_t start = bench_now_ns(), deadline = start + (uint64_t)bc->timeout_ms * 1000000u;
+	int rc = bconn_send_msg(bc, &m, "send READY");
+	while (rc == 0) {
+		struct rsec_conn *more;
+		while ((rc = rsec_conn_add_qp(bc->c, 0, &more)) == 0) {
+			rsec_conn_free(more); /* the client closes its side as soon as it is up */
+			deadline = bench_now_ns() + (uint64_t)bc->timeout_ms * 1000000u;
+		}
+		if (rc != RSEC_E_AGAIN)
+			break;
+		rc = rsec_recv(bc->c, bc->buf, bc->cap, &bc->len, 10);
+		if (rc == 0) {
+			const char *why;
+			if (!bench_decode(bc->buf, bc->len, &m, &why) || m.type != BENCH_MSG_END)
+				return refuse(bc, "expected END");
+			break;
+		}
+		if (rc == RSEC_E_TIMEOUT && bench_now_ns() < deadline)
+			rc = 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: queue pair set-up test: %s (%s)\n", PROG, rsec_strerror(rc), rsec_conn_error(bc->c));
+		return rc;
+	}
+	row->iters = m.iters;
+	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	return 0;
+}
+
 static int serve_test(struct server *s, struct bench_conn *bc, const struct bench_params *p)
 {
 	struct bench_row row = { .bytes = p->size, .lat = p->lat, .duration = p->duration_ms != 0 };
@@ -357,6 +391,7 @@ static int serve_test(struct server *s, struct bench_conn *bc, const struct benc
 	int rc = p->op == BENCH_OP_SEND			   ? serve_send(s, bc, p, &row)
 		 : p->sealed && p->op == BENCH_OP_WRITE ? serve_sealed_write(s, bc, p, &row)
 		 : p->lat && p->op == BENCH_OP_WRITE	   ? serve_write_pingpong(s, bc, p, &row)
+		 : p->op == BENCH_OP_QP			   ? serve_qp_setup(bc, &row)
 							   : serve_one_sided(s, bc, p, &row);
 	if (rc == 0)
 		rc = send_result(bc, row.iters, start, &cpu0, BENCH_CPU_THREAD, &row);
