@@ -182,8 +182,8 @@ enum rsec_conn_state {
  * of these. A client asks for one; a server gets, in the order they were
  * asked for, the ones its client asked for (both sides call this). Waits up
  * to timeout_ms (0: a server returns RSEC_E_AGAIN when none is ready).
- * Returns 0, RSEC_E_LIMIT (max_qps of this side, or the peer's, reached:
- * the peer's reason is in rsec_conn_error(c)), RSEC_E_PROTO (the peer's
+ * Returns 0, RSEC_E_LIMIT (max_qps of this side, or the peer's, reached,
+ * closed ones not yet freed included: the peer's reason is in rsec_conn_error(c)), RSEC_E_PROTO (the peer's
  * library has no further queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's
  * close code. A failed request leaves c as it was.
  *
