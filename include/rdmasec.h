@@ -125,7 +125,8 @@ struct rsec_ctx_attr {
 				    * 0: never resume. Without the bit: RSEC_DEFAULT_RESUME_S */
 	uint32_t max_qps;          /* queue pairs per connection, the first included
 				    * (rsec_conn_add_qp): 1..RSEC_MAX_QPS, 1: no further ones;
-				    * 0 or without the bit: RSEC_DEFAULT_QPS */
+				    * 0: RSEC_DEFAULT_QPS. Without the bit: 1 on a server
+				    * (it takes none unless asked), RSEC_DEFAULT_QPS on a client */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
