@@ -280,8 +280,8 @@ int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out
 		return c->close_code;
 	if (c->phase != PHASE_ESTABLISHED)
 		return RSEC_E_INVAL;
-	if (!c->is_server)
-		return lane_open(c, timeout_ms, out);
+	if (!c->is_server) /* a request cannot be left half-made: a client always waits for the answer */
+		return lane_open(c, timeout_ms > 0 ? timeout_ms : c->ctx->handshake_timeout_ms, out);
 	struct lane_wanted w = { 0 };
 	RSEC_GUARD(rsec_conn_wait_for(c, lane_ready, &w, timeout_ms));
 	w.found->lane_taken = true;
