@@ -186,7 +186,8 @@ enum rsec_conn_state {
  * client, whose request cannot be left half-made, waits up to the context's
  * handshake_timeout_ms). Returns 0, RSEC_E_LIMIT (max_qps of this side, or
  * the peer's, reached, closed ones not yet freed included: the peer's reason
- * is in rsec_conn_error(c)), RSEC_E_PROTO (the peer's library has no further
+ * is in rsec_conn_error(c); or the 255 a session may open in its lifetime,
+ * closed ones included, are used), RSEC_E_PROTO (the peer's library has no further
  * queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's close code. A failed
  * request leaves c as it was.
  *

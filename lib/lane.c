@@ -226,8 +226,13 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 		snprintf(root->error, sizeof(root->error), "the peer's library takes no further queue pairs");
 		return RSEC_E_PROTO;
 	}
-	if (live_lanes(root) + 1 >= root->ctx->max_qps || root->lanes_opened == RSEC_WIRE_LANE_MAX) {
+	if (live_lanes(root) + 1 >= root->ctx->max_qps) {
 		snprintf(root->error, sizeof(root->error), "max_qps (%u) queue pairs are open", root->ctx->max_qps);
+		return RSEC_E_LIMIT;
+	}
+	if (root->lanes_opened == RSEC_WIRE_LANE_MAX) { /* indices are never reused */
+		snprintf(root->error, sizeof(root->error), "this session opened its %u further queue pairs already",
+			 RSEC_WIRE_LANE_MAX);
 		return RSEC_E_LIMIT;
 	}
 	struct rsec_conn *c;
