@@ -125,7 +125,8 @@ struct rsec_ctx_attr {
 				    * 0: never resume. Without the bit: RSEC_DEFAULT_RESUME_S */
 	uint32_t max_qps;          /* queue pairs per connection, the first included
 				    * (rsec_conn_add_qp): 1..RSEC_MAX_QPS, 1: no further ones;
-				    * 0 or without the bit: RSEC_DEFAULT_QPS */
+				    * 0: RSEC_DEFAULT_QPS. Without the bit: 1 on a server
+				    * (it takes none unless asked), RSEC_DEFAULT_QPS on a client */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -181,11 +182,14 @@ enum rsec_conn_state {
  * round trip over c's TLS channel. c must be established and not itself one
  * of these. A client asks for one; a server gets, in the order they were
  * asked for, the ones its client asked for (both sides call this). Waits up
- * to timeout_ms (0: a server returns RSEC_E_AGAIN when none is ready).
- * Returns 0, RSEC_E_LIMIT (max_qps of this side, or the peer's, reached:
- * the peer's reason is in rsec_conn_error(c)), RSEC_E_PROTO (the peer's
- * library has no further queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's
- * close code. A failed request leaves c as it was.
+ * to timeout_ms (0: a server returns RSEC_E_AGAIN when none is ready; a
+ * client, whose request cannot be left half-made, waits up to the context's
+ * handshake_timeout_ms). Returns 0, RSEC_E_LIMIT (max_qps of this side, or
+ * the peer's, reached, closed ones not yet freed included: the peer's reason
+ * is in rsec_conn_error(c); or the 255 a session may open in its lifetime,
+ * closed ones included, are used), RSEC_E_PROTO (the peer's library has no further
+ * queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's close code. A failed
+ * request leaves c as it was.
  *
  * The new connection shares c's control channel: use both from one thread;
  * driving either (rsec_conn_process, rsec_poll, any blocking call) drives

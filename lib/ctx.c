@@ -122,7 +122,10 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	ctx->max_inflight = (a->comp_mask & RSEC_CTX_ATTR_DEPTH) ? or_default(a->max_inflight, RSEC_DEFAULT_INFLIGHT)
 								  : RSEC_DEFAULT_INFLIGHT;
 	ctx->poll_mode = (a->comp_mask & RSEC_CTX_ATTR_POLL) ? a->poll_mode : RSEC_POLL_EVENT;
-	ctx->max_qps = (a->comp_mask & RSEC_CTX_ATTR_QPS) ? or_default(a->max_qps, RSEC_DEFAULT_QPS) : RSEC_DEFAULT_QPS;
+	/* A server takes further queue pairs only if its application asked for them: one that never calls
+	 * rsec_conn_add_qp must not hold queue pairs its peers asked for and nobody uses. */
+	ctx->max_qps = (a->comp_mask & RSEC_CTX_ATTR_QPS) ? or_default(a->max_qps, RSEC_DEFAULT_QPS)
+			: a->is_server ? 1 : RSEC_DEFAULT_QPS;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,

@@ -30,13 +30,24 @@
 
 #include "conn.h"
 
-/* Lanes that are not closed: with the root, what max_qps bounds. */
+/*
+ * Lanes the root still links, closed ones included: with the root, what
+ * max_qps bounds. A closed lane keeps its QP and rings until it is freed
+ * (by the application, or below for one nobody took), so it counts until then.
+ */
 static unsigned live_lanes(const struct rsec_conn *root)
 {
 	unsigned n = 0;
 	for (unsigned i = 1; i <= root->lanes_opened; i++)
-		n += root->lanes[i] && root->lanes[i]->phase != PHASE_CLOSED;
+		n += root->lanes[i] != NULL;
 	return n;
+}
+
+/* Server: a lane nobody took that a frame just closed goes now, not at the end of the read. */
+static void lane_settle(struct rsec_conn *c)
+{
+	if (c->phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
+		rsec_conn_free(c); /* unlinks it */
 }
 
 /* A lane of root at index idx, keyed, waiting for the peer's QP_INFO. */
@@ -89,7 +100,8 @@ static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec
 		rc = rsec_chan_send(root, &e); /* lane 0's sender: the index goes as given */
 		return rc < 0 ? rsec_conn_fail(root, rc, "cannot refuse a queue pair") : 0;
 	}
-	(void)!rsec_conn_handle_ctrl(c, m); /* its failure closes it alone; expire frees it */
+	(void)!rsec_conn_handle_ctrl(c, m); /* its failure closes it alone */
+	lane_settle(c);
 	return 0;
 }
 
@@ -116,8 +128,10 @@ int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m)
 			 rsec_wire_type_name(m->type), (unsigned)m->lane + 1);
 		return rsec_conn_violation(root, why);
 	}
-	if (c->phase != PHASE_CLOSED)
+	if (c->phase != PHASE_CLOSED) {
 		(void)!rsec_conn_handle_ctrl(c, m); /* a lane's failure closes that lane only */
+		lane_settle(c);
+	}
 	return 0;
 }
 
@@ -154,8 +168,7 @@ void rsec_lanes_expire(struct rsec_conn *root)
 		if (c->phase != PHASE_ESTABLISHED && c->phase != PHASE_CLOSED && now > c->deadline_ms)
 			(void)rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
 					     c->ctx->handshake_timeout_ms);
-		if (c->phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
-			rsec_conn_free(c); /* nobody holds it: its resources go now */
+		lane_settle(c); /* nobody holds it: its resources go now */
 	}
 }
 
@@ -213,8 +226,13 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 		snprintf(root->error, sizeof(root->error), "the peer's library takes no further queue pairs");
 		return RSEC_E_PROTO;
 	}
-	if (live_lanes(root) + 1 >= root->ctx->max_qps || root->lanes_opened == RSEC_WIRE_LANE_MAX) {
+	if (live_lanes(root) + 1 >= root->ctx->max_qps) {
 		snprintf(root->error, sizeof(root->error), "max_qps (%u) queue pairs are open", root->ctx->max_qps);
+		return RSEC_E_LIMIT;
+	}
+	if (root->lanes_opened == RSEC_WIRE_LANE_MAX) { /* indices are never reused */
+		snprintf(root->error, sizeof(root->error), "this session opened its %u further queue pairs already",
+			 RSEC_WIRE_LANE_MAX);
 		return RSEC_E_LIMIT;
 	}
 	struct rsec_conn *c;
@@ -267,8 +285,8 @@ int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out
 		return c->close_code;
 	if (c->phase != PHASE_ESTABLISHED)
 		return RSEC_E_INVAL;
-	if (!c->is_server)
-		return lane_open(c, timeout_ms, out);
+	if (!c->is_server) /* a request cannot be left half-made: a client always waits for the answer */
+		return lane_open(c, timeout_ms > 0 ? timeout_ms : c->ctx->handshake_timeout_ms, out);
 	struct lane_wanted w = { 0 };
 	RSEC_GUARD(rsec_conn_wait_for(c, lane_ready, &w, timeout_ms));
 	w.found->lane_taken = true;

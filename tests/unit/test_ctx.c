@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "conn.h"
 #include "rdmasec.h"
 
 static const uint8_t psk[32] = { 1, 2, 3 };
@@ -82,11 +83,39 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 }
 
+/*
+ * A server accepts further queue pairs (rsec_conn_add_qp) only when its
+ * application asked for them with RSEC_CTX_ATTR_QPS: one that never calls
+ * rsec_conn_add_qp (rdmasec-server) must not hold, per connection, queue
+ * pairs and rings its peer asked for and nobody uses. A client opens only
+ * the ones it asks for, so its default stays RSEC_DEFAULT_QPS.
+ */
+static void a_server_takes_further_queue_pairs_only_when_asked(void **state)
+{
+	(void)state;
+	char err[256];
+	struct rsec_ctx *ctx;
+	struct rsec_ctx_attr a = base();
+	a.is_server = 1;
+	assert_int_equal(rsec_ctx_new(&a, &ctx, err, sizeof(err)), 0);
+	assert_int_equal(ctx->max_qps, 1);
+	rsec_ctx_free(ctx);
+	a.comp_mask = RSEC_CTX_ATTR_QPS; /* max_qps 0: the default */
+	assert_int_equal(rsec_ctx_new(&a, &ctx, err, sizeof(err)), 0);
+	assert_int_equal(ctx->max_qps, RSEC_DEFAULT_QPS);
+	rsec_ctx_free(ctx);
+	a = base();
+	assert_int_equal(rsec_ctx_new(&a, &ctx, err, sizeof(err)), 0);
+	assert_int_equal(ctx->max_qps, RSEC_DEFAULT_QPS);
+	rsec_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_defined_bit_is_accepted),
 		cmocka_unit_test(unknown_bits_and_bad_values_are_refused),
+		cmocka_unit_test(a_server_takes_further_queue_pairs_only_when_asked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Further queue pairs of a session (lib/lane.c) as a server sees a client's
+ * requests, without a device: a session's root over a real TLS 1.3 session
+ * (PSK, a socketpair), the client's side written frame by frame. A request
+ * whose QP_INFO announces too few receive buffers fails before any verbs
+ * call, which is what lets these tests run here: such a lane is made (keys,
+ * epoll set) and closed, as one the client closes right after asking for it
+ * would be, QP and rings included, on a device.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "conn.h"
+#include "tls.h"
+
+static const uint8_t psk[32] = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3 };
+
+struct fixture {
+	SSL_CTX *cctx, *sctx;
+	SSL *client;          /* the peer's end, written and read by the tests */
+	int client_fd;
+	struct rsec_ctx ctx;
+	struct rsec_conn *root; /* the server's session: owns the server's SSL and socket */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	char err[256];
+	struct rsec_tls_opts co = { .psk = psk, .psk_len = sizeof(psk), .psk_identity = "node-a" };
+	struct rsec_tls_opts so = co;
+	so.is_server = true;
+	int fds[2];
+	SSL *server;
+	assert_int_equal(rsec_tls_ctx_new(&co, &f->cctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_ctx_new(&so, &f->sctx, err, sizeof(err)), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+	assert_int_equal(rsec_tls_new(f->cctx, fds[0], &co, &f->client), 0);
+	assert_int_equal(rsec_tls_new(f->sctx, fds[1], &so, &server), 0);
+	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
+		bool ww;
+		if (rc == RSEC_E_AGAIN)
+			rc = rsec_tls_handshake_step(f->client, &ww);
+		if (rs == RSEC_E_AGAIN)
+			rs = rsec_tls_handshake_step(server, &ww);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(rs, 0);
+	f->client_fd = fds[0];
+	f->ctx = (struct rsec_ctx){ .is_server = true, .handshake_timeout_ms = 10000, .max_qps = 2,
+				    .aead = RSEC_AEAD_AES256GCM };
+	f->root = rsec_conn_alloc(&f->ctx, fds[1]);
+	assert_non_null(f->root);
+	f->root->ssl = server;
+	f->root->sock = fds[1];
+	f->root->phase = PHASE_ESTABLISHED;
+	f->root->aead = RSEC_AEAD_AES256GCM;
+	f->root->peer_lanes = true;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	rsec_conn_free(f->root);
+	SSL_free(f->client);
+	SSL_CTX_free(f->cctx);
+	SSL_CTX_free(f->sctx);
+	close(f->client_fd);
+	free(f);
+	return 0;
+}
+
+/* The client sends m. */
+static void client_sends(struct fixture *f, const struct rsec_msg *m)
+{
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t len = 0, done = 0;
+	assert_int_equal(rsec_wire_encode(m, frame, sizeof(frame), &len), 0);
+	assert_int_equal(rsec_tls_write_some(f->client, frame, len, &done), 0);
+	assert_int_equal(done, len);
+}
+
+/* A request for lane whose set-up fails at once: one receive buffer is too few. */
+static void client_asks(struct fixture *f, uint16_t lane)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_QP_INFO, .lane = lane };
+	m.u.qp_info = (struct rsec_msg_qp_info){ .qpn = 0x1234, .psn = 7, .mtu = 3, .link = RSEC_WIRE_LINK_ETHERNET,
+						 .recv_slots = 1, .slot_size = 4096, .max_msg = 4096 };
+	client_sends(f, &m);
+}
+
+/* What rsec_conn_process does with the frames that arrived, one by one: most lanes the server holds at any time. */
+static unsigned server_reads(struct fixture *f)
+{
+	unsigned most = 0;
+	for (;;) {
+		struct rsec_msg m;
+		int rc = rsec_chan_recv(f->root, &m);
+		if (rc == RSEC_E_AGAIN)
+			break;
+		assert_int_equal(rc, 0);
+		rc = m.lane ? rsec_lane_dispatch(f->root, &m) : rsec_conn_handle_ctrl(f->root, &m);
+		assert_int_equal(rc, 0);
+		unsigned held = 0;
+		for (unsigned i = 1; i <= RSEC_WIRE_LANE_MAX; i++)
+			held += f->root->lanes[i] != NULL;
+		if (held > most)
+			most = held;
+	}
+	return most;
+}
+
+/* The next frame the client receives; false if none is there. */
+static bool client_receives(struct fixture *f, struct rsec_msg *m)
+{
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t have = 0, need = RSEC_WIRE_HDR_LEN;
+	for (int tries = 0; have < need && tries < 100; tries++) {
+		size_t got = 0;
+		int rc = rsec_tls_read_some(f->client, frame + have, need - have, &got);
+		if (rc == RSEC_E_AGAIN && have == 0)
+			return false;
+		assert_true(rc == 0 || rc == RSEC_E_AGAIN);
+		have += got;
+		if (have == RSEC_WIRE_HDR_LEN && need == RSEC_WIRE_HDR_LEN) {
+			uint8_t type;
+			uint32_t body;
+			assert_int_equal(rsec_wire_decode_header(frame, have, &type, &body), 0);
+			need += body;
+		}
+	}
+	assert_int_equal(have, need);
+	assert_int_equal(rsec_wire_decode(frame, have, m), 0);
+	return true;
+}
+
+/*
+ * Requests that each end at once, all in one read: the server never holds
+ * more lanes than max_qps allows (with 2, one beside the session's own),
+ * however many the client asks for. Each costs a QP and two rings on a device.
+ */
+static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
+{
+	struct fixture *f = *state;
+	for (uint16_t lane = 1; lane <= 40; lane++)
+		client_asks(f, lane);
+	unsigned most = server_reads(f);
+	assert_true(most <= f->ctx.max_qps - 1);
+	assert_int_equal(f->root->phase, PHASE_ESTABLISHED); /* each failure was the lane's alone */
+}
+
+/*
+ * A lane the application took and the client then closed still holds its QP
+ * and rings until the application frees it: it counts against max_qps, and
+ * the next request is refused (ERROR, RSEC_E_LIMIT, on that lane).
+ */
+static void test_closed_lane_held_by_application_counts(void **state)
+{
+	struct fixture *f = *state;
+	struct rsec_conn *held = rsec_conn_alloc(&f->ctx, f->root->sock);
+	assert_non_null(held);
+	held->root = f->root;
+	held->lane = 1;
+	held->is_server = true;
+	held->lane_taken = true;
+	held->phase = PHASE_CLOSED;
+	held->close_code = RSEC_E_CLOSED;
+	f->root->lanes[1] = held;
+	f->root->lanes_opened = 1;
+
+	client_asks(f, 2);
+	(void)server_reads(f);
+	struct rsec_msg m;
+	assert_true(client_receives(f, &m));
+	assert_int_equal(m.type, RSEC_MSG_ERROR);
+	assert_int_equal(m.lane, 2);
+	assert_int_equal(m.u.error.code, (uint32_t)-RSEC_E_LIMIT);
+	assert_null(f->root->lanes[2]);
+	assert_int_equal(f->root->phase, PHASE_ESTABLISHED);
+	rsec_conn_free(held);
+	assert_null(f->root->lanes[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_burst_of_failed_requests_stays_within_max_qps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_closed_lane_held_by_application_counts, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
