@@ -189,7 +189,8 @@ enum rsec_conn_state {
  * is in rsec_conn_error(c); or the 255 a session may open in its lifetime,
  * closed ones included, are used), RSEC_E_PROTO (the peer's library has no further
  * queue pairs), RSEC_E_TIMEOUT, RSEC_E_INVAL, or c's close code. A failed
- * request leaves c as it was.
+ * request leaves c as it was. One that came up and that the peer closed at
+ * once is still returned, closed (its calls give its close code).
  *
  * The new connection shares c's control channel: use both from one thread;
  * driving either (rsec_conn_process, rsec_poll, any blocking call) drives

@@ -270,10 +270,12 @@ int rsec_conn_send_qp_info(struct rsec_conn *c)
 	return rc;
 }
 
-/* The accept record says when the peer's certificate was not presented this time,
- * and which queue pair of the session a lane is. */
-static void audit_accept(struct rsec_conn *c)
+/* Set-up is over. The accept record says when the peer's certificate was not
+ * presented this time, and which queue pair of the session a lane is. */
+static void established(struct rsec_conn *c)
 {
+	c->phase = PHASE_ESTABLISHED;
+	c->was_established = true;
 	char note[48];
 	if (c->lane)
 		snprintf(note, sizeof(note), "queue pair %u of the session", (unsigned)c->lane + 1);
@@ -401,8 +403,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	rc = rsec_chan_send(c, &ready);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send READY");
-	c->phase = PHASE_ESTABLISHED;
-	audit_accept(c);
+	established(c);
 	return 0;
 }
 
@@ -462,8 +463,7 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 		break;
 	case PHASE_READY:
 		if (m->type == RSEC_MSG_READY) {
-			c->phase = PHASE_ESTABLISHED;
-			audit_accept(c);
+			established(c);
 			return 0;
 		}
 		break;

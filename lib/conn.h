@@ -169,6 +169,7 @@ struct rsec_conn {
 	struct rsec_dev *dev; /* the device owning the TCP connection's local address */
 	bool is_server;
 	enum rsec_phase phase;
+	bool was_established; /* reached PHASE_ESTABLISHED, whatever came after */
 	int sock;
 	int epfd;
 	SSL *ssl;

@@ -246,7 +246,9 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1, rsec_strerror(rc));
 	else
 		rc = rsec_conn_wait_for(c, lane_settled, NULL, timeout_ms);
-	if (rc == 0 && c->phase == PHASE_ESTABLISHED) {
+	/* Up, even if the peer closed it at once (in the same read, a scheduler tick later): its
+	 * calls then say so, as for any queue pair the peer closes. */
+	if (rc == 0 && c->was_established) {
 		*out = c;
 		return 0;
 	}
