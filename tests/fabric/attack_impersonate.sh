@@ -46,11 +46,10 @@ victims() {
 }
 
 echo "== control"
-# 20000 iterations take about 30 s on an idle machine, over 60 s on a loaded one.
-timeout 180 \$srv_pp -n 20000 >control-srv.out 2>&1 &
+timeout 60 \$srv_pp -n 20000 >control-srv.out 2>&1 &
 srv=\$!
 fabric wait-port 18515 30
-timeout 180 \$cli_pp -n 20000 10.77.0.1 >control-cli.out 2>&1
+timeout 60 \$cli_pp -n 20000 10.77.0.1 >control-cli.out 2>&1
 echo "control client exit \$?"
 wait \$srv
 echo "control server exit \$?"
@@ -84,7 +83,7 @@ wait
 exit 0
 SCENARIO
 
-"$fabric" run --hosts 2 --timeout 520 "${build_share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
+"$fabric" run --hosts 2 --timeout 400 "${build_share[@]}" -- bash "$work/scenario.sh" >"$work/out" 2>&1 ||
 	{ cat "$work/out"; fail "the fabric run failed"; }
 cat "$work/out"
 for f in control-srv control-cli attack-srv attack-cli; do
