@@ -46,6 +46,7 @@ enum {
 #define IMP_PROBE_WAIT 0.2       /* seconds to wait for the victim's ACK */
 #define IMP_PROBES 2             /* probe QPs, after the sweeping ones */
 #define IMP_DRAIN_TIMEOUT 5.0    /* seconds to wait for flushed WQEs */
+#define IMP_SEND_TIMEOUT 5.0     /* seconds for rxe to send a posted window */
 
 static void help(FILE *f)
 {
@@ -101,6 +102,7 @@ struct imp_opts {
 struct imp_qp {
 	struct ibv_qp *qp;
 	uint32_t posted;  /* WRs in its send queue, never acknowledged */
+	uint32_t psn;     /* the first one's PSN */
 	bool live;        /* out of RESET */
 };
 
@@ -123,7 +125,8 @@ struct imp {
 	uint8_t payload[IMP_PAYLOAD];
 	/* results */
 	uint64_t packets, probes, flushed;
-	double post_s, recycle_s;
+	uint64_t send_waits;  /* windows rxe had not sent yet when their QP was due for recycling */
+	double post_s, recycle_s, send_wait_s;
 };
 
 struct imp_peers {
@@ -447,9 +450,57 @@ static int modify(struct imp_qp *q, struct ibv_qp_attr *attr, int mask, const ch
 	return 0;
 }
 
+/* How many packets of q's window rxe has sent: its requester's next PSN says. */
+static int window_sent(struct imp_qp *q, uint32_t *sent)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	int err = ibv_query_qp(q->qp, &attr, IBV_QP_SQ_PSN, &init);
+
+	if (err) {
+		fprintf(stderr, "%s impersonate: QP 0x%x: ibv_query_qp: %s\n", PROG, q->qp->qp_num, strerror(err));
+		return RSEC_E_VERBS;
+	}
+	*sent = sweep_window_sent(q->psn, q->posted, attr.sq_psn);
+	return 0;
+}
+
 /*
- * Back to RESET through the error state: rxe then completes (flushes) every
- * WQE it never got an ACK for, so the send queue is empty before the reset.
+ * Wait until rxe has sent q's whole window. The doorbell call usually sends
+ * it, but not always: rxe stops a QP's requester while 64 of its packets are
+ * still in the kernel's network path, or finds it busy elsewhere, and sends
+ * the rest later from a tasklet. Recycling before then would flush them unsent.
+ */
+static int wait_window_sent(struct imp *a, struct imp_qp *q)
+{
+	double t0 = now_s();
+	uint32_t sent;
+
+	RSEC_GUARD(window_sent(q, &sent));
+	if (sent == q->posted)
+		return 0;
+	a->send_waits++;
+	while (sent != q->posted) {
+		if (now_s() - t0 > IMP_SEND_TIMEOUT) {
+			if (sent == SWEEP_NOT_IN_WINDOW)
+				fprintf(stderr, "%s impersonate: QP 0x%x: rxe's next PSN is outside the window of %u "
+					"from 0x%06x\n", PROG, q->qp->qp_num, q->posted, q->psn);
+			else
+				fprintf(stderr, "%s impersonate: QP 0x%x: rxe sent %u of %u packets in %.0f s\n", PROG,
+					q->qp->qp_num, sent, q->posted, IMP_SEND_TIMEOUT);
+			return RSEC_E_TIMEOUT;
+		}
+		usleep(100);
+		RSEC_GUARD(window_sent(q, &sent));
+	}
+	a->send_wait_s += now_s() - t0;
+	return 0;
+}
+
+/*
+ * Back to RESET through the error state, once rxe has sent every posted
+ * packet: it then completes (flushes) every WQE it never got an ACK for, so
+ * the send queue is empty before the reset.
  */
 static int recycle(struct imp *a, uint32_t first, uint32_t count)
 {
@@ -458,6 +509,9 @@ static int recycle(struct imp *a, uint32_t first, uint32_t count)
 	double deadline;
 	struct ibv_wc wc[64];
 
+	for (uint32_t i = first; i < first + count; i++)
+		if (a->qps[i].live && a->qps[i].posted)
+			RSEC_GUARD(wait_window_sent(a, &a->qps[i]));
 	for (uint32_t i = first; i < first + count; i++) {
 		struct imp_qp *q = &a->qps[i];
 		if (q->live && q->posted)
@@ -512,11 +566,11 @@ static int connect_qp(struct imp *a, struct imp_qp *q, uint32_t gid_index, const
 		      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS");
 }
 
-/* rxe runs a user QP's requester in the doorbell call: when this returns, the packets are out. */
-static int post_window(struct imp *a, struct imp_qp *q, uint32_t len)
+/* One doorbell for the job's window; rxe sends most of it in the call (see wait_window_sent). */
+static int post_window(struct imp *a, struct imp_qp *q, const struct sweep_job *job)
 {
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_send_wr *last = &a->wrs[len - 1], *saved = last->next;
+	struct ibv_send_wr *last = &a->wrs[job->len - 1], *saved = last->next;
 	int err;
 
 	last->next = NULL;
@@ -526,7 +580,8 @@ static int post_window(struct imp *a, struct imp_qp *q, uint32_t len)
 		fprintf(stderr, "%s impersonate: ibv_post_send on QP 0x%x: %s\n", PROG, q->qp->qp_num, strerror(err));
 		return RSEC_E_VERBS;
 	}
-	q->posted = len;
+	q->posted = job->len;
+	q->psn = job->psn;
 	return 0;
 }
 
@@ -579,7 +634,7 @@ static enum liveness probe(struct imp *a, uint32_t gid_index, uint32_t psn)
 					 .psn = (psn + i * (SWEEP_PSN_SPACE / 2)) % SWEEP_PSN_SPACE };
 		struct imp_qp *q = &a->qps[o->qps + i];
 
-		if (connect_qp(a, q, gid_index, &job) != 0 || post_window(a, q, 1) != 0)
+		if (connect_qp(a, q, gid_index, &job) != 0 || post_window(a, q, &job) != 0)
 			return LIVE_UNKNOWN;
 		a->probes++;
 	}
@@ -705,7 +760,7 @@ static int sweep_group(struct imp *a, uint32_t gid_index, const struct sweep_pla
 			return rc;
 		t1 = now_s();
 		a->recycle_s += t1 - t2;
-		if ((rc = post_window(a, &a->qps[i], job.len)) != 0)
+		if ((rc = post_window(a, &a->qps[i], &job)) != 0)
 			return rc;
 		t2 = now_s();
 		a->post_s += t2 - t1;
@@ -803,6 +858,8 @@ static void report_json(const struct imp *a, uint32_t gid_index, const struct im
 	json_num(&j, "elapsed_s", res->elapsed);
 	json_num(&j, "post_s", a->post_s);
 	json_num(&j, "recycle_s", a->recycle_s);
+	json_u64(&j, "send_waits", a->send_waits);
+	json_num(&j, "send_wait_s", a->send_wait_s);
 	json_num(&j, "pps", q->pps);
 	json_num(&j, "full_sweep_s", q->full);
 	json_num(&j, "range_sweep_s", q->range);
@@ -838,6 +895,9 @@ static void report(const struct imp *a, uint32_t gid_index, const struct sweep_p
 	printf("impersonate: sent %llu %s packet(s) in %.3f s = %.0f pkt/s (%u QPs x %u PSNs; posting %.3f s, "
 	       "recycling %.3f s)\n", (unsigned long long)a->packets, o->send ? "SEND" : "RDMA WRITE (bad rkey)",
 	       res->elapsed, pps, o->qps, o->window, a->post_s, a->recycle_s);
+	if (a->send_waits)
+		printf("rxe had not sent %llu window(s) when the doorbell returned: waited %.3f s for them\n",
+		       (unsigned long long)a->send_waits, a->send_wait_s);
 	if (full >= 0)
 		printf("projected: full 2^24 PSN sweep %.1f s; this range (%u PSNs x %u QPNs) %.1f s\n", full,
 		       o->psn_count, o->qpn_count, range);

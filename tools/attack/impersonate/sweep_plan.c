@@ -38,6 +38,15 @@ bool sweep_plan_job(const struct sweep_plan *p, uint64_t k, struct sweep_job *j)
 	return true;
 }
 
+uint32_t sweep_window_sent(uint32_t psn, uint32_t len, uint32_t next_psn)
+{
+	uint32_t sent = (next_psn - psn) % SWEEP_PSN_SPACE;
+
+	if (psn >= SWEEP_PSN_SPACE || next_psn >= SWEEP_PSN_SPACE || len > SWEEP_PSN_SPACE / 2 || sent > len)
+		return SWEEP_NOT_IN_WINDOW;
+	return sent;
+}
+
 double sweep_projected_seconds(uint64_t packets, double elapsed, uint64_t total)
 {
 	if (packets == 0 || !(elapsed > 0.0))

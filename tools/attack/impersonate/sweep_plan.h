@@ -46,6 +46,14 @@ bool sweep_plan_init(struct sweep_plan *p, uint32_t psn_start, uint32_t psn_coun
 bool sweep_plan_job(const struct sweep_plan *p, uint64_t k, struct sweep_job *j);
 
 /*
+ * How many packets of a job's window (len PSNs from psn) the attacker QP has
+ * sent, given the PSN its requester will send next (rxe's sq_psn): 0..len,
+ * wrapping at 2^24. SWEEP_NOT_IN_WINDOW if next_psn is not psn..psn+len.
+ */
+#define SWEEP_NOT_IN_WINDOW UINT32_MAX
+uint32_t sweep_window_sent(uint32_t psn, uint32_t len, uint32_t next_psn);
+
+/*
  * Seconds to send `total` packets at the rate measured (`packets` in
  * `elapsed` seconds); negative when nothing was measured.
  */

@@ -138,6 +138,26 @@ static void test_projection(void **state)
 	assert_true(sweep_projected_seconds(10, 0.0, 100) < 0);
 }
 
+/* The PSN the requester sends next says how much of a window is out, across the 2^24 wrap too. */
+static void test_window_sent(void **state)
+{
+	(void)state;
+	assert_int_equal(sweep_window_sent(1000, 128, 1000), 0);
+	assert_int_equal(sweep_window_sent(1000, 128, 1064), 64);
+	assert_int_equal(sweep_window_sent(1000, 128, 1128), 128);
+	assert_int_equal(sweep_window_sent(0xffffc0, 128, 0xffffff), 63);
+	assert_int_equal(sweep_window_sent(0xffffc0, 128, 0), 64);
+	assert_int_equal(sweep_window_sent(0xffffc0, 128, 0x40), 128);
+	assert_int_equal(sweep_window_sent(5, 1, 6), 1);
+	/* Behind the window, past it, or nonsense: not this window's progress. */
+	assert_int_equal(sweep_window_sent(1000, 128, 999), SWEEP_NOT_IN_WINDOW);
+	assert_int_equal(sweep_window_sent(1000, 128, 1129), SWEEP_NOT_IN_WINDOW);
+	assert_int_equal(sweep_window_sent(0xffffc0, 128, 0x41), SWEEP_NOT_IN_WINDOW);
+	assert_int_equal(sweep_window_sent(0, 128, 0xffffff), SWEEP_NOT_IN_WINDOW);
+	assert_int_equal(sweep_window_sent(SWEEP_PSN_SPACE, 128, 0), SWEEP_NOT_IN_WINDOW);
+	assert_int_equal(sweep_window_sent(0, 128, SWEEP_PSN_SPACE + 1), SWEEP_NOT_IN_WINDOW);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_qpn_range),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_projection),
+		cmocka_unit_test(test_window_sent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -27,6 +27,12 @@ cell_broken_evidence() {
 	cell_victim_error_line
 }
 
+# cell_victim_running: both victim processes still run (an attack aimed at
+# a victim whose life ran out would prove nothing). Returns 1 otherwise.
+cell_victim_running() {
+	kill -0 "$VICTIM_SERVER_PID" 2>/dev/null && kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null
+}
+
 # cell_rdmasec_closed_line: the server's close event for the attacked
 # connection, reduced to the fields that say why.
 cell_rdmasec_closed_line() {

@@ -14,12 +14,16 @@
 # before and repeats a short range ahead with 4 QPs (bursts small enough for
 # the fabric's backlog), without the tool's probe, whose 0.2 s ACK wait reads
 # a busy emulated victim as dead; rdma res decides.
+# rping and ucmatose live 60 s: on a loaded machine, starting them and the two
+# captures took from 16 s to 35 s (the default life is 14 s), and the sweep then hit a victim
+# whose own timeout had already ended it. A victim that is gone before the
+# attack starts is reported as such, not as one that "showed no error".
 . "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 cell_impersonate() {
 	local v=$1 line sweep ev opts=()
 	# rdmasec's client holds its connection until the sweep ends: give both sides time.
-	if [ "$v" = rdmasec ]; then VICTIM_SECONDS=24; fi
+	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result impersonate "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -35,6 +39,11 @@ cell_impersonate() {
 	rping) sweep=$WIRE_PSN:16384 opts=(--qps 4 --passes 0 --no-watch) ;;
 	*) sweep=$WIRE_PSN:4194304 ;;
 	esac
+	if ! cell_victim_running; then
+		matrix_result impersonate "$v" error "" "victim ended before the attack (life ${VICTIM_SECONDS} s): $(tail -n 1 "$VICTIM_CLIENT_LOG")"
+		victim_stop
+		return
+	fi
 	fabric on "$VICTIM_SRC_HOST" timeout 15 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$ATK" impersonate -d "$VICTIM_SRC_DEV" --dst "$VICTIM_DST_IP" --qpn "$WIRE_QPN" --psn-sweep "$sweep" \
 		"${opts[@]}" --max-time 8 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
