@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "conn.h"
+#include "test_frames.h"
 #include "tls.h"
 
 static const uint8_t psk[32] = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3 };
@@ -124,25 +125,7 @@ static unsigned server_reads(struct fixture *f)
 /* The next frame the client receives; false if none is there. */
 static bool client_receives(struct fixture *f, struct rsec_msg *m)
 {
-	uint8_t frame[RSEC_WIRE_MAX_FRAME];
-	size_t have = 0, need = RSEC_WIRE_HDR_LEN;
-	for (int tries = 0; have < need && tries < 100; tries++) {
-		size_t got = 0;
-		int rc = rsec_tls_read_some(f->client, frame + have, need - have, &got);
-		if (rc == RSEC_E_AGAIN && have == 0)
-			return false;
-		assert_true(rc == 0 || rc == RSEC_E_AGAIN);
-		have += got;
-		if (have == RSEC_WIRE_HDR_LEN && need == RSEC_WIRE_HDR_LEN) {
-			uint8_t type;
-			uint32_t body;
-			assert_int_equal(rsec_wire_decode_header(frame, have, &type, &body), 0);
-			need += body;
-		}
-	}
-	assert_int_equal(have, need);
-	assert_int_equal(rsec_wire_decode(frame, have, m), 0);
-	return true;
+	return test_read_frame(f->client, m, false);
 }
 
 /*

@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "sealed.h"
 #include "tls.h"
+#include "test_frames.h"
 #include "test_util.h"
 
 #define GRANT_ID (RSEC_GRANT_ID_SERVER | 5) /* issued by the server, the peer of the connection under test */
@@ -96,22 +97,7 @@ static void fill(uint8_t *b, size_t n, uint8_t seed)
 /* The next control message the granter receives. */
 static void granter_receives(struct fixture *f, struct rsec_msg *m)
 {
-	uint8_t frame[RSEC_WIRE_MAX_FRAME];
-	size_t have = 0, need = RSEC_WIRE_HDR_LEN;
-	for (int tries = 0; have < need && tries < 1000; tries++) {
-		size_t got = 0;
-		int rc = rsec_tls_read_some(f->server, frame + have, need - have, &got);
-		assert_true(rc == 0 || rc == RSEC_E_AGAIN);
-		have += got;
-		if (have == RSEC_WIRE_HDR_LEN && need == RSEC_WIRE_HDR_LEN) {
-			uint8_t type;
-			uint32_t body;
-			assert_int_equal(rsec_wire_decode_header(frame, have, &type, &body), 0);
-			need += body;
-		}
-	}
-	assert_int_equal(have, need);
-	assert_int_equal(rsec_wire_decode(frame, have, m), 0);
+	assert_true(test_read_frame(f->server, m, true));
 }
 
 static struct rsec_wr wr_of(struct fixture *f, const struct rsec_remote_grant *g, enum rsec_op op, uint64_t remote_off,
