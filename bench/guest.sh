@@ -70,11 +70,13 @@ finish() {
 	fi
 	local why
 	why=$(cat "$raw/$1.err" "$raw/$1.txt" | grep -v '^ *$' | tail -n 1)
-	# rxe sometimes loses large READ responses for good (ib_read_bw hangs the
-	# same way): a READ test whose operations never complete is taken as the
-	# fabric's, its row n/a like perftest's, not a failure of the bench. Sealed
-	# READs are READs too (one stalled at 1 MiB while plain ones completed in
-	# the same boot; whose fault it was is not established: docs/bench.md).
+	# rxe lost large READ responses when a response burst overflowed the
+	# fabric's backlog, and retried forever at retry_cnt 7 (ib_read_bw's hangs;
+	# plain and sealed rdmasec READs alike: docs/verbs.md, "Large READs"). The
+	# fabric's backlog now holds the burst, and rdmasec's QPs give up after 7
+	# tries (a lost READ fails the test with a QP error); a READ test whose
+	# operations still never complete is taken as the fabric's, its row n/a
+	# like perftest's, not a failure of the bench.
 	if [[ $1 == rdmasec-read_* || $1 == rdmasec-sealed_read_* ]] && grep -q 'no completion in' "$raw/$1.err"; then
 		note "$1" "STUCK (the fabric lost READ responses; later sizes n/a): $(grep 'no completion in' "$raw/$1.err")"
 		return 0

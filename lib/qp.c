@@ -15,8 +15,10 @@
  * - hop_limit 64: RoCEv2 routes over IP; 1 (rc_pingpong's choice) breaks
  *   across a router and protects nothing, since TTL is not checked by rxe.
  * - timeout 14: local ACK timeout 4.096 us * 2^14 = 67 ms per try.
- * - retry_cnt 7: the largest finite count (7 is not "infinite" for
- *   transport retries), ~0.5 s before a dead peer surfaces as RETRY_EXC.
+ * - retry_cnt 6: ~0.5 s (7 tries) before a peer that stopped answering
+ *   surfaces as RETRY_EXC. Not 7: the IBTA makes 7 a finite count, but rxe
+ *   never counts 7 down (rxe_comp.c) and retries forever, so a lost READ
+ *   response or a dead peer hung the QP for good (docs/verbs.md).
  * - rnr_retry 6: bounded on purpose. 7 would retry RNR forever, so a peer
  *   that stops posting receives could pin our send queue. Our credit-based
  *   flow control means RNR never happens with an honest peer.
@@ -24,7 +26,7 @@
  */
 #define RSEC_GRH_HOP_LIMIT 64
 #define RSEC_ACK_TIMEOUT 14
-#define RSEC_RETRY_CNT 7
+#define RSEC_RETRY_CNT 6
 #define RSEC_RNR_RETRY 6
 #define RSEC_MIN_RNR_TIMER 12
 

@@ -7,7 +7,8 @@
 # the depth, a depth and completion moderation of their own, both poll modes, a
 # WRITE ping-pong (write --lat, as ib_write_lat),
 # and a duration run; reads through a sealed grant, one at a time and
-# posted 16 deep, and writes through a sealed grant each; the blocking calls
+# posted 16 deep, and writes through a sealed grant each; 1 MiB READs, plain
+# and sealed, with no frame lost on the fabric; the blocking calls
 # from a plain buffer, staged and registered. Connection set-up resumes
 # TLS sessions unless told not to. No timing is asserted.
 . "$(dirname "$0")/common.bash"
@@ -54,6 +55,15 @@ run write_lat --op write --lat -s 4096,64 -n 20,300 || rc=1
 run read_sealed --op read --sealed --lat -s 4096,100000 -n 20,10 || rc=1
 run read_bw_sealed --op read --sealed -s 4096,100000 -n 100,20 -t 16 -Q 4 || rc=1
 run write_sealed --op write --sealed --lat -s 4096,100000 -n 10,5 || rc=1
+# 1 MiB READs, 4 in flight: rxe sends each response as one burst of 1024 frames
+# (1025 sealed), which the fabric's backlog must hold; a lost frame cost a 67 ms
+# retry, or with several in flight hung the READs for good (docs/verbs.md, "Large READs").
+run read_1m --op read -s 1M -n 4 -t 4 -Q 1 || rc=1
+run read_1m_sealed --op read --sealed -s 1M -n 4 -t 4 -Q 1 || rc=1
+for d in rxe1 rxe2; do
+	lost=$(cat /sys/class/infiniband/$d/ports/1/hw_counters/send_err)
+	[ "$lost" = 0 ] || { echo "$d could not send $lost frames: the fabric dropped them"; rc=1; }
+done
 # The blocking calls from a plain buffer: staged (up to 64 KiB) and registered per call (above).
 run write_blocking --op write --blocking -s 4096,100000 -n 20,5 || rc=1
 run read_blocking --op read --blocking --lat -s 64,100000 -n 20,5 || rc=1

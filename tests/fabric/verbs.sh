@@ -52,6 +52,9 @@ expect_match "$out" 'RESULT send-with-inv-bogus-key attacker_send="success" .* s
 	"SEND_WITH_INV of an unknown key"
 expect_match "$out" 'RESULT dealloc-bound before="success" after="remote access error" .* memory=untouched' \
 	"deallocating a bound window revokes it"
+# (8) a peer that never answers: the requester's retries end (rxe retries forever at retry_cnt 7)
+expect_match "$out" 'client: RESULT dead-peer requester="transport retry counter exceeded" after_ms=[0-9]+$' \
+	"WRITE to a QP that does not exist"
 # (7) QPNs are sequential per device
 expect_match "$out" 'server: RESULT qpn-burst( 0x[0-9a-f]{6}){4} sequential=yes' "QPN burst"
 expect_match "$out" '^\[h1\] server: done' "server did not finish"

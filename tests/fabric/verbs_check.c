@@ -761,6 +761,50 @@ static void cli_probe(int fd, uint32_t tag, struct rsec_qp *q, struct ibv_mr *sm
 	xwrite(fd, &n, sizeof(n));
 }
 
+/*
+ * A peer that never answers: host 1 has no QP of that number, so nothing
+ * ACKs our WRITE. Transport retries must end in RETRY_EXC, as a peer that
+ * died or lost its responses surfaces on hardware; rxe retries forever when
+ * retry_cnt is 7 (rxe_comp.c never counts 7 down).
+ */
+static void cli_dead_peer(struct rsec_dev *d, const char *server, uint8_t *buf)
+{
+	struct rsec_qp q;
+	struct rsec_qp_peer nobody;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_wc wc;
+	struct ibv_mr *mr;
+	struct timespec t0;
+	int rc;
+
+	new_qp(d, &q, "QP6 (to a QP that does not exist)");
+	rsec_qp_describe_local(&q, &nobody);
+	memset(&nobody.gid, 0, sizeof(nobody.gid));
+	nobody.gid.raw[10] = nobody.gid.raw[11] = 0xff; /* ::ffff:a.b.c.d, host 1's RoCEv2 GID */
+	if (inet_pton(AF_INET, server, &nobody.gid.raw[12]) != 1)
+		die("bad server address %s", server);
+	nobody.qpn = 0xfffff0;
+	check(rsec_qp_connect(&q, &nobody), "rsec_qp_connect to no QP");
+	mr = local_mr(q.pd, buf, 64);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (ibv_post_send(q.qp, &wr, &bad) != 0)
+		die("post to no QP");
+	memset(&wc, 0, sizeof(wc));
+	rc = rsec_qp_wait_wr(&q, 6, 10000, &wc); /* 7 tries of 67 ms take 0.5 s */
+	say("RESULT dead-peer requester=\"%s\" after_ms=%.0f",
+	    rc == RSEC_E_QP ? ibv_wc_status_str(wc.status) : rsec_strerror(rc), ms_since(&t0));
+	(void)ibv_dereg_mr(mr);
+	rsec_qp_destroy(&q);
+}
+
 static int client_main(const char *ip, const char *server, const char *port)
 {
 	static const uint32_t sizes[] = { 1, 4096, 1u << 20, BIG };
@@ -869,6 +913,7 @@ static int client_main(const char *ip, const char *server, const char *port)
 	op_sync(&cE, IBV_WR_RDMA_WRITE, mrE, src, SMALL, w2.addr, w2.rkey, 0, &n);
 	say("QP5 WRITE after host 3's SEND_WITH_INV: \"%s\", QP5 now %s", note_str(&n), qp_state_name(n.qp_state));
 	xwrite(fd, &n, sizeof(n));
+	cli_dead_peer(d, server, src);
 
 	print_qpn_log();
 	(void)ibv_dereg_mr(mrE);
