@@ -70,14 +70,20 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 		set_err(err, errlen, "slot_size must be 4096..1048576 and recv_slots 4..4096");
 		return RSEC_E_RANGE;
 	}
+	if (a->max_msg > (1u << 30)) {
+		set_err(err, errlen, "max_msg must be at most 1 GiB");
+		return RSEC_E_RANGE;
+	}
+	return 0;
+}
+
+/* The fields read only when their comp_mask bit is set. */
+static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, char *err, size_t errlen)
+{
 	if ((a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) && a->grant_mode != RSEC_GRANT_AUTO &&
 	    a->grant_mode != RSEC_GRANT_MW && a->grant_mode != RSEC_GRANT_MR) {
 		set_err(err, errlen, "unknown grant mode");
 		return RSEC_E_INVAL;
-	}
-	if (a->max_msg > (1u << 30)) {
-		set_err(err, errlen, "max_msg must be at most 1 GiB");
-		return RSEC_E_RANGE;
 	}
 	if ((a->comp_mask & RSEC_CTX_ATTR_QP_POOL) && a->qp_pool > RSEC_QPOOL_MAX) {
 		set_err(err, errlen, "qp_pool must be 0..1024");
@@ -108,6 +114,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		return RSEC_E_INVAL;
 	*out = NULL;
 	RSEC_GUARD(ctx_check_attr(a, err, errlen));
+	RSEC_GUARD(ctx_check_optional(a, err, errlen));
 
 	struct rsec_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)

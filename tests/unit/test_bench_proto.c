@@ -107,48 +107,49 @@ static void malformed_is_refused(void **state)
 }
 
 /* Each mutation of good_params, and what bench_params_check must say about it. */
+static const struct {
+	struct bench_params p;
+	const char *why;
+} bad[] = {
+	{ { .version = 1, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 2, .lanes = BENCH_LANES_MAX + 1, .size = 1, .iters = 1 },
+	  "too many queue pairs" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .lanes = 1, .size = 1, .iters = 1 },
+	  "further queue pairs are for write and read bandwidth" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 2, .lat = 1, .lanes = 1, .size = 1, .iters = 1 },
+	  "further queue pairs are for write and read bandwidth" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 1, .lanes = 1, .size = 1, .iters = 1 },
+	  "further queue pairs are for write and read bandwidth" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for write and read" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for write and read" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .duration_ms = 5 },
+	  "a sealed write test needs iterations (a grant each)" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 0, .size = 1, .iters = 1 }, "unknown operation" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 6, .size = 1, .iters = 1 }, "unknown operation" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 5, .lat = 1, .size = 1, .iters = 1 }, "bad queue pair set-up test" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 5, .lat = 1, .iters = BENCH_QP_ITERS_MAX + 1 },
+	  "bad queue pair set-up test" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 5, .iters = 1 }, "bad queue pair set-up test" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .lat = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .poll = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1 }, "need exactly one of iterations and duration" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 1, .duration_ms = 1 },
+	  "need exactly one of iterations and duration" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = BENCH_ITERS_MAX + 1 }, "iterations or duration out of range" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .duration_ms = BENCH_DURATION_MS_MAX + 1 },
+	  "iterations or duration out of range" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 2, .size = 0, .iters = 1 }, "size out of range" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 3, .size = BENCH_SIZE_MAX + 1, .iters = 1 }, "size out of range" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 2, .round = 1 }, "round is for connect only" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 4, .size = 1, .iters = 2, .round = 1 }, "bad connect round" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 0 }, "bad connect round" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 3 }, "bad connect round" },
+	{ { .version = BENCH_PROTO_VERSION, .op = 4, .duration_ms = 5, .round = 1 }, "bad connect round" },
+};
+
 static void params_limits(void **state)
 {
 	(void)state;
-	static const struct {
-		struct bench_params p;
-		const char *why;
-	} bad[] = {
-		{ { .version = 1, .op = 1, .size = 1, .iters = 1 }, "unknown protocol version" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 2, .lanes = BENCH_LANES_MAX + 1, .size = 1, .iters = 1 },
-		  "too many queue pairs" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .lanes = 1, .size = 1, .iters = 1 },
-		  "further queue pairs are for write and read bandwidth" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 2, .lat = 1, .lanes = 1, .size = 1, .iters = 1 },
-		  "further queue pairs are for write and read bandwidth" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 1, .lanes = 1, .size = 1, .iters = 1 },
-		  "further queue pairs are for write and read bandwidth" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .sealed = 1, .size = 1, .iters = 1 }, "sealed is for write and read" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 3, .sealed = 2, .size = 1, .iters = 1 }, "sealed is for write and read" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 2, .sealed = 1, .size = 1, .duration_ms = 5 },
-		  "a sealed write test needs iterations (a grant each)" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 0, .size = 1, .iters = 1 }, "unknown operation" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 6, .size = 1, .iters = 1 }, "unknown operation" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 5, .lat = 1, .size = 1, .iters = 1 }, "bad queue pair set-up test" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 5, .lat = 1, .iters = BENCH_QP_ITERS_MAX + 1 },
-		  "bad queue pair set-up test" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 5, .iters = 1 }, "bad queue pair set-up test" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .lat = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .poll = 2, .size = 1, .iters = 1 }, "bad test or poll mode" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1 }, "need exactly one of iterations and duration" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 1, .duration_ms = 1 },
-		  "need exactly one of iterations and duration" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = BENCH_ITERS_MAX + 1 }, "iterations or duration out of range" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .duration_ms = BENCH_DURATION_MS_MAX + 1 },
-		  "iterations or duration out of range" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 2, .size = 0, .iters = 1 }, "size out of range" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 3, .size = BENCH_SIZE_MAX + 1, .iters = 1 }, "size out of range" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 1, .size = 1, .iters = 2, .round = 1 }, "round is for connect only" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 4, .size = 1, .iters = 2, .round = 1 }, "bad connect round" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 0 }, "bad connect round" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 4, .iters = 2, .round = 3 }, "bad connect round" },
-		{ { .version = BENCH_PROTO_VERSION, .op = 4, .duration_ms = 5, .round = 1 }, "bad connect round" },
-	};
 	assert_null(bench_params_check(&good_params));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_string_equal(bench_params_check(&bad[i].p), bad[i].why);

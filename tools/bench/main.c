@@ -13,6 +13,9 @@
 #include "bench.h"
 #include "cli.h"
 
+static void usage_more(FILE *f);
+
+/* The synopsis and the options of the test. */
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -47,7 +50,15 @@ static void usage(FILE *f)
 		"  -q, --qps N            write, read bandwidth: N queue pairs (1..64) under the one\n"
 		"                         authenticated connection, the first and N-1 more opened without a\n"
 		"                         handshake (rsec_conn_add_qp), each with its own grant and region;\n"
-		"                         operations go round robin, TX_DEPTH in flight on each (as perftest)\n"
+		"                         operations go round robin, TX_DEPTH in flight on each (as perftest)\n",
+		BENCH_ITERS_MAX, BENCH_DEFAULT_ITERS, RSEC_MAX_INFLIGHT, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD);
+	usage_more(f);
+}
+
+/* The options of the library and the connection. */
+static void usage_more(FILE *f)
+{
+	fprintf(f,
 		"      --recv-slots N     this side's receive buffers (the library's recv_slots, 4..4096;\n"
 		"                         default 16): the window of messages the peer may send ahead\n"
 		"      --slot-size BYTES  size of each (slot_size, 4K..1M; default 64K); a sender keeps at\n"
@@ -78,8 +89,7 @@ static void usage(FILE *f)
 		"      --json FILE        also write the results, with both sides' CPU time, as JSON\n"
 		"  -h, --help\n"
 		"\n"
-		"A server given test options (--op, --lat, -s, -n, -D) refuses a client asking for others.\n",
-		BENCH_ITERS_MAX, BENCH_DEFAULT_ITERS, RSEC_MAX_INFLIGHT, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
+		"A server given test options (--op, --lat, -s, -n, -D, -q) refuses a client asking for others.\n",
 		BENCH_DEFAULT_PORT);
 }
 
