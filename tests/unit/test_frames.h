@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading control frames off one end of a unit test's TLS pair (test_lane,
- * test_sealed_post). Include after cmocka.h: it asserts.
+ * A TLS 1.3 pair (PSK) over a non-blocking socketpair, and reading control
+ * frames off one end (test_lane, test_sealed_post). Include after cmocka.h:
+ * it asserts.
  */
 #ifndef RSEC_TEST_FRAMES_H
 #define RSEC_TEST_FRAMES_H
@@ -9,9 +10,40 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "tls.h"
 #include "wire.h"
+
+/* Contexts, ends and fds (client, server) of a pair whose handshake is done. */
+struct test_tls_pair {
+	SSL_CTX *cctx, *sctx;
+	SSL *client, *server;
+	int fds[2];
+};
+
+static inline void test_tls_pair(struct test_tls_pair *p, const uint8_t *psk, size_t psk_len)
+{
+	char err[256];
+	struct rsec_tls_opts co = { .psk = psk, .psk_len = psk_len, .psk_identity = "node-a" };
+	struct rsec_tls_opts so = co;
+	so.is_server = true;
+	assert_int_equal(rsec_tls_ctx_new(&co, &p->cctx, err, sizeof(err)), 0);
+	assert_int_equal(rsec_tls_ctx_new(&so, &p->sctx, err, sizeof(err)), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p->fds), 0);
+	assert_int_equal(rsec_tls_new(p->cctx, p->fds[0], &co, &p->client), 0);
+	assert_int_equal(rsec_tls_new(p->sctx, p->fds[1], &so, &p->server), 0);
+	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
+	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
+		bool ww;
+		if (rc == RSEC_E_AGAIN)
+			rc = rsec_tls_handshake_step(p->client, &ww);
+		if (rs == RSEC_E_AGAIN)
+			rs = rsec_tls_handshake_step(p->server, &ww);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(rs, 0);
+}
 
 /*
  * The next whole frame on ssl, decoded into m. wait: keep reading (up to

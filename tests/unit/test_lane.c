@@ -35,34 +35,18 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	char err[256];
-	struct rsec_tls_opts co = { .psk = psk, .psk_len = sizeof(psk), .psk_identity = "node-a" };
-	struct rsec_tls_opts so = co;
-	so.is_server = true;
-	int fds[2];
-	SSL *server;
-	assert_int_equal(rsec_tls_ctx_new(&co, &f->cctx, err, sizeof(err)), 0);
-	assert_int_equal(rsec_tls_ctx_new(&so, &f->sctx, err, sizeof(err)), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
-	assert_int_equal(rsec_tls_new(f->cctx, fds[0], &co, &f->client), 0);
-	assert_int_equal(rsec_tls_new(f->sctx, fds[1], &so, &server), 0);
-	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
-	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
-		bool ww;
-		if (rc == RSEC_E_AGAIN)
-			rc = rsec_tls_handshake_step(f->client, &ww);
-		if (rs == RSEC_E_AGAIN)
-			rs = rsec_tls_handshake_step(server, &ww);
-	}
-	assert_int_equal(rc, 0);
-	assert_int_equal(rs, 0);
-	f->client_fd = fds[0];
+	struct test_tls_pair p;
+	test_tls_pair(&p, psk, sizeof(psk));
+	f->cctx = p.cctx;
+	f->sctx = p.sctx;
+	f->client = p.client;
+	f->client_fd = p.fds[0];
 	f->ctx = (struct rsec_ctx){ .is_server = true, .handshake_timeout_ms = 10000, .max_qps = 2,
 				    .aead = RSEC_AEAD_AES256GCM };
-	f->root = rsec_conn_alloc(&f->ctx, fds[1]);
+	f->root = rsec_conn_alloc(&f->ctx, p.fds[1]);
 	assert_non_null(f->root);
-	f->root->ssl = server;
-	f->root->sock = fds[1];
+	f->root->ssl = p.server;
+	f->root->sock = p.fds[1];
 	f->root->phase = PHASE_ESTABLISHED;
 	f->root->aead = RSEC_AEAD_AES256GCM;
 	f->root->peer_lanes = true;

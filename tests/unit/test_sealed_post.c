@@ -44,25 +44,14 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	char err[256];
-	struct rsec_tls_opts co = { .psk = psk, .psk_len = sizeof(psk), .psk_identity = "node-a" };
-	struct rsec_tls_opts so = co;
-	so.is_server = true;
-	assert_int_equal(rsec_tls_ctx_new(&co, &f->cctx, err, sizeof(err)), 0);
-	assert_int_equal(rsec_tls_ctx_new(&so, &f->sctx, err, sizeof(err)), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, f->fds), 0);
-	assert_int_equal(rsec_tls_new(f->cctx, f->fds[0], &co, &f->client), 0);
-	assert_int_equal(rsec_tls_new(f->sctx, f->fds[1], &so, &f->server), 0);
-	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
-	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
-		bool ww;
-		if (rc == RSEC_E_AGAIN)
-			rc = rsec_tls_handshake_step(f->client, &ww);
-		if (rs == RSEC_E_AGAIN)
-			rs = rsec_tls_handshake_step(f->server, &ww);
-	}
-	assert_int_equal(rc, 0);
-	assert_int_equal(rs, 0);
+	struct test_tls_pair p;
+	test_tls_pair(&p, psk, sizeof(psk));
+	f->cctx = p.cctx;
+	f->sctx = p.sctx;
+	f->client = p.client;
+	f->server = p.server;
+	f->fds[0] = p.fds[0];
+	f->fds[1] = p.fds[1];
 	f->conn = (struct rsec_conn){
 		.ctx = &f->ctx, .ssl = f->client, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM,
 		.sock = f->fds[0], .epfd = -1, .sock_events = EPOLLIN, /* nothing for rsec_conn_watch to change */

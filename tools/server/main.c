@@ -98,12 +98,10 @@ static const char *config_path(int argc, char **argv, const struct option *opts)
 
 int main(int argc, char **argv)
 {
+	/* Long options without a short letter: one block above the byte values getopt returns for letters. */
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
-	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE };
-	enum { OPT_GRANT_MODE = 300, OPT_GRANT_TTL, OPT_AUDIT };
-	enum { OPT_QP_POOL = 320 };
-	enum { OPT_METRICS = 330 };
-	enum { OPT_HS_PER_SOURCE = 340, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME };
+	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
+	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
