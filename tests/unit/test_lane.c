@@ -24,9 +24,7 @@
 static const uint8_t psk[32] = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3 };
 
 struct fixture {
-	SSL_CTX *cctx, *sctx;
-	SSL *client;          /* the peer's end, written and read by the tests */
-	int client_fd;
+	struct test_tls_pair tls; /* client: the peer's end, written and read by the tests; server: the root's */
 	struct rsec_ctx ctx;
 	struct rsec_conn *root; /* the server's session: owns the server's SSL and socket */
 };
@@ -35,18 +33,13 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	struct test_tls_pair p;
-	test_tls_pair(&p, psk, sizeof(psk));
-	f->cctx = p.cctx;
-	f->sctx = p.sctx;
-	f->client = p.client;
-	f->client_fd = p.fds[0];
+	test_tls_pair(&f->tls, psk, sizeof(psk));
 	f->ctx = (struct rsec_ctx){ .is_server = true, .handshake_timeout_ms = 10000, .max_qps = 2,
 				    .aead = RSEC_AEAD_AES256GCM };
-	f->root = rsec_conn_alloc(&f->ctx, p.fds[1]);
+	f->root = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->root);
-	f->root->ssl = p.server;
-	f->root->sock = p.fds[1];
+	f->root->ssl = f->tls.server;
+	f->root->sock = f->tls.fds[1];
 	f->root->phase = PHASE_ESTABLISHED;
 	f->root->aead = RSEC_AEAD_AES256GCM;
 	f->root->peer_lanes = true;
@@ -58,10 +51,10 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	rsec_conn_free(f->root);
-	SSL_free(f->client);
-	SSL_CTX_free(f->cctx);
-	SSL_CTX_free(f->sctx);
-	close(f->client_fd);
+	SSL_free(f->tls.client);
+	SSL_CTX_free(f->tls.cctx);
+	SSL_CTX_free(f->tls.sctx);
+	close(f->tls.fds[0]);
 	free(f);
 	return 0;
 }
@@ -72,7 +65,7 @@ static void client_sends(struct fixture *f, const struct rsec_msg *m)
 	uint8_t frame[RSEC_WIRE_MAX_FRAME];
 	size_t len = 0, done = 0;
 	assert_int_equal(rsec_wire_encode(m, frame, sizeof(frame), &len), 0);
-	assert_int_equal(rsec_tls_write_some(f->client, frame, len, &done), 0);
+	assert_int_equal(rsec_tls_write_some(f->tls.client, frame, len, &done), 0);
 	assert_int_equal(done, len);
 }
 
@@ -109,7 +102,7 @@ static unsigned server_reads(struct fixture *f)
 /* The next frame the client receives; false if none is there. */
 static bool client_receives(struct fixture *f, struct rsec_msg *m)
 {
-	return test_read_frame(f->client, m, false);
+	return test_read_frame(f->tls.client, m, false);
 }
 
 /*

@@ -30,9 +30,7 @@
 static const uint8_t psk[32] = { 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1, 7, 1 };
 
 struct fixture {
-	SSL_CTX *cctx, *sctx;
-	SSL *client, *server; /* the connection under test holds client; the granter is server */
-	int fds[2];
+	struct test_tls_pair tls; /* the connection under test holds client; the granter is server */
 	struct rsec_ctx ctx;
 	struct rsec_conn conn;
 	struct ibv_mr fake_mr;
@@ -44,17 +42,10 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	struct test_tls_pair p;
-	test_tls_pair(&p, psk, sizeof(psk));
-	f->cctx = p.cctx;
-	f->sctx = p.sctx;
-	f->client = p.client;
-	f->server = p.server;
-	f->fds[0] = p.fds[0];
-	f->fds[1] = p.fds[1];
+	test_tls_pair(&f->tls, psk, sizeof(psk));
 	f->conn = (struct rsec_conn){
-		.ctx = &f->ctx, .ssl = f->client, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM,
-		.sock = f->fds[0], .epfd = -1, .sock_events = EPOLLIN, /* nothing for rsec_conn_watch to change */
+		.ctx = &f->ctx, .ssl = f->tls.client, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM,
+		.sock = f->tls.fds[0], .epfd = -1, .sock_events = EPOLLIN, /* nothing for rsec_conn_watch to change */
 	};
 	f->region = (struct rsec_region){
 		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
@@ -67,12 +58,12 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	rsec_sealed_peer_clear(&f->conn);
-	SSL_free(f->client);
-	SSL_free(f->server);
-	SSL_CTX_free(f->cctx);
-	SSL_CTX_free(f->sctx);
-	close(f->fds[0]);
-	close(f->fds[1]);
+	SSL_free(f->tls.client);
+	SSL_free(f->tls.server);
+	SSL_CTX_free(f->tls.cctx);
+	SSL_CTX_free(f->tls.sctx);
+	close(f->tls.fds[0]);
+	close(f->tls.fds[1]);
 	free(f);
 	return 0;
 }
@@ -86,7 +77,7 @@ static void fill(uint8_t *b, size_t n, uint8_t seed)
 /* The next control message the granter receives. */
 static void granter_receives(struct fixture *f, struct rsec_msg *m)
 {
-	assert_true(test_read_frame(f->server, m, true));
+	assert_true(test_read_frame(f->tls.server, m, true));
 }
 
 static struct rsec_wr wr_of(struct fixture *f, const struct rsec_remote_grant *g, enum rsec_op op, uint64_t remote_off,
@@ -148,7 +139,7 @@ static void posted_write_takes_only_what_was_sealed(void **state)
 	};
 	memcpy(p.prefix, m.u.verify.mac, sizeof(p.prefix));
 	uint8_t key[RSEC_SEALED_KEY_LEN], landed[1100];
-	assert_int_equal(rsec_sealed_key(f->server, GRANT_ID, key), 0);
+	assert_int_equal(rsec_sealed_key(f->tls.server, GRANT_ID, key), 0);
 	memcpy(landed, f->mem + 64, total);
 	assert_int_equal(rsec_sealed_open(key, &p, landed), 0);
 	assert_memory_equal(landed, text, plain);
@@ -187,7 +178,7 @@ static struct rsec_remote_grant granted_for_reading(struct fixture *f, const uin
 		p.prefix[i] = (uint8_t)(0xa0 + i);
 	memcpy(g.mac, p.prefix, sizeof(p.prefix));
 	uint8_t key[RSEC_SEALED_KEY_LEN];
-	assert_int_equal(rsec_sealed_key(f->server, GRANT_ID, key), 0);
+	assert_int_equal(rsec_sealed_key(f->tls.server, GRANT_ID, key), 0);
 	memcpy(sealed, text, plain_len);
 	assert_int_equal(rsec_sealed_seal(key, &p, sealed), 0);
 	return g;
@@ -244,7 +235,7 @@ static void kept_keys_are_the_granters_and_bounded(void **state)
 			uint8_t b[56], key[RSEC_SEALED_KEY_LEN];
 			fill(b, 40, (uint8_t)i);
 			assert_int_equal(rsec_sealed_seal_with(k, &p, b), 0);
-			assert_int_equal(rsec_sealed_key(f->server, id, key), 0);
+			assert_int_equal(rsec_sealed_key(f->tls.server, id, key), 0);
 			assert_int_equal(rsec_sealed_open(key, &p, b), 0);
 		}
 	unsigned kept = 0;
@@ -263,7 +254,7 @@ static bool granter_has_nothing(struct fixture *f)
 {
 	uint8_t b[1];
 	size_t got = 0;
-	return rsec_tls_read_some(f->server, b, sizeof(b), &got) == RSEC_E_AGAIN && got == 0;
+	return rsec_tls_read_some(f->tls.server, b, sizeof(b), &got) == RSEC_E_AGAIN && got == 0;
 }
 
 /* As rsec_post does for the WRITE rsec_region_seal prepared: its slot in flight, carrying the claim. */
@@ -318,7 +309,7 @@ static void revoked_while_in_flight_claims_nothing_later(void **state)
 	struct rsec_sealed_params p = { .alg = RSEC_AEAD_AES256GCM, .grant_id = b.id, .plain_len = plain };
 	memcpy(p.prefix, m.u.verify.mac, sizeof(p.prefix));
 	uint8_t key[RSEC_SEALED_KEY_LEN], landed[256];
-	assert_int_equal(rsec_sealed_key(f->server, b.id, key), 0);
+	assert_int_equal(rsec_sealed_key(f->tls.server, b.id, key), 0);
 	memcpy(landed, f->mem + 4096, total);
 	assert_int_equal(rsec_sealed_open(key, &p, landed), 0);
 	assert_true(granter_has_nothing(f));
