@@ -7,7 +7,6 @@
  * perftest does. --op connect instead opens ITERS connections one after
  * another.
  */
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,26 +270,31 @@ static int reap_qp(struct test *t, unsigned k, int timeout_ms)
 	return n;
 }
 
-/* Several queue pairs: take what each has; with none yet, wait on all of them (event mode sleeps). */
+/*
+ * Several queue pairs: take what each has; with none yet, wait a moment on
+ * the next one with operations in flight, round robin, as the library waits
+ * (busy: spinning, yielding now and then to the device's threads; event:
+ * asleep on its completion channel).
+ */
+#define REAP_WAIT_MS 1
+
 static int reap_any(struct test *t)
 {
 	struct client *cl = t->cl;
 	uint64_t deadline = bench_now_ns() + (uint64_t)cl->o->timeout_ms * 1000000u;
-	for (;;) {
+	for (unsigned next = 0;; next++) {
 		int got = 0;
-		struct pollfd p[BENCH_LANES_MAX + 1];
 		for (unsigned k = 0; k <= cl->nlanes; k++) {
-			struct rsec_conn *c = qp_side(t, k).c;
-			p[k] = (struct pollfd){ .fd = rsec_inflight(c) ? rsec_conn_fd(c) : -1, .events = POLLIN };
-			int n = p[k].fd < 0 ? 0 : reap_qp(t, k, 0);
+			int n = rsec_inflight(qp_side(t, k).c) ? reap_qp(t, k, 0) : 0;
 			if (n < 0)
 				return n;
 			got += n;
 		}
 		if (got || bench_now_ns() >= deadline)
 			return got;
-		if (cl->o->poll == BENCH_POLL_EVENT)
-			(void)poll(p, cl->nlanes + 1, 10);
+		unsigned k = next % (cl->nlanes + 1);
+		if (rsec_inflight(qp_side(t, k).c) && (got = reap_qp(t, k, REAP_WAIT_MS)) != 0)
+			return got;
 	}
 }
 
