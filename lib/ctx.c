@@ -85,25 +85,26 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 		set_err(err, errlen, "unknown grant mode");
 		return RSEC_E_INVAL;
 	}
-	if ((a->comp_mask & RSEC_CTX_ATTR_QP_POOL) && a->qp_pool > RSEC_QPOOL_MAX) {
-		set_err(err, errlen, "qp_pool must be 0..1024");
-		return RSEC_E_RANGE;
-	}
-	if ((a->comp_mask & RSEC_CTX_ATTR_DEPTH) && a->max_inflight > RSEC_MAX_INFLIGHT) {
-		set_err(err, errlen, "max_inflight must be 0..4096");
-		return RSEC_E_RANGE;
-	}
 	if ((a->comp_mask & RSEC_CTX_ATTR_POLL) && a->poll_mode != RSEC_POLL_EVENT && a->poll_mode != RSEC_POLL_BUSY) {
 		set_err(err, errlen, "unknown poll mode");
 		return RSEC_E_INVAL;
 	}
-	if ((a->comp_mask & RSEC_CTX_ATTR_QPS) && a->max_qps > RSEC_MAX_QPS) {
-		set_err(err, errlen, "max_qps must be 0..64");
-		return RSEC_E_RANGE;
-	}
-	if ((a->comp_mask & RSEC_CTX_ATTR_RESUME) && a->tls_resume_s > RSEC_MAX_RESUME_S) {
-		set_err(err, errlen, "tls_resume_s must be 0..86400");
-		return RSEC_E_RANGE;
+	/* Counts whose range is 0..max (0: the default). */
+	const struct {
+		uint32_t bit, value, max;
+		const char *name;
+	} counts[] = {
+		{ RSEC_CTX_ATTR_QP_POOL, a->qp_pool, RSEC_QPOOL_MAX, "qp_pool" },
+		{ RSEC_CTX_ATTR_DEPTH, a->max_inflight, RSEC_MAX_INFLIGHT, "max_inflight" },
+		{ RSEC_CTX_ATTR_QPS, a->max_qps, RSEC_MAX_QPS, "max_qps" },
+		{ RSEC_CTX_ATTR_RESUME, a->tls_resume_s, RSEC_MAX_RESUME_S, "tls_resume_s" },
+	};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		if ((a->comp_mask & counts[i].bit) && counts[i].value > counts[i].max) {
+			if (err && errlen)
+				snprintf(err, errlen, "%s must be 0..%u", counts[i].name, counts[i].max);
+			return RSEC_E_RANGE;
+		}
 	}
 	return 0;
 }

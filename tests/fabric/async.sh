@@ -42,40 +42,35 @@ GUEST
 "$fabric" run --hosts 2 --mem 2048 --timeout 600 -- bash "$work/guest.sh" "$check" "$work" "$lanes" \
 	>"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
-for mode in event busy; do
-	out=$work/client-$mode.out
-	echo "--- $mode"
+# check NAME MODE: NAME-MODE.out (NAME's client in MODE) says what each line below says.
+check() {
+	local out=$work/$1-$2.out
+	echo "--- $1, $2"
 	cat "$out"
-	expect_match "$work/run.out" "^client-$mode=0$" "async_check failed ($mode)"
-	expect_match "$out" '^RESULT pipelined-write=verified$' "pipelined writes did not land ($mode)"
-	expect_match "$out" '^RESULT pipelined-read=verified$' "pipelined reads wrong ($mode)"
-	expect_match "$out" '^RESULT in-order=yes$' "completions out of order or with wrong lengths ($mode)"
-	expect_match "$out" '^RESULT depth=resource temporarily unavailable after 64$' \
-		"posting past max_inflight is not RSEC_E_AGAIN after exactly 64 ($mode)"
-	expect_match "$out" '^RESULT bad-wr=value out of range posted=2 completed=2$' \
-		"a bad request in a chain was not refused cleanly ($mode)"
-	expect_match "$out" '^RESULT mixed=rsec_write succeeded, 4 posted completions$' \
-		"a blocking call beside posted operations failed ($mode)"
-	expect_match "$out" '^RESULT foreign-region=invalid argument$' "another connection's region was accepted ($mode)"
-	expect_match "$out" '^RESULT after-revoke=8 failed, 0 succeeded, then queue pair in error state; in flight 0$' \
-		"operations through a revoked grant were not each reported failed ($mode)"
+	expect_match "$work/run.out" "^$1-$2=0$" "$1 failed ($2)"
+	expect_each "$out" "($2)"
+}
+for mode in event busy; do
+	check client $mode <<'EOF'
+^RESULT pipelined-write=verified$	pipelined writes did not land
+^RESULT pipelined-read=verified$	pipelined reads wrong
+^RESULT in-order=yes$	completions out of order or with wrong lengths
+^RESULT depth=resource temporarily unavailable after 64$	posting past max_inflight is not RSEC_E_AGAIN after exactly 64
+^RESULT bad-wr=value out of range posted=2 completed=2$	a bad request in a chain was not refused cleanly
+^RESULT mixed=rsec_write succeeded, 4 posted completions$	a blocking call beside posted operations failed
+^RESULT foreign-region=invalid argument$	another connection's region was accepted
+^RESULT after-revoke=8 failed, 0 succeeded, then queue pair in error state; in flight 0$	operations through a revoked grant were not each reported failed
+EOF
+	check lanes $mode <<'EOF'
+^RESULT opened=3 further	three further queue pairs did not open
+^RESULT qpns=distinct$	queue pairs share a QPN
+^RESULT over-limit=limit reached, none; session goes on$	a queue pair past the server's max_qps was not refused cleanly
+^RESULT striped=4 of 4 verified$	striped WRITEs did not land on their own queue pairs
+^RESULT cross-lane=queue pair in error state; the others work$	another queue pair's grant worked, or its failure spread
+^RESULT lane-close=the others work$	closing a queue pair broke the others
+^RESULT root-free=closed, connection closed$	freeing the first connection left the others open
+EOF
+	expect_match "$work/run.out" "^lanes-server-$mode=0$" "the lanes server failed ($mode)"
 done
 expect_match "$work/run.out" '^server=0$' "the server failed"
-for mode in event busy; do
-	out=$work/lanes-$mode.out
-	echo "--- lanes, $mode"
-	cat "$out"
-	expect_match "$work/run.out" "^lanes-$mode=0$" "lanes_check failed ($mode)"
-	expect_match "$work/run.out" "^lanes-server-$mode=0$" "the lanes server failed ($mode)"
-	expect_match "$out" '^RESULT opened=3 further' "three further queue pairs did not open ($mode)"
-	expect_match "$out" '^RESULT qpns=distinct$' "queue pairs share a QPN ($mode)"
-	expect_match "$out" '^RESULT over-limit=limit reached, none; session goes on$' \
-		"a queue pair past the server's max_qps was not refused cleanly ($mode)"
-	expect_match "$out" '^RESULT striped=4 of 4 verified$' "striped WRITEs did not land on their own queue pairs ($mode)"
-	expect_match "$out" '^RESULT cross-lane=queue pair in error state; the others work$' \
-		"another queue pair's grant worked, or its failure spread ($mode)"
-	expect_match "$out" '^RESULT lane-close=the others work$' "closing a queue pair broke the others ($mode)"
-	expect_match "$out" '^RESULT root-free=closed, connection closed$' \
-		"freeing the first connection left the others open ($mode)"
-done
 echo "PASS: asynchronous one-sided operations, further queue pairs"

@@ -22,6 +22,15 @@ expect_match() {
 	grep -Eq "$2" "$1" || { echo "--- $1:" >&2; tail -n 30 "$1" >&2; fail "$3"; }
 }
 
+# expect_each FILE SUFFIX: each line on standard input is REGEX, a tab, WHAT;
+# FILE must match every REGEX (else: fail "WHAT SUFFIX").
+expect_each() {
+	local re what
+	while IFS=$'\t' read -r re what; do
+		[ -n "$re" ] && expect_match "$1" "$re" "$what $2"
+	done
+}
+
 # write_sniffing_attacker FILE ATTACK: a script for the attacker's host that
 # watches the bridge for the client's (10.77.0.2) first SEND Only to the
 # server (10.77.0.1), touches $work/sniffing once tcpdump listens, reads QPN
