@@ -14,6 +14,15 @@ static void json_add_ip(struct json_object *o, const char *key, uint32_t ip)
 	json_add_str(o, key, ipv4_str(ip, s));
 }
 
+/* A TCP flow's two ends, as exchanges and streams both name them. */
+static void json_add_flow(struct json_object *o, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	json_add_ip(o, "src", src);
+	json_add_u64(o, "sport", sport);
+	json_add_ip(o, "dst", dst);
+	json_add_u64(o, "dport", dport);
+}
+
 static const char *gid_str(const uint8_t gid[16], char buf[static INET6_ADDRSTRLEN])
 {
 	if (!inet_ntop(AF_INET6, gid, buf, INET6_ADDRSTRLEN))
@@ -104,10 +113,7 @@ static void json_exchange(struct json_object *a, size_t id, const struct sniff_e
 
 	json_add_u64(o, "id", id);
 	json_add_str(o, "format", sniff_format_name(e->p.format));
-	json_add_ip(o, "src", e->src);
-	json_add_u64(o, "sport", e->sport);
-	json_add_ip(o, "dst", e->dst);
-	json_add_u64(o, "dport", e->dport);
+	json_add_flow(o, e->src, e->sport, e->dst, e->dport);
 	json_add_u64(o, "count", e->count);
 	json_add_hex(o, "lid", e->p.lid);
 	json_add_hex(o, "qpn", e->p.qpn);
@@ -127,10 +133,7 @@ static void json_stream(struct json_object *a, const struct sniff_stream *t)
 {
 	struct json_object *o = json_append_object(a);
 
-	json_add_ip(o, "src", t->src);
-	json_add_u64(o, "sport", t->sport);
-	json_add_ip(o, "dst", t->dst);
-	json_add_u64(o, "dport", t->dport);
+	json_add_flow(o, t->src, t->sport, t->dst, t->dport);
 	json_add_u64(o, "bytes", t->bytes);
 	json_add_u64(o, "gaps", t->gaps);
 	json_add_bool(o, "tls", t->tls);
