@@ -34,25 +34,38 @@ static const char full[] =
 	"recv_slots = 4096\n"
 	"slot_size = 4096";
 
+/* The [server] section's listener and its client limits, as both the defaults and the full file set them. */
+static void assert_server(const struct rsec_conf *c, const char *addr, uint16_t port, const char *device,
+			  uint32_t max_clients, uint32_t max_per_identity, uint32_t handshake_timeout_ms)
+{
+	assert_string_equal(c->listen_addr, addr);
+	assert_int_equal(c->listen_port, port);
+	assert_string_equal(c->device, device);
+	assert_int_equal(c->max_clients, max_clients);
+	assert_int_equal(c->max_per_identity, max_per_identity);
+	assert_int_equal(c->handshake_timeout_ms, handshake_timeout_ms);
+}
+
+/* The [limits] section: message size and the receive ring. */
+static void assert_limits(const struct rsec_conf *c, uint32_t max_msg, uint32_t recv_slots, uint32_t slot_size)
+{
+	assert_int_equal(c->max_msg, max_msg);
+	assert_int_equal(c->recv_slots, recv_slots);
+	assert_int_equal(c->slot_size, slot_size);
+}
+
 static void defaults(void **state)
 {
 	(void)state;
 	struct rsec_conf c;
 	rsec_conf_defaults(&c);
-	assert_string_equal(c.listen_addr, "0.0.0.0");
-	assert_int_equal(c.listen_port, 7471);
-	assert_string_equal(c.device, "");
-	assert_int_equal(c.max_clients, 1024);
-	assert_int_equal(c.max_per_identity, 16);
-	assert_int_equal(c.handshake_timeout_ms, 5000);
+	assert_server(&c, "0.0.0.0", 7471, "", 1024, 16, 5000);
 	assert_int_equal(c.qp_pool, 32); /* RSEC_QPOOL_DEFAULT */
 	assert_string_equal(c.audit_log, "");
 	assert_string_equal(c.metrics_file, "");
 	assert_string_equal(c.ca, "");
 	assert_string_equal(c.psk_file, "");
-	assert_int_equal(c.max_msg, 16777216);
-	assert_int_equal(c.recv_slots, 64);
-	assert_int_equal(c.slot_size, 65536);
+	assert_limits(&c, 16777216, 64, 65536);
 	assert_string_equal(c.grant_mode, "auto");
 	assert_int_equal(c.grant_ttl_ms, 30000);
 	assert_int_equal(c.max_handshakes_per_source, 256);
@@ -74,12 +87,7 @@ static void full_valid_file(void **state)
 	rsec_conf_defaults(&c);
 	assert_int_equal(rsec_conf_parse_string(&c, full, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
-	assert_string_equal(c.listen_addr, "10.77.0.1");
-	assert_int_equal(c.listen_port, 9000);
-	assert_string_equal(c.device, "rxe1");
-	assert_int_equal(c.max_clients, 65536);
-	assert_int_equal(c.max_per_identity, 1);
-	assert_int_equal(c.handshake_timeout_ms, 100);
+	assert_server(&c, "10.77.0.1", 9000, "rxe1", 65536, 1, 100);
 	assert_string_equal(c.audit_log, "/var/log/rdmasec/audit.log");
 	assert_string_equal(c.metrics_file, "/var/lib/node_exporter/rdmasec.prom");
 	assert_int_equal(c.max_handshakes_per_source, 65536);
@@ -87,9 +95,7 @@ static void full_valid_file(void **state)
 	assert_string_equal(c.ca, "/etc/rdmasec/ca.pem");
 	assert_string_equal(c.cert, "/etc/rdmasec/server.pem");
 	assert_string_equal(c.key, "/etc/rdmasec/server.key");
-	assert_int_equal(c.max_msg, 1073741824);
-	assert_int_equal(c.recv_slots, 4096);
-	assert_int_equal(c.slot_size, 4096);
+	assert_limits(&c, 1073741824, 4096, 4096);
 	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
 
 	/* IPv6 listen address. */

@@ -363,26 +363,28 @@ static void reject_field(const struct rsec_msg *bad, size_t off, unsigned width,
 	expect_proto(frame, len);
 }
 
+/*
+ * A sample of type (variant 0) with one field set to value, which the
+ * encoder and the decoder must both refuse.
+ */
+#define REJECT_SET(type, field, off, width, value)             \
+	do {                                                   \
+		struct rsec_msg bad_ = sample(type, 0);        \
+		bad_.u.field = (value);                        \
+		reject_field(&bad_, off, width, value);        \
+	} while (0)
+
 static void hello_fields(void **state)
 {
 	(void)state;
 	struct rsec_msg m;
 	static const uint8_t aeads[] = { 0, 3, 0xff };
 
-	for (size_t i = 0; i < sizeof(aeads); i++) {
-		m = sample(RSEC_MSG_HELLO, 0);
-		m.u.hello.aead = aeads[i];
-		reject_field(&m, OFF_HELLO_AEAD, 1, aeads[i]);
-	}
-	m = sample(RSEC_MSG_HELLO, 0);
-	m.u.hello.min_version = 0;
-	reject_field(&m, OFF_HELLO_MIN, 2, 0);
-	m = sample(RSEC_MSG_HELLO, 0);
-	m.u.hello.min_version = 2; /* above max_version 1 */
-	reject_field(&m, OFF_HELLO_MIN, 2, 2);
-	m = sample(RSEC_MSG_HELLO, 0);
-	m.u.hello.max_version = 0;
-	reject_field(&m, OFF_HELLO_MAX, 2, 0);
+	for (size_t i = 0; i < sizeof(aeads); i++)
+		REJECT_SET(RSEC_MSG_HELLO, hello.aead, OFF_HELLO_AEAD, 1, aeads[i]);
+	REJECT_SET(RSEC_MSG_HELLO, hello.min_version, OFF_HELLO_MIN, 2, 0);
+	REJECT_SET(RSEC_MSG_HELLO, hello.min_version, OFF_HELLO_MIN, 2, 2); /* above max_version 1 */
+	REJECT_SET(RSEC_MSG_HELLO, hello.max_version, OFF_HELLO_MAX, 2, 0);
 
 	/* Unknown feature bits are carried, not rejected. */
 	uint8_t frame[RSEC_WIRE_MAX_FRAME];
@@ -412,17 +414,11 @@ static void qp_info_fields(void **state)
 	reject_field(&m, OFF_QP_PSN, 4, UINT32_MAX);
 
 	static const uint8_t mtus[] = { 0, RSEC_WIRE_MTU_MAX + 1, 0xff };
-	for (size_t i = 0; i < sizeof(mtus); i++) {
-		m = sample(RSEC_MSG_QP_INFO, 0);
-		m.u.qp_info.mtu = mtus[i];
-		reject_field(&m, OFF_QP_MTU, 1, mtus[i]);
-	}
+	for (size_t i = 0; i < sizeof(mtus); i++)
+		REJECT_SET(RSEC_MSG_QP_INFO, qp_info.mtu, OFF_QP_MTU, 1, mtus[i]);
 	static const uint8_t links[] = { 0, 3, 0xff };
-	for (size_t i = 0; i < sizeof(links); i++) {
-		m = sample(RSEC_MSG_QP_INFO, 0);
-		m.u.qp_info.link = links[i];
-		reject_field(&m, OFF_QP_LINK, 1, links[i]);
-	}
+	for (size_t i = 0; i < sizeof(links); i++)
+		REJECT_SET(RSEC_MSG_QP_INFO, qp_info.link, OFF_QP_LINK, 1, links[i]);
 
 	static const struct {
 		size_t off;
@@ -451,17 +447,11 @@ static void grant_fields(void **state)
 	/* None; sealed alone; sealed with both READ and WRITE; unknown bits. */
 	static const uint32_t access[] = { 0, 4, 7, 8, 0x80000001u, UINT32_MAX };
 
-	for (size_t i = 0; i < sizeof(access) / sizeof(access[0]); i++) {
-		m = sample(RSEC_MSG_GRANT, 0);
-		m.u.grant.access = access[i];
-		reject_field(&m, OFF_GRANT_ACCESS, 4, access[i]);
-	}
+	for (size_t i = 0; i < sizeof(access) / sizeof(access[0]); i++)
+		REJECT_SET(RSEC_MSG_GRANT, grant.access, OFF_GRANT_ACCESS, 4, access[i]);
 	static const uint64_t lens[] = { 0, RSEC_WIRE_GRANT_LEN_MAX + 1, UINT64_MAX };
-	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		m = sample(RSEC_MSG_GRANT, 0);
-		m.u.grant.len = lens[i];
-		reject_field(&m, OFF_GRANT_LEN, 8, lens[i]);
-	}
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		REJECT_SET(RSEC_MSG_GRANT, grant.len, OFF_GRANT_LEN, 8, lens[i]);
 	/* A window running past the top of the address space. */
 	uint8_t frame[RSEC_WIRE_MAX_FRAME];
 	size_t len;
@@ -480,23 +470,15 @@ static void keepalive_credit_verify_fields(void **state)
 	(void)state;
 	struct rsec_msg m;
 
-	m = sample(RSEC_MSG_KEEPALIVE, 0);
-	m.u.keepalive.is_reply = 2;
-	reject_field(&m, OFF_KA_REPLY, 1, 2);
+	REJECT_SET(RSEC_MSG_KEEPALIVE, keepalive.is_reply, OFF_KA_REPLY, 1, 2);
 
 	static const uint32_t credits[] = { 0, RSEC_WIRE_CREDITS_MAX + 1, UINT32_MAX };
-	for (size_t i = 0; i < sizeof(credits) / sizeof(credits[0]); i++) {
-		m = sample(RSEC_MSG_CREDIT, 0);
-		m.u.credit.credits = credits[i];
-		reject_field(&m, OFF_CREDIT, 4, credits[i]);
-	}
+	for (size_t i = 0; i < sizeof(credits) / sizeof(credits[0]); i++)
+		REJECT_SET(RSEC_MSG_CREDIT, credit.credits, OFF_CREDIT, 4, credits[i]);
 
 	static const uint8_t algs[] = { 0, 3, 0xff };
-	for (size_t i = 0; i < sizeof(algs); i++) {
-		m = sample(RSEC_MSG_VERIFY, 0);
-		m.u.verify.mac_alg = algs[i];
-		reject_field(&m, OFF_VERIFY_ALG, 1, algs[i]);
-	}
+	for (size_t i = 0; i < sizeof(algs); i++)
+		REJECT_SET(RSEC_MSG_VERIFY, verify.mac_alg, OFF_VERIFY_ALG, 1, algs[i]);
 	m = sample(RSEC_MSG_VERIFY, 0);
 	m.u.verify.len = 0;
 	reject_field(&m, OFF_VERIFY_LEN, 8, 0);
@@ -592,11 +574,8 @@ static void text_fields(void **state)
 	m.u.disconnect.reason = UINT32_MAX;
 	reject_field(&m, OFF_TEXT_CODE, 4, UINT32_MAX);
 	static const uint32_t codes[] = { 0, RSEC_WIRE_ERROR_CODE_MAX + 1, UINT32_MAX };
-	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-		m = sample(RSEC_MSG_ERROR, 0);
-		m.u.error.code = codes[i];
-		reject_field(&m, OFF_TEXT_CODE, 4, codes[i]);
-	}
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		REJECT_SET(RSEC_MSG_ERROR, error.code, OFF_TEXT_CODE, 4, codes[i]);
 	/* Every library error code fits. */
 	m = sample(RSEC_MSG_ERROR, 0);
 	m.u.error.code = (uint32_t)-RSEC_E_CONFIG;

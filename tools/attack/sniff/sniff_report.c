@@ -14,11 +14,45 @@ static void json_add_ip(struct json_object *o, const char *key, uint32_t ip)
 	json_add_str(o, key, ipv4_str(ip, s));
 }
 
+/* A TCP flow's two ends, as exchanges and streams both name them. */
+static void json_add_flow(struct json_object *o, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	json_add_ip(o, "src", src);
+	json_add_u64(o, "sport", sport);
+	json_add_ip(o, "dst", dst);
+	json_add_u64(o, "dport", dport);
+}
+
 static const char *gid_str(const uint8_t gid[16], char buf[static INET6_ADDRSTRLEN])
 {
 	if (!inet_ntop(AF_INET6, gid, buf, INET6_ADDRSTRLEN))
 		snprintf(buf, INET6_ADDRSTRLEN, "?");
 	return buf;
+}
+
+/* A field the capture may not have seen: its value, or an explicit null. */
+static void json_add_hex_or_null(struct json_object *o, const char *key, bool known, uint64_t val)
+{
+	if (known)
+		json_add_hex(o, key, val);
+	else
+		json_add_null(o, key);
+}
+
+static void json_add_u64_or_null(struct json_object *o, const char *key, bool known, uint64_t val)
+{
+	if (known)
+		json_add_u64(o, key, val);
+	else
+		json_add_null(o, key);
+}
+
+static void json_add_bool_or_null(struct json_object *o, const char *key, bool known, bool val)
+{
+	if (known)
+		json_add_bool(o, key, val);
+	else
+		json_add_null(o, key);
 }
 
 static const char *opcode_name(uint8_t op)
@@ -50,26 +84,12 @@ static void json_conn(struct json_object *a, const struct sniff_conn *c)
 		json_add_str(e, "name", opcode_name(op));
 		json_add_u64(e, "packets", c->opcodes[op]);
 	}
-	if (c->req.count) {
-		json_add_hex(o, "first_psn", c->req.first);
-		json_add_hex(o, "last_psn", c->req.max);
-		json_add_hex(o, "next_psn", c->next_psn);
-	} else {
-		json_add_null(o, "first_psn");
-		json_add_null(o, "last_psn");
-		json_add_null(o, "next_psn");
-	}
-	if (c->resp.count) {
-		json_add_hex(o, "response_first_psn", c->resp.first);
-		json_add_hex(o, "response_last_psn", c->resp.max);
-	} else {
-		json_add_null(o, "response_first_psn");
-		json_add_null(o, "response_last_psn");
-	}
-	if (c->has_peer)
-		json_add_hex(o, "peer_qpn", c->peer_qpn);
-	else
-		json_add_null(o, "peer_qpn");
+	json_add_hex_or_null(o, "first_psn", c->req.count, c->req.first);
+	json_add_hex_or_null(o, "last_psn", c->req.count, c->req.max);
+	json_add_hex_or_null(o, "next_psn", c->req.count, c->next_psn);
+	json_add_hex_or_null(o, "response_first_psn", c->resp.count, c->resp.first);
+	json_add_hex_or_null(o, "response_last_psn", c->resp.count, c->resp.max);
+	json_add_hex_or_null(o, "peer_qpn", c->has_peer, c->peer_qpn);
 	list = json_add_array(o, "reths");
 	for (size_t k = 0; k < c->nranges; k++) {
 		const struct sniff_range *r = &c->ranges[k];
@@ -83,10 +103,7 @@ static void json_conn(struct json_object *a, const struct sniff_conn *c)
 	}
 	json_add_u64(o, "reths_dropped", c->ranges_dropped);
 	json_add_bool(o, "plaintext_exchange", c->plaintext);
-	if (c->plaintext)
-		json_add_u64(o, "exchange", c->exchange);
-	else
-		json_add_null(o, "exchange");
+	json_add_u64_or_null(o, "exchange", c->plaintext, c->exchange);
 }
 
 static void json_exchange(struct json_object *a, size_t id, const struct sniff_exchange *e)
@@ -96,46 +113,27 @@ static void json_exchange(struct json_object *a, size_t id, const struct sniff_e
 
 	json_add_u64(o, "id", id);
 	json_add_str(o, "format", sniff_format_name(e->p.format));
-	json_add_ip(o, "src", e->src);
-	json_add_u64(o, "sport", e->sport);
-	json_add_ip(o, "dst", e->dst);
-	json_add_u64(o, "dport", e->dport);
+	json_add_flow(o, e->src, e->sport, e->dst, e->dport);
 	json_add_u64(o, "count", e->count);
 	json_add_hex(o, "lid", e->p.lid);
 	json_add_hex(o, "qpn", e->p.qpn);
 	json_add_hex(o, "psn", e->p.psn);
 	json_add_str(o, "gid", gid_str(e->p.gid, g));
 	json_add_bool(o, "gid_is_src", e->gid_is_src);
-	if (e->p.has_rkey) {
-		json_add_hex(o, "rkey", e->p.rkey);
-		json_add_hex(o, "va", e->p.va);
-	} else {
-		json_add_null(o, "rkey");
-		json_add_null(o, "va");
-	}
-	if (e->p.has_len)
-		json_add_u64(o, "len", e->p.len);
-	else
-		json_add_null(o, "len");
+	json_add_hex_or_null(o, "rkey", e->p.has_rkey, e->p.rkey);
+	json_add_hex_or_null(o, "va", e->p.has_rkey, e->p.va);
+	json_add_u64_or_null(o, "len", e->p.has_len, e->p.len);
 	json_add_bool(o, "qpn_seen", e->qpn_seen);
 	json_add_bool(o, "psn_seen", e->psn_seen);
-	if (e->p.has_rkey) {
-		json_add_bool(o, "rkey_seen", e->rkey_seen);
-		json_add_bool(o, "va_seen", e->va_seen);
-	} else {
-		json_add_null(o, "rkey_seen");
-		json_add_null(o, "va_seen");
-	}
+	json_add_bool_or_null(o, "rkey_seen", e->p.has_rkey, e->rkey_seen);
+	json_add_bool_or_null(o, "va_seen", e->p.has_rkey, e->va_seen);
 }
 
 static void json_stream(struct json_object *a, const struct sniff_stream *t)
 {
 	struct json_object *o = json_append_object(a);
 
-	json_add_ip(o, "src", t->src);
-	json_add_u64(o, "sport", t->sport);
-	json_add_ip(o, "dst", t->dst);
-	json_add_u64(o, "dport", t->dport);
+	json_add_flow(o, t->src, t->sport, t->dst, t->dport);
 	json_add_u64(o, "bytes", t->bytes);
 	json_add_u64(o, "gaps", t->gaps);
 	json_add_bool(o, "tls", t->tls);

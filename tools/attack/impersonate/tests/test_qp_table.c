@@ -122,18 +122,29 @@ static bool only_rc(const struct qp_row *r, void *arg)
 	return r->has_type && r->type == QP_TABLE_TYPE_RC;
 }
 
-static void test_rows_and_done(void **state)
+/*
+ * The built dump (with NLMSG_DONE or not: parse returns 1 or 0) parsed into
+ * rows[cap]: want_n rows kept of want_total that passed the filter, QP 0x11 first.
+ */
+static void parse_built(bool done, qp_table_filter filter, struct qp_row *rows, size_t cap, size_t want_n,
+			size_t want_total)
 {
 	struct buf m;
-	struct qp_row rows[8];
 	size_t n = 0, total = 0;
 
-	(void)state;
-	build_dump(&m, true);
-	assert_int_equal(qp_table_parse(m.b, m.len, SEQ, NULL, NULL, rows, 8, &n, &total), 1);
-	assert_int_equal(n, 3);
-	assert_int_equal(total, 3);
+	build_dump(&m, done);
+	assert_int_equal(qp_table_parse(m.b, m.len, SEQ, filter, NULL, rows, cap, &n, &total), done ? 1 : 0);
+	assert_int_equal(n, want_n);
+	assert_int_equal(total, want_total);
 	assert_int_equal(rows[0].lqpn, 0x11);
+}
+
+static void test_rows_and_done(void **state)
+{
+	struct qp_row rows[8];
+
+	(void)state;
+	parse_built(true, NULL, rows, 8, 3, 3);
 	assert_true(rows[0].has_rqpn && rows[0].rqpn == 0x11);
 	assert_true(rows[0].has_sq_psn && rows[0].sq_psn == 0xaf121a);
 	assert_true(rows[0].has_rq_psn && rows[0].rq_psn == 0x222222);
@@ -146,17 +157,11 @@ static void test_rows_and_done(void **state)
 
 static void test_filter_and_cap(void **state)
 {
-	struct buf m;
 	struct qp_row rows[1];
-	size_t n = 0, total = 0;
 
 	(void)state;
-	build_dump(&m, false);
-	/* No NLMSG_DONE yet: more datagrams follow. */
-	assert_int_equal(qp_table_parse(m.b, m.len, SEQ, only_rc, NULL, rows, 1, &n, &total), 0);
-	assert_int_equal(n, 1);       /* the cap */
-	assert_int_equal(total, 2);   /* both RC rows passed the filter */
-	assert_int_equal(rows[0].lqpn, 0x11);
+	/* No NLMSG_DONE yet: more datagrams follow. One row (the cap) of the two RC rows that passed. */
+	parse_built(false, only_rc, rows, 1, 1, 2);
 }
 
 static void test_error_message(void **state)

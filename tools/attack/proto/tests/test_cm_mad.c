@@ -35,32 +35,31 @@ static void msg_of(const uint8_t *pkt, size_t len, struct cm_msg *m)
 	assert_int_equal(cm_mad_parse(p.payload, p.payload_len, m), 0);
 }
 
+/* What every captured message carries: its kind, both comm IDs, QPN 0x11 (both sides had it). */
+static void msg_is(const uint8_t *pkt, size_t len, struct cm_msg *m, uint16_t attr, uint32_t local,
+		   uint32_t remote)
+{
+	msg_of(pkt, len, m);
+	assert_int_equal(m->attr_id, attr);
+	assert_int_equal(m->local_comm_id, local);
+	assert_int_equal(m->remote_comm_id, remote);
+	assert_int_equal(m->qpn, 0x11);
+}
+
 static void parse_captured_messages(void **state)
 {
 	struct cm_msg m;
 
 	(void)state;
-	msg_of(cap_req, sizeof(cap_req), &m);
-	assert_int_equal(m.attr_id, CM_ATTR_REQ);
+	msg_is(cap_req, sizeof(cap_req), &m, CM_ATTR_REQ, CLIENT_ID, 0);
 	assert_int_equal(m.tid, RPING_TID);
-	assert_int_equal(m.local_comm_id, CLIENT_ID);
-	assert_int_equal(m.remote_comm_id, 0);
-	assert_int_equal(m.qpn, 0x11);
 	assert_int_equal(m.start_psn, 0x286bab);
 
-	msg_of(cap_rep, sizeof(cap_rep), &m);
-	assert_int_equal(m.attr_id, CM_ATTR_REP);
+	msg_is(cap_rep, sizeof(cap_rep), &m, CM_ATTR_REP, SERVER_ID, CLIENT_ID);
 	assert_int_equal(m.tid, RPING_TID);
-	assert_int_equal(m.local_comm_id, SERVER_ID);
-	assert_int_equal(m.remote_comm_id, CLIENT_ID);
-	assert_int_equal(m.qpn, 0x11);
 	assert_int_equal(m.start_psn, 0xcb7bf1);
 
-	msg_of(cap_dreq, sizeof(cap_dreq), &m);
-	assert_int_equal(m.attr_id, CM_ATTR_DREQ);
-	assert_int_equal(m.local_comm_id, CLIENT_ID);
-	assert_int_equal(m.remote_comm_id, SERVER_ID);
-	assert_int_equal(m.qpn, 0x11);
+	msg_is(cap_dreq, sizeof(cap_dreq), &m, CM_ATTR_DREQ, CLIENT_ID, SERVER_ID);
 	assert_string_equal(cm_attr_name(m.attr_id), "DREQ");
 }
 

@@ -61,84 +61,90 @@ static size_t unhex(const char *hex, uint8_t *out, size_t cap)
 	return n;
 }
 
-static const uint8_t gid_host2[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2 };
+/* An Ethernet frame from the capture that must decode as TCP; returns its length. */
+static size_t tcp_frame(const char *hex, uint8_t buf[256], struct sniff_frame *f)
+{
+	size_t n = unhex(hex, buf, 256);
+
+	assert_int_equal(sniff_frame_parse(SNIFF_LINK_ETHERNET, buf, n, f), 0);
+	assert_int_equal(f->kind, SNIFF_TCP);
+	return n;
+}
+
+/*
+ * The segment's payload is one whole message of len bytes, of format fmt,
+ * whose GID is host 10.77.0.<host>'s IPv4-mapped address.
+ */
+static void one_message(const struct sniff_frame *f, size_t len, enum sniff_format fmt, uint8_t host,
+			struct sniff_params *p)
+{
+	const uint8_t gid[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, host };
+
+	assert_int_equal(f->payload_len, len);
+	assert_int_equal(sniff_exchange_parse(f->payload, f->payload_len, p), (int)len);
+	assert_int_equal(p->format, fmt);
+	assert_memory_equal(p->gid, gid, 16);
+}
 
 static void ethernet_tcp_pingpong(void **state)
 {
 	uint8_t buf[256];
-	size_t n = unhex(frame_pingpong, buf, sizeof(buf));
 	struct sniff_frame f;
 	struct sniff_params p;
+	size_t n = tcp_frame(frame_pingpong, buf, &f);
 
 	(void)state;
-	assert_int_equal(sniff_frame_parse(SNIFF_LINK_ETHERNET, buf, n, &f), 0);
-	assert_int_equal(f.kind, SNIFF_TCP);
 	assert_int_equal(f.src, 0x0a4d0002);
 	assert_int_equal(f.dst, 0x0a4d0001);
 	assert_int_equal(f.sport, 52052);
 	assert_int_equal(f.dport, 18515);
 	assert_int_equal(f.seq, 0xf27d7763);
 	assert_int_equal(f.tcp_flags, 0);
-	assert_int_equal(f.payload_len, sizeof(pingpong_msg));
 	assert_memory_equal(f.payload, pingpong_msg, sizeof(pingpong_msg));
 	assert_int_equal(f.ip_len, n - 14);
 
-	assert_int_equal(sniff_exchange_parse(f.payload, f.payload_len, &p), (int)sizeof(pingpong_msg));
-	assert_int_equal(p.format, SNIFF_FMT_PINGPONG);
+	one_message(&f, sizeof(pingpong_msg), SNIFF_FMT_PINGPONG, 2, &p);
 	assert_int_equal(p.lid, 0);
 	assert_int_equal(p.qpn, 0x11);
 	assert_int_equal(p.psn, 0x5b2ff1);
-	assert_memory_equal(p.gid, gid_host2, 16);
 	assert_false(p.has_rkey);
 	assert_string_equal(sniff_format_name(p.format), "ibv_rc_pingpong");
 }
 
 static void ethernet_tcp_perftest(void **state)
 {
-	static const uint8_t gid_host1[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1 };
 	uint8_t buf[256];
-	size_t n = unhex(frame_perftest, buf, sizeof(buf));
 	struct sniff_frame f;
 	struct sniff_params p;
 
 	(void)state;
-	assert_int_equal(sniff_frame_parse(SNIFF_LINK_ETHERNET, buf, n, &f), 0);
-	assert_int_equal(f.kind, SNIFF_TCP);
+	tcp_frame(frame_perftest, buf, &f);
 	assert_int_equal(f.sport, 18515);
-	assert_int_equal(f.payload_len, 108);
-	assert_int_equal(sniff_exchange_parse(f.payload, f.payload_len, &p), 108);
-	assert_int_equal(p.format, SNIFF_FMT_PERFTEST);
+	one_message(&f, 108, SNIFF_FMT_PERFTEST, 1, &p);
 	assert_int_equal(p.qpn, 0x12);
 	assert_int_equal(p.psn, 0xf45ffd);
 	assert_true(p.has_rkey);
 	assert_int_equal(p.rkey, 0x3b7);
 	assert_int_equal(p.va, 0x561836bd2000ull);
-	assert_memory_equal(p.gid, gid_host1, 16);
 	assert_false(p.has_len);
 }
 
 static void ethernet_tcp_naive(void **state)
 {
-	static const uint8_t gid_host3[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 3 };
 	uint8_t buf[256];
-	size_t n = unhex(frame_naive, buf, sizeof(buf));
 	struct sniff_frame f;
 	struct sniff_params p;
 
 	(void)state;
-	assert_int_equal(sniff_frame_parse(SNIFF_LINK_ETHERNET, buf, n, &f), 0);
-	assert_int_equal(f.kind, SNIFF_TCP);
+	tcp_frame(frame_naive, buf, &f);
 	assert_int_equal(f.dport, 18516);
-	assert_int_equal(f.payload_len, strlen(naive_msg));
-	assert_int_equal(sniff_exchange_parse(f.payload, f.payload_len, &p), (int)strlen(naive_msg));
-	assert_int_equal(p.format, SNIFF_FMT_NAIVE);
+	one_message(&f, strlen(naive_msg), SNIFF_FMT_NAIVE, 3, &p);
 	assert_int_equal(p.qpn, 0x3f);
 	assert_int_equal(p.psn, 0);
 	assert_int_equal(p.rkey, 0x8e9);
 	assert_int_equal(p.va, 0x559287b544d0ull);
 	assert_true(p.has_len);
 	assert_int_equal(p.len, 4096);
-	assert_memory_equal(p.gid, gid_host3, 16);
 }
 
 static void ethernet_udp_roce(void **state)
