@@ -19,18 +19,8 @@
 # keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
-atk=$build/tools/attack/rdmasec-attack
-[ -x "$atk" ] || fail "build rdmasec-attack first ($atk)"
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-
-start=$SECONDS
-"$atk" matrix --repo "$repo" --build "$build" --attacks cm-disconnect,inject --victims rping,ucmatose,rdmasec \
-	--cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-120}" ${RSEC_MATRIX_KEEP:+--keep} --json "$work/m.json" \
-	>"$work/table.txt" 2>"$work/progress.txt"
-rc=$?
-cat "$work/progress.txt" "$work/table.txt"
-echo "matrix exit $rc after $((SECONDS - start)) s"
-[ -s "$work/m.json" ] || fail "no JSON written"
+run_matrix --attacks cm-disconnect,inject --victims rping,ucmatose,rdmasec \
+	--cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-120}" ${RSEC_MATRIX_KEEP:+--keep}
 
 python3 - "$work/m.json" <<'PY' || fail "an rdma_cm cell did not decide as expected"
 import json, re, sys

@@ -22,6 +22,20 @@ expect_match() {
 	grep -Eq "$2" "$1" || { echo "--- $1:" >&2; tail -n 30 "$1" >&2; fail "$3"; }
 }
 
+# run_matrix ARGS...: rdmasec-attack matrix over this repository and build,
+# ARGS added (attacks, victims, timeouts, outputs), its JSON in $work/m.json;
+# prints its progress and table, and fails if it wrote no JSON. Its exit status is left in $rc.
+run_matrix() {
+	local atk=$build/tools/attack/rdmasec-attack start=$SECONDS
+	[ -x "$atk" ] || fail "build rdmasec-attack first ($atk)"
+	"$atk" matrix --repo "$repo" --build "$build" "$@" --json "$work/m.json" \
+		>"$work/table.txt" 2>"$work/progress.txt"
+	rc=$?
+	cat "$work/progress.txt" "$work/table.txt"
+	echo "matrix exit $rc after $((SECONDS - start)) s"
+	[ -s "$work/m.json" ] || fail "no JSON written"
+}
+
 # expect_each FILE SUFFIX: each line on standard input is REGEX, a tab, WHAT;
 # FILE must match every REGEX (else: fail "WHAT SUFFIX").
 expect_each() {
