@@ -79,6 +79,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_POLL = 1u << 4,       /* poll_mode */
 	RSEC_CTX_ATTR_RESUME = 1u << 5,     /* tls_resume_s */
 	RSEC_CTX_ATTR_QPS = 1u << 6,        /* max_qps */
+	RSEC_CTX_ATTR_REBUILDS = 1u << 7,   /* rebuilds_per_min */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -127,6 +128,12 @@ struct rsec_ctx_attr {
 				    * (rsec_conn_add_qp): 1..RSEC_MAX_QPS, 1: no further ones;
 				    * 0: RSEC_DEFAULT_QPS. Without the bit: 1 on a server
 				    * (it takes none unless asked), RSEC_DEFAULT_QPS on a client */
+	uint32_t rebuilds_per_min; /* self-healing: how often per minute each queue pair's data
+				    * path may be rebuilt under the same session when it fails
+				    * (a frame that fails authentication, a QP error, a completion
+				    * rdmasec never asks for; docs/protocol.md), 0..RSEC_MAX_REBUILDS;
+				    * 0: never, such a failure closes the connection. Without the
+				    * bit: RSEC_DEFAULT_REBUILDS. Both sides must allow it */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -134,6 +141,8 @@ struct rsec_ctx_attr {
 #define RSEC_MAX_RESUME_S 86400u
 #define RSEC_MAX_QPS 64u
 #define RSEC_DEFAULT_QPS 8u
+#define RSEC_MAX_REBUILDS 60u
+#define RSEC_DEFAULT_REBUILDS 6u
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -525,11 +534,33 @@ struct rsec_conn_stats {
 	uint64_t rdma_writes, rdma_reads;
 	uint32_t local_qpn, remote_qpn;
 	/* Completions the peer caused that rdmasec never asks for (a WRITE WITH
-	 * IMMEDIATE, a SEND_WITH_INV, a frame over our buffer): each closes the
-	 * connection with RSEC_E_PROTO. */
+	 * IMMEDIATE, a SEND_WITH_INV, a frame over our buffer): each rebuilds
+	 * the data path, or closes the connection with RSEC_E_PROTO. */
 	uint64_t protocol_violations;
+	/* Rebuilds of this queue pair's data path that completed (self-healing). */
+	uint64_t rebuilds;
 };
 int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
+
+/**
+ * Self-healing. When a queue pair's data path fails in a way anyone who can
+ * put a packet on the wire can cause (a frame that fails authentication or
+ * sequencing, the QP in the error state, a completion rdmasec never asks
+ * for) and both sides allow it (rsec_ctx_attr.rebuilds_per_min), the
+ * connection does not close: both sides rebuild its data path over the TLS
+ * channel (new QP, fresh PSNs, new message keys) within one round trip, and
+ * every two-sided message arrives exactly once and in order across it. No
+ * call fails because of a rebuild: rsec_send and rsec_recv go on; rsec_post
+ * and rsec_grant return RSEC_E_AGAIN while it is under way. What cannot go
+ * on, ends: one-sided operations in flight complete with RSEC_E_QP, and
+ * every grant of either side is revoked (the granter's audit log says so;
+ * the peer's rsec_remote_grant copies no longer work). stats.rebuilds counts
+ * rebuilds, the audit log has a "rebuild" record for each, and
+ * rsec_conn_rebuild_reason tells the latest one's cause. Past the per-minute
+ * budget, the connection closes with the failure's code, as without it.
+ */
+/** rsec_conn_rebuild_reason - why the latest rebuild happened; NULL if none did. */
+const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);
 
 #ifdef __cplusplus
 }

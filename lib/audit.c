@@ -61,6 +61,7 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_PROTOCOL_VIOLATION] = "protocol_violation",
 	[RSEC_AUDIT_SEALED_OPEN] = "sealed_open",
 	[RSEC_AUDIT_SEALED_READ] = "sealed_read",
+	[RSEC_AUDIT_REBUILD] = "rebuild",
 };
 
 static const enum rsec_audit_event limited_events[LIMITED_N] = {

@@ -246,7 +246,7 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
-	m.u.hello.features = RSEC_WIRE_FEATURE_LANES;
+	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0);
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
@@ -315,7 +315,7 @@ static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
 {
-	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, 0);
+	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, 0, 0);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "message key derivation failed");
 	c->have_seal = true;
@@ -329,6 +329,8 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 		return rsec_conn_fail(c, RSEC_E_PROTO, "no common protocol version (peer %u..%u)",
 				      h->min_version, h->max_version);
 	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
+	/* Both must offer it: a side that cannot rebuild would take a REBUILD as a violation. */
+	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
 	if (c->is_server) {
 		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
 		int rc = send_hello(c);
@@ -423,7 +425,11 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	case RSEC_MSG_GRANT:
 	case RSEC_MSG_REVOKE:
 	case RSEC_MSG_VERIFY:
-		return rsec_grant_on_msg(c, m);
+		/* During a rebuild these name grants of the old data path, which both sides dropped. */
+		return rsec_rebuilding(c) ? 0 : rsec_grant_on_msg(c, m);
+	case RSEC_MSG_REBUILD:
+	case RSEC_MSG_REBUILD_READY:
+		return rsec_rebuild_on_msg(c, m);
 	default:
 		return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message", rsec_wire_type_name(m->type));
 	}
@@ -588,6 +594,7 @@ int rsec_conn_process(struct rsec_conn *c)
 	}
 	if (c->phase == PHASE_ESTABLISHED) {
 		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
 		RSEC_GUARD(process_keepalive(c));
 		rsec_lanes_expire(c);
@@ -844,9 +851,9 @@ static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn 
 {
 	struct rsec_seal_stats s;
 	rsec_seal_stats(c->seal.rx, &s);
-	out->mac_failures = s.mac_failures + c->data_mac_failures;
-	out->seq_violations = s.seq_violations;
-	out->malformed = s.malformed;
+	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures;
+	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
+	out->malformed = s.malformed + c->seal_before.malformed;
 }
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)

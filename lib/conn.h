@@ -85,6 +85,7 @@ struct rsec_ctx {
 	enum rsec_grant_mode grant_mode;
 	uint32_t max_inflight;     /* one-sided operations in flight per connection */
 	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */
+	uint32_t rebuilds_per_min; /* of each queue pair's data path; 0: a failed one closes (rebuild.c) */
 	enum rsec_poll_mode poll_mode;
 	struct rsec_audit *audit;  /* NULL: no audit log */
 	uint64_t next_conn_id;     /* atomic */
@@ -160,6 +161,28 @@ struct rsec_sealed_write {
 	size_t local_off;
 	uint64_t remote_off, plain_len;
 	uint8_t prefix[RSEC_SEALED_PREFIX_LEN];
+};
+
+/* Where a rebuild of the data path stands (rebuild.c). */
+enum rsec_rebuild_state {
+	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
+	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
+	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out: waiting for the peer's */
+};
+
+struct rsec_rebuild {
+	enum rsec_rebuild_state state;
+	uint32_t epoch;           /* of the keys and QP in use; 0: set-up's */
+	uint64_t deadline_ms;     /* a rebuild under way fails the connection after this */
+	uint64_t opened;          /* REBUILD_SENT: the peer's frames of the old epoch we opened */
+	bool again;               /* the new data path failed before the rebuild was over */
+	uint8_t again_why;        /* RSEC_WIRE_REBUILD_* of that failure */
+	uint64_t started_ms[RSEC_MAX_REBUILDS]; /* when the latest rebuilds started, a ring */
+	unsigned started_next;
+	/* Data frames the peer did not open, recovered from the send ring: u8 flags | u32 len | bytes, in order. */
+	uint8_t *resend;
+	size_t resend_len, resend_off;
+	char reason[200];         /* the latest rebuild's */
 };
 
 struct rsec_conn {
@@ -241,6 +264,8 @@ struct rsec_conn {
 
 	struct rsec_conn_stats stats;
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
+	struct rsec_seal_stats seal_before; /* counters of the keys earlier rebuilds replaced */
+	struct rsec_rebuild rb;
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
@@ -251,6 +276,7 @@ struct rsec_conn {
 	uint16_t lane;            /* 0: the session's first connection; else its index on the wire */
 	bool lane_taken;          /* a lane: handed to the application */
 	bool peer_lanes;          /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_LANES */
+	bool peer_rebuilds;       /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REBUILD */
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
@@ -324,7 +350,50 @@ void rsec_lanes_watch(struct rsec_conn *root, uint32_t events);
 /* The device owning the control connection's local address (or the context's). */
 RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
 
+/* rebuild.c */
+/*
+ * The data path failed (why: RSEC_WIRE_REBUILD_*; code and the text: what
+ * rsec_conn_fail would say): rebuild it if the peer can and the budget
+ * allows, else fail the connection. Returns 1 when a rebuild is under way
+ * (the old QP and its completions are gone: the caller handles no more of
+ * them), or the connection's failure.
+ */
+RSEC_MUST_CHECK int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* REBUILD and REBUILD_READY. Returns 0 or the connection's failure. */
+RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* A rebuild under way past its deadline fails the connection. */
+RSEC_MUST_CHECK int rsec_rebuild_expire(struct rsec_conn *c);
+/* Is the data path being rebuilt (nothing may be posted)? */
+static inline bool rsec_rebuilding(const struct rsec_conn *c)
+{
+	return c->rb.state != REBUILD_NONE;
+}
+/* Frames recovered for sending again wait. */
+static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
+{
+	return c->rb.resend != NULL;
+}
+/* The connection ends: recovered frames are wiped. */
+void rsec_rebuild_free(struct rsec_conn *c);
+
 /* data.c */
+/*
+ * Rebuild, first half: the QP replaced by a new one in INIT (same PD, CQs
+ * and rings) with every receive posted again. Returns 0 or an error.
+ */
+RSEC_MUST_CHECK int rsec_data_renew(struct rsec_conn *c);
+/*
+ * Rebuild, second half: the peer opened `opened` of our frames of the old
+ * epoch; the data frames after them are recovered for sending again, the
+ * keys of epoch c->rb.epoch + 1 replace the old ones, send queue and
+ * credits start afresh. Returns 0, RSEC_E_PROTO (opened is not between
+ * what the peer acknowledged and what we sent), or an error.
+ */
+RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
+/* The peer's frames of the current epoch we opened. */
+uint64_t rsec_data_opened(const struct rsec_conn *c);
+
 /* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
 /* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
@@ -348,6 +417,8 @@ RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */
 void rsec_grant_close(struct rsec_conn *c);
+/* The data path is being rebuilt (its QP is gone): every grant of ours revoked (audited: why), the peer's forgotten. */
+void rsec_grant_reset(struct rsec_conn *c, const char *why);
 void rsec_grant_teardown(struct rsec_conn *c);
 /* One user of r's registrations (a bind, an operation) is over; a region freed meanwhile goes with the last. */
 void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);
@@ -356,6 +427,8 @@ void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);
 RSEC_MUST_CHECK int rsec_onesided_setup(struct rsec_conn *c);
 /* A send-queue completion of a one-sided operation, successful or not (checked by completion.c first). */
 RSEC_MUST_CHECK int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
+/* The data path is being rebuilt: every operation in flight ends with status. */
+void rsec_onesided_abort(struct rsec_conn *c, int status);
 /* Completions polled after the connection failed: the operations they name, and all before, end with the close code. */
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */

@@ -40,7 +40,7 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 {
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
 				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
-				       RSEC_CTX_ATTR_QPS)) {
+				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -98,6 +98,7 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 		{ RSEC_CTX_ATTR_DEPTH, a->max_inflight, RSEC_MAX_INFLIGHT, "max_inflight" },
 		{ RSEC_CTX_ATTR_QPS, a->max_qps, RSEC_MAX_QPS, "max_qps" },
 		{ RSEC_CTX_ATTR_RESUME, a->tls_resume_s, RSEC_MAX_RESUME_S, "tls_resume_s" },
+		{ RSEC_CTX_ATTR_REBUILDS, a->rebuilds_per_min, RSEC_MAX_REBUILDS, "rebuilds_per_min" },
 	};
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		if ((a->comp_mask & counts[i].bit) && counts[i].value > counts[i].max) {
@@ -134,6 +135,8 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	 * rsec_conn_add_qp must not hold queue pairs its peers asked for and nobody uses. */
 	ctx->max_qps = (a->comp_mask & RSEC_CTX_ATTR_QPS) ? or_default(a->max_qps, RSEC_DEFAULT_QPS)
 			: a->is_server ? 1 : RSEC_DEFAULT_QPS;
+	/* Here 0 means none: an application may want a failed data path to close, as before. */
+	ctx->rebuilds_per_min = (a->comp_mask & RSEC_CTX_ATTR_REBUILDS) ? a->rebuilds_per_min : RSEC_DEFAULT_REBUILDS;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,

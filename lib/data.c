@@ -25,6 +25,19 @@
 #define SEND_SLOTS_MAX RSEC_SENDQ_MAX
 #define SEND_RING_MAX (1u << 20)
 #define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations */
+/* A rebuilt QP's number lies past 0..this many throwaway QPs (rsec_qp_renew). */
+#define RSEC_REBUILD_BURN 64u
+
+/*
+ * Send slots a side gives a peer with slots receive buffers of slot_size
+ * bytes: as many as them, up to perftest's TX depth, within a 1 MiB ring.
+ */
+static uint32_t send_window(uint32_t slots, uint32_t slot_size)
+{
+	uint32_t frame = slot_size < RSEC_FRAME_MAX ? slot_size : RSEC_FRAME_MAX;
+	uint32_t n = slots < SEND_SLOTS_MAX ? slots : SEND_SLOTS_MAX;
+	return n < SEND_RING_MAX / frame ? n : SEND_RING_MAX / frame;
+}
 
 /*
  * Send and receive rings: anonymous mappings, so the kernel hands out zeroed
@@ -102,9 +115,7 @@ int rsec_data_start(struct rsec_conn *c)
 	RSEC_GUARD(rsec_qp_connect(&c->qp, &c->remote));
 	/* The peer's slot size bounds our frames; our own ceiling bounds what it makes us pin. */
 	c->frame_size = c->peer_slot_size < RSEC_FRAME_MAX ? c->peer_slot_size : RSEC_FRAME_MAX;
-	uint32_t fit = SEND_RING_MAX / c->frame_size;
-	c->send_slots = c->peer_slots < SEND_SLOTS_MAX ? c->peer_slots : SEND_SLOTS_MAX;
-	c->send_slots = c->send_slots < fit ? c->send_slots : fit;
+	c->send_slots = send_window(c->peer_slots, c->peer_slot_size);
 	size_t bytes = (size_t)c->send_slots * c->frame_size;
 	RSEC_GUARD(rsec_sendq_init(&c->sendq, c->send_slots));
 	c->send_ring = ring_alloc(bytes);
@@ -148,6 +159,7 @@ void rsec_data_teardown(struct rsec_conn *c)
 	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
 	msg_free(&c->rx_msg, c->rx_cap);
 	msg_free(&c->txm, c->txm_len);
+	rsec_rebuild_free(c);
 	c->rx_cap = c->rx_len = 0;
 	c->rx_started = c->rx_complete = false;
 }
@@ -180,7 +192,7 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 		.send_flags = (n <= c->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
 	RSEC_GUARD(post_send(c, &wr));
-	rsec_sendq_posted(&c->sendq, signaled);
+	rsec_sendq_posted(&c->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY));
 	c->credits_owed -= credits;
 	c->credits--;
 	return 0;
@@ -189,27 +201,40 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 static bool can_send(const struct rsec_conn *c, bool credit_only)
 {
 	/*
-	 * A data frame must leave one credit for a CREDIT_ONLY frame. No send
-	 * goes behind a window bind in flight: rxe may leave it unsent until
-	 * something else wakes the QP, and a reply announcing a grant must not
-	 * overtake the bind anyway. Sends wait in the library meanwhile.
+	 * A data frame must leave one credit (and one slot, sendq.h) for a
+	 * CREDIT_ONLY frame. No send goes behind a window bind in flight: rxe
+	 * may leave it unsent until something else wakes the QP, and a reply
+	 * announcing a grant must not overtake the bind anyway. Nothing goes
+	 * while the data path is rebuilt. Sends wait in the library meanwhile.
 	 */
-	return c->binds_inflight == 0 && rsec_sendq_inflight(&c->sendq) < c->send_slots && c->credits > (credit_only ? 0u : 1u);
+	return c->binds_inflight == 0 && !rsec_rebuilding(c) && rsec_sendq_room(&c->sendq, !credit_only) &&
+	       c->credits > (credit_only ? 0u : 1u);
+}
+
+/* A new data frame: after every frame a rebuild recovered for sending again. */
+static bool can_send_new(const struct rsec_conn *c)
+{
+	return !rsec_rebuild_resending(c) && can_send(c, false);
 }
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 {
-	if (c->credits_owed < c->recv_slots / 2 || !can_send(c, true))
+	/* Before the peer runs out of credits, or of send slots: it keeps a data frame's slot until we return
+	 * its credit (sendq.h), so a peer with fewer slots than our buffers waits on us sooner. */
+	uint32_t window = send_window(c->recv_slots, c->ctx->slot_size);
+	uint32_t due = (c->recv_slots < window ? c->recv_slots : window) / 2;
+	if (c->credits_owed < (due ? due : 1) || !can_send(c, true))
 		return 0;
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
 	return rc < 0 ? rsec_conn_fail(c, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
+/* Returns 1 when the data path is being rebuilt (rebuild.c), else the connection's failure. */
 static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	c->stats.qp_errors++;
-	return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)", ibv_wc_status_str(wc->status),
-			      wc->vendor_err);
+	return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
+				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
 void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
@@ -326,8 +351,11 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	uint32_t slot;
 	char why[160];
 	rsec_data_posted(c, &posted);
-	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0)
-		return rsec_conn_violation(c, why);
+	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
+		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
+		c->stats.protocol_violations++;
+		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
+	}
 	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
@@ -338,11 +366,11 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
 	if (rc < 0) {
-		/* Forged, replayed or reordered: never delivered, and the stream
-		 * can no longer be trusted to be complete. */
-		return rsec_conn_fail(c, rc, "rejected a message: %s", rsec_strerror(rc));
+		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
+		 * sent again over a rebuilt data path, or the connection closes. */
+		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
 	}
-	if ((uint64_t)c->credits + hdr.credits > c->peer_slots)
+	if ((uint64_t)c->credits + hdr.credits > c->peer_slots || rsec_sendq_ack(&c->sendq, hdr.credits) < 0)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "peer returned more credits than it has buffers");
 	c->credits += hdr.credits;
 	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
@@ -368,7 +396,7 @@ static RSEC_MUST_CHECK int post_fragments(struct rsec_conn *c, const uint8_t *p,
 					  bool *started)
 {
 	uint32_t frag_max = c->frame_size - RSEC_SEAL_OVERHEAD;
-	while ((!*started || *off < len) && can_send(c, false)) {
+	while ((!*started || *off < len) && can_send_new(c)) {
 		uint32_t n = len - *off > frag_max ? frag_max : (uint32_t)(len - *off);
 		uint8_t flags = (*started ? 0 : RSEC_SEAL_FLAG_FIRST) | (*off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
 		RSEC_GUARD(send_frame(c, flags, p + *off, n));
@@ -433,11 +461,27 @@ static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 	return 0;
 }
 
-int rsec_data_poll(struct rsec_conn *c)
+/* Send again, in order, the data frames a rebuild recovered (rebuild.c), as credits allow. */
+static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 {
-	if (!c->have_qp || !c->send_ring)
-		return 0;
-	RSEC_GUARD(drain_channel(c));
+	while (c->rb.resend && can_send(c, false)) {
+		uint8_t *p = c->rb.resend + c->rb.resend_off;
+		uint32_t len;
+		memcpy(&len, p + 1, sizeof(len));
+		int rc = send_frame(c, p[0], p + 5, len);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot send again: %s", rsec_strerror(rc));
+		OPENSSL_cleanse(p, 5 + (size_t)len);
+		c->rb.resend_off += 5 + (size_t)len;
+		if (c->rb.resend_off == c->rb.resend_len)
+			rsec_rebuild_free(c);
+	}
+	return 0;
+}
+
+/* Reap the send queue's completions. Returns 0, 1 (a rebuild started: the old QP's are gone), or the failure. */
+static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
+{
 	struct ibv_wc wc[16];
 	int n;
 	while ((n = ibv_poll_cq(c->qp.send_cq, 16, wc)) > 0) {
@@ -449,20 +493,124 @@ int rsec_data_poll(struct rsec_conn *c)
 				rsec_onesided_flushed(c, wc + i + 1, n - i - 1);
 				return rc;
 			}
+			if (rc > 0)
+				return rc;
 		}
 	}
-	if (n < 0)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
+	return n < 0 ? rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
+}
+
+int rsec_data_poll(struct rsec_conn *c)
+{
+	if (!c->have_qp || !c->send_ring)
+		return 0;
+	RSEC_GUARD(drain_channel(c));
+	if (c->rb.state == REBUILD_SENT)
+		return 0; /* the new QP is not connected yet: nothing to reap, nothing to send */
+	int rc = poll_send_cq(c);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	/* One receive at a time, and none while a whole message waits for the
 	 * application: unread data stays in the peer's unreturned credits. */
-	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, wc)) > 0) {
+	struct ibv_wc wc;
+	int n;
+	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, &wc)) > 0) {
 		c->completions++;
-		RSEC_GUARD(on_recv_wc(c, &wc[0]));
+		rc = on_recv_wc(c, &wc);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
 	}
 	if (n < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
 	RSEC_GUARD(maybe_return_credits(c));
+	RSEC_GUARD(resend_recovered(c));
 	return progress_queued(c);
+}
+
+uint64_t rsec_data_opened(const struct rsec_conn *c)
+{
+	return c->have_seal ? rsec_seal_dir_next_seq(c->seal.rx) : 0;
+}
+
+int rsec_data_renew(struct rsec_conn *c)
+{
+	RSEC_GUARD(rsec_qp_renew(&c->qp, RSEC_REBUILD_BURN));
+	/* What the old QP received and we did not open, the peer sends again. */
+	for (uint32_t i = 0; i < c->recv_slots; i++)
+		RSEC_GUARD(post_recv(c, i));
+	c->credits_owed = 0;
+	return 0;
+}
+
+/* One recovered frame: u8 flags | u32 len (host order) | len bytes. */
+#define RESEND_HDR 5u
+
+/*
+ * The data frames of ours the peer did not open, [opened, next) of the send
+ * ring, recovered into a resend buffer ahead of what an earlier rebuild
+ * recovered and did not send yet. Credit-only frames are not sent again.
+ */
+static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened)
+{
+	const struct rsec_sendq *q = &c->sendq;
+	size_t body_max = c->frame_size - RSEC_SEAL_OVERHEAD;
+	size_t old = c->rb.resend ? c->rb.resend_len - c->rb.resend_off : 0;
+	size_t cap = (size_t)(q->next - opened) * (RESEND_HDR + body_max) + old;
+	uint8_t *buf = malloc(cap ? cap : 1);
+	RSEC_ENSURE(buf, RSEC_E_NOMEM);
+	size_t len = 0;
+	int rc = 0;
+	for (uint64_t f = opened; f < q->next && rc == 0; f++) {
+		if (!rsec_sendq_kept(q, f))
+			continue;
+		const uint8_t *frame = c->send_ring + (size_t)(f % c->send_slots) * c->frame_size;
+		struct rsec_seal_hdr h;
+		rc = rsec_seal_recover(c->seal.tx, frame, c->frame_size, &h, buf + len + RESEND_HDR, body_max);
+		if (rc == 0 && (h.seq != f || (h.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)))
+			rc = RSEC_E_PROTO; /* our own ring disagrees with our bookkeeping */
+		if (rc == 0) {
+			buf[len] = h.flags;
+			memcpy(buf + len + 1, &h.len, sizeof(h.len));
+			len += RESEND_HDR + h.len;
+		}
+	}
+	if (rc == 0 && old)
+		memcpy(buf + len, c->rb.resend + c->rb.resend_off, old);
+	if (rc < 0) {
+		OPENSSL_cleanse(buf, cap ? cap : 1);
+		free(buf);
+		return rc == RSEC_E_PROTO ? RSEC_E_VERBS : rc;
+	}
+	rsec_rebuild_free(c);
+	if (len + old == 0) {
+		free(buf);
+		return 0;
+	}
+	c->rb.resend = buf;
+	c->rb.resend_len = len + old;
+	c->rb.resend_off = 0;
+	return 0;
+}
+
+int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
+{
+	struct rsec_sendq *q = &c->sendq;
+	RSEC_ENSURE(opened >= q->acked && opened <= q->next, RSEC_E_PROTO);
+	RSEC_GUARD(recover_unopened(c, opened));
+	struct rsec_seal_stats st;
+	rsec_seal_stats(c->seal.rx, &st);
+	c->seal_before.mac_failures += st.mac_failures;
+	c->seal_before.seq_violations += st.seq_violations;
+	c->seal_before.malformed += st.malformed;
+	rsec_seal_free(&c->seal);
+	c->have_seal = false;
+	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
+	RSEC_GUARD(rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, c->lane, c->rb.epoch + 1));
+	c->have_seal = true;
+	RSEC_GUARD(rsec_sendq_init(q, c->send_slots));
+	c->credits = c->peer_slots;
+	c->credits_owed = 0;
+	return 0;
 }
 
 static int remaining_ms(uint64_t deadline)
@@ -522,7 +670,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 		if ((started && off == len) || remaining_ms(deadline) == 0)
 			break;
 		RSEC_GUARD(rsec_conn_step(c));
-		if (!can_send(c, false))
+		if (!can_send_new(c))
 			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
 		RSEC_GUARD(check_open(c));
 	}

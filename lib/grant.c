@@ -420,6 +420,8 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
 	RSEC_GUARD(require_established(c));
+	if (rsec_rebuilding(c))
+		return RSEC_E_AGAIN; /* no QP to bind a window through; over in a round trip */
 	bool by_mr;
 	RSEC_GUARD(use_mr(c, &by_mr));
 	bool sealed_read = sealed && (access & RSEC_ACCESS_READ);
@@ -852,6 +854,31 @@ void rsec_grant_close(struct rsec_conn *c)
 		settle_sealed_read(c, g, freed || qp_stopped);
 		c->stats.grants_revoked++;
 	}
+}
+
+void rsec_grant_reset(struct rsec_conn *c, const char *why)
+{
+	/* The old QP is gone: nothing of ours is reachable through it, and its binds never complete. */
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &c->gt.local[i];
+		if (g->live) {
+			g->live = false;
+			bool freed = grant_release(g) == 0;
+			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
+			c->stats.grants_revoked++;
+		}
+		settle_sealed_read(c, g, true);
+		if (g->busy) {
+			g->busy = false;
+			c->binds_inflight--;
+			rsec_region_unuse(c, g->region);
+			g->region = NULL;
+		}
+		(void)!grant_release(g);
+	}
+	/* The peer does the same with its own: what it granted us is gone too. */
+	rsec_gt_forget_peer(&c->gt);
+	rsec_sealed_peer_clear(c);
 }
 
 void rsec_grant_teardown(struct rsec_conn *c)

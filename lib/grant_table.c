@@ -189,3 +189,10 @@ void rsec_gt_wipe(struct rsec_grant_table *t)
 	OPENSSL_cleanse(t, sizeof(*t));
 	rsec_gt_init(t, is_server, lane);
 }
+
+void rsec_gt_forget_peer(struct rsec_grant_table *t)
+{
+	OPENSSL_cleanse(t->remote, sizeof(t->remote));
+	memset(t->remote_live, 0, sizeof(t->remote_live));
+	OPENSSL_cleanse(t->pending, sizeof(t->pending));
+}

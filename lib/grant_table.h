@@ -120,6 +120,9 @@ void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id);
 /* Hand out (and forget) the peer's live grant labelled tag; false if none. */
 bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_remote_grant *out);
 
+/* Forget every grant of the peer's and every MAC it announced (its grants went with a rebuilt data path). */
+void rsec_gt_forget_peer(struct rsec_grant_table *t);
+
 /* Wipe everything (keys, MACs, addresses); windows and MRs must be released first. */
 void rsec_gt_wipe(struct rsec_grant_table *t);
 

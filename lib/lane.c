@@ -70,7 +70,7 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	struct epoll_event ev = { .events = root->sock_events, .data.u32 = 0 };
 	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->sock, &ev) == 0 ? 0 : RSEC_E_IO;
 	if (rc == 0)
-		rc = rsec_seal_from_tls(&c->seal, root->ssl, c->is_server, c->aead, idx);
+		rc = rsec_seal_from_tls(&c->seal, root->ssl, c->is_server, c->aead, idx, 0);
 	if (rc < 0) {
 		c->phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
 		c->close_code = rc;
@@ -151,6 +151,7 @@ int rsec_lane_process(struct rsec_conn *c)
 				      c->ctx->handshake_timeout_ms);
 	if (c->phase == PHASE_ESTABLISHED) {
 		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
 	}
 	if (c->phase == PHASE_CLOSED)

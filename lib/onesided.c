@@ -82,6 +82,12 @@ void rsec_onesided_teardown(struct rsec_conn *c)
 	stage_free(c);
 }
 
+void rsec_onesided_abort(struct rsec_conn *c, int status)
+{
+	if (c->ops.busy)
+		rsec_ops_flush(&c->ops, status, release, c);
+}
+
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -115,7 +121,7 @@ static RSEC_MUST_CHECK int check_established(const struct rsec_conn *c)
 {
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED && c->ops.ring ? 0 : RSEC_E_AGAIN;
+	return c->phase == PHASE_ESTABLISHED && c->ops.ring && !rsec_rebuilding(c) ? 0 : RSEC_E_AGAIN;
 }
 
 /*

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include "qp.h"
+#include "qpool.h"
 
 /* Scatter/gather entries per WR we ask for (clamped by the device). */
 #define RSEC_QP_MAX_SGE 4u
@@ -101,11 +102,36 @@ RSEC_MUST_CHECK static int qp_to_init(struct rsec_qp *q)
 	return 0;
 }
 
+/* The RC QP itself, on q's PD and CQs, in INIT. */
+RSEC_MUST_CHECK static int qp_make(struct rsec_qp *q)
+{
+	struct ibv_qp_init_attr ia;
+	uint32_t sge = q->dev->max_sge < RSEC_QP_MAX_SGE ? q->dev->max_sge : RSEC_QP_MAX_SGE;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = q->send_cq;
+	ia.recv_cq = q->recv_cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 0; /* we choose which WRs complete */
+	ia.cap.max_send_wr = q->send_wr;
+	ia.cap.max_recv_wr = q->recv_wr;
+	ia.cap.max_send_sge = sge;
+	ia.cap.max_recv_sge = sge;
+	ia.cap.max_inline_data = RSEC_QP_INLINE;
+	q->qp = ibv_create_qp(q->pd, &ia);
+	if (q->qp == NULL) {
+		/* A device without inline sends: every frame is read from the send ring. */
+		ia.cap.max_inline_data = 0;
+		q->qp = ibv_create_qp(q->pd, &ia);
+	}
+	RSEC_ENSURE(q->qp != NULL, RSEC_E_VERBS);
+	q->max_inline = ia.cap.max_inline_data;
+	return qp_to_init(q);
+}
+
 RSEC_MUST_CHECK static int qp_alloc(struct rsec_qp *q, uint32_t send_wr, uint32_t recv_wr)
 {
 	struct ibv_context *ctx = q->dev->ctx;
-	struct ibv_qp_init_attr ia;
-	uint32_t sge = q->dev->max_sge < RSEC_QP_MAX_SGE ? q->dev->max_sge : RSEC_QP_MAX_SGE;
 	int fl;
 
 	q->pd = ibv_alloc_pd(ctx);
@@ -120,26 +146,9 @@ RSEC_MUST_CHECK static int qp_alloc(struct rsec_qp *q, uint32_t send_wr, uint32_
 	q->recv_cq = ibv_create_cq(ctx, (int)recv_wr, NULL, q->chan, 0);
 	RSEC_ENSURE(q->recv_cq != NULL, RSEC_E_VERBS);
 	RSEC_ENSURE(ibv_req_notify_cq(q->send_cq, 0) == 0 && ibv_req_notify_cq(q->recv_cq, 0) == 0, RSEC_E_VERBS);
-
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = q->send_cq;
-	ia.recv_cq = q->recv_cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 0; /* we choose which WRs complete */
-	ia.cap.max_send_wr = send_wr;
-	ia.cap.max_recv_wr = recv_wr;
-	ia.cap.max_send_sge = sge;
-	ia.cap.max_recv_sge = sge;
-	ia.cap.max_inline_data = RSEC_QP_INLINE;
-	q->qp = ibv_create_qp(q->pd, &ia);
-	if (q->qp == NULL) {
-		/* A device without inline sends: every frame is read from the send ring. */
-		ia.cap.max_inline_data = 0;
-		q->qp = ibv_create_qp(q->pd, &ia);
-	}
-	RSEC_ENSURE(q->qp != NULL, RSEC_E_VERBS);
-	q->max_inline = ia.cap.max_inline_data;
-	return qp_to_init(q);
+	q->send_wr = send_wr;
+	q->recv_wr = recv_wr;
+	return qp_make(q);
 }
 
 int rsec_qp_create(struct rsec_dev *d, uint32_t send_wr, uint32_t recv_wr, struct rsec_qp *q)
@@ -159,6 +168,47 @@ int rsec_qp_create(struct rsec_dev *d, uint32_t send_wr, uint32_t recv_wr, struc
 	if (rc != 0)
 		rsec_qp_destroy(q);
 	return rc;
+}
+
+/* Advance the device's QP numbers by a random 0..burn_max with throwaway QPs on q's PD (never posted to). */
+static void burn_qpns(struct rsec_qp *q, uint32_t burn_max)
+{
+	uint32_t n;
+	if (burn_max == 0 || rsec_random_index(burn_max + 1, &n) < 0)
+		return;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = q->send_cq,
+		.recv_cq = q->recv_cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	for (uint32_t i = 0; i < n; i++) {
+		struct ibv_qp *t = ibv_create_qp(q->pd, &ia);
+		if (t == NULL)
+			return; /* best effort: the QP's PSN is random anyway */
+		(void)ibv_destroy_qp(t);
+	}
+}
+
+/* Take and drop every completion left in cq (its QP is gone). */
+static void cq_discard(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+	while (ibv_poll_cq(cq, 16, wc) > 0)
+		;
+}
+
+int rsec_qp_renew(struct rsec_qp *q, uint32_t burn_max)
+{
+	RSEC_ENSURE(q != NULL && q->qp != NULL && q->send_wr > 0, RSEC_E_INVAL);
+	(void)ibv_destroy_qp(q->qp);
+	q->qp = NULL;
+	/* Whatever the old QP completed or flushed is not for the new one. */
+	cq_discard(q->send_cq);
+	cq_discard(q->recv_cq);
+	RSEC_GUARD(rsec_psn_random(&q->local_psn));
+	burn_qpns(q, burn_max);
+	return qp_make(q);
 }
 
 int rsec_qp_connect(struct rsec_qp *q, const struct rsec_qp_peer *peer)

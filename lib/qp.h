@@ -21,6 +21,7 @@ struct rsec_qp {
 	struct ibv_qp *qp;
 	uint32_t local_psn;
 	uint32_t max_inline; /* bytes a send may carry inline (the device's answer to RSEC_QP_INLINE) */
+	uint32_t send_wr, recv_wr; /* what it was created with */
 };
 
 /* Inline data we ask for: a small message's frame (64 B + 32 B of overhead) fits. */
@@ -59,6 +60,15 @@ enum ibv_mtu rsec_qp_path_mtu(enum ibv_mtu local, enum ibv_mtu remote);
 
 /* INIT -> RTR -> RTS against peer. Returns 0, RSEC_E_INVAL, RSEC_E_PROTO (bad peer), RSEC_E_VERBS. */
 RSEC_MUST_CHECK int rsec_qp_connect(struct rsec_qp *q, const struct rsec_qp_peer *peer);
+
+/*
+ * A new QP in place of q's (a rebuilt data path, rebuild.c): the old one is
+ * destroyed and what it left in the CQs dropped; the new one, on the same
+ * PD and CQs (so registrations stay valid), gets a fresh random PSN and a
+ * QP number past a random 0..burn_max throwaway QPs, and is in INIT.
+ * Returns 0, RSEC_E_INVAL, RSEC_E_VERBS (q->qp is NULL then), RSEC_E_CRYPTO.
+ */
+RSEC_MUST_CHECK int rsec_qp_renew(struct rsec_qp *q, uint32_t burn_max);
 
 /* Move to ERR so outstanding WRs flush (orderly teardown). */
 RSEC_MUST_CHECK int rsec_qp_to_error(struct rsec_qp *q);

@@ -150,7 +150,8 @@ int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_
 	return rc;
 }
 
-int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg, uint16_t lane)
+int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg, uint16_t lane,
+		       uint32_t epoch)
 {
 	RSEC_ENSURE_REF(s);
 	RSEC_ENSURE_REF(ssl);
@@ -166,15 +167,19 @@ int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_
 	 *= https://www.rfc-editor.org/rfc/rfc8446#section-7.5
 	 *# For TLS 1.3, the context_value may be empty ... If no context is provided,
 	 *# the context_value is zero length.
-	 * Lane 0 keeps the empty context of the connection's first queue pair.
+	 * Lane 0 of epoch 0 keeps the empty context of the connection's first
+	 * queue pair; a lane alone is its u16; an epoch adds its u32. Each
+	 * context has its own length or value, so no two share keys.
 	 */
-	const unsigned char lane_ctx[2] = { (unsigned char)(lane >> 8), (unsigned char)lane };
-	size_t ctx_len = lane ? sizeof(lane_ctx) : 0;
+	unsigned char ctx[6] = { (unsigned char)(lane >> 8), (unsigned char)lane };
+	size_t ctx_len = epoch ? sizeof(ctx) : lane ? 2 : 0;
+	for (int i = 0; i < 4; i++)
+		ctx[2 + i] = (unsigned char)(epoch >> (24 - 8 * i));
 	int rc = RSEC_E_TLS;
 	if (SSL_export_keying_material(ssl, secret, RSEC_SEAL_DATA_SECRET_LEN, data_label, sizeof(data_label) - 1,
-				       lane_ctx, ctx_len, 1) == 1 &&
+				       ctx, ctx_len, 1) == 1 &&
 	    SSL_export_keying_material(ssl, secret + RSEC_SEAL_DATA_SECRET_LEN, RSEC_SEAL_DATAMAC_SECRET_LEN,
-				       mac_label, sizeof(mac_label) - 1, lane_ctx, ctx_len, 1) == 1)
+				       mac_label, sizeof(mac_label) - 1, ctx, ctx_len, 1) == 1)
 		rc = rsec_seal_from_secret(s, secret, is_server, alg);
 	OPENSSL_cleanse(secret, sizeof(secret));
 	return rc;
@@ -246,6 +251,43 @@ int rsec_seal_frame(struct rsec_seal_dir *tx, uint16_t credits, uint8_t flags, c
 	tx->blocks_left -= blocks;
 	tx->stats.sealed++;
 	*out_len = (size_t)len + RSEC_SEAL_OVERHEAD;
+	return 0;
+}
+
+RSEC_MUST_CHECK static int parse_hdr(const uint8_t *in, size_t in_len, struct rsec_seal_hdr *h);
+
+int rsec_seal_recover(struct rsec_seal_dir *tx, const uint8_t *frame, size_t frame_len, struct rsec_seal_hdr *hdr,
+		      uint8_t *pt, size_t cap)
+{
+	RSEC_ENSURE(tx != NULL && frame != NULL && hdr != NULL, RSEC_E_INVAL);
+	RSEC_ENSURE(tx->encrypt, RSEC_E_INVAL);
+	memset(hdr, 0, sizeof(*hdr));
+	/* frame_len bounds the frame, which says its own length (checked by parse_hdr). */
+	RSEC_ENSURE(frame_len >= RSEC_SEAL_OVERHEAD, RSEC_E_PROTO);
+	uint64_t body = get_be(frame + 8, 4);
+	RSEC_ENSURE(body <= frame_len - RSEC_SEAL_OVERHEAD, RSEC_E_PROTO);
+	struct rsec_seal_hdr h;
+	RSEC_GUARD(parse_hdr(frame, RSEC_SEAL_OVERHEAD + (size_t)body, &h));
+	RSEC_ENSURE(h.seq < tx->next_seq, RSEC_E_PROTO); /* one we sealed */
+	RSEC_ENSURE(h.len <= cap && (pt != NULL || h.len == 0), RSEC_E_RANGE);
+	/*
+	 * Both AEADs encrypt by XOR with a keystream of the nonce (AES-GCM's
+	 * GCTR, NIST SP 800-38D section 6.5; ChaCha20, RFC 8439 section 2.4):
+	 * running the ciphertext through the same encryption under the same
+	 * nonce gives the plaintext back. The tag is not checked: the frame
+	 * is our own, in a ring the device only reads.
+	 */
+	uint8_t nonce[RSEC_SEAL_IV_LEN];
+	make_nonce(nonce, tx, h.seq);
+	int rc = EVP_EncryptInit_ex(tx->ctx, NULL, NULL, NULL, nonce) == 1 ? 0 : RSEC_E_CRYPTO;
+	if (rc == 0)
+		rc = cipher_update(tx->ctx, pt, frame + RSEC_SEAL_HDR_LEN, h.len);
+	if (rc < 0) {
+		if (pt)
+			OPENSSL_cleanse(pt, h.len);
+		return rc;
+	}
+	*hdr = h;
 	return 0;
 }
 
@@ -363,6 +405,11 @@ int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant
 bool rsec_seal_mac_equal(const uint8_t a[static RSEC_SEAL_DATAMAC_LEN], const uint8_t b[static RSEC_SEAL_DATAMAC_LEN])
 {
 	return CRYPTO_memcmp(a, b, RSEC_SEAL_DATAMAC_LEN) == 0;
+}
+
+uint64_t rsec_seal_dir_next_seq(const struct rsec_seal_dir *d)
+{
+	return d ? d->next_seq : 0;
 }
 
 void rsec_seal_dir_set_next_seq(struct rsec_seal_dir *d, uint64_t seq)

@@ -65,15 +65,17 @@ struct rsec_seal {
 /*
  * Derive both directions from an established TLS 1.3 session through the
  * exporter; the client's tx is the server's rx. is_server must match the
- * SSL object's role. Each queue pair of a session (lane, wire.h) gets keys
- * of its own, so their sequence numbers never share a nonce space: lane 0
- * exports with an empty context, lane n with n as a big-endian u16. s must
+ * SSL object's role. Each queue pair of a session (lane, wire.h) and each
+ * rebuild of its data path (epoch, rebuild.c) gets keys of its own, so no
+ * two share a nonce space: lane 0 of epoch 0 exports with an empty context,
+ * lane n of epoch 0 with n as a big-endian u16, epoch e > 0 with the lane's
+ * u16 then e as a big-endian u32. s must
  * be zeroed (or freed). Returns 0, RSEC_E_INVAL (not TLS 1.3, handshake
  * unfinished, role mismatch, bad alg), RSEC_E_TLS (exporter failed),
  * RSEC_E_NOMEM, RSEC_E_CRYPTO.
  */
 RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg,
-				       uint16_t lane);
+				       uint16_t lane, uint32_t epoch);
 
 /* Same from the raw secret laid out as above (tests; the exporter path uses it too). */
 RSEC_MUST_CHECK int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
@@ -95,6 +97,18 @@ void rsec_seal_free(struct rsec_seal *s);
  */
 RSEC_MUST_CHECK int rsec_seal_frame(struct rsec_seal_dir *tx, uint16_t credits, uint8_t flags, const uint8_t *pt,
 				    uint32_t len, uint8_t *out, size_t cap, size_t *out_len);
+
+/*
+ * The plaintext of a frame tx sealed (at frame, within frame_len bytes), to send it
+ * again under other keys after a rebuild: hdr is filled and hdr->len bytes
+ * go to pt. The tag is not checked (our own frame). Returns 0, RSEC_E_INVAL,
+ * RSEC_E_PROTO (malformed, or a sequence number tx never sealed),
+ * RSEC_E_RANGE (cap < len), RSEC_E_CRYPTO (pt wiped).
+ */
+RSEC_MUST_CHECK int rsec_seal_recover(struct rsec_seal_dir *tx, const uint8_t *frame, size_t frame_len,
+				      struct rsec_seal_hdr *hdr, uint8_t *pt, size_t cap);
+/* The sequence number d seals or expects next: frames sealed or opened so far. */
+uint64_t rsec_seal_dir_next_seq(const struct rsec_seal_dir *d);
 
 /*
  * Open the in_len-byte frame at in: validate the header, verify the tag, then

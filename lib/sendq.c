@@ -20,9 +20,10 @@ uint32_t rsec_sendq_peek(const struct rsec_sendq *q, bool *signaled)
 	return (uint32_t)(q->next % q->slots);
 }
 
-void rsec_sendq_posted(struct rsec_sendq *q, bool signaled)
+void rsec_sendq_posted(struct rsec_sendq *q, bool signaled, bool kept)
 {
 	q->signaled[q->next % q->slots] = signaled;
+	q->kept[q->next % q->slots] = kept;
 	q->unsignaled_run = signaled ? 0 : q->unsignaled_run + 1;
 	q->next++;
 }
@@ -51,4 +52,34 @@ int rsec_sendq_complete(struct rsec_sendq *q, uint32_t idx, bool success, char *
 	}
 	q->done += (uint64_t)ahead + 1;
 	return (int)(ahead + 1);
+}
+
+/* May frame number f's slot take a new frame, as far as the peer is concerned (f < 0: never used)? */
+static bool released(const struct rsec_sendq *q, uint64_t next, uint64_t back)
+{
+	if (next < back)
+		return true;
+	uint64_t f = next - back;
+	return f < q->acked || !q->kept[f % q->slots];
+}
+
+bool rsec_sendq_room(const struct rsec_sendq *q, bool kept)
+{
+	/* Completions free [done, next); the peer's credits free what is kept. */
+	if (rsec_sendq_inflight(q) >= q->slots || !released(q, q->next, q->slots))
+		return false;
+	/* A data frame leaves the slot after it to a credit-only frame. */
+	return !kept || (q->slots > 1 && released(q, q->next + 1, q->slots));
+}
+
+int rsec_sendq_ack(struct rsec_sendq *q, uint32_t n)
+{
+	RSEC_ENSURE(n <= q->next - q->acked, RSEC_E_PROTO);
+	q->acked += n;
+	return 0;
+}
+
+bool rsec_sendq_kept(const struct rsec_sendq *q, uint64_t f)
+{
+	return f >= q->acked && f < q->next && f + q->slots >= q->next && q->kept[f % q->slots];
 }

@@ -8,8 +8,16 @@
  * unsignaled frame posted before it. That spares the device a completion
  * to write and us one to reap for most frames.
  *
- * Invariants: done <= next, next - done <= slots <= RSEC_SENDQ_MAX; frames
- * [done, next) are in flight; when the ring is full its newest frame is
+ * A data frame's slot is also kept until the peer has opened it (its
+ * credit came back: acked), so that a rebuilt data path can send it again
+ * (rebuild.c). A data frame never takes the last slot whose frame could be
+ * freed by a completion alone, so a credit-only frame always finds one and
+ * two peers whose rings are full of each other's unacknowledged frames can
+ * still return credits.
+ *
+ * Invariants: acked <= next, done <= next, next - done <= slots <=
+ * RSEC_SENDQ_MAX; frames [done, next) are in flight; frames [acked, next)
+ * that are data are kept; when the ring is full its newest frame is
  * signaled, so a full ring always ends in a completion that frees slots.
  */
 #ifndef RSEC_SENDQ_H
@@ -29,7 +37,9 @@ struct rsec_sendq {
 	uint32_t signal_every;   /* frames per completion at most */
 	uint32_t unsignaled_run; /* posted without a completion since the last signaled one */
 	uint64_t next, done;     /* frame numbers: the next to post, the oldest in flight */
+	uint64_t acked;          /* frames the peer has opened: [0, acked) */
 	bool signaled[RSEC_SENDQ_MAX];
+	bool kept[RSEC_SENDQ_MAX]; /* a data frame: its slot waits for acked too */
 };
 
 /* An empty queue of slots (1..RSEC_SENDQ_MAX) frames. Returns 0 or RSEC_E_INVAL. */
@@ -46,8 +56,20 @@ static inline uint32_t rsec_sendq_inflight(const struct rsec_sendq *q)
  * (the caller checked there is room). Nothing changes until rsec_sendq_posted.
  */
 uint32_t rsec_sendq_peek(const struct rsec_sendq *q, bool *signaled);
-/* The frame rsec_sendq_peek described was posted. */
-void rsec_sendq_posted(struct rsec_sendq *q, bool signaled);
+/* The frame rsec_sendq_peek described was posted; kept: a data frame (see above). */
+void rsec_sendq_posted(struct rsec_sendq *q, bool signaled, bool kept);
+
+/* Is there a slot for the next frame, a data frame (kept) or a credit-only one? */
+bool rsec_sendq_room(const struct rsec_sendq *q, bool kept);
+
+/*
+ * The peer opened n more of our frames (credits it returned). Returns 0, or
+ * RSEC_E_PROTO when that would be more frames than were posted.
+ */
+RSEC_MUST_CHECK int rsec_sendq_ack(struct rsec_sendq *q, uint32_t n);
+
+/* Frame f (acked <= f < next) is a data frame still in its slot, f % slots. */
+bool rsec_sendq_kept(const struct rsec_sendq *q, uint64_t f);
 
 /*
  * The send queue reported slot idx, successful or not. It and every frame

@@ -110,6 +110,13 @@ static RSEC_MUST_CHECK int check_credit(const struct rsec_msg_credit *c)
 	return 0;
 }
 
+static RSEC_MUST_CHECK int check_rebuild(const struct rsec_msg_rebuild *r)
+{
+	RSEC_ENSURE(r->epoch >= RSEC_WIRE_EPOCH_MIN, RSEC_E_RANGE);
+	RSEC_ENSURE(r->reason <= RSEC_WIRE_REBUILD_REASON_MAX, RSEC_E_RANGE);
+	return check_qp_info(&r->qp);
+}
+
 static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 {
 	RSEC_ENSURE(m->lane <= RSEC_WIRE_LANE_MAX, RSEC_E_RANGE);
@@ -124,6 +131,10 @@ static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 	case RSEC_MSG_ERROR: return check_error(&m->u.error);
 	case RSEC_MSG_VERIFY: return check_verify(&m->u.verify);
 	case RSEC_MSG_CREDIT: return check_credit(&m->u.credit);
+	case RSEC_MSG_REBUILD: return check_rebuild(&m->u.rebuild);
+	case RSEC_MSG_REBUILD_READY:
+		RSEC_ENSURE(m->u.rebuild_ready.epoch >= RSEC_WIRE_EPOCH_MIN, RSEC_E_RANGE);
+		return 0;
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -191,6 +202,14 @@ static RSEC_MUST_CHECK int read_verify(struct rsec_buf *in, struct rsec_msg_veri
 	return 0;
 }
 
+static RSEC_MUST_CHECK int read_rebuild(struct rsec_buf *in, struct rsec_msg_rebuild *r)
+{
+	RSEC_GUARD(rsec_buf_get_u32(in, &r->epoch));
+	RSEC_GUARD(rsec_buf_get_u8(in, &r->reason));
+	RSEC_GUARD(rsec_buf_get_u64(in, &r->opened));
+	return read_qp_info(in, &r->qp);
+}
+
 static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -208,6 +227,8 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 		return read_text(in, &m->u.error.text);
 	case RSEC_MSG_VERIFY: return read_verify(in, &m->u.verify);
 	case RSEC_MSG_CREDIT: return rsec_buf_get_u32(in, &m->u.credit.credits);
+	case RSEC_MSG_REBUILD: return read_rebuild(in, &m->u.rebuild);
+	case RSEC_MSG_REBUILD_READY: return rsec_buf_get_u32(in, &m->u.rebuild_ready.epoch);
 	default: return RSEC_E_PROTO;
 	}
 }
@@ -332,6 +353,14 @@ static RSEC_MUST_CHECK int write_verify(struct rsec_buf *out, const struct rsec_
 	return 0;
 }
 
+static RSEC_MUST_CHECK int write_rebuild(struct rsec_buf *out, const struct rsec_msg_rebuild *r)
+{
+	RSEC_GUARD(rsec_buf_put_u32(out, r->epoch));
+	RSEC_GUARD(rsec_buf_put_u8(out, r->reason));
+	RSEC_GUARD(rsec_buf_put_u64(out, r->opened));
+	return write_qp_info(out, &r->qp);
+}
+
 static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -349,6 +378,8 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 		return write_text(out, &m->u.error.text);
 	case RSEC_MSG_VERIFY: return write_verify(out, &m->u.verify);
 	case RSEC_MSG_CREDIT: return rsec_buf_put_u32(out, m->u.credit.credits);
+	case RSEC_MSG_REBUILD: return write_rebuild(out, &m->u.rebuild);
+	case RSEC_MSG_REBUILD_READY: return rsec_buf_put_u32(out, m->u.rebuild_ready.epoch);
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -392,6 +423,8 @@ const char *rsec_wire_type_name(uint8_t type)
 	case RSEC_MSG_ERROR: return "ERROR";
 	case RSEC_MSG_VERIFY: return "VERIFY";
 	case RSEC_MSG_CREDIT: return "CREDIT";
+	case RSEC_MSG_REBUILD: return "REBUILD";
+	case RSEC_MSG_REBUILD_READY: return "REBUILD_READY";
 	default: return "UNKNOWN";
 	}
 }

@@ -38,15 +38,18 @@ enum rsec_msg_type {
 	RSEC_MSG_ERROR = 8,
 	RSEC_MSG_VERIFY = 9,
 	RSEC_MSG_CREDIT = 10,
+	RSEC_MSG_REBUILD = 11,
+	RSEC_MSG_REBUILD_READY = 12,
 };
 #define RSEC_MSG_TYPE_MIN RSEC_MSG_HELLO
-#define RSEC_MSG_TYPE_MAX RSEC_MSG_CREDIT
+#define RSEC_MSG_TYPE_MAX RSEC_MSG_REBUILD_READY
 
 /* HELLO */
 #define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
 #define RSEC_WIRE_AEAD_AES_256_GCM 1
 #define RSEC_WIRE_AEAD_CHACHA20_POLY1305 2
 #define RSEC_WIRE_FEATURE_LANES 1u            /* takes frames with lane != 0 */
+#define RSEC_WIRE_FEATURE_REBUILD 2u          /* rebuilds a failed data path (REBUILD) */
 
 /* QP_INFO */
 #define RSEC_WIRE_QPN_MAX 0xffffffu           /* QPN and PSN are 24-bit */
@@ -95,6 +98,14 @@ enum rsec_disconnect_reason {
 	RSEC_DISC_INTEGRITY = 6, /* a message failed authentication or sequencing */
 };
 #define RSEC_DISC_MAX RSEC_DISC_INTEGRITY
+
+/* REBUILD: why the sender rebuilds its data path; epoch >= 1 */
+#define RSEC_WIRE_REBUILD_ANSWER 0            /* the peer asked */
+#define RSEC_WIRE_REBUILD_AUTH 1              /* a frame failed authentication or sequencing */
+#define RSEC_WIRE_REBUILD_QP 2                /* the queue pair failed */
+#define RSEC_WIRE_REBUILD_VIOLATION 3         /* a completion rdmasec never asks for */
+#define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_VIOLATION
+#define RSEC_WIRE_EPOCH_MIN 1u
 
 /* CREDIT */
 #define RSEC_WIRE_CREDITS_MIN 1u
@@ -165,6 +176,18 @@ struct rsec_msg_credit {
 	uint32_t credits;
 };
 
+/* One side's half of a rebuild (lib/rebuild.c): its new QP and what it opened of the old epoch. */
+struct rsec_msg_rebuild {
+	uint32_t epoch;               /* the epoch being built, >= 1 */
+	uint8_t reason;               /* RSEC_WIRE_REBUILD_* */
+	uint64_t opened;              /* the peer's frames of the previous epoch the sender opened */
+	struct rsec_msg_qp_info qp;   /* buffers as at set-up */
+};
+
+struct rsec_msg_rebuild_ready {
+	uint32_t epoch;
+};
+
 /* One decoded control message; type selects the member of u (READY has none). */
 struct rsec_msg {
 	uint8_t type;               /* enum rsec_msg_type */
@@ -179,6 +202,8 @@ struct rsec_msg {
 		struct rsec_msg_error error;
 		struct rsec_msg_verify verify;
 		struct rsec_msg_credit credit;
+		struct rsec_msg_rebuild rebuild;
+		struct rsec_msg_rebuild_ready rebuild_ready;
 	} u;
 };
 

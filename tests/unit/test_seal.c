@@ -390,6 +390,52 @@ static void data_mac(void **state)
 
 /* ---- A real TLS 1.3 session over a memory BIO pair. ---- */
 
+/* A frame we sealed gives its plaintext back (to send it again after a rebuild), in any order, both AEADs. */
+static void recover_own_frames(void **state)
+{
+	(void)state;
+	for (size_t a = 0; a < 2; a++) {
+		struct rsec_seal cli, srv;
+		pair_new(&cli, &srv, algs[a]);
+		uint8_t pt[3][300], frames[3][300 + RSEC_SEAL_OVERHEAD], back[300];
+		size_t flen[3];
+		for (int i = 0; i < 3; i++) {
+			memset(pt[i], 'a' + i, sizeof(pt[i]));
+			assert_int_equal(rsec_seal_frame(cli.tx, (uint16_t)i, i == 2 ? RSEC_SEAL_FLAG_LAST : 0, pt[i],
+							 (uint32_t)(100 * (i + 1)), frames[i], sizeof(frames[i]), &flen[i]),
+					 0);
+		}
+		assert_int_equal(rsec_seal_dir_next_seq(cli.tx), 3);
+		for (int i = 2; i >= 0; i--) {
+			struct rsec_seal_hdr h;
+			memset(back, 0, sizeof(back));
+			assert_int_equal(rsec_seal_recover(cli.tx, frames[i], flen[i], &h, back, sizeof(back)), 0);
+			assert_int_equal(h.seq, (uint64_t)i);
+			assert_int_equal(h.len, 100 * (i + 1));
+			assert_int_equal(h.credits, i);
+			assert_int_equal(h.flags, i == 2 ? RSEC_SEAL_FLAG_LAST : 0);
+			assert_memory_equal(back, pt[i], h.len);
+		}
+		/* Recovering changes nothing: the peer opens the frames as sealed, the next seal follows on. */
+		struct rsec_seal_hdr h;
+		assert_int_equal(rsec_open_frame(srv.rx, frames[0], flen[0], &h, back, sizeof(back)), 0);
+		assert_int_equal(rsec_seal_dir_next_seq(srv.rx), 1);
+		/* Not a frame of ours, too small a buffer, the peer's direction. */
+		uint8_t forged[sizeof(frames[0])];
+		memcpy(forged, frames[0], flen[0]);
+		forged[7] = 9; /* seq 9: never sealed */
+		assert_int_equal(rsec_seal_recover(cli.tx, forged, flen[0], &h, back, sizeof(back)), RSEC_E_PROTO);
+		assert_int_equal(rsec_seal_recover(cli.tx, frames[1], flen[1], &h, back, 10), RSEC_E_RANGE);
+		assert_int_equal(rsec_seal_recover(srv.rx, frames[1], flen[1], &h, back, sizeof(back)), RSEC_E_INVAL);
+		assert_int_equal(rsec_seal_recover(cli.tx, frames[1], 5, &h, back, sizeof(back)), RSEC_E_PROTO);
+		assert_int_equal(rsec_seal_recover(cli.tx, frames[1], flen[1] - 1, &h, back, sizeof(back)), RSEC_E_PROTO);
+		/* In a slot larger than the frame, as in the send ring. */
+		assert_int_equal(rsec_seal_recover(cli.tx, frames[0], sizeof(frames[0]), &h, back, sizeof(back)), 0);
+		assert_memory_equal(back, pt[0], 100);
+		pair_free(&cli, &srv);
+	}
+}
+
 static void make_cert(EVP_PKEY **pkey, X509 **cert)
 {
 	*pkey = EVP_EC_gen("P-256");
@@ -463,9 +509,9 @@ static void tls13_exporter_interoperates(void **state)
 	for (size_t a = 0; a < 2; a++) {
 		struct rsec_seal cli = { 0 }, srv = { 0 };
 		/* Role must match the SSL object. */
-		assert_int_equal(rsec_seal_from_tls(&cli, c, true, algs[a], 0), RSEC_E_INVAL);
-		assert_int_equal(rsec_seal_from_tls(&cli, c, false, algs[a], 0), 0);
-		assert_int_equal(rsec_seal_from_tls(&srv, s, true, algs[a], 0), 0);
+		assert_int_equal(rsec_seal_from_tls(&cli, c, true, algs[a], 0, 0), RSEC_E_INVAL);
+		assert_int_equal(rsec_seal_from_tls(&cli, c, false, algs[a], 0, 0), 0);
+		assert_int_equal(rsec_seal_from_tls(&srv, s, true, algs[a], 0, 0), 0);
 		check_roundtrip(cli.tx, srv.rx, 1000, RSEC_SEAL_FLAG_FIRST);
 		check_roundtrip(srv.tx, cli.rx, 1000, RSEC_SEAL_FLAG_LAST);
 		uint8_t m1[32], m2[32];
@@ -479,8 +525,8 @@ static void tls13_exporter_interoperates(void **state)
 	SSL *c2, *s2;
 	tls_pair(&c2, &s2, TLS1_3_VERSION);
 	struct rsec_seal a = { 0 }, b = { 0 };
-	assert_int_equal(rsec_seal_from_tls(&a, c, false, RSEC_AEAD_AES256GCM, 0), 0);
-	assert_int_equal(rsec_seal_from_tls(&b, s2, true, RSEC_AEAD_AES256GCM, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&a, c, false, RSEC_AEAD_AES256GCM, 0, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&b, s2, true, RSEC_AEAD_AES256GCM, 0, 0), 0);
 	uint8_t frame[RSEC_SEAL_OVERHEAD + 1], out[1];
 	size_t flen;
 	struct rsec_seal_hdr h;
@@ -490,9 +536,9 @@ static void tls13_exporter_interoperates(void **state)
 	rsec_seal_free(&b);
 	/* Each lane of one session has keys of its own; both ends agree on them. */
 	struct rsec_seal l0 = { 0 }, l1 = { 0 }, peer1 = { 0 };
-	assert_int_equal(rsec_seal_from_tls(&l0, c, false, RSEC_AEAD_AES256GCM, 0), 0);
-	assert_int_equal(rsec_seal_from_tls(&l1, c, false, RSEC_AEAD_AES256GCM, 1), 0);
-	assert_int_equal(rsec_seal_from_tls(&peer1, s, true, RSEC_AEAD_AES256GCM, 1), 0);
+	assert_int_equal(rsec_seal_from_tls(&l0, c, false, RSEC_AEAD_AES256GCM, 0, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&l1, c, false, RSEC_AEAD_AES256GCM, 1, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&peer1, s, true, RSEC_AEAD_AES256GCM, 1, 0), 0);
 	check_roundtrip(l1.tx, peer1.rx, 100, RSEC_SEAL_FLAG_FIRST);
 	assert_int_equal(rsec_seal_frame(l0.tx, 0, 0, (const uint8_t *)"z", 1, frame, sizeof(frame), &flen), 0);
 	assert_int_equal(rsec_open_frame(peer1.rx, frame, flen, &h, out, sizeof(out)), RSEC_E_MAC);
@@ -503,6 +549,21 @@ static void tls13_exporter_interoperates(void **state)
 	rsec_seal_free(&l0);
 	rsec_seal_free(&l1);
 	rsec_seal_free(&peer1);
+	/* Each epoch of a lane (a rebuilt data path) too: epoch 1 of lane 0 and of lane 1 differ from all above. */
+	struct rsec_seal e1 = { 0 }, e1peer = { 0 }, l1e1 = { 0 }, e0 = { 0 };
+	assert_int_equal(rsec_seal_from_tls(&e0, s, true, RSEC_AEAD_AES256GCM, 0, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&e1, c, false, RSEC_AEAD_AES256GCM, 0, 1), 0);
+	assert_int_equal(rsec_seal_from_tls(&e1peer, s, true, RSEC_AEAD_AES256GCM, 0, 1), 0);
+	assert_int_equal(rsec_seal_from_tls(&l1e1, s, true, RSEC_AEAD_AES256GCM, 1, 1), 0);
+	check_roundtrip(e1.tx, e1peer.rx, 100, RSEC_SEAL_FLAG_FIRST);
+	assert_int_equal(rsec_seal_frame(e1.tx, 0, 0, (const uint8_t *)"z", 1, frame, sizeof(frame), &flen), 0);
+	assert_int_equal(rsec_open_frame(e0.rx, frame, flen, &h, out, sizeof(out)), RSEC_E_MAC);
+	assert_int_equal(rsec_seal_frame(e1.tx, 0, 0, (const uint8_t *)"z", 1, frame, sizeof(frame), &flen), 0);
+	assert_int_equal(rsec_open_frame(l1e1.rx, frame, flen, &h, out, sizeof(out)), RSEC_E_MAC);
+	rsec_seal_free(&e0);
+	rsec_seal_free(&e1);
+	rsec_seal_free(&e1peer);
+	rsec_seal_free(&l1e1);
 	SSL_free(c);
 	SSL_free(s);
 	SSL_free(c2);
@@ -516,7 +577,7 @@ static void tls12_is_refused(void **state)
 	tls_pair(&c, &s, TLS1_2_VERSION);
 	assert_int_equal(SSL_version(c), TLS1_2_VERSION);
 	struct rsec_seal cli = { 0 };
-	assert_int_equal(rsec_seal_from_tls(&cli, c, false, RSEC_AEAD_AES256GCM, 0), RSEC_E_INVAL);
+	assert_int_equal(rsec_seal_from_tls(&cli, c, false, RSEC_AEAD_AES256GCM, 0, 0), RSEC_E_INVAL);
 	assert_null(cli.tx);
 	SSL_free(c);
 	SSL_free(s);
@@ -536,6 +597,7 @@ int main(void)
 		cmocka_unit_test(aes_gcm_usage_limit),
 		cmocka_unit_test(bad_arguments),
 		cmocka_unit_test(data_mac),
+		cmocka_unit_test(recover_own_frames),
 		cmocka_unit_test(tls13_exporter_interoperates),
 		cmocka_unit_test(tls12_is_refused),
 	};

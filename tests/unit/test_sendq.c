@@ -21,7 +21,7 @@ static uint32_t post(struct rsec_sendq *q, bool *signaled)
 {
 	bool s;
 	uint32_t slot = rsec_sendq_peek(q, &s);
-	rsec_sendq_posted(q, s);
+	rsec_sendq_posted(q, s, false);
 	if (signaled)
 		*signaled = s;
 	return slot;
@@ -169,6 +169,77 @@ static void flushed_frames(void **state)
 	assert_int_equal(rsec_sendq_inflight(&q), 0);
 }
 
+/* Post one frame, data (kept) or credit-only, asking first whether it has room. */
+static bool post_kind(struct rsec_sendq *q, bool kept)
+{
+	if (!rsec_sendq_room(q, kept))
+		return false;
+	bool s;
+	(void)rsec_sendq_peek(q, &s);
+	rsec_sendq_posted(q, s, kept);
+	return true;
+}
+
+/* Every completion asked for arrives (an unsignaled frame at the end stays in flight). */
+static void complete_all(struct rsec_sendq *q)
+{
+	for (uint64_t f = q->done; f < q->next; f++)
+		if (q->signaled[f % q->slots])
+			assert_true(rsec_sendq_complete(q, (uint32_t)(f % q->slots), true, why, sizeof(why)) > 0);
+}
+
+/*
+ * A data frame keeps its slot until the peer acknowledged it, completion or
+ * not; it never takes the last slot a credit-only frame could have; the peer
+ * acknowledges no more than was posted.
+ */
+static void data_frames_wait_for_the_peer(void **state)
+{
+	(void)state;
+	struct rsec_sendq q;
+	assert_int_equal(rsec_sendq_init(&q, 8), 0);
+	int data = 0;
+	while (post_kind(&q, true))
+		data++;
+	assert_int_equal(data, 7); /* one slot left to a credit-only frame */
+	complete_all(&q);
+	assert_false(rsec_sendq_room(&q, true)); /* completed, not acknowledged: still kept */
+	assert_true(post_kind(&q, false));        /* frame 7, credit-only */
+	complete_all(&q);
+	assert_false(rsec_sendq_room(&q, false)); /* slot 0 holds frame 0, unacknowledged */
+	for (uint64_t f = 0; f < 7; f++)
+		assert_true(rsec_sendq_kept(&q, f));
+	assert_false(rsec_sendq_kept(&q, 7)); /* credit-only: never sent again */
+	assert_false(rsec_sendq_kept(&q, 8)); /* not posted */
+	/* The peer opened frames 0..2: slots 0..2 free up, two data frames fit (the third leaves one spare). */
+	assert_int_equal(rsec_sendq_ack(&q, 3), 0);
+	assert_false(rsec_sendq_kept(&q, 2));
+	assert_true(post_kind(&q, true));
+	assert_true(post_kind(&q, true));
+	assert_false(post_kind(&q, true));
+	assert_true(post_kind(&q, false));
+	/* It cannot acknowledge more than was posted (8 + 3 frames, 3 acknowledged). */
+	assert_int_equal(rsec_sendq_ack(&q, 9), RSEC_E_PROTO);
+	assert_int_equal(q.acked, 3);
+	assert_int_equal(rsec_sendq_ack(&q, 8), 0);
+	complete_all(&q);
+	assert_true(rsec_sendq_room(&q, true));
+}
+
+/* Credit-only frames alone never wait for the peer: they never need sending again. */
+static void credit_only_frames_are_not_kept(void **state)
+{
+	(void)state;
+	struct rsec_sendq q;
+	assert_int_equal(rsec_sendq_init(&q, 4), 0);
+	for (int i = 0; i < 40; i++) {
+		assert_true(post_kind(&q, false));
+		if (rsec_sendq_inflight(&q) == 4)
+			complete_all(&q);
+	}
+	assert_int_equal(q.acked, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +249,8 @@ int main(void)
 		cmocka_unit_test(slots_wrap),
 		cmocka_unit_test(reports_checked),
 		cmocka_unit_test(flushed_frames),
+		cmocka_unit_test(data_frames_wait_for_the_peer),
+		cmocka_unit_test(credit_only_frames_are_not_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,12 +31,15 @@
 #define OFF_VERIFY_LEN 16
 #define OFF_VERIFY_ALG 24
 #define OFF_CREDIT 0
+#define OFF_REBUILD_EPOCH 0
+#define OFF_REBUILD_REASON 4
+#define OFF_REBUILD_QP 13 /* QP_INFO's fields follow */
 
 static const size_t body_len_of[RSEC_MSG_TYPE_MAX + 1] = {
 	[RSEC_MSG_HELLO] = 9,      [RSEC_MSG_QP_INFO] = 40, [RSEC_MSG_READY] = 0,
 	[RSEC_MSG_GRANT] = 44,     [RSEC_MSG_REVOKE] = 8,   [RSEC_MSG_KEEPALIVE] = 9,
 	[RSEC_MSG_DISCONNECT] = 6, [RSEC_MSG_ERROR] = 6,    [RSEC_MSG_VERIFY] = 57,
-	[RSEC_MSG_CREDIT] = 4,
+	[RSEC_MSG_CREDIT] = 4,     [RSEC_MSG_REBUILD] = 53, [RSEC_MSG_REBUILD_READY] = 4,
 };
 
 static void fill_text(struct rsec_wire_text *t, size_t n)
@@ -108,6 +111,15 @@ static struct rsec_msg sample(uint8_t type, int high)
 		break;
 	case RSEC_MSG_CREDIT:
 		m.u.credit.credits = high ? RSEC_WIRE_CREDITS_MAX : RSEC_WIRE_CREDITS_MIN;
+		break;
+	case RSEC_MSG_REBUILD:
+		m.u.rebuild.epoch = high ? UINT32_MAX : RSEC_WIRE_EPOCH_MIN;
+		m.u.rebuild.reason = high ? RSEC_WIRE_REBUILD_REASON_MAX : RSEC_WIRE_REBUILD_ANSWER;
+		m.u.rebuild.opened = high ? UINT64_MAX : 0;
+		m.u.rebuild.qp = sample(RSEC_MSG_QP_INFO, high).u.qp_info;
+		break;
+	case RSEC_MSG_REBUILD_READY:
+		m.u.rebuild_ready.epoch = high ? UINT32_MAX : RSEC_WIRE_EPOCH_MIN;
 		break;
 	default:
 		fail();
@@ -465,6 +477,18 @@ static void grant_fields(void **state)
 	expect_proto(frame, len);
 }
 
+static void rebuild_fields(void **state)
+{
+	(void)state;
+	REJECT_SET(RSEC_MSG_REBUILD, rebuild.epoch, OFF_REBUILD_EPOCH, 4, 0);
+	REJECT_SET(RSEC_MSG_REBUILD, rebuild.reason, OFF_REBUILD_REASON, 1, RSEC_WIRE_REBUILD_REASON_MAX + 1);
+	REJECT_SET(RSEC_MSG_REBUILD, rebuild.reason, OFF_REBUILD_REASON, 1, 0xff);
+	REJECT_SET(RSEC_MSG_REBUILD_READY, rebuild_ready.epoch, 0, 4, 0);
+	/* The new QP's fields are checked as QP_INFO's: an MTU out of range, a QPN over 24 bits. */
+	REJECT_SET(RSEC_MSG_REBUILD, rebuild.qp.mtu, OFF_REBUILD_QP + OFF_QP_MTU, 1, RSEC_WIRE_MTU_MAX + 1);
+	REJECT_SET(RSEC_MSG_REBUILD, rebuild.qp.qpn, OFF_REBUILD_QP + OFF_QP_QPN, 4, RSEC_WIRE_QPN_MAX + 1);
+}
+
 static void keepalive_credit_verify_fields(void **state)
 {
 	(void)state;
@@ -614,7 +638,7 @@ static void names_and_text_helper(void **state)
 	(void)state;
 	static const char *const names[] = {
 		"UNKNOWN", "HELLO", "QP_INFO", "READY", "GRANT", "REVOKE",
-		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "CREDIT", "UNKNOWN",
+		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "CREDIT", "REBUILD", "REBUILD_READY", "UNKNOWN",
 	};
 	for (unsigned t = 0; t < sizeof(names) / sizeof(names[0]); t++)
 		assert_string_equal(rsec_wire_type_name((uint8_t)t), names[t]);
@@ -659,6 +683,7 @@ int main(void)
 		cmocka_unit_test(qp_info_fields),
 		cmocka_unit_test(grant_fields),
 		cmocka_unit_test(keepalive_credit_verify_fields),
+		cmocka_unit_test(rebuild_fields),
 		cmocka_unit_test(text_fields),
 		cmocka_unit_test(encode_rejects_bad_calls),
 		cmocka_unit_test(names_and_text_helper),

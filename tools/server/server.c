@@ -54,6 +54,7 @@ struct session {
 	/* WRITE_DONE came and the client's VERIFY (TLS) has not: it may trail (RDMA). */
 	bool verify_pending;
 	uint64_t verify_deadline_ms;
+	uint64_t rebuilds; /* of its data path, logged so far */
 	struct session *prev, *next;
 };
 
@@ -171,11 +172,12 @@ static void session_end(struct session *s, int rc)
 		srv->n.closed++;
 		log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
 			  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
-			  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu",
+			  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu rebuilds=%llu",
 			  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
 			  (unsigned long long)st.msgs_received, (unsigned long long)st.msgs_sent,
 			  (unsigned long long)st.mac_failures, (unsigned long long)st.seq_violations,
-			  (unsigned long long)st.qp_errors, (unsigned long long)st.protocol_violations);
+			  (unsigned long long)st.qp_errors, (unsigned long long)st.protocol_violations,
+			  (unsigned long long)st.rebuilds);
 	} else {
 		const char *event = "handshake_failed";
 		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
@@ -435,6 +437,22 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 }
 
 /* Everything one connection can do now; false once it has ended. */
+/* The library rebuilt the session's data path (self-healing): say so, with why. */
+static void log_rebuilds(struct session *s)
+{
+	struct rsec_conn_stats st;
+	if (rsec_conn_stats(s->conn, &st) < 0 || st.rebuilds == s->rebuilds)
+		return;
+	s->rebuilds = st.rebuilds;
+	const char *why = rsec_conn_rebuild_reason(s->conn);
+	log_event("warn", "rebuilt",
+		  "conn=%llu peer=%s rebuilds=%llu reason=%s local_qpn=%u mac_failures=%llu qp_errors=%llu "
+		  "protocol_violations=%llu",
+		  (unsigned long long)s->id, log_q(s->peer), (unsigned long long)st.rebuilds, log_q(why ? why : ""),
+		  st.local_qpn, (unsigned long long)st.mac_failures, (unsigned long long)st.qp_errors,
+		  (unsigned long long)st.protocol_violations);
+}
+
 static bool session_step(struct session *s)
 {
 	struct server *srv = s->srv;
@@ -455,6 +473,8 @@ static bool session_step(struct session *s)
 			  (unsigned long long)s->id, log_q(s->peer), srv->nsessions,
 			  rsec_conn_resumed(s->conn) ? "resumed" : "full", grants ? grants : "none");
 	}
+	if (s->established)
+		log_rebuilds(s);
 	if (rc == 0 && s->verify_pending)
 		rc = resume_verify(s);
 	if (rc < 0) {

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rebuilding a failed data path under the same session (docs/protocol.md,
+ * "Rebuilding the data path").
+ *
+ * A forged SEND that fails authentication, a forged WRITE whose bad rkey
+ * moves our QP to the error state, a completion we never ask for: anyone who
+ * can guess or sniff a QPN and a PSN can send those packets, and none of them
+ * touches the TLS channel. So instead of closing, both sides rebuild the
+ * data path over TLS, each exactly once per epoch:
+ *
+ *   on its own fault, or on the peer's REBUILD, a side stops: one-sided
+ *   operations in flight end with RSEC_E_QP, every grant goes (ours revoked
+ *   and audited, the peer's forgotten), the QP is replaced (same PD, CQs and
+ *   rings; fresh random PSN; a QP number past a random count of throwaway
+ *   QPs) with all receives posted again; it sends REBUILD {epoch + 1, how
+ *   many of the peer's frames it opened, its new QP};
+ *
+ *   with both REBUILDs in, it recovers from its send ring the data frames
+ *   the peer did not open, derives epoch + 1's keys (the exporter context
+ *   names lane and epoch: no nonce is ever used twice), connects the new QP
+ *   and sends REBUILD_READY;
+ *
+ *   on the peer's REBUILD_READY (the peer's QP is connected) it sends the
+ *   recovered frames again, in order, then whatever waited.
+ *
+ * A data frame keeps its send-ring slot until the peer's credits say it was
+ * opened (sendq.h), and a receiver keeps the message it was reassembling, so
+ * nothing the peer opened is sent twice and nothing it did not is lost. A
+ * fault while a rebuild is under way waits for it to finish and starts the
+ * next. Rebuilds are bounded per minute (rsec_ctx_attr.rebuilds_per_min);
+ * past that, and with a peer that cannot rebuild, the connection closes as
+ * before.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+
+#define MINUTE_MS 60000u
+
+static const char *why_text(uint8_t why)
+{
+	switch (why) {
+	case RSEC_WIRE_REBUILD_AUTH: return "a frame failed authentication or sequencing";
+	case RSEC_WIRE_REBUILD_QP: return "the queue pair failed";
+	case RSEC_WIRE_REBUILD_VIOLATION: return "a completion rdmasec never asks for";
+	default: return "the peer rebuilt its side";
+	}
+}
+
+static bool peer_rebuilds(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_rebuilds;
+}
+
+/* Rebuilds started in the last minute, this one not yet counted. */
+static unsigned recent(const struct rsec_conn *c, uint64_t now)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < RSEC_MAX_REBUILDS; i++)
+		if (c->rb.started_ms[i] && now - c->rb.started_ms[i] < MINUTE_MS)
+			n++;
+	return n;
+}
+
+/* The audit record of the fault itself, as a closing connection would write it. */
+static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *text)
+{
+	enum rsec_audit_event ev = code == RSEC_E_MAC   ? RSEC_AUDIT_MAC_FAILURE
+				   : code == RSEC_E_SEQ ? RSEC_AUDIT_SEQ_VIOLATION
+				   : why == RSEC_WIRE_REBUILD_VIOLATION ? RSEC_AUDIT_PROTOCOL_VIOLATION
+									: RSEC_AUDIT_QP_ERROR;
+	rsec_conn_audit(c, ev, rsec_strerror(code), text, NULL);
+}
+
+static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why)
+{
+	struct rsec_qp_peer self;
+	rsec_qp_describe_local(&c->qp, &self);
+	struct rsec_msg m = { .type = RSEC_MSG_REBUILD, .lane = c->lane };
+	struct rsec_msg_rebuild *r = &m.u.rebuild;
+	r->epoch = c->rb.epoch + 1;
+	r->reason = why;
+	r->opened = c->rb.opened;
+	r->qp.qpn = self.qpn;
+	r->qp.psn = self.psn;
+	r->qp.lid = self.lid;
+	memcpy(r->qp.gid, self.gid.raw, sizeof(r->qp.gid));
+	r->qp.mtu = (uint8_t)self.mtu;
+	r->qp.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? RSEC_WIRE_LINK_IB : RSEC_WIRE_LINK_ETHERNET;
+	r->qp.recv_slots = c->recv_slots;
+	r->qp.slot_size = c->ctx->slot_size;
+	r->qp.max_msg = c->ctx->max_msg;
+	int rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}
+
+/* Stop the failed data path and send our half. Returns 0 or the connection's failure. */
+static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
+{
+	uint64_t now = rsec_now_ms();
+	c->rb.started_ms[c->rb.started_next] = now;
+	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
+	c->rb.deadline_ms = now + (uint64_t)c->ctx->handshake_timeout_ms;
+	c->rb.opened = rsec_data_opened(c);
+	c->rb.again = false;
+	char revoked[160];
+	snprintf(revoked, sizeof(revoked), "data path rebuilt: %.140s", c->rb.reason);
+	/* Nothing in flight survives the old QP: operations end, grants go (the peer drops ours as we drop its). */
+	if (c->qp.qp)
+		(void)!rsec_qp_to_error(&c->qp);
+	int rc = rsec_data_renew(c);
+	rsec_onesided_abort(c, RSEC_E_QP);
+	rsec_grant_reset(c, revoked);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->rb.reason, rsec_strerror(rc));
+	rc = send_half(c, why);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send REBUILD");
+	c->rb.state = REBUILD_SENT;
+	return 0;
+}
+
+/* May this connection rebuild once more now? If not, why not, in out. */
+static bool may_rebuild(const struct rsec_conn *c, char *out, size_t cap)
+{
+	uint32_t max = c->ctx->rebuilds_per_min;
+	if (c->phase != PHASE_ESTABLISHED)
+		snprintf(out, cap, "%s", "the connection was not established");
+	else if (max == 0)
+		snprintf(out, cap, "%s", "rebuilding is off");
+	else if (!peer_rebuilds(c))
+		snprintf(out, cap, "%s", "the peer cannot rebuild");
+	else if (recent(c, rsec_now_ms()) >= max)
+		snprintf(out, cap, "rebuilt %u times in the last minute, the limit", max);
+	else
+		return true;
+	return false;
+}
+
+int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	char text[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (rsec_rebuilding(c)) {
+		/* The new path failed before its rebuild was over: one more, once this one ends. */
+		if (c->rb.state == REBUILD_CONNECTED && !c->rb.again) {
+			c->rb.again = true;
+			c->rb.again_why = why;
+			audit_fault(c, why, code, text);
+		}
+		return 1;
+	}
+	char no[96];
+	if (!may_rebuild(c, no, sizeof(no)))
+		return rsec_conn_fail(c, code, "%s (not rebuilt: %s)", text, no);
+	audit_fault(c, why, code, text);
+	_Static_assert(sizeof(text) == sizeof(c->rb.reason), "the reason is the fault's text");
+	memcpy(c->rb.reason, text, sizeof(text));
+	int rc = begin(c, why);
+	return rc < 0 ? rc : 1;
+}
+
+/* The peer's new QP, checked as at set-up; its buffers must be the ones it announced then. */
+static RSEC_MUST_CHECK int take_peer_qp(struct rsec_conn *c, const struct rsec_msg_qp_info *q)
+{
+	if (q->recv_slots != c->peer_slots || q->slot_size != c->peer_slot_size || q->max_msg != c->peer_max_msg)
+		return rsec_conn_violation(c, "REBUILD changed the receive buffers announced at set-up");
+	struct rsec_qp_peer peer = { .qpn = q->qpn, .psn = q->psn, .lid = q->lid, .mtu = (enum ibv_mtu)q->mtu };
+	memcpy(peer.gid.raw, q->gid, sizeof(peer.gid.raw));
+	if (rsec_qp_peer_check(&peer) < 0)
+		return rsec_conn_violation(c, "REBUILD with an impossible queue pair");
+	c->remote = peer;
+	return 0;
+}
+
+/* Both halves are in: new keys, the frames to send again, the new QP connected; REBUILD_READY goes out. */
+static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
+{
+	RSEC_GUARD(take_peer_qp(c, &r->qp));
+	int rc = rsec_data_rekey(c, r->opened);
+	if (rc == RSEC_E_PROTO)
+		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot rekey the rebuilt data path: %s", rsec_strerror(rc));
+	rc = rsec_qp_connect(&c->qp, &c->remote);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_strerror(rc));
+	c->rb.epoch = r->epoch;
+	c->stats.local_qpn = c->qp.qp->qp_num;
+	c->stats.remote_qpn = c->remote.qpn;
+	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
+	m.u.rebuild_ready.epoch = r->epoch;
+	rc = rsec_chan_send(c, &m);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send REBUILD_READY");
+	c->rb.state = REBUILD_CONNECTED;
+	return 0;
+}
+
+static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
+{
+	if (r->epoch != c->rb.epoch + 1 || c->rb.state == REBUILD_CONNECTED)
+		return rsec_conn_violation(c, "REBUILD out of turn");
+	if (c->rb.state == REBUILD_NONE) {
+		/* The peer saw the fault first; a rebuild it asks for counts against the budget too. */
+		char no[96];
+		if (!may_rebuild(c, no, sizeof(no)))
+			return rsec_conn_fail(c, RSEC_E_QP, "the peer's data path failed (%s) and it was not rebuilt: %s",
+					      why_text(r->reason), no);
+		snprintf(c->rb.reason, sizeof(c->rb.reason), "the peer's side: %s", why_text(r->reason));
+		RSEC_GUARD(begin(c, RSEC_WIRE_REBUILD_ANSWER));
+	}
+	return connect_new(c, r);
+}
+
+/* The rebuild is over: said in the stats and the audit log; a fault meanwhile starts the next. */
+static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
+{
+	c->rb.state = REBUILD_NONE;
+	c->stats.rebuilds++;
+	char note[200];
+	snprintf(note, sizeof(note), "epoch %u: %.180s", c->rb.epoch, c->rb.reason);
+	rsec_conn_audit(c, RSEC_AUDIT_REBUILD, "ok", note, NULL);
+	if (!c->rb.again)
+		return 0;
+	int rc = rsec_rebuild_fault(c, c->rb.again_why, RSEC_E_QP, "the rebuilt data path failed too: %s",
+				    why_text(c->rb.again_why));
+	return rc < 0 ? rc : 0;
+}
+
+int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	if (!peer_rebuilds(c) || c->phase != PHASE_ESTABLISHED)
+		return rsec_conn_violation(c, "unexpected rebuild message");
+	if (m->type == RSEC_MSG_REBUILD)
+		return on_rebuild(c, &m->u.rebuild);
+	if (c->rb.state != REBUILD_CONNECTED || m->u.rebuild_ready.epoch != c->rb.epoch)
+		return rsec_conn_violation(c, "REBUILD_READY out of turn");
+	return finished(c);
+}
+
+int rsec_rebuild_expire(struct rsec_conn *c)
+{
+	if (!rsec_rebuilding(c) || rsec_now_ms() <= c->rb.deadline_ms)
+		return 0;
+	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
+			      c->ctx->handshake_timeout_ms, c->rb.reason);
+}
+
+void rsec_rebuild_free(struct rsec_conn *c)
+{
+	if (c->rb.resend) {
+		OPENSSL_cleanse(c->rb.resend, c->rb.resend_len);
+		free(c->rb.resend);
+	}
+	c->rb.resend = NULL;
+	c->rb.resend_len = c->rb.resend_off = 0;
+}
+
+const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
+{
+	return c && c->stats.rebuilds ? c->rb.reason : NULL;
+}
