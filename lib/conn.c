@@ -684,6 +684,8 @@ static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
 	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
 	if (expiry && expiry < t)
 		t = expiry;
+	if (rsec_rebuilding(c) && c->rb.deadline_ms + 1 < t)
+		t = c->rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
 	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
 	if (chan && chan->phase == PHASE_ESTABLISHED && chan->last_tx_ms + KEEPALIVE_MS < t)
 		t = chan->last_tx_ms + KEEPALIVE_MS;

@@ -369,6 +369,12 @@ static inline bool rsec_rebuilding(const struct rsec_conn *c)
 {
 	return c->rb.state != REBUILD_NONE;
 }
+/* Can this connection's data path be rebuilt at all (both sides offered it)? */
+static inline bool rsec_rebuild_possible(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_rebuilds;
+}
 /* Frames recovered for sending again wait. */
 static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 {
@@ -417,8 +423,12 @@ RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */
 void rsec_grant_close(struct rsec_conn *c);
-/* The data path is being rebuilt (its QP is gone): every grant of ours revoked (audited: why), the peer's forgotten. */
-void rsec_grant_reset(struct rsec_conn *c, const char *why);
+/*
+ * The data path is being rebuilt (its QP is gone): every grant of ours
+ * revoked (audited: why), the peer's forgotten. Returns 0, or the
+ * connection's failure when the device would not free a grant.
+ */
+RSEC_MUST_CHECK int rsec_grant_reset(struct rsec_conn *c, const char *why);
 void rsec_grant_teardown(struct rsec_conn *c);
 /* One user of r's registrations (a bind, an operation) is over; a region freed meanwhile goes with the last. */
 void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);

@@ -25,8 +25,8 @@
 #define SEND_SLOTS_MAX RSEC_SENDQ_MAX
 #define SEND_RING_MAX (1u << 20)
 #define EXTRA_SEND_WR (2u * RSEC_MAX_GRANTS + 4u) /* binds, invalidations */
-/* A rebuilt QP's number lies past 0..this many throwaway QPs (rsec_qp_renew). */
-#define RSEC_REBUILD_BURN 64u
+/* A rebuilt QP's number lies past 0..this many throwaway QPs (rsec_qp_renew), as a pool entry's. */
+#define RSEC_REBUILD_BURN RSEC_QPOOL_BURN_DEFAULT
 
 /*
  * Send slots a side gives a peer with slots receive buffers of slot_size
@@ -192,7 +192,8 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const 
 		.send_flags = (n <= c->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
 	RSEC_GUARD(post_send(c, &wr));
-	rsec_sendq_posted(&c->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY));
+	/* A data frame stays in its slot for a rebuild to send again, if there can be one. */
+	rsec_sendq_posted(&c->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && rsec_rebuild_possible(c));
 	c->credits_owed -= credits;
 	c->credits--;
 	return 0;
@@ -555,7 +556,10 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 	const struct rsec_sendq *q = &c->sendq;
 	size_t body_max = c->frame_size - RSEC_SEAL_OVERHEAD;
 	size_t old = c->rb.resend ? c->rb.resend_len - c->rb.resend_off : 0;
-	size_t cap = (size_t)(q->next - opened) * (RESEND_HDR + body_max) + old;
+	size_t kept = 0; /* at most the ring's slots, whatever the peer's credits allowed */
+	for (uint64_t f = opened; f < q->next; f++)
+		kept += rsec_sendq_kept(q, f);
+	size_t cap = kept * (RESEND_HDR + body_max) + old;
 	uint8_t *buf = malloc(cap ? cap : 1);
 	RSEC_ENSURE(buf, RSEC_E_NOMEM);
 	size_t len = 0;

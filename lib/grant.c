@@ -856,18 +856,22 @@ void rsec_grant_close(struct rsec_conn *c)
 	}
 }
 
-void rsec_grant_reset(struct rsec_conn *c, const char *why)
+int rsec_grant_reset(struct rsec_conn *c, const char *why)
 {
 	/* The old QP is gone: nothing of ours is reachable through it, and its binds never complete. */
+	bool all_freed = true;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
+		bool freed = true;
 		if (g->live) {
 			g->live = false;
-			bool freed = grant_release(g) == 0;
+			freed = grant_release(g) == 0;
 			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
 			c->stats.grants_revoked++;
 		}
-		settle_sealed_read(c, g, true);
+		/* A registration the device kept (MR mode) still works on the new QP: its sealed bytes are wiped, not opened. */
+		settle_sealed_read(c, g, freed);
+		all_freed = all_freed && freed;
 		if (g->busy) {
 			g->busy = false;
 			c->binds_inflight--;
@@ -879,6 +883,9 @@ void rsec_grant_reset(struct rsec_conn *c, const char *why)
 	/* The peer does the same with its own: what it granted us is gone too. */
 	rsec_gt_forget_peer(&c->gt);
 	rsec_sealed_peer_clear(c);
+	if (!all_freed)
+		return rsec_conn_fail(c, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+	return 0;
 }
 
 void rsec_grant_teardown(struct rsec_conn *c)

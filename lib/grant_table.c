@@ -129,6 +129,8 @@ int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *
 		i++;
 	if (i == RSEC_MAX_GRANTS)
 		return RSEC_E_LIMIT;
+	if (g->grant_id > t->peer_max_id)
+		t->peer_max_id = g->grant_id;
 	struct rsec_remote_grant *rg = &t->remote[i];
 	bool sealed = g->access & RSEC_WIRE_ACCESS_SEALED;
 	*rg = (struct rsec_remote_grant){
@@ -192,7 +194,15 @@ void rsec_gt_wipe(struct rsec_grant_table *t)
 
 void rsec_gt_forget_peer(struct rsec_grant_table *t)
 {
+	/* The peer numbers its grants upwards: every one it issued so far is gone. */
+	if (t->peer_max_id)
+		t->peer_floor = t->peer_max_id + 1;
 	OPENSSL_cleanse(t->remote, sizeof(t->remote));
 	memset(t->remote_live, 0, sizeof(t->remote_live));
 	OPENSSL_cleanse(t->pending, sizeof(t->pending));
+}
+
+bool rsec_gt_peer_stale(const struct rsec_grant_table *t, uint64_t grant_id)
+{
+	return !rsec_gt_ours(t, grant_id) && rsec_gt_id_lane(grant_id) == t->lane && grant_id < t->peer_floor;
 }

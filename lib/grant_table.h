@@ -71,6 +71,8 @@ struct rsec_grant_table {
 	bool is_server;
 	uint16_t lane;
 	uint64_t next_id;
+	uint64_t peer_max_id;  /* the highest id of a GRANT the peer sent */
+	uint64_t peer_floor;   /* the peer's grants below this went with a rebuilt data path */
 	struct rsec_local_grant local[RSEC_MAX_GRANTS];
 	struct rsec_remote_grant remote[RSEC_MAX_GRANTS];
 	bool remote_live[RSEC_MAX_GRANTS];
@@ -120,8 +122,13 @@ void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id);
 /* Hand out (and forget) the peer's live grant labelled tag; false if none. */
 bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_remote_grant *out);
 
-/* Forget every grant of the peer's and every MAC it announced (its grants went with a rebuilt data path). */
+/*
+ * Forget every grant of the peer's and every MAC it announced (its grants
+ * went with a rebuilt data path): each id it issued so far is stale from now on.
+ */
 void rsec_gt_forget_peer(struct rsec_grant_table *t);
+/* Is grant_id one of the peer's (on this lane) that a rebuild made stale? */
+bool rsec_gt_peer_stale(const struct rsec_grant_table *t, uint64_t grant_id);
 
 /* Wipe everything (keys, MACs, addresses); windows and MRs must be released first. */
 void rsec_gt_wipe(struct rsec_grant_table *t);

@@ -149,6 +149,7 @@ static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
 	bool sealed = w->grant->access & RSEC_GRANT_SEALED;
 	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, sealed));
+	RSEC_ENSURE(!rsec_gt_peer_stale(&c->gt, w->grant->id), RSEC_E_GRANT); /* gone with a rebuilt data path */
 	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
 	if (sealed)
 		RSEC_GUARD(rsec_sealed_post_check(c, w, claim));
@@ -353,6 +354,7 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
 	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
 	RSEC_GUARD(check_established(c));
+	RSEC_ENSURE(!rsec_gt_peer_stale(&c->gt, g->id), RSEC_E_GRANT); /* gone with a rebuilt data path */
 	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
 	uint64_t addr;
 	struct ibv_mr *mr, *own;

@@ -53,12 +53,6 @@ static const char *why_text(uint8_t why)
 	}
 }
 
-static bool peer_rebuilds(const struct rsec_conn *c)
-{
-	const struct rsec_conn *root = c->lane ? c->root : c;
-	return root && root->peer_rebuilds;
-}
-
 /* Rebuilds started in the last minute, this one not yet counted. */
 static unsigned recent(const struct rsec_conn *c, uint64_t now)
 {
@@ -113,12 +107,17 @@ static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 	c->rb.again = false;
 	char revoked[160];
 	snprintf(revoked, sizeof(revoked), "data path rebuilt: %.140s", c->rb.reason);
-	/* Nothing in flight survives the old QP: operations end, grants go (the peer drops ours as we drop its). */
+	/*
+	 * Nothing in flight survives the old QP: grants go first (the peer drops
+	 * ours as we drop its), since rxe waits ~50 s to destroy a QP that
+	 * windows are still bound to; operations end once it is destroyed and
+	 * the device can no longer touch their buffers.
+	 */
 	if (c->qp.qp)
 		(void)!rsec_qp_to_error(&c->qp);
+	RSEC_GUARD(rsec_grant_reset(c, revoked));
 	int rc = rsec_data_renew(c);
 	rsec_onesided_abort(c, RSEC_E_QP);
-	rsec_grant_reset(c, revoked);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->rb.reason, rsec_strerror(rc));
 	rc = send_half(c, why);
@@ -136,7 +135,7 @@ static bool may_rebuild(const struct rsec_conn *c, char *out, size_t cap)
 		snprintf(out, cap, "%s", "the connection was not established");
 	else if (max == 0)
 		snprintf(out, cap, "%s", "rebuilding is off");
-	else if (!peer_rebuilds(c))
+	else if (!rsec_rebuild_possible(c))
 		snprintf(out, cap, "%s", "the peer cannot rebuild");
 	else if (recent(c, rsec_now_ms()) >= max)
 		snprintf(out, cap, "rebuilt %u times in the last minute, the limit", max);
@@ -243,7 +242,7 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 
 int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
-	if (!peer_rebuilds(c) || c->phase != PHASE_ESTABLISHED)
+	if (!rsec_rebuild_possible(c) || c->phase != PHASE_ESTABLISHED)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);

@@ -236,6 +236,36 @@ static void wipe_forgets_everything(void **state)
 }
 
 /* Sealed grants: claims and READ descriptors must match the grant's kind and size. */
+/* A rebuild forgets the peer's grants, and every id it issued so far stays refused; later ones work. */
+static void forgotten_grants_stay_stale(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, false, 0);
+	uint64_t s = RSEC_GRANT_ID_SERVER;
+	struct rsec_remote_grant out;
+	struct rsec_msg_grant g5 = grant_msg(s | 5, 1, 64, RSEC_ACCESS_READ), g7 = grant_msg(s | 7, 2, 64, RSEC_ACCESS_WRITE);
+	assert_int_equal(rsec_gt_remote_add(&t, &g5), 0);
+	assert_int_equal(rsec_gt_remote_add(&t, &g7), 0);
+	assert_true(rsec_gt_remote_take(&t, 1, &out)); /* the application holds grant 5 */
+	assert_false(rsec_gt_peer_stale(&t, s | 5));
+	rsec_gt_forget_peer(&t);
+	assert_false(rsec_gt_remote_take(&t, 2, &out)); /* 7 was never taken: gone */
+	assert_true(rsec_gt_peer_stale(&t, s | 5));
+	assert_true(rsec_gt_peer_stale(&t, s | 7));
+	assert_false(rsec_gt_peer_stale(&t, s | 8));  /* issued after the rebuild */
+	assert_false(rsec_gt_peer_stale(&t, 5));      /* ours, not the peer's */
+	assert_false(rsec_gt_peer_stale(&t, s | UINT64_C(1) << RSEC_GRANT_ID_LANE_SHIFT | 5)); /* another lane's */
+	struct rsec_msg_grant g8 = grant_msg(s | 8, 3, 64, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g8), 0);
+	assert_true(rsec_gt_remote_take(&t, 3, &out));
+	/* A second rebuild: 8 goes too. */
+	rsec_gt_forget_peer(&t);
+	assert_true(rsec_gt_peer_stale(&t, s | 8));
+	/* Before any rebuild nothing is stale. */
+	rsec_gt_init(&t, false, 0);
+	assert_false(rsec_gt_peer_stale(&t, s | 1));
+}
+
 static void sealed_claims_and_grants(void **state)
 {
 	(void)state;
@@ -306,6 +336,7 @@ int main(void)
 		cmocka_unit_test(remote_table_is_bounded),
 		cmocka_unit_test(wipe_forgets_everything),
 		cmocka_unit_test(sealed_claims_and_grants),
+		cmocka_unit_test(forgotten_grants_stay_stale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
