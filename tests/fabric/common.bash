@@ -68,32 +68,47 @@ touch $work/injected
 ATTACKER
 }
 
+# The numbered stream of run_attacked_session: STREAM_BEFORE messages go
+# before the attack (the attacker, who saw the first, aims at the next PSN),
+# the rest after it.
+STREAM_BEFORE=5 STREAM_TOTAL=40
+
 # run_attacked_session [CLIENT_TAIL]: the rdmasec server (certificates in
 # $work/pki) on host 1; on host 2, once host 3 is sniffing, a client that
-# sends "before the attack", waits for $work/injected and sends "after the
-# attack", then runs the shell lines CLIENT_TAIL; host 3 runs
-# $work/attacker.sh. Prints and leaves $work/out and $work/server.log.
+# sends msg-1..msg-$STREAM_BEFORE, waits for $work/injected, sends the rest
+# of msg-1..msg-$STREAM_TOTAL (each echoed by the server), then runs the
+# shell lines CLIENT_TAIL; host 3 runs $work/attacker.sh. Prints and leaves
+# $work/out and $work/server.log.
 run_attacked_session() {
-	cat >"$work/client.sh" <<'CLIENT'
+	cat >"$work/client.sh" <<CLIENT
 set -u
-bin=$1 work=$2
-while [ ! -e "$work/sniffing" ]; do sleep 0.1; done
+bin=\$1 work=\$2
+while [ ! -e "\$work/sniffing" ]; do sleep 0.1; done
 fabric wait-port 7471 60
 {
-	echo "send before the attack"
-	for _ in $(seq 1 300); do [ -e "$work/injected" ] && break; sleep 0.1; done
+	for i in \$(seq 1 $STREAM_BEFORE); do echo "send msg-\$i"; done
+	for _ in \$(seq 1 300); do [ -e "\$work/injected" ] && break; sleep 0.1; done
 	sleep 2
-	echo "send after the attack"
+	for i in \$(seq $((STREAM_BEFORE + 1)) $STREAM_TOTAL); do echo "send msg-\$i"; done
 	echo quit
-} | "$bin/client/rdmasec-client" --certs "$work/pki" --source "$FABRIC_IP" -t 20000 "$(fabric ip 1)"
-echo "client=$?"
+} | "\$bin/client/rdmasec-client" --certs "\$work/pki" --source "\$FABRIC_IP" -t 20000 "\$(fabric ip 1)"
+echo "client=\$?"
 CLIENT
 	printf '%s\n' "${1-}" >>"$work/client.sh"
 	local bin=$build/tools
 	"$fabric" run --hosts 3 --timeout 300 --capture "$work/wire.pcap" \
-		--on 1 "timeout 60 $bin/server/rdmasec-server --certs $work/pki --listen \$FABRIC_IP:7471 2>$work/server.log; true" \
+		--on 1 "timeout 90 $bin/server/rdmasec-server --certs $work/pki --listen \$FABRIC_IP:7471 2>$work/server.log; true" \
 		--on 2 "bash $work/client.sh $bin $work; pkill -TERM rdmasec-server" \
 		--on 3 "bash $work/attacker.sh" >"$work/out" 2>&1 || { cat "$work/out"; fail "the fabric run failed"; }
 	cat "$work/out"
 	cat "$work/server.log"
+}
+
+# expect_whole_stream: every message of run_attacked_session's stream came
+# back exactly once and in order, and nothing else did.
+expect_whole_stream() {
+	sed -n 's/^\[h2\] reply: \(msg-[0-9]*\)$/\1/p' "$work/out" >"$work/replies"
+	seq 1 "$STREAM_TOTAL" | sed 's/^/msg-/' >"$work/expected"
+	diff -u "$work/expected" "$work/replies" >&2 ||
+		fail "the stream did not come back whole, once and in order (diff above: expected, got)"
 }
