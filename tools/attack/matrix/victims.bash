@@ -144,6 +144,7 @@ _victim_port() {
 }
 
 # rdmasec's client: one round trip, hold the connection while the attacker works, one more.
+# That last reply is what shows the session went on after the attack (a rebuilt data path).
 _victim_rdmasec_client() {
 	cat >"$CELL/rdmasec-client.sh" <<EOF
 set -u

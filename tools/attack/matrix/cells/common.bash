@@ -34,14 +34,45 @@ cell_victim_running() {
 }
 
 # cell_rdmasec_closed_line: the server's close event for the attacked
-# connection, reduced to the fields that say why.
+# connection, reduced to the fields that say why (rebuilds: how many times
+# its data path was rebuilt before that).
 cell_rdmasec_closed_line() {
 	local l
 	l=$(grep -m1 'event=closed conn=1 ' "$VICTIM_SERVER_LOG") || return 1
-	printf '[h1 rdmasec-server] event=closed code=%s %s %s %s' \
+	printf '[h1 rdmasec-server] event=closed code=%s %s %s %s %s' \
 		"$(sed -n 's/.* code=\("[^"]*"\).*/\1/p' <<<"$l")" \
 		"$(grep -o 'mac_failures=[0-9]*' <<<"$l")" "$(grep -o 'seq_violations=[0-9]*' <<<"$l")" \
-		"$(grep -o 'qp_errors=[0-9]*' <<<"$l")"
+		"$(grep -o 'qp_errors=[0-9]*' <<<"$l")" "$(grep -o 'rebuilds=[0-9]*' <<<"$l")"
+}
+
+# cell_rdmasec_rebuilt COUNTER: the attacked connection healed instead of
+# closing (lib/rebuild.c): the server logged event=rebuilt for it with the
+# attack's fault counted (COUNTER: mac_failures or qp_errors, at least 1),
+# the client's round trip after the attack came back, and no second
+# connection was made (rdmasec-client never reconnects, so that reply came
+# over the rebuilt data path of the same session). Prints the rebuilt line
+# reduced to the fields that say why, and the reply; returns 1 otherwise.
+cell_rdmasec_rebuilt() {
+	local l r
+	l=$(grep -m1 -E "event=rebuilt conn=1 .* $1=[1-9]" "$VICTIM_SERVER_LOG") || return 1
+	r=$(victim_grep "$VICTIM_CLIENT_LOG" '^reply: after the attack$') || return 1
+	! grep -q ' conn=2 ' "$VICTIM_SERVER_LOG" || return 1
+	printf '[h1 rdmasec-server] event=rebuilt %s reason=%s %s %s; [h2] %s' \
+		"$(grep -o 'rebuilds=[0-9]*' <<<"$l")" "$(sed -n 's/.* reason=\("[^"]*"\).*/\1/p' <<<"$l")" \
+		"$(grep -o 'mac_failures=[0-9]*' <<<"$l")" "$(grep -o 'qp_errors=[0-9]*' <<<"$l")" "$r"
+}
+
+# cell_rdmasec_undecided: for an error cell, how the attacked session ended
+# on both sides (a rebuild that did not finish shows as rebuilds=0 and the
+# client's own failure), short enough for the evidence's 200 characters.
+cell_rdmasec_undecided() {
+	local l
+	if l=$(cell_rdmasec_closed_line); then
+		l=$(sed 's/^\[h1 rdmasec-server\] event=closed/[h1] closed/; s/ seq_violations=[0-9]*//' <<<"$l")
+	else
+		l="[h1] $(tail -n 1 "$VICTIM_SERVER_LOG")"
+	fi
+	printf '%s; [h2] %s' "$l" "$(tail -n 1 "$VICTIM_CLIENT_LOG")"
 }
 
 # cell_qp_snapshot: rdma(8)'s view of every QP now, into $CELL/qps.txt (the

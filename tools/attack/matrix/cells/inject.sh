@@ -144,14 +144,19 @@ cell_inject() {
 		fi
 		;;
 	rdmasec)
-		line=$(cell_rdmasec_closed_line)
-		if grep -q 'message authentication failed' <<<"$line"; then
+		# Forged bytes that reached the application decide, whatever else the logs say.
+		if grep -q ATTACKER "$VICTIM_CLIENT_LOG" "$VICTIM_SERVER_LOG"; then
+			matrix_result inject "$v" succeeded "" "$(victim_grep "$VICTIM_CLIENT_LOG" ATTACKER)"
+		elif line=$(cell_rdmasec_rebuilt mac_failures); then
+			matrix_result inject "$v" blocked \
+				"per-message AEAD (AES-256-GCM, sequence in nonce) rejected the forged frame; the data path was rebuilt over TLS (new QP, PSNs, keys); the stream went on" \
+				"$line"
+		# Rebuilding off (or out of its budget): the connection closes on the fault, as before 2bd82ed.
+		elif line=$(cell_rdmasec_closed_line) && grep -q 'message authentication failed' <<<"$line"; then
 			matrix_result inject "$v" detected \
 				"per-message AEAD (AES-256-GCM, sequence in nonce): forged frame rejected, counted, connection closed" "$line"
-		elif grep -q ATTACKER "$VICTIM_CLIENT_LOG" "$VICTIM_SERVER_LOG"; then
-			matrix_result inject "$v" succeeded "" "$(victim_grep "$VICTIM_CLIENT_LOG" ATTACKER)"
 		else
-			matrix_result inject "$v" error "" "no close event: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+			matrix_result inject "$v" error "" "neither healed nor closed on the fault: $(cell_rdmasec_undecided)"
 		fi
 		;;
 	*)

@@ -41,15 +41,19 @@ cell_qp_error() {
 	victim_attack_done
 	victim_wait 12
 	if [ "$v" = rdmasec ]; then
-		line=$(cell_rdmasec_closed_line)
-		if grep -q 'code="queue pair in error state"' <<<"$line"; then
+		if line=$(cell_rdmasec_rebuilt qp_errors); then
+			matrix_result qp-error "$v" blocked \
+				"the transport killed the QP (rdmasec cannot prevent that); the server counted the QP error, the data path was rebuilt over TLS (new QP, PSNs, keys); the stream went on" \
+				"$line"
+		# Rebuilding off (or out of its budget): the connection closes on the fault, as before 2bd82ed.
+		elif line=$(cell_rdmasec_closed_line) && grep -q 'code="queue pair in error state"' <<<"$line"; then
 			matrix_result qp-error "$v" detected \
 				"QP error surfaced as RSEC_E_QP: server logs and counts it, tells the client over TLS; other connections unaffected" \
 				"$line"
 		elif grep -q 'reply: after the attack' "$VICTIM_CLIENT_LOG"; then
 			matrix_result qp-error "$v" error "" "attack missed, connection carried on: $(victim_grep "$VICTIM_CLIENT_LOG" 'reply: after')"
 		else
-			matrix_result qp-error "$v" error "" "no close event: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+			matrix_result qp-error "$v" error "" "neither healed nor closed on the fault: $(cell_rdmasec_undecided)"
 		fi
 		return
 	fi
