@@ -151,7 +151,7 @@ cell_inject() {
 			matrix_result inject "$v" blocked \
 				"per-message AEAD (AES-256-GCM, sequence in nonce) rejected the forged frame; the data path was rebuilt over TLS (new QP, PSNs, keys); the stream went on" \
 				"$line"
-		# Rebuilding off (or out of its budget): the connection closes on the fault, as before 2bd82ed.
+		# Rebuilding off (or out of its budget): the connection closes on the fault.
 		elif line=$(cell_rdmasec_closed_line) && grep -q 'message authentication failed' <<<"$line"; then
 			matrix_result inject "$v" detected \
 				"per-message AEAD (AES-256-GCM, sequence in nonce): forged frame rejected, counted, connection closed" "$line"

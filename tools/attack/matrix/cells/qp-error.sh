@@ -45,7 +45,7 @@ cell_qp_error() {
 			matrix_result qp-error "$v" blocked \
 				"the transport killed the QP (rdmasec cannot prevent that); the server counted the QP error, the data path was rebuilt over TLS (new QP, PSNs, keys); the stream went on" \
 				"$line"
-		# Rebuilding off (or out of its budget): the connection closes on the fault, as before 2bd82ed.
+		# Rebuilding off (or out of its budget): the connection closes on the fault.
 		elif line=$(cell_rdmasec_closed_line) && grep -q 'code="queue pair in error state"' <<<"$line"; then
 			matrix_result qp-error "$v" detected \
 				"QP error surfaced as RSEC_E_QP: server logs and counts it, tells the client over TLS; other connections unaffected" \
