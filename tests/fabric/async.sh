@@ -59,7 +59,7 @@ for mode in event busy; do
 ^RESULT bad-wr=value out of range posted=2 completed=2$	a bad request in a chain was not refused cleanly
 ^RESULT mixed=rsec_write succeeded, 4 posted completions$	a blocking call beside posted operations failed
 ^RESULT foreign-region=invalid argument$	another connection's region was accepted
-^RESULT after-revoke=8 failed, 0 succeeded, then queue pair in error state; in flight 0$	operations through a revoked grant were not each reported failed
+^RESULT after-revoke=8 failed, 0 succeeded; in flight 0; then ok after 1 rebuild$	operations through a revoked grant were not each reported failed, or the session did not go on
 EOF
 	check lanes $mode <<'EOF'
 ^RESULT opened=3 further	three further queue pairs did not open

@@ -114,7 +114,7 @@ expect_match "$work/run.out" '^rsec-attack=1$' "mem-access did not report failur
 expect_match "$work/rsec-client.log" "^read: TOP-SECRET-of-client-1:hunter2" "the victim's data did not survive"
 expect_match "$work/rsec-client.log" '^reply: after the attack$' "the victim's session broke"
 expect_match "$work/run.out" '^rsec-client=0$' "the victim's client failed"
-expect_match "$work/rsec-server.log" 'event=closed .*client2.*qp_errors=1' "the server did not log client2's QP errors"
+expect_match "$work/rsec-server.log" 'event=closed .*client2.*qp_errors=[1-9]' "the server did not log client2's QP errors"
 python3 - "$work/audit.jsonl" <<'PY' || fail "no audit record of the attacker's QP errors"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]

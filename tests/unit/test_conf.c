@@ -119,6 +119,16 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
+	/* Rebuilds a minute: 6 by default, 0 (never) to 60. */
+	assert_int_equal(c.rebuilds_per_min, 6);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.rebuilds_per_min, 0);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 60\n", err, sizeof(err)), 0);
+	assert_int_equal(c.rebuilds_per_min, 60);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 61\n", err, sizeof(err)),
+			 RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "rebuilds_per_min: '61' is not in 0..60"));
+	assert_int_equal(c.rebuilds_per_min, 60);
 	/* Each grant mode, and the grant lifetime. */
 	static const char *const modes[] = { "mr", "mw", "auto" };
 	for (size_t i = 0; i < 3; i++) {

@@ -51,6 +51,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("limits", max_msg, 1, 1073741824, false),
 	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
+	KEY_U32("limits", rebuilds_per_min, 0, 60, false), /* RSEC_MAX_REBUILDS; 0: off */
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -240,6 +241,7 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->max_msg = 16777216;
 	c->recv_slots = 64;
 	c->slot_size = 65536;
+	c->rebuilds_per_min = RSEC_DEFAULT_REBUILDS;
 	snprintf(c->grant_mode, sizeof(c->grant_mode), "auto");
 	c->grant_ttl_ms = 30000;
 	c->verify_timeout_ms = 5000;

@@ -39,6 +39,7 @@ struct rsec_conf {
 	uint32_t resume_s;      /* TLS session tickets good for this long after a certificate check; 0: none */
 	/* [limits] */
 	uint32_t max_msg, recv_slots, slot_size;
+	uint32_t rebuilds_per_min; /* self-healing: data-path rebuilds per connection a minute; 0: close instead */
 };
 
 void rsec_conf_defaults(struct rsec_conf *c);

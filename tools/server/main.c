@@ -43,6 +43,9 @@ static void usage(FILE *f)
 		"                              allowed after a quiet second (default 200)\n"
 		"      --max-msg BYTES         largest message and grant (default 16M)\n"
 		"      --recv-slots N --slot-size BYTES   receive buffers per connection\n"
+		"      --rebuilds-per-min N    self-healing: how often a minute a connection's data path\n"
+		"                              may be rebuilt when a forged packet or a QP error breaks\n"
+		"                              it (default 6, at most 60); 0: close the connection\n"
 		"      --grant-mode MODE       auto (default), mw (type-2 windows only) or mr (a fresh\n"
 		"                              registration per grant, for devices without type-2 windows)\n"
 		"      --grant-ttl MS          a write/read grant's lifetime if unused (default 30000)\n"
@@ -101,7 +104,8 @@ int main(int argc, char **argv)
 	/* Long options without a short letter: one block above the byte values getopt returns for letters. */
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
 	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
-	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME };
+	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
+	       OPT_REBUILDS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -122,6 +126,7 @@ int main(int argc, char **argv)
 		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
 		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
 		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
+		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
 		{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
 		{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
@@ -166,6 +171,7 @@ int main(int argc, char **argv)
 		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
 		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
 		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;
+		case OPT_REBUILDS: ok = set(&conf, "limits", "rebuilds_per_min", optarg); break;
 		case OPT_GRANT_MODE: ok = set(&conf, "grants", "grant_mode", optarg); break;
 		case OPT_GRANT_TTL: ok = set(&conf, "grants", "grant_ttl_ms", optarg); break;
 		case OPT_AUDIT: ok = set(&conf, "server", "audit_log", optarg); break;

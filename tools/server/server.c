@@ -714,8 +714,9 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		.admit = admit,
 		.admit_arg = srv,
 	};
-	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_RESUME;
+	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_REBUILDS;
 	attr.tls_resume_s = conf->resume_s;
+	attr.rebuilds_per_min = conf->rebuilds_per_min;
 	if (conf->audit_log[0]) {
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
 		attr.audit_path = conf->audit_log;
