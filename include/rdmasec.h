@@ -80,6 +80,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_RESUME = 1u << 5,     /* tls_resume_s */
 	RSEC_CTX_ATTR_QPS = 1u << 6,        /* max_qps */
 	RSEC_CTX_ATTR_REBUILDS = 1u << 7,   /* rebuilds_per_min */
+	RSEC_CTX_ATTR_GRACE = 1u << 8,      /* resume_grace_ms */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -134,6 +135,13 @@ struct rsec_ctx_attr {
 				    * rdmasec never asks for; docs/protocol.md), 0..RSEC_MAX_REBUILDS;
 				    * 0: never, such a failure closes the connection. Without the
 				    * bit: RSEC_DEFAULT_REBUILDS. Both sides must allow it */
+	uint32_t resume_grace_ms;  /* self-healing of the control channel: how long a session
+				    * outlives a lost TLS connection (peer crash, cut, forged
+				    * reset), 0..RSEC_MAX_RESUME_GRACE_MS; 0 (the default): it
+				    * closes the connection. A server keeps the session that
+				    * long for its client to resume it; a client reconnects
+				    * (backoff and jitter, TLS resumption) and resumes it, for
+				    * that long. Both sides must allow it */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -143,6 +151,7 @@ struct rsec_ctx_attr {
 #define RSEC_DEFAULT_QPS 8u
 #define RSEC_MAX_REBUILDS 60u
 #define RSEC_DEFAULT_REBUILDS 6u
+#define RSEC_MAX_RESUME_GRACE_MS 600000u
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -539,6 +548,8 @@ struct rsec_conn_stats {
 	uint64_t protocol_violations;
 	/* Rebuilds of this queue pair's data path that completed (self-healing). */
 	uint64_t rebuilds;
+	/* Times the session went on over a new control channel (resume_grace_ms). */
+	uint64_t resumes;
 };
 int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
 

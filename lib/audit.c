@@ -62,6 +62,7 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_SEALED_OPEN] = "sealed_open",
 	[RSEC_AUDIT_SEALED_READ] = "sealed_read",
 	[RSEC_AUDIT_REBUILD] = "rebuild",
+	[RSEC_AUDIT_RESUME] = "resume",
 };
 
 static const enum rsec_audit_event limited_events[LIMITED_N] = {

@@ -32,8 +32,9 @@ enum rsec_audit_event {
 	RSEC_AUDIT_SEALED_OPEN,      /* we opened a sealed grant of ours after revoking it (ok/mismatch) */
 	RSEC_AUDIT_SEALED_READ,      /* we opened what we read from the peer's sealed grant (ok/mismatch) */
 	RSEC_AUDIT_REBUILD,          /* the data path was rebuilt under the same session (reason says why) */
+	RSEC_AUDIT_RESUME,           /* the control channel was lost ("lost") or the session resumed on a new one ("ok") */
 };
-#define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_REBUILD
+#define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_RESUME
 
 /*
  * Records of peers that never authenticated (peer NULL: auth_failure, refuse

@@ -246,7 +246,8 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
-	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0);
+	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
+			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME : 0);
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
@@ -281,6 +282,7 @@ static void established(struct rsec_conn *c)
 		snprintf(note, sizeof(note), "queue pair %u of the session", (unsigned)c->lane + 1);
 	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->lane ? note : c->tls_resumed ? "TLS session resumed" : NULL,
 			NULL);
+	rsec_resume_established(c);
 }
 
 static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
@@ -304,6 +306,14 @@ static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 		}
 	}
 	c->phase = PHASE_HELLO;
+	if (!c->is_server && c->rs.offer) {
+		/* A new control channel for a parked session (resume.c): its token instead of a HELLO. */
+		struct rsec_msg m = { .type = RSEC_MSG_RESUME };
+		memcpy(m.u.session.token, c->rs.offer, sizeof(m.u.session.token));
+		rc = rsec_chan_send(c, &m);
+		OPENSSL_cleanse(&m, sizeof(m));
+		return rc < 0 ? rsec_conn_fail(c, rc, "cannot send RESUME") : 0;
+	}
 	if (!c->is_server) {
 		c->aead = c->ctx->aead;
 		rc = send_hello(c);
@@ -331,6 +341,8 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
 	/* Both must offer it: a side that cannot rebuild would take a REBUILD as a violation. */
 	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
+	/* A session is resumed with a rebuild of its data path: both needed. */
+	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
 	if (c->is_server) {
 		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
 		int rc = send_hello(c);
@@ -430,6 +442,8 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	case RSEC_MSG_REBUILD:
 	case RSEC_MSG_REBUILD_READY:
 		return rsec_rebuild_on_msg(c, m);
+	case RSEC_MSG_SESSION:
+		return rsec_resume_on_session(c, m);
 	default:
 		return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message", rsec_wire_type_name(m->type));
 	}
@@ -453,6 +467,8 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
 					      m->u.error.text.s);
 		}
+		/* A RESUME the server refused: the session is gone there (resume.c). */
+		c->rs.refused = c->rs.offer != NULL;
 		/* A lane the peer would not take: say why its request failed. */
 		int code = c->lane && c->phase != PHASE_ESTABLISHED && m->u.error.code == (uint32_t)-RSEC_E_LIMIT
 				   ? RSEC_E_LIMIT : RSEC_E_CLOSED;
@@ -460,8 +476,12 @@ int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 	}
 	switch (c->phase) {
 	case PHASE_HELLO:
-		if (m->type == RSEC_MSG_HELLO)
+		if (m->type == RSEC_MSG_HELLO && !c->rs.offer)
 			return on_hello(c, m);
+		if (m->type == RSEC_MSG_RESUME && c->is_server && !m->lane)
+			return rsec_resume_accept(c, m);
+		if (m->type == RSEC_MSG_SESSION && c->rs.offer)
+			return rsec_resume_on_session(c, m);
 		break;
 	case PHASE_QP_INFO:
 		if (m->type == RSEC_MSG_QP_INFO)
@@ -522,11 +542,11 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 		int rc = process_ctrl_out(c->root);
 		return rc < 0 ? c->close_code : 0; /* the root's failure failed its lanes */
 	}
-	if (c->ctrl_out.len == 0)
+	if (c->ctrl_out.len == 0 || c->rs.parked)
 		return 0;
 	int rc = rsec_chan_flush(c);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "control channel: %s", rsec_strerror(rc));
+		return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
 	if (rsec_chan_stalled(c, rsec_now_ms()))
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT,
 				      "control channel: the peer has not read %zu queued bytes for %u ms",
@@ -547,8 +567,8 @@ static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
 	if (now - c->last_rx_ms > 3 * KEEPALIVE_MS)
-		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
-				      (unsigned long long)(now - c->last_rx_ms));
+		return rsec_resume_lost(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
+					(unsigned long long)(now - c->last_rx_ms));
 	if (now - c->last_tx_ms < KEEPALIVE_MS)
 		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
@@ -568,6 +588,12 @@ int rsec_conn_process(struct rsec_conn *c)
 		return rsec_lane_process(c);
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
+	if (c->rs.parked) {
+		/* No control channel: only a try at a new one (client) and the grace period run. */
+		RSEC_GUARD(rsec_resume_step(c));
+		if (c->rs.parked || c->phase == PHASE_CLOSED)
+			return c->phase == PHASE_CLOSED ? c->close_code : 0;
+	}
 	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "set-up did not finish in %d ms",
 				      c->ctx->handshake_timeout_ms);
@@ -584,15 +610,18 @@ int rsec_conn_process(struct rsec_conn *c)
 		if (rc == RSEC_E_AGAIN)
 			break;
 		if (rc == RSEC_E_CLOSED)
-			return rsec_conn_fail(c, rc, "control channel closed by the peer");
+			return rsec_resume_lost(c, rc, "control channel closed by the peer");
 		if (rc < 0)
-			return rsec_conn_fail(c, rc, "control channel: %s", rsec_strerror(rc));
+			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
+		/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
+		if (c->rs.parked || c->rs.answered)
+			break;
 		rc = m.lane ? rsec_lane_dispatch(c, &m) : rsec_conn_handle_ctrl(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		if (rc < 0)
 			return rc;
 	}
-	if (c->phase == PHASE_ESTABLISHED) {
+	if (c->phase == PHASE_ESTABLISHED && !c->rs.parked) {
 		RSEC_GUARD(rsec_data_poll(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
@@ -631,7 +660,7 @@ static bool take_fd_events(struct rsec_conn *c)
 int rsec_conn_step(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->phase != PHASE_ESTABLISHED || c->sock_event ||
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->phase != PHASE_ESTABLISHED || c->sock_event || c->rs.parked ||
 	    now >= c->next_full_ms) {
 		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
 		c->sock_event = false;
@@ -684,8 +713,10 @@ static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
 	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
 	if (expiry && expiry < t)
 		t = expiry;
-	if (rsec_rebuilding(c) && c->rb.deadline_ms + 1 < t)
+	if (rsec_rebuilding(c) && c->rb.state != REBUILD_PARKED && c->rb.deadline_ms + 1 < t)
 		t = c->rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
+	if (rsec_resume_next_ms(c) < t)
+		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
 	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
 	if (chan && chan->phase == PHASE_ESTABLISHED && chan->last_tx_ms + KEEPALIVE_MS < t)
 		t = chan->last_tx_ms + KEEPALIVE_MS;
@@ -765,14 +796,16 @@ static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, const ch
 	return rc;
 }
 
-int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
-		 struct rsec_conn **out)
+/* Set up (a HELLO's or a RESUME's answer) within c's deadline. */
+static bool dialled(struct rsec_conn *c)
 {
-	if (!ctx || ctx->is_server || !host || !out || port == 0)
-		return RSEC_E_INVAL;
+	return c->rs.offer ? c->rs.answered : c->phase == PHASE_ESTABLISHED;
+}
+
+int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
+		   const uint8_t *offer, struct rsec_conn **out)
+{
 	*out = NULL;
-	if (timeout_ms <= 0)
-		timeout_ms = ctx->handshake_timeout_ms;
 	int sock;
 	RSEC_GUARD(tcp_connect(host, port, ctx->local_addr, timeout_ms, &sock));
 	struct rsec_conn *c = conn_new(ctx, sock);
@@ -780,18 +813,33 @@ int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const ch
 		close(sock);
 		return RSEC_E_NOMEM;
 	}
+	c->rs.offer = offer;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
 	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
 	if (rc < 0 && !c->error[0])
 		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
-	while (rc >= 0 && c->phase != PHASE_ESTABLISHED) {
+	while (rc >= 0 && !dialled(c) && c->phase != PHASE_CLOSED) {
 		rc = rsec_conn_process(c);
-		if (rc == RSEC_E_AGAIN)
+		if (rc == RSEC_E_AGAIN || (rc == 0 && !dialled(c)))
 			rc = rsec_conn_wait(c, 100);
 	}
+	if (c->phase == PHASE_CLOSED && rc >= 0)
+		rc = c->close_code;
 	/* The connection object carries the reason; the caller may read it before freeing. */
 	*out = c;
 	return rc < 0 ? rc : 0;
+}
+
+int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
+		 struct rsec_conn **out)
+{
+	if (!ctx || ctx->is_server || !host || !out || port == 0)
+		return RSEC_E_INVAL;
+	int rc = rsec_conn_dial(ctx, host, port, server_name, timeout_ms > 0 ? timeout_ms : ctx->handshake_timeout_ms,
+				NULL, out);
+	if (*out)
+		rsec_resume_remember(*out, host, port, server_name);
+	return rc;
 }
 
 int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
@@ -882,7 +930,7 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		m.u.disconnect.reason = RSEC_DISC_NORMAL;
 		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
 		rc = rsec_chan_send(c, &m);
-		if (!c->lane) /* a lane's goodbye is one frame: the session's channel stays */
+		if (!c->lane && c->ssl) /* a lane's goodbye is one frame: the session's channel stays */
 			(void)!rsec_tls_shutdown(c->ssl);
 	}
 	rsec_grant_close(c); /* audited revokes, before the resources go */
@@ -899,6 +947,7 @@ void rsec_conn_free(struct rsec_conn *c)
 		(void)rsec_conn_close(c, "closed");
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->ops);
+	rsec_resume_forget(c);
 	if (c->lane)
 		rsec_lane_unlink(c);
 	else

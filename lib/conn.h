@@ -86,6 +86,10 @@ struct rsec_ctx {
 	uint32_t max_inflight;     /* one-sided operations in flight per connection */
 	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */
 	uint32_t rebuilds_per_min; /* of each queue pair's data path; 0: a failed one closes (rebuild.c) */
+	uint32_t resume_grace_ms;  /* how long a session outlives its control channel; 0: not at all (resume.c) */
+	/* Sessions that can be resumed (resume.c): established connections with a token, linked by rs.next. */
+	pthread_mutex_t sessions_lock;
+	struct rsec_conn *sessions;
 	enum rsec_poll_mode poll_mode;
 	struct rsec_audit *audit;  /* NULL: no audit log */
 	uint64_t next_conn_id;     /* atomic */
@@ -168,6 +172,7 @@ enum rsec_rebuild_state {
 	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
 	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
 	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out: waiting for the peer's */
+	REBUILD_PARKED,    /* the control channel is lost: data path stopped, our REBUILD waits for a new channel */
 };
 
 struct rsec_rebuild {
@@ -183,6 +188,28 @@ struct rsec_rebuild {
 	uint8_t *resend;
 	size_t resend_len, resend_off;
 	char reason[200];         /* the latest rebuild's */
+};
+
+/* A session outliving its control channel (resume.c). */
+struct rsec_resume {
+	bool peer;                /* both sides offered RSEC_WIRE_FEATURE_RESUME */
+	bool have_token;
+	uint8_t token[RSEC_WIRE_TOKEN_LEN]; /* the server's name for the session; secret, wiped */
+	bool registered;          /* server: in ctx->sessions */
+	struct rsec_conn *next;   /* server: the next in ctx->sessions */
+	bool parked;              /* the control channel is lost; the session waits for a new one */
+	uint64_t until_ms;        /* parked: the session fails then */
+	char lost[160];           /* why the channel was lost */
+	/* Client: where it connected, and its attempts to reconnect. */
+	char host[256], server_name[256];
+	uint16_t port;
+	uint64_t next_try_ms;
+	uint32_t backoff_ms;
+	unsigned tries;
+	char last_try[160];
+	/* A client's new control channel: RESUME with this token instead of HELLO; the answer. */
+	const uint8_t *offer;
+	bool answered, refused;
 };
 
 struct rsec_conn {
@@ -266,6 +293,7 @@ struct rsec_conn {
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
 	struct rsec_seal_stats seal_before; /* counters of the keys earlier rebuilds replaced */
 	struct rsec_rebuild rb;
+	struct rsec_resume rs;
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
@@ -360,6 +388,10 @@ RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
  */
 RSEC_MUST_CHECK int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The control channel is lost (why): stop the data path, our REBUILD waits (REBUILD_PARKED). */
+RSEC_MUST_CHECK int rsec_rebuild_park(struct rsec_conn *c, const char *why);
+/* A new control channel is up: our REBUILD goes out (REBUILD_SENT). */
+RSEC_MUST_CHECK int rsec_rebuild_unpark(struct rsec_conn *c);
 /* REBUILD and REBUILD_READY. Returns 0 or the connection's failure. */
 RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
 /* A rebuild under way past its deadline fails the connection. */
@@ -382,6 +414,35 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 }
 /* The connection ends: recovered frames are wiped. */
 void rsec_rebuild_free(struct rsec_conn *c);
+
+/* resume.c */
+/*
+ * The control channel failed (code, and what rsec_conn_fail would say):
+ * park the session for its grace period if both sides allow it, else fail
+ * the connection. Returns 0 (parked) or the connection's failure.
+ */
+RSEC_MUST_CHECK int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Server, set-up over: name the session (SESSION) and make it resumable. */
+void rsec_resume_established(struct rsec_conn *c);
+/* Server: a new connection's RESUME. Returns its end (handed over, or refused). */
+RSEC_MUST_CHECK int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m);
+/* Client: SESSION, the session's token, or the answer to a RESUME. Returns 0 or the failure. */
+RSEC_MUST_CHECK int rsec_resume_on_session(struct rsec_conn *c, const struct rsec_msg *m);
+/* A parked session: a client's next try when due; the end of the grace period. Returns 0 or the failure. */
+RSEC_MUST_CHECK int rsec_resume_step(struct rsec_conn *c);
+/* When a parked session needs rsec_resume_step (UINT64_MAX: not parked). */
+uint64_t rsec_resume_next_ms(const struct rsec_conn *c);
+/* Client: where it connected, for the tries. */
+void rsec_resume_remember(struct rsec_conn *c, const char *host, uint16_t port, const char *server_name);
+/* The connection goes: no longer resumable, its token wiped. */
+void rsec_resume_forget(struct rsec_conn *c);
+
+/* conn.c: a client connection to host:port, set up within timeout_ms;
+ * offer: RESUME that session instead of a HELLO (the call returns once the
+ * server confirmed it). *out is set whenever a connection object was made. */
+RSEC_MUST_CHECK int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name,
+				   int timeout_ms, const uint8_t *offer, struct rsec_conn **out);
 
 /* data.c */
 /*

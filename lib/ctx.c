@@ -40,7 +40,7 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 {
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
 				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
-				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS)) {
+				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_GRACE)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -99,6 +99,7 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 		{ RSEC_CTX_ATTR_QPS, a->max_qps, RSEC_MAX_QPS, "max_qps" },
 		{ RSEC_CTX_ATTR_RESUME, a->tls_resume_s, RSEC_MAX_RESUME_S, "tls_resume_s" },
 		{ RSEC_CTX_ATTR_REBUILDS, a->rebuilds_per_min, RSEC_MAX_REBUILDS, "rebuilds_per_min" },
+		{ RSEC_CTX_ATTR_GRACE, a->resume_grace_ms, RSEC_MAX_RESUME_GRACE_MS, "resume_grace_ms" },
 	};
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		if ((a->comp_mask & counts[i].bit) && counts[i].value > counts[i].max) {
@@ -137,6 +138,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 			: a->is_server ? 1 : RSEC_DEFAULT_QPS;
 	/* Here 0 means none: an application may want a failed data path to close, as before. */
 	ctx->rebuilds_per_min = (a->comp_mask & RSEC_CTX_ATTR_REBUILDS) ? a->rebuilds_per_min : RSEC_DEFAULT_REBUILDS;
+	ctx->resume_grace_ms = (a->comp_mask & RSEC_CTX_ATTR_GRACE) ? a->resume_grace_ms : 0;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,
@@ -144,6 +146,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		.recv_wr = ctx->recv_slots,
 	};
 	pthread_mutex_init(&ctx->dev_lock, NULL);
+	pthread_mutex_init(&ctx->sessions_lock, NULL);
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
 	ctx->grant_mode = (a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) ? a->grant_mode : RSEC_GRANT_AUTO;
@@ -221,6 +224,7 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 			rsec_dev_put(ctx->dev_cache[i].dev);
 	}
 	pthread_mutex_destroy(&ctx->dev_lock);
+	pthread_mutex_destroy(&ctx->sessions_lock);
 	SSL_CTX_free(ctx->tls);
 	rsec_audit_close(ctx->audit);
 	free(ctx->ca_file);

@@ -506,7 +506,7 @@ int rsec_data_poll(struct rsec_conn *c)
 	if (!c->have_qp || !c->send_ring)
 		return 0;
 	RSEC_GUARD(drain_channel(c));
-	if (c->rb.state == REBUILD_SENT)
+	if (c->rb.state == REBUILD_SENT || c->rb.state == REBUILD_PARKED)
 		return 0; /* the new QP is not connected yet: nothing to reap, nothing to send */
 	int rc = poll_send_cq(c);
 	if (rc != 0)

@@ -49,6 +49,7 @@ static const char *why_text(uint8_t why)
 	case RSEC_WIRE_REBUILD_AUTH: return "a frame failed authentication or sequencing";
 	case RSEC_WIRE_REBUILD_QP: return "the queue pair failed";
 	case RSEC_WIRE_REBUILD_VIOLATION: return "a completion rdmasec never asks for";
+	case RSEC_WIRE_REBUILD_CHANNEL: return "the control channel was lost and the session resumed";
 	default: return "the peer rebuilt its side";
 	}
 }
@@ -96,13 +97,9 @@ static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why)
 	return rc;
 }
 
-/* Stop the failed data path and send our half. Returns 0 or the connection's failure. */
-static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
+/* Stop the failed data path: a new QP in INIT, nothing in flight. Returns 0 or the connection's failure. */
+static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 {
-	uint64_t now = rsec_now_ms();
-	c->rb.started_ms[c->rb.started_next] = now;
-	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
-	c->rb.deadline_ms = now + (uint64_t)c->ctx->handshake_timeout_ms;
 	c->rb.opened = rsec_data_opened(c);
 	c->rb.again = false;
 	char revoked[160];
@@ -120,11 +117,40 @@ static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 	rsec_onesided_abort(c, RSEC_E_QP);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->rb.reason, rsec_strerror(rc));
-	rc = send_half(c, why);
+	return 0;
+}
+
+/* Our half goes out: the rebuild has until the set-up timeout from now. */
+static RSEC_MUST_CHECK int send_our_half(struct rsec_conn *c, uint8_t why)
+{
+	c->rb.deadline_ms = rsec_now_ms() + (uint64_t)c->ctx->handshake_timeout_ms;
+	int rc = send_half(c, why);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send REBUILD");
 	c->rb.state = REBUILD_SENT;
 	return 0;
+}
+
+/* Stop the failed data path and send our half; counted against the budget. */
+static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
+{
+	c->rb.started_ms[c->rb.started_next] = rsec_now_ms();
+	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
+	RSEC_GUARD(stop(c));
+	return send_our_half(c, why);
+}
+
+int rsec_rebuild_park(struct rsec_conn *c, const char *why)
+{
+	snprintf(c->rb.reason, sizeof(c->rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
+	RSEC_GUARD(stop(c));
+	c->rb.state = REBUILD_PARKED;
+	return 0;
+}
+
+int rsec_rebuild_unpark(struct rsec_conn *c)
+{
+	return send_our_half(c, RSEC_WIRE_REBUILD_CHANNEL);
 }
 
 /* May this connection rebuild once more now? If not, why not, in out. */
@@ -253,7 +279,8 @@ int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 
 int rsec_rebuild_expire(struct rsec_conn *c)
 {
-	if (!rsec_rebuilding(c) || rsec_now_ms() <= c->rb.deadline_ms)
+	/* A parked session's deadline is its grace period (resume.c). */
+	if (!rsec_rebuilding(c) || c->rb.state == REBUILD_PARKED || rsec_now_ms() <= c->rb.deadline_ms)
 		return 0;
 	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
 			      c->ctx->handshake_timeout_ms, c->rb.reason);

@@ -135,6 +135,10 @@ static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 	case RSEC_MSG_REBUILD_READY:
 		RSEC_ENSURE(m->u.rebuild_ready.epoch >= RSEC_WIRE_EPOCH_MIN, RSEC_E_RANGE);
 		return 0;
+	case RSEC_MSG_SESSION:
+	case RSEC_MSG_RESUME:
+		RSEC_ENSURE(m->lane == 0, RSEC_E_RANGE); /* about the whole session */
+		return 0;
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -229,6 +233,8 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 	case RSEC_MSG_CREDIT: return rsec_buf_get_u32(in, &m->u.credit.credits);
 	case RSEC_MSG_REBUILD: return read_rebuild(in, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_get_u32(in, &m->u.rebuild_ready.epoch);
+	case RSEC_MSG_SESSION:
+	case RSEC_MSG_RESUME: return rsec_buf_get_bytes(in, m->u.session.token, sizeof(m->u.session.token));
 	default: return RSEC_E_PROTO;
 	}
 }
@@ -380,6 +386,8 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 	case RSEC_MSG_CREDIT: return rsec_buf_put_u32(out, m->u.credit.credits);
 	case RSEC_MSG_REBUILD: return write_rebuild(out, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_put_u32(out, m->u.rebuild_ready.epoch);
+	case RSEC_MSG_SESSION:
+	case RSEC_MSG_RESUME: return rsec_buf_put_bytes(out, m->u.session.token, sizeof(m->u.session.token));
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -425,6 +433,8 @@ const char *rsec_wire_type_name(uint8_t type)
 	case RSEC_MSG_CREDIT: return "CREDIT";
 	case RSEC_MSG_REBUILD: return "REBUILD";
 	case RSEC_MSG_REBUILD_READY: return "REBUILD_READY";
+	case RSEC_MSG_SESSION: return "SESSION";
+	case RSEC_MSG_RESUME: return "RESUME";
 	default: return "UNKNOWN";
 	}
 }

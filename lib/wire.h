@@ -40,9 +40,11 @@ enum rsec_msg_type {
 	RSEC_MSG_CREDIT = 10,
 	RSEC_MSG_REBUILD = 11,
 	RSEC_MSG_REBUILD_READY = 12,
+	RSEC_MSG_SESSION = 13,
+	RSEC_MSG_RESUME = 14,
 };
 #define RSEC_MSG_TYPE_MIN RSEC_MSG_HELLO
-#define RSEC_MSG_TYPE_MAX RSEC_MSG_REBUILD_READY
+#define RSEC_MSG_TYPE_MAX RSEC_MSG_RESUME
 
 /* HELLO */
 #define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
@@ -50,6 +52,10 @@ enum rsec_msg_type {
 #define RSEC_WIRE_AEAD_CHACHA20_POLY1305 2
 #define RSEC_WIRE_FEATURE_LANES 1u            /* takes frames with lane != 0 */
 #define RSEC_WIRE_FEATURE_REBUILD 2u          /* rebuilds a failed data path (REBUILD) */
+#define RSEC_WIRE_FEATURE_RESUME 4u           /* resumes a session over a new control channel (SESSION, RESUME) */
+
+/* SESSION / RESUME */
+#define RSEC_WIRE_TOKEN_LEN 32
 
 /* QP_INFO */
 #define RSEC_WIRE_QPN_MAX 0xffffffu           /* QPN and PSN are 24-bit */
@@ -104,7 +110,8 @@ enum rsec_disconnect_reason {
 #define RSEC_WIRE_REBUILD_AUTH 1              /* a frame failed authentication or sequencing */
 #define RSEC_WIRE_REBUILD_QP 2                /* the queue pair failed */
 #define RSEC_WIRE_REBUILD_VIOLATION 3         /* a completion rdmasec never asks for */
-#define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_VIOLATION
+#define RSEC_WIRE_REBUILD_CHANNEL 4           /* the session resumed over a new control channel */
+#define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_CHANNEL
 #define RSEC_WIRE_EPOCH_MIN 1u
 
 /* CREDIT */
@@ -188,6 +195,11 @@ struct rsec_msg_rebuild_ready {
 	uint32_t epoch;
 };
 
+/* SESSION (server: the session's token, on set-up and when it resumed), RESUME (client: resume it). */
+struct rsec_msg_session {
+	uint8_t token[RSEC_WIRE_TOKEN_LEN];
+};
+
 /* One decoded control message; type selects the member of u (READY has none). */
 struct rsec_msg {
 	uint8_t type;               /* enum rsec_msg_type */
@@ -204,6 +216,7 @@ struct rsec_msg {
 		struct rsec_msg_credit credit;
 		struct rsec_msg_rebuild rebuild;
 		struct rsec_msg_rebuild_ready rebuild_ready;
+		struct rsec_msg_session session; /* SESSION and RESUME */
 	} u;
 };
 

@@ -119,6 +119,13 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
+	/* A lost client's session: kept 10 s by default, 0 (not at all) to 10 min. */
+	assert_int_equal(c.resume_grace_ms, 10000);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.resume_grace_ms, 0);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 600001\n", err, sizeof(err)),
+			 RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "resume_grace_ms: '600001' is not in 0..600000"));
 	/* Rebuilds a minute: 6 by default, 0 (never) to 60. */
 	assert_int_equal(c.rebuilds_per_min, 6);
 	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 0\n", err, sizeof(err)), 0);

@@ -54,7 +54,7 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	(void)state;
 	char err[256];
 	struct rsec_ctx_attr a = base();
-	a.comp_mask = RSEC_CTX_ATTR_REBUILDS << 1;
+	a.comp_mask = RSEC_CTX_ATTR_GRACE << 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 	assert_non_null(strstr(err, "comp_mask"));
 

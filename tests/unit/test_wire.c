@@ -40,6 +40,7 @@ static const size_t body_len_of[RSEC_MSG_TYPE_MAX + 1] = {
 	[RSEC_MSG_GRANT] = 44,     [RSEC_MSG_REVOKE] = 8,   [RSEC_MSG_KEEPALIVE] = 9,
 	[RSEC_MSG_DISCONNECT] = 6, [RSEC_MSG_ERROR] = 6,    [RSEC_MSG_VERIFY] = 57,
 	[RSEC_MSG_CREDIT] = 4,     [RSEC_MSG_REBUILD] = 53, [RSEC_MSG_REBUILD_READY] = 4,
+	[RSEC_MSG_SESSION] = 32,   [RSEC_MSG_RESUME] = 32,
 };
 
 static void fill_text(struct rsec_wire_text *t, size_t n)
@@ -120,6 +121,10 @@ static struct rsec_msg sample(uint8_t type, int high)
 		break;
 	case RSEC_MSG_REBUILD_READY:
 		m.u.rebuild_ready.epoch = high ? UINT32_MAX : RSEC_WIRE_EPOCH_MIN;
+		break;
+	case RSEC_MSG_SESSION:
+	case RSEC_MSG_RESUME:
+		memset(m.u.session.token, high ? 0xff : 0, sizeof(m.u.session.token));
 		break;
 	default:
 		fail();
@@ -322,6 +327,14 @@ static void lanes_round_trip(void **state)
 		assert_int_equal(rsec_wire_encode(&m, frame, sizeof(frame), &out), RSEC_E_RANGE);
 	}
 	assert_int_equal(out, 0);
+	/* SESSION and RESUME are about the whole session: lane 0 only, both ways. */
+	struct rsec_msg r = sample(RSEC_MSG_RESUME, 1);
+	r.lane = 1;
+	assert_int_equal(rsec_wire_encode(&r, frame, sizeof(frame), &out), RSEC_E_RANGE);
+	r.lane = 0;
+	size_t len = encode_ok(&r, frame);
+	frame[3] = 1;
+	assert_int_equal(rsec_wire_decode(frame, len, &back), RSEC_E_PROTO);
 }
 
 static void trailing_and_truncated(void **state)
@@ -638,7 +651,8 @@ static void names_and_text_helper(void **state)
 	(void)state;
 	static const char *const names[] = {
 		"UNKNOWN", "HELLO", "QP_INFO", "READY", "GRANT", "REVOKE",
-		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "CREDIT", "REBUILD", "REBUILD_READY", "UNKNOWN",
+		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "CREDIT", "REBUILD", "REBUILD_READY", "SESSION",
+		"RESUME", "UNKNOWN",
 	};
 	for (unsigned t = 0; t < sizeof(names) / sizeof(names[0]); t++)
 		assert_string_equal(rsec_wire_type_name((uint8_t)t), names[t]);

@@ -280,12 +280,13 @@ static int cmd_stats(struct client *cl, const char *args)
 		return -1;
 	printf("stats: peer=%s msgs_sent=%llu msgs_received=%llu bytes_sent=%llu bytes_received=%llu "
 	       "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu malformed=%llu "
-	       "qp_errors=%llu\n",
+	       "qp_errors=%llu rebuilds=%llu resumes=%llu\n",
 	       rsec_conn_peer(cl->conn), (unsigned long long)s.msgs_sent, (unsigned long long)s.msgs_received,
 	       (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received,
 	       (unsigned long long)s.rdma_writes, (unsigned long long)s.rdma_reads,
 	       (unsigned long long)s.mac_failures, (unsigned long long)s.seq_violations,
-	       (unsigned long long)s.malformed, (unsigned long long)s.qp_errors);
+	       (unsigned long long)s.malformed, (unsigned long long)s.qp_errors, (unsigned long long)s.rebuilds,
+	       (unsigned long long)s.resumes);
 	fflush(stdout);
 	/* Then what the server counted about this client's identity, this connection included. */
 	struct app_msg m = { .op = APP_STATS_REQ };

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 		"      --aead aes-256-gcm|chacha20-poly1305   message protection (default aes-256-gcm)\n"
 		"  -t, --timeout MS            per operation and for set-up (default 30000)\n"
 		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
+		"      --resume-grace MS       when the TLS connection is lost (server crash, cut, forged\n"
+		"                              reset), reconnect and resume the session for up to MS\n"
+		"                              (the server must allow it too); default 0: fail at once\n"
 		"  -h, --help\n");
 }
 
@@ -95,7 +98,8 @@ static int run_stdin(struct client *cl)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT };
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
+	       OPT_GRACE };
 	static const struct option opts[] = {
 		{ "commands", required_argument, NULL, 'c' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -111,13 +115,14 @@ int main(int argc, char **argv)
 		{ "aead", required_argument, NULL, OPT_AEAD },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "resume-grace", required_argument, NULL, OPT_GRACE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	char ca[4096] = "", cert[4096] = "", key[4096] = "";
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
 	const char *source = NULL, *audit = NULL;
-	uint64_t port = DEFAULT_PORT, timeout = 30000;
+	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
 	while ((c = getopt_long(argc, argv, "c:C:p:s:d:t:h", opts, NULL)) != -1) {
@@ -140,6 +145,7 @@ int main(int argc, char **argv)
 		case OPT_AEAD: ok = cli_parse_aead(optarg, &aead); break;
 		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
 		case OPT_AUDIT: audit = optarg; break;
+		case OPT_GRACE: ok = cli_parse_u64("--resume-grace", optarg, 0, RSEC_MAX_RESUME_GRACE_MS, false, &grace); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -163,6 +169,8 @@ int main(int argc, char **argv)
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
 		attr.audit_path = audit;
 	}
+	attr.comp_mask |= RSEC_CTX_ATTR_GRACE;
+	attr.resume_grace_ms = (uint32_t)grace;
 	if (psk_file) {
 		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
 		if (status)

@@ -39,6 +39,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_STR("server", audit_log),
 	KEY_STR("server", metrics_file),
 	KEY_U32("server", qp_pool, 1, 1024, false),
+	KEY_U32("server", resume_grace_ms, 0, 600000, false), /* RSEC_MAX_RESUME_GRACE_MS; 0: off */
 	KEY_CHOICE("grants", grant_mode, "auto|mw|mr"),
 	KEY_U32("grants", grant_ttl_ms, 100, 3600000, false),
 	KEY_U32("grants", verify_timeout_ms, 100, 600000, false),
@@ -242,6 +243,7 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->recv_slots = 64;
 	c->slot_size = 65536;
 	c->rebuilds_per_min = RSEC_DEFAULT_REBUILDS;
+	c->resume_grace_ms = 10000;
 	snprintf(c->grant_mode, sizeof(c->grant_mode), "auto");
 	c->grant_ttl_ms = 30000;
 	c->verify_timeout_ms = 5000;

@@ -30,6 +30,7 @@ struct rsec_conf {
 	char audit_log[4096];   /* "": none */
 	char metrics_file[4096]; /* Prometheus text export, rewritten atomically; "": none */
 	uint32_t qp_pool;       /* QPs kept ready and drawn at random (QPN randomization); 1: off */
+	uint32_t resume_grace_ms; /* how long a session whose control channel was lost waits for its client */
 	/* [grants] */
 	char grant_mode[8];     /* "auto", "mw" (type-2 windows only) or "mr" (per-grant registrations) */
 	uint32_t grant_ttl_ms;  /* how long a client's write/read grant lives unused */

@@ -46,6 +46,10 @@ static void usage(FILE *f)
 		"      --rebuilds-per-min N    self-healing: how often a minute a connection's data path\n"
 		"                              may be rebuilt when a forged packet or a QP error breaks\n"
 		"                              it (default 6, at most 60); 0: close the connection\n"
+		"      --resume-grace MS       how long a session whose TLS connection was lost (client\n"
+		"                              crash, network cut, forged reset) waits for its client to\n"
+		"                              resume it (default 10000, at most 600000; 0: close it).\n"
+		"                              Only clients that offer it are kept\n"
 		"      --grant-mode MODE       auto (default), mw (type-2 windows only) or mr (a fresh\n"
 		"                              registration per grant, for devices without type-2 windows)\n"
 		"      --grant-ttl MS          a write/read grant's lifetime if unused (default 30000)\n"
@@ -105,7 +109,7 @@ int main(int argc, char **argv)
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
 	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
 	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-	       OPT_REBUILDS };
+	       OPT_REBUILDS, OPT_GRACE };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -127,6 +131,7 @@ int main(int argc, char **argv)
 		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
 		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
 		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
+		{ "resume-grace", required_argument, NULL, OPT_GRACE },
 		{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
 		{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
@@ -172,6 +177,7 @@ int main(int argc, char **argv)
 		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
 		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;
 		case OPT_REBUILDS: ok = set(&conf, "limits", "rebuilds_per_min", optarg); break;
+		case OPT_GRACE: ok = set(&conf, "server", "resume_grace_ms", optarg); break;
 		case OPT_GRANT_MODE: ok = set(&conf, "grants", "grant_mode", optarg); break;
 		case OPT_GRANT_TTL: ok = set(&conf, "grants", "grant_ttl_ms", optarg); break;
 		case OPT_AUDIT: ok = set(&conf, "server", "audit_log", optarg); break;

@@ -178,6 +178,11 @@ static void session_end(struct session *s, int rc)
 			  (unsigned long long)st.mac_failures, (unsigned long long)st.seq_violations,
 			  (unsigned long long)st.qp_errors, (unsigned long long)st.protocol_violations,
 			  (unsigned long long)st.rebuilds);
+	} else if (rc == RSEC_E_CLOSED && strncmp(why, "handed over:", 12) == 0) {
+		/* It carried a RESUME: its TLS connection now serves the session it named. */
+		log_event("info", "resumed", "conn=%llu peer=%s addr=%s reason=%s", (unsigned long long)s->id,
+			  log_q(s->peer[0] ? s->peer : rsec_conn_peer(s->conn)), log_q(rsec_conn_peer_addr(s->conn)),
+			  log_q(why));
 	} else {
 		const char *event = "handshake_failed";
 		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
@@ -714,7 +719,9 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		.admit = admit,
 		.admit_arg = srv,
 	};
-	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_REBUILDS;
+	attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_REBUILDS |
+			  RSEC_CTX_ATTR_GRACE;
+	attr.resume_grace_ms = conf->resume_grace_ms;
 	attr.tls_resume_s = conf->resume_s;
 	attr.rebuilds_per_min = conf->rebuilds_per_min;
 	if (conf->audit_log[0]) {

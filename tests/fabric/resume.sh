@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+# Self-healing of the control channel on real rxe, one 2-host boot, with
+# rdmasec-server and rdmasec-client (--resume-grace):
+#  (a) the client's TCP connection is killed (ss -K, as a crash or a forged
+#      reset would) three times while it streams 60 numbered messages: each
+#      time the client reconnects, resumes its TLS session and the rdmasec
+#      session, the data path is rebuilt over the new channel, and every
+#      message comes back once and in order on the same session; the time
+#      from each cut to the server's "rebuilt" line is printed (median);
+#  (b) the server is killed (kill -9) mid-stream: the client fails with a
+#      clear error within its grace period plus one try, never hangs;
+#  (c) the server is killed and restarted at once: the client's resume is
+#      refused (the new server has no such session) and it fails at once.
+. "$(dirname "$0")/common.bash"
+
+bin=$build/tools
+"$bin/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+
+cat >"$work/guest.sh" <<'GUEST'
+set -u
+bin=$1 work=$2
+s=$(fabric ip 1) c=$(fabric ip 2)
+now() { date +%s%3N; }
+# wait_for FILE REGEX: up to 30 s.
+wait_for() { for _ in $(seq 1 300); do grep -Eq "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+serve() { # PORT GRACE LOG
+	fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$s:$1" --resume-grace "$2" \
+		--audit "$work/audit-$1.jsonl" 2>"$3" &
+	fabric wait-port "$1" 20 || echo "server on $1 not listening"
+}
+stream() { # PORT GRACE OUT: msg-1..msg-60, then stats and quit
+	{
+		for i in $(seq 1 60); do echo "send msg-$i"; sleep 0.05; done
+		echo stats
+		echo quit
+	} | fabric on 2 "$bin/client/rdmasec-client" --certs "$work/pki" --source "$c" -p "$1" -t 20000 \
+		--resume-grace "$2" "$s" >"$3" 2>&1
+	echo "exit=$? at $(now)" >>"$3"
+}
+cut() { fabric on 2 ss -K dst "$s" dport = ":$1" >/dev/null 2>&1 || echo "ss -K failed"; }
+
+# (a) three cuts.
+serve 7471 8000 "$work/a-server.log"
+stream 7471 8000 "$work/a-client.out" &
+sp=$!
+for n in 10 25 40; do
+	wait_for "$work/a-client.out" "^reply: msg-$n\$" || echo "no reply $n"
+	cut 7471
+done
+wait $sp
+pkill -TERM -f "listen $s:7471"
+sleep 1
+
+# (b) the server killed.
+serve 7472 4000 "$work/b-server.log"
+stream 7472 4000 "$work/b-client.out" &
+sp=$!
+wait_for "$work/b-client.out" '^reply: msg-10$' || echo "no reply 10 (b)"
+pkill -KILL -f "listen $s:7472"
+echo "killed=$(now)"
+wait $sp
+
+# (c) the server killed and restarted at once.
+serve 7473 8000 "$work/c-server.log"
+stream 7473 8000 "$work/c-client.out" &
+sp=$!
+wait_for "$work/c-client.out" '^reply: msg-10$' || echo "no reply 10 (c)"
+pkill -KILL -f "listen $s:7473"
+echo "killed-c=$(now)"
+sleep 0.2
+serve 7473 8000 "$work/c-server2.log"
+wait $sp
+pkill -TERM -f "listen $s:7473"
+wait
+GUEST
+
+"$fabric" run --hosts 2 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
+	{ cat "$work/run.out"; fail "fabric run failed"; }
+for f in run.out a-client.out a-server.log b-client.out c-client.out c-server2.log; do
+	echo "--- $f"
+	grep -v '^reply: msg-' "$work/$f"
+done
+
+# (a) Whole, once, in order, on one session resumed three times.
+sed -n 's/^reply: \(msg-[0-9]*\)$/\1/p' "$work/a-client.out" >"$work/replies"
+seq 1 60 | sed 's/^/msg-/' >"$work/expected"
+diff -u "$work/expected" "$work/replies" >&2 || fail "(a) the stream did not come back whole, once and in order"
+expect_match "$work/a-client.out" '^stats: .* rebuilds=3 resumes=3$' "(a) the client did not resume three times"
+expect_match "$work/a-client.out" '^exit=0 ' "(a) the client failed"
+[ "$(grep -c 'event=rebuilt conn=1 .*reason="the control channel was lost' "$work/a-server.log")" = 3 ] ||
+	fail "(a) the server did not rebuild session 1 three times over a resumed channel"
+[ "$(grep -c 'event=resumed .*reason="handed over: the session of connection 1 resumed on it"' "$work/a-server.log")" = 3 ] ||
+	fail "(a) three new channels were not handed to session 1"
+expect_match "$work/a-server.log" 'event=closed conn=1 .*reason="peer disconnected: client quit" msgs_in=61 .*rebuilds=3$' \
+	"(a) session 1 did not end normally with all 60 messages"
+expect_match "$work/audit-7471.jsonl" '"event":"resume","role":"server","conn":1,.*"result":"ok"' "(a) no resume in the audit log"
+# Recovery, from the server's audit log: the channel lost ("resume" "lost") to the session's
+# data path rebuilt over the new one ("rebuild" "ok").
+python3 - "$work/audit-7471.jsonl" <<'PY' || fail "(a) no recovery times in the audit log"
+import datetime, json, statistics, sys
+def ms(r):
+    return datetime.datetime.fromisoformat(r["time"].rstrip("Z")).timestamp() * 1000
+recs = [json.loads(l) for l in open(sys.argv[1])]
+lost = [ms(r) for r in recs if r["event"] == "resume" and r["result"] == "lost"]
+done = [ms(r) for r in recs if r["event"] == "rebuild" and r["result"] == "ok"]
+took = [min(d for d in done if d >= l) - l for l in lost]
+assert len(took) == 3, took
+print("(a) recovery after each cut, server's view (ms): %s, median %.0f" % ([round(t) for t in took], statistics.median(took)))
+PY
+# (b) A clear failure within the grace period (4 s) plus one try (3 s), after the kill.
+killed=$(sed -n 's/^killed=//p' "$work/run.out")
+end=$(sed -n 's/^exit=[0-9]* at //p' "$work/b-client.out")
+expect_match "$work/b-client.out" 'control channel lost .*not resumed within 4000 ms' "(b) no clear failure after the server was killed"
+expect_match "$work/b-client.out" '^exit=[1-9]' "(b) the client did not fail"
+echo "(b) the client failed $((end - killed)) ms after the server was killed"
+[ $((end - killed)) -le 8000 ] || fail "(b) the client took $((end - killed)) ms to fail (grace 4000)"
+# (c) Refused at once by a restarted server.
+killed=$(sed -n 's/^killed-c=//p' "$work/run.out")
+end=$(sed -n 's/^exit=[0-9]* at //p' "$work/c-client.out")
+expect_match "$work/c-client.out" 'the server no longer has the session' "(c) the restarted server's refusal was not reported"
+echo "(c) the client failed $((end - killed)) ms after the server was killed and restarted"
+[ $((end - killed)) -le 6000 ] || fail "(c) the client took $((end - killed)) ms to fail (grace 8000)"
+echo "resume: ok"
