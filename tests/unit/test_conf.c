@@ -119,23 +119,6 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
-	/* A lost client's session: kept 10 s by default, 0 (not at all) to 10 min. */
-	assert_int_equal(c.resume_grace_ms, 10000);
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.resume_grace_ms, 0);
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 600001\n", err, sizeof(err)),
-			 RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "resume_grace_ms: '600001' is not in 0..600000"));
-	/* Rebuilds a minute: 6 by default, 0 (never) to 60. */
-	assert_int_equal(c.rebuilds_per_min, 6);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.rebuilds_per_min, 0);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 60\n", err, sizeof(err)), 0);
-	assert_int_equal(c.rebuilds_per_min, 60);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 61\n", err, sizeof(err)),
-			 RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "rebuilds_per_min: '61' is not in 0..60"));
-	assert_int_equal(c.rebuilds_per_min, 60);
 	/* Each grant mode, and the grant lifetime. */
 	static const char *const modes[] = { "mr", "mw", "auto" };
 	for (size_t i = 0; i < 3; i++) {
@@ -160,6 +143,32 @@ struct bad_case {
 	const char *text;
 	const char *err;  /* the exact message */
 };
+
+/* Self-healing: how long a lost client's session waits, how often a data path may be rebuilt. */
+static void healing_limits(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256];
+	rsec_conf_defaults(&c);
+	/* A lost client's session: kept 10 s by default, 0 (not at all) to 10 min. */
+	assert_int_equal(c.resume_grace_ms, 10000);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.resume_grace_ms, 0);
+	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 600001\n", err, sizeof(err)),
+			 RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "resume_grace_ms: '600001' is not in 0..600000"));
+	/* Rebuilds a minute: 6 by default, 0 (never) to 60. */
+	assert_int_equal(c.rebuilds_per_min, 6);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 0\n", err, sizeof(err)), 0);
+	assert_int_equal(c.rebuilds_per_min, 0);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 60\n", err, sizeof(err)), 0);
+	assert_int_equal(c.rebuilds_per_min, 60);
+	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 61\n", err, sizeof(err)),
+			 RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "rebuilds_per_min: '61' is not in 0..60"));
+	assert_int_equal(c.rebuilds_per_min, 60);
+}
 
 static void each_invalid_case(void **state)
 {
@@ -419,6 +428,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults),
 		cmocka_unit_test(full_valid_file),
+		cmocka_unit_test(healing_limits),
 		cmocka_unit_test(each_invalid_case),
 		cmocka_unit_test(first_error_wins),
 		cmocka_unit_test(long_lines_are_refused_not_cut),

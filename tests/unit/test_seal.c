@@ -549,7 +549,21 @@ static void tls13_exporter_interoperates(void **state)
 	rsec_seal_free(&l0);
 	rsec_seal_free(&l1);
 	rsec_seal_free(&peer1);
-	/* Each epoch of a lane (a rebuilt data path) too: epoch 1 of lane 0 and of lane 1 differ from all above. */
+	SSL_free(c);
+	SSL_free(s);
+	SSL_free(c2);
+	SSL_free(s2);
+}
+
+/* Each epoch of a lane (a rebuilt data path) has keys of its own; both ends agree on them. */
+static void epochs_have_keys_of_their_own(void **state)
+{
+	(void)state;
+	SSL *c, *s;
+	tls_pair(&c, &s, TLS1_3_VERSION);
+	uint8_t frame[RSEC_SEAL_OVERHEAD + 1], out[1];
+	size_t flen;
+	struct rsec_seal_hdr h;
 	struct rsec_seal e1 = { 0 }, e1peer = { 0 }, l1e1 = { 0 }, e0 = { 0 };
 	assert_int_equal(rsec_seal_from_tls(&e0, s, true, RSEC_AEAD_AES256GCM, 0, 0), 0);
 	assert_int_equal(rsec_seal_from_tls(&e1, c, false, RSEC_AEAD_AES256GCM, 0, 1), 0);
@@ -566,8 +580,6 @@ static void tls13_exporter_interoperates(void **state)
 	rsec_seal_free(&l1e1);
 	SSL_free(c);
 	SSL_free(s);
-	SSL_free(c2);
-	SSL_free(s2);
 }
 
 static void tls12_is_refused(void **state)
@@ -599,6 +611,7 @@ int main(void)
 		cmocka_unit_test(data_mac),
 		cmocka_unit_test(recover_own_frames),
 		cmocka_unit_test(tls13_exporter_interoperates),
+		cmocka_unit_test(epochs_have_keys_of_their_own),
 		cmocka_unit_test(tls12_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,20 @@ static void fill_text(struct rsec_wire_text *t, size_t n)
 	t->len = (uint16_t)n;
 }
 
+/* QP_INFO's fields (also REBUILD's), all at their largest legal value (high) or smallest. */
+static void sample_qp(struct rsec_msg_qp_info *q, int high)
+{
+	q->qpn = high ? RSEC_WIRE_QPN_MAX : 0;
+	q->psn = high ? RSEC_WIRE_PSN_MAX : 0;
+	q->lid = high ? UINT16_MAX : 0;
+	memset(q->gid, high ? 0xff : 0, sizeof(q->gid));
+	q->mtu = high ? RSEC_WIRE_MTU_MAX : RSEC_WIRE_MTU_MIN;
+	q->link = high ? RSEC_WIRE_LINK_ETHERNET : RSEC_WIRE_LINK_IB;
+	q->recv_slots = high ? RSEC_WIRE_RECV_SLOTS_MAX : RSEC_WIRE_RECV_SLOTS_MIN;
+	q->slot_size = high ? RSEC_WIRE_SLOT_SIZE_MAX : RSEC_WIRE_SLOT_SIZE_MIN;
+	q->max_msg = high ? RSEC_WIRE_MAX_MSG_MAX : RSEC_WIRE_MAX_MSG_MIN;
+}
+
 /* A valid message of type; high picks the largest legal value of every field, else the smallest. */
 static struct rsec_msg sample(uint8_t type, int high)
 {
@@ -66,15 +80,7 @@ static struct rsec_msg sample(uint8_t type, int high)
 		m.u.hello.aead = high ? RSEC_WIRE_AEAD_CHACHA20_POLY1305 : RSEC_WIRE_AEAD_AES_256_GCM;
 		break;
 	case RSEC_MSG_QP_INFO:
-		m.u.qp_info.qpn = high ? RSEC_WIRE_QPN_MAX : 0;
-		m.u.qp_info.psn = high ? RSEC_WIRE_PSN_MAX : 0;
-		m.u.qp_info.lid = high ? UINT16_MAX : 0;
-		memset(m.u.qp_info.gid, high ? 0xff : 0, sizeof(m.u.qp_info.gid));
-		m.u.qp_info.mtu = high ? RSEC_WIRE_MTU_MAX : RSEC_WIRE_MTU_MIN;
-		m.u.qp_info.link = high ? RSEC_WIRE_LINK_ETHERNET : RSEC_WIRE_LINK_IB;
-		m.u.qp_info.recv_slots = high ? RSEC_WIRE_RECV_SLOTS_MAX : RSEC_WIRE_RECV_SLOTS_MIN;
-		m.u.qp_info.slot_size = high ? RSEC_WIRE_SLOT_SIZE_MAX : RSEC_WIRE_SLOT_SIZE_MIN;
-		m.u.qp_info.max_msg = high ? RSEC_WIRE_MAX_MSG_MAX : RSEC_WIRE_MAX_MSG_MIN;
+		sample_qp(&m.u.qp_info, high);
 		break;
 	case RSEC_MSG_READY:
 		break;
@@ -117,7 +123,7 @@ static struct rsec_msg sample(uint8_t type, int high)
 		m.u.rebuild.epoch = high ? UINT32_MAX : RSEC_WIRE_EPOCH_MIN;
 		m.u.rebuild.reason = high ? RSEC_WIRE_REBUILD_REASON_MAX : RSEC_WIRE_REBUILD_ANSWER;
 		m.u.rebuild.opened = high ? UINT64_MAX : 0;
-		m.u.rebuild.qp = sample(RSEC_MSG_QP_INFO, high).u.qp_info;
+		sample_qp(&m.u.rebuild.qp, high);
 		break;
 	case RSEC_MSG_REBUILD_READY:
 		m.u.rebuild_ready.epoch = high ? UINT32_MAX : RSEC_WIRE_EPOCH_MIN;

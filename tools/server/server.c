@@ -151,10 +151,53 @@ static void listener_gate(struct server *srv, bool flipped)
 		  (unsigned long long)fds_in_use(srv));
 }
 
+/* An established session's end: its counters in the log. */
+static void log_closed(const struct session *s, int rc, const char *why, const struct rsec_conn_stats *st)
+{
+	log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
+		  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
+		  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu rebuilds=%llu",
+		  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
+		  (unsigned long long)st->msgs_received, (unsigned long long)st->msgs_sent,
+		  (unsigned long long)st->mac_failures, (unsigned long long)st->seq_violations,
+		  (unsigned long long)st->qp_errors, (unsigned long long)st->protocol_violations,
+		  (unsigned long long)st->rebuilds);
+}
+
+/* A set-up that ended: refused, failed, or handed over to the session it resumed. */
+static void log_setup_end(struct session *s, int rc, const char *why, struct peer_counters *per_peer)
+{
+	struct server *srv = s->srv;
+	if (rc == RSEC_E_CLOSED && strncmp(why, "handed over:", 12) == 0) {
+		/* It carried a RESUME: its TLS connection now serves the session it named. */
+		log_event("info", "resumed", "conn=%llu peer=%s addr=%s reason=%s", (unsigned long long)s->id,
+			  log_q(s->peer[0] ? s->peer : rsec_conn_peer(s->conn)), log_q(rsec_conn_peer_addr(s->conn)),
+			  log_q(why));
+		return;
+	}
+	const char *event = "handshake_failed";
+	if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
+		srv->n.refused_auth++;
+		per_peer->refused_handshakes = 1;
+		event = "refused";
+	} else if (rc == RSEC_E_LIMIT) {
+		srv->n.refused_identity++;
+		per_peer->refused_handshakes = 1;
+		event = "refused";
+	} else {
+		srv->n.handshake_failed++;
+	}
+	/* Anyone can make these: counted always, logged at a bounded rate. */
+	if (s->admitted || ratelog_allow(srv->rlog, event, monotonic_ms()))
+		log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
+			  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
+			  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
+}
+
 static void session_end(struct session *s, int rc)
 {
 	struct server *srv = s->srv;
-	struct rsec_conn_stats st;
+	struct rsec_conn_stats st = { 0 };
 	struct peer_counters per_peer = { 0 };
 	if (rsec_conn_stats(s->conn, &st) == 0) {
 		srv->n.mac_failures += st.mac_failures;
@@ -170,37 +213,9 @@ static void session_end(struct session *s, int rc)
 	if (s->established) {
 		per_peer.connections = 1;
 		srv->n.closed++;
-		log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
-			  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
-			  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu rebuilds=%llu",
-			  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
-			  (unsigned long long)st.msgs_received, (unsigned long long)st.msgs_sent,
-			  (unsigned long long)st.mac_failures, (unsigned long long)st.seq_violations,
-			  (unsigned long long)st.qp_errors, (unsigned long long)st.protocol_violations,
-			  (unsigned long long)st.rebuilds);
-	} else if (rc == RSEC_E_CLOSED && strncmp(why, "handed over:", 12) == 0) {
-		/* It carried a RESUME: its TLS connection now serves the session it named. */
-		log_event("info", "resumed", "conn=%llu peer=%s addr=%s reason=%s", (unsigned long long)s->id,
-			  log_q(s->peer[0] ? s->peer : rsec_conn_peer(s->conn)), log_q(rsec_conn_peer_addr(s->conn)),
-			  log_q(why));
+		log_closed(s, rc, why, &st);
 	} else {
-		const char *event = "handshake_failed";
-		if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
-			srv->n.refused_auth++;
-			per_peer.refused_handshakes = 1;
-			event = "refused";
-		} else if (rc == RSEC_E_LIMIT) {
-			srv->n.refused_identity++;
-			per_peer.refused_handshakes = 1;
-			event = "refused";
-		} else {
-			srv->n.handshake_failed++;
-		}
-		/* Anyone can make these: counted always, logged at a bounded rate. */
-		if (s->admitted || ratelog_allow(srv->rlog, event, monotonic_ms()))
-			log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
-				  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
-				  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
+		log_setup_end(s, rc, why, &per_peer);
 	}
 	/* Under the identity; a peer refused before authenticating, under its address. */
 	char key[METRICS_KEY_MAX];
