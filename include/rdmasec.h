@@ -569,6 +569,9 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
  * rebuilds, the audit log has a "rebuild" record for each, and
  * rsec_conn_rebuild_reason tells the latest one's cause. Past the per-minute
  * budget, the connection closes with the failure's code, as without it.
+ * With resume_grace_ms, a lost TLS connection is handled the same way: the
+ * session waits (a client reconnects) and goes on over a new one, calls
+ * waiting meanwhile; stats.resumes counts it.
  */
 /** rsec_conn_rebuild_reason - why the latest rebuild happened; NULL if none did. */
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);

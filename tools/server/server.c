@@ -170,9 +170,9 @@ static void log_setup_end(struct session *s, int rc, const char *why, struct pee
 	struct server *srv = s->srv;
 	if (rc == RSEC_E_CLOSED && strncmp(why, "handed over:", 12) == 0) {
 		/* It carried a RESUME: its TLS connection now serves the session it named. */
-		log_event("info", "resumed", "conn=%llu peer=%s addr=%s reason=%s", (unsigned long long)s->id,
+		log_event("info", "resumed", "conn=%llu peer=%s addr=%s tls=%s reason=%s", (unsigned long long)s->id,
 			  log_q(s->peer[0] ? s->peer : rsec_conn_peer(s->conn)), log_q(rsec_conn_peer_addr(s->conn)),
-			  log_q(why));
+			  rsec_conn_resumed(s->conn) ? "resumed" : "full", log_q(why));
 		return;
 	}
 	const char *event = "handshake_failed";
