@@ -141,7 +141,11 @@ struct rsec_ctx_attr {
 				    * closes the connection. A server keeps the session that
 				    * long for its client to resume it; a client reconnects
 				    * (backoff and jitter, TLS resumption) and resumes it, for
-				    * that long. Both sides must allow it */
+				    * that long. Both sides must allow it. A server that does
+				    * must drive all connections of this context from one
+				    * thread: a RESUME hands its new channel to the session it
+				    * names from inside the rsec_conn_process of the connection
+				    * that carried it */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u

@@ -589,7 +589,9 @@ int rsec_conn_process(struct rsec_conn *c)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	if (c->rs.parked) {
-		/* No control channel: only a try at a new one (client) and the grace period run. */
+		/* No control channel: only a try at a new one (client) and the grace period run, and the
+		 * completion channel is drained (the old QP's flush woke it: level-triggered, it would spin). */
+		RSEC_GUARD(rsec_data_poll(c));
 		RSEC_GUARD(rsec_resume_step(c));
 		if (c->rs.parked || c->phase == PHASE_CLOSED)
 			return c->phase == PHASE_CLOSED ? c->close_code : 0;
@@ -604,7 +606,8 @@ int rsec_conn_process(struct rsec_conn *c)
 	}
 	RSEC_GUARD(process_ctrl_out(c));
 	/* Drain every whole control frame: TLS may hold several in one record. */
-	while (c->phase != PHASE_CLOSED) {
+	/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
+	while (c->phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
 		struct rsec_msg m;
 		int rc = rsec_chan_recv(c, &m);
 		if (rc == RSEC_E_AGAIN)
@@ -613,9 +616,6 @@ int rsec_conn_process(struct rsec_conn *c)
 			return rsec_resume_lost(c, rc, "control channel closed by the peer");
 		if (rc < 0)
 			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
-		/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
-		if (c->rs.parked || c->rs.answered)
-			break;
 		rc = m.lane ? rsec_lane_dispatch(c, &m) : rsec_conn_handle_ctrl(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		if (rc < 0)
@@ -718,7 +718,7 @@ static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
 	if (rsec_resume_next_ms(c) < t)
 		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
 	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
-	if (chan && chan->phase == PHASE_ESTABLISHED && chan->last_tx_ms + KEEPALIVE_MS < t)
+	if (chan && chan->phase == PHASE_ESTABLISHED && !chan->rs.parked && chan->last_tx_ms + KEEPALIVE_MS < t)
 		t = chan->last_tx_ms + KEEPALIVE_MS;
 	uint64_t now = rsec_now_ms();
 	return t > now ? t : now + 1;
@@ -820,7 +820,7 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
 	while (rc >= 0 && !dialled(c) && c->phase != PHASE_CLOSED) {
 		rc = rsec_conn_process(c);
-		if (rc == RSEC_E_AGAIN || (rc == 0 && !dialled(c)))
+		if (!dialled(c) && (rc == RSEC_E_AGAIN || rc == 0))
 			rc = rsec_conn_wait(c, 100);
 	}
 	if (c->phase == PHASE_CLOSED && rc >= 0)

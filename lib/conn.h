@@ -369,6 +369,8 @@ RSEC_MUST_CHECK int rsec_lane_process(struct rsec_conn *c);
 void rsec_lanes_expire(struct rsec_conn *root);
 /* The root failed with code: every lane fails with it (nothing more goes to the peer). */
 void rsec_lanes_fail(struct rsec_conn *root, int code);
+/* The root's control channel is lost (resume.c): every lane fails with code and leaves the session. */
+void rsec_lanes_lost(struct rsec_conn *root, int code, const char *why);
 /* The root goes: lanes nobody took are freed, the others stay closed without it. */
 void rsec_lanes_detach(struct rsec_conn *root);
 /* A lane goes: its root forgets it. */

@@ -180,6 +180,15 @@ void rsec_lanes_fail(struct rsec_conn *root, int code)
 			(void)rsec_conn_fail(root->lanes[i], code, "the session closed: %s", root->error);
 }
 
+void rsec_lanes_lost(struct rsec_conn *root, int code, const char *why)
+{
+	for (unsigned i = 1; i <= root->lanes_opened; i++)
+		if (root->lanes[i])
+			(void)rsec_conn_fail(root->lanes[i], code, "the session's control channel was lost (%s)", why);
+	/* Their TLS is the root's, about to go: they leave the session. */
+	rsec_lanes_detach(root);
+}
+
 void rsec_lanes_detach(struct rsec_conn *root)
 {
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {

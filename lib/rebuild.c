@@ -142,8 +142,17 @@ static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 
 int rsec_rebuild_park(struct rsec_conn *c, const char *why)
 {
+	/* A session that keeps losing its channel would rebuild without end: the same budget. */
+	uint64_t now = rsec_now_ms();
+	if (recent(c, now) >= c->ctx->rebuilds_per_min)
+		return rsec_conn_fail(c, RSEC_E_IO, "%s (not resumed: rebuilt %u times in the last minute, the limit)", why,
+				      c->ctx->rebuilds_per_min);
+	c->rb.started_ms[c->rb.started_next] = now;
+	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
 	snprintf(c->rb.reason, sizeof(c->rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
-	RSEC_GUARD(stop(c));
+	/* Our REBUILD may be out already (its QP stopped, its count taken): it goes again on the new channel. */
+	if (c->rb.state == REBUILD_NONE)
+		RSEC_GUARD(stop(c));
 	c->rb.state = REBUILD_PARKED;
 	return 0;
 }

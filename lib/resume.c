@@ -40,10 +40,15 @@
 /* One try: TCP, TLS and the answer to RESUME, at most this long. */
 #define TRY_MS 3000u
 
+/*
+ * Parked sessions resume with a rebuild from the epoch both sides are in:
+ * ours has not moved until we connected a rebuilt QP (REBUILD_CONNECTED),
+ * and a peer that connected cannot park either, so the resume is refused.
+ */
 static bool may_park(const struct rsec_conn *c)
 {
 	return !c->lane && c->phase == PHASE_ESTABLISHED && c->rs.peer && c->rs.have_token &&
-	       c->ctx->resume_grace_ms && c->rb.state == REBUILD_NONE;
+	       c->ctx->resume_grace_ms && (c->rb.state == REBUILD_NONE || c->rb.state == REBUILD_SENT);
 }
 
 /* Close the lost channel: wiped, unwatched, freed. */
@@ -70,8 +75,8 @@ int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
 	va_end(ap);
 	if (!may_park(c))
 		return rsec_conn_fail(c, code, "%s", why);
-	/* Further queue pairs share the lost channel: they close, the session waits. */
-	rsec_lanes_fail(c, code);
+	/* Further queue pairs share the lost channel: they close and leave, the session waits. */
+	rsec_lanes_lost(c, code, why);
 	drop_channel(c);
 	memcpy(c->rs.lost, why, sizeof(c->rs.lost));
 	RSEC_GUARD(rsec_rebuild_park(c, why));
