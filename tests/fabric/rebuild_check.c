@@ -314,11 +314,12 @@ static void grants(struct run *r)
 	/* Posted operations in flight when the queue pair fails: each one reported. */
 	struct rsec_region *local;
 	check_must(rsec_region_alloc(c, REGION, RSEC_ACCESS_LOCAL, &local), "local region", c);
-	struct rsec_wr wr[16]; /* 1 MiB in all: tens of milliseconds on the fabric, most in flight at the fault */
-	for (unsigned i = 0; i < 16; i++)
+	enum { OPS = 48 }; /* 3 MiB in all: about 100 ms on the fabric, most still in flight at the fault */
+	struct rsec_wr wr[OPS];
+	for (unsigned i = 0; i < OPS; i++)
 		wr[i] = (struct rsec_wr){ .op = RSEC_OP_WRITE, .grant = &g2, .local = local, .len = REGION, .user_id = i };
 	unsigned posted;
-	check_must(rsec_post(c, wr, 16, &posted), "post", c);
+	check_must(rsec_post(c, wr, OPS, &posted), "post", c);
 	fail_qp(c);
 	unsigned ok = 0, failed = 0, other = 0, seen = 0;
 	struct rsec_wc wc[16];
