@@ -198,8 +198,12 @@ int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *f
 		return 1;
 	}
 	char no[96];
-	if (!may_rebuild(c, no, sizeof(no)))
+	if (!may_rebuild(c, no, sizeof(no))) {
+		/* Closing audits MAC, sequence and QP failures itself; a violation has no record of its own there. */
+		if (why == RSEC_WIRE_REBUILD_VIOLATION)
+			audit_fault(c, why, code, text);
 		return rsec_conn_fail(c, code, "%s (not rebuilt: %s)", text, no);
+	}
 	audit_fault(c, why, code, text);
 	_Static_assert(sizeof(text) == sizeof(c->rb.reason), "the reason is the fault's text");
 	memcpy(c->rb.reason, text, sizeof(text));

@@ -189,6 +189,8 @@ for a in $attacks; do
 		check "write-imm: logged as a WRITE WITH IMMEDIATE" closed_with "$id" 'reason="[^"]*RDMA WRITE WITH IMMEDIATE'
 		check "write-imm: one protocol violation in the log" closed_with "$id" 'protocol_violations=1'
 		check "write-imm: counted in the metrics file" counted "$id" protocol_violation
+		check "write-imm: audited as a protocol violation" has "$work/audit.jsonl" \
+			"\"event\": ?\"protocol_violation\".*\"peer\": ?\"CN=$id,"
 		;;
 	send-inv)
 		check "send-inv: closed by the server" has "$work/$a.out" '^RESULT send-inv=closed'
