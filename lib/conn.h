@@ -254,6 +254,7 @@ struct rsec_conn {
 	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
 	uint32_t credits;         /* frames we may still send */
 	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
+	uint32_t credits_due;     /* credits_owed at which they go back in a CREDIT_ONLY frame */
 
 	/* The part of an accepted message that waits for credits (rsec_send). */
 	uint8_t *txm;

@@ -105,6 +105,12 @@ int rsec_data_setup(struct rsec_conn *c)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
 	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->qp.chan->fd, &ev) == 0, RSEC_E_IO);
 	c->chan_event = true; /* the CQs are created armed */
+	/* Before the peer runs out of credits, or of send slots: it keeps a data frame's slot until we
+	 * return its credit (sendq.h), so a peer with fewer slots than our buffers waits on us sooner. */
+	uint32_t window = send_window(c->recv_slots, ctx->slot_size);
+	c->credits_due = (c->recv_slots < window ? c->recv_slots : window) / 2;
+	if (c->credits_due == 0)
+		c->credits_due = 1;
 	for (uint32_t i = 0; i < c->recv_slots; i++)
 		RSEC_GUARD(post_recv(c, i));
 	return rsec_onesided_setup(c);
@@ -220,11 +226,7 @@ static bool can_send_new(const struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 {
-	/* Before the peer runs out of credits, or of send slots: it keeps a data frame's slot until we return
-	 * its credit (sendq.h), so a peer with fewer slots than our buffers waits on us sooner. */
-	uint32_t window = send_window(c->recv_slots, c->ctx->slot_size);
-	uint32_t due = (c->recv_slots < window ? c->recv_slots : window) / 2;
-	if (c->credits_owed < (due ? due : 1) || !can_send(c, true))
+	if (c->credits_owed < c->credits_due || !can_send(c, true))
 		return 0;
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
 	return rc < 0 ? rsec_conn_fail(c, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;

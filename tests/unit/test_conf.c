@@ -144,30 +144,34 @@ struct bad_case {
 	const char *err;  /* the exact message */
 };
 
-/* Self-healing: how long a lost client's session waits, how often a data path may be rebuilt. */
+/* A u32 key of section at offset off: def by default, 0 and max taken, max + 1 refused by name. */
+static void zero_to_max(const char *section, const char *key, size_t off, uint32_t def, uint32_t max)
+{
+	struct rsec_conf c;
+	char err[256], text[128], want[128];
+	rsec_conf_defaults(&c);
+	const uint32_t *v = (const uint32_t *)((const char *)&c + off);
+	assert_int_equal(*v, def);
+	const uint32_t ok[] = { 0, max };
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(text, sizeof(text), "[%s]\n%s = %u\n", section, key, ok[i]);
+		assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), 0);
+		assert_int_equal(*v, ok[i]);
+	}
+	snprintf(text, sizeof(text), "[%s]\n%s = %u\n", section, key, max + 1);
+	assert_int_equal(rsec_conf_parse_string(&c, text, err, sizeof(err)), RSEC_E_CONFIG);
+	snprintf(want, sizeof(want), "%s: '%u' is not in 0..%u", key, max + 1, max);
+	assert_non_null(strstr(err, want));
+	assert_int_equal(*v, max);
+}
+
+/* Self-healing: how long a lost client's session waits (10 s by default, up to 10 min), how often a data
+ * path may be rebuilt (6 a minute by default, up to 60); 0 turns either off. */
 static void healing_limits(void **state)
 {
 	(void)state;
-	struct rsec_conf c;
-	char err[256];
-	rsec_conf_defaults(&c);
-	/* A lost client's session: kept 10 s by default, 0 (not at all) to 10 min. */
-	assert_int_equal(c.resume_grace_ms, 10000);
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.resume_grace_ms, 0);
-	assert_int_equal(rsec_conf_parse_string(&c, "[server]\nresume_grace_ms = 600001\n", err, sizeof(err)),
-			 RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "resume_grace_ms: '600001' is not in 0..600000"));
-	/* Rebuilds a minute: 6 by default, 0 (never) to 60. */
-	assert_int_equal(c.rebuilds_per_min, 6);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 0\n", err, sizeof(err)), 0);
-	assert_int_equal(c.rebuilds_per_min, 0);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 60\n", err, sizeof(err)), 0);
-	assert_int_equal(c.rebuilds_per_min, 60);
-	assert_int_equal(rsec_conf_parse_string(&c, "[limits]\nrebuilds_per_min = 61\n", err, sizeof(err)),
-			 RSEC_E_CONFIG);
-	assert_non_null(strstr(err, "rebuilds_per_min: '61' is not in 0..60"));
-	assert_int_equal(c.rebuilds_per_min, 60);
+	zero_to_max("server", "resume_grace_ms", offsetof(struct rsec_conf, resume_grace_ms), 10000, 600000);
+	zero_to_max("limits", "rebuilds_per_min", offsetof(struct rsec_conf, rebuilds_per_min), 6, 60);
 }
 
 static void each_invalid_case(void **state)
