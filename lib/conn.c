@@ -449,24 +449,33 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	}
 }
 
+/*
+ * A transport error moves both ends of an RC connection to ERR (a peer's
+ * refused access moves ours), and the peer's word over TLS can overtake our
+ * own failed completion: our QP error is still one to count and audit.
+ */
+static bool qp_failed_unseen(struct rsec_conn *c)
+{
+	if (!c->have_qp || rsec_qp_state(&c->qp) != IBV_QPS_ERR)
+		return false;
+	c->stats.qp_errors++;
+	return true;
+}
+
 int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	c->last_rx_ms = rsec_now_ms();
 	if (m->type == RSEC_MSG_DISCONNECT) {
 		/* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
+		if (qp_failed_unseen(c))
+			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state when the peer disconnected: %s",
+					      m->u.disconnect.text.s);
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer disconnected: %s", m->u.disconnect.text.s);
 	}
 	if (m->type == RSEC_MSG_ERROR) {
-		/*
-		 * A transport error moves both ends of an RC connection to ERR, and
-		 * the peer's report can overtake our own failed completion: our QP
-		 * error is still one to count and audit.
-		 */
-		if (c->have_qp && rsec_qp_state(&c->qp) == IBV_QPS_ERR) {
-			c->stats.qp_errors++;
+		if (qp_failed_unseen(c))
 			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
 					      m->u.error.text.s);
-		}
 		/* A RESUME the server refused: the session is gone there (resume.c). */
 		c->rs.refused = c->rs.offer != NULL;
 		/* A lane the peer would not take: say why its request failed. */
