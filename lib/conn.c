@@ -834,6 +834,14 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	}
 	if (c->phase == PHASE_CLOSED && rc >= 0)
 		rc = c->close_code;
+	/*
+	 * RSEC_E_AGAIN from rsec_conn_process means only "not established": a
+	 * resume's channel is done at SESSION, before that. Failing it here
+	 * would free it with a goodbye on the channel the server just handed to
+	 * the session, and the server would close the session.
+	 */
+	if (rc == RSEC_E_AGAIN && dialled(c))
+		rc = 0;
 	/* The connection object carries the reason; the caller may read it before freeing. */
 	*out = c;
 	return rc < 0 ? rc : 0;
