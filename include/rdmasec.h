@@ -141,7 +141,9 @@ struct rsec_ctx_attr {
 				    * closes the connection. A server keeps the session that
 				    * long for its client to resume it; a client reconnects
 				    * (backoff and jitter, TLS resumption) and resumes it, for
-				    * that long. Both sides must allow it. A server that does
+				    * that long. Both sides must allow it, and rebuilding too
+				    * (rebuilds_per_min > 0: a resume rebuilds the data path
+				    * and counts towards that budget). A server that does
 				    * must drive all connections of this context from one
 				    * thread: a RESUME hands its new channel to the session it
 				    * names from inside the rsec_conn_process of the connection
@@ -160,7 +162,8 @@ struct rsec_ctx_attr {
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
  * @err: receives a human-readable reason on failure (may be NULL).
- * Returns 0 or RSEC_E_INVAL, RSEC_E_NODEV, RSEC_E_TLS, RSEC_E_CONFIG, RSEC_E_NOMEM.
+ * Returns 0 or RSEC_E_INVAL, RSEC_E_RANGE (a field outside its documented
+ * range), RSEC_E_NODEV, RSEC_E_TLS, RSEC_E_CONFIG, RSEC_E_NOMEM.
  */
 int rsec_ctx_new(const struct rsec_ctx_attr *attr, struct rsec_ctx **out, char *err, size_t errlen);
 void rsec_ctx_free(struct rsec_ctx *ctx);
@@ -227,8 +230,10 @@ int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out
 int rsec_conn_fd(const struct rsec_conn *c);
 /**
  * rsec_conn_process - advance the handshake, handle control messages and
- * completions, expire grants. Never blocks. Returns 0, RSEC_E_AGAIN while
- * handshaking, or the error that closed the connection.
+ * completions, expire grants. Never blocks, but for one case: a client
+ * whose session waits to be resumed (resume_grace_ms) makes one reconnect
+ * try when its backoff is due, which may take up to 3 s. Returns 0,
+ * RSEC_E_AGAIN while handshaking, or the error that closed the connection.
  */
 int rsec_conn_process(struct rsec_conn *c);
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
@@ -270,8 +275,10 @@ size_t rsec_send_queued(const struct rsec_conn *c);
 /**
  * rsec_recv - receive the next authenticated message into buf. timeout_ms 0
  * polls (RSEC_E_AGAIN when none). A message that fails authentication or
- * arrives out of sequence is never delivered: the connection is closed with
- * RSEC_E_MAC or RSEC_E_SEQ. RSEC_E_RANGE if cap is too small (message kept).
+ * arrives out of sequence is never delivered: the data path is rebuilt
+ * (see "Self-healing" below) and the stream goes on, or, when it may not
+ * be, the connection closes with RSEC_E_MAC or RSEC_E_SEQ. RSEC_E_RANGE if
+ * cap is too small (message kept).
  */
 int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms);
 
@@ -312,6 +319,8 @@ void rsec_region_free(struct rsec_region *r);
  * blocking call. *grant_id is valid at once; a grant revoked before its bind
  * completed is never described to the peer. rsec_region_free may be called
  * while binds are in flight: the region goes when they complete.
+ * RSEC_E_AGAIN: the connection is not set up yet, or its data path is being
+ * rebuilt or its session waits to be resumed; retry.
  */
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);
@@ -356,7 +365,10 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
  * fails (RSEC_E_TIMEOUT, and rsec_conn_error says so): its queue pair is
  * moved to the error state first, so a late READ response can never land in
  * buf after the call returned. RSEC_E_AGAIN: max_inflight operations are
- * in flight already.
+ * in flight already, or the data path is being rebuilt; RSEC_E_GRANT: g is
+ * a grant of a data path since rebuilt (ask for a new one); RSEC_E_QP: the
+ * device failed it, or a rebuild began while it was in flight (it may or
+ * may not have happened).
  */
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 	       size_t len, int timeout_ms);
@@ -503,20 +515,26 @@ struct rsec_wr {
 struct rsec_wc {
 	uint64_t user_id;
 	enum rsec_op op;
-	int status;   /* 0, RSEC_E_QP (the device failed it: the connection is closed), or
-		       * the connection's close code (closed while in flight: it did not happen) */
+	int status;   /* 0; RSEC_E_QP: the device failed it, or a rebuild ended it in flight
+		       * (the data path is rebuilt, or the connection closed if it may not
+		       * be); or the connection's close code (closed while in flight: it
+		       * did not happen) */
 	uint32_t len; /* bytes transferred (the posted length on success, 0 otherwise) */
 };
 
 /**
- * rsec_post - post n operations, as one chain of work requests, in order.
- * Each is checked first (grant access and range, local region and range,
- * a READ's region writable); *posted (may be NULL) says how many went out
- * (each of those is reported by rsec_poll, even if the call failed). Returns 0 (all posted),
- * RSEC_E_AGAIN (max_inflight reached: the first *posted went out; reap with
- * rsec_poll and post the rest), RSEC_E_INVAL (bad wr[*posted]: nothing of
- * it posted), RSEC_E_RANGE (wr[*posted] outside its grant or region, or not
- * allowed by the grant), RSEC_E_CLOSED or the connection's close code.
+ * rsec_post - post n operations in order, in chains of up to 32 work
+ * requests. Each is checked first (grant access and range, local region and
+ * range, a READ's region writable); *posted (may be NULL) says how many went
+ * out (each of those is reported by rsec_poll, even if the call failed; the
+ * chains before a bad request may be on the wire already). Returns 0 (all
+ * posted), RSEC_E_AGAIN (max_inflight reached, or the data path is being
+ * rebuilt: the first *posted went out; reap with rsec_poll and post the
+ * rest), RSEC_E_INVAL (bad wr[*posted]: nothing of it posted), RSEC_E_RANGE
+ * (wr[*posted] outside its grant or region, or not allowed by the grant),
+ * RSEC_E_GRANT (wr[*posted]'s grant belongs to a data path since rebuilt),
+ * RSEC_E_VERBS (the device refused the chain), RSEC_E_CLOSED or the
+ * connection's close code.
  */
 int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted);
 /** rsec_post_write / rsec_post_read - rsec_post of one operation. */
@@ -548,7 +566,9 @@ struct rsec_conn_stats {
 	uint32_t local_qpn, remote_qpn;
 	/* Completions the peer caused that rdmasec never asks for (a WRITE WITH
 	 * IMMEDIATE, a SEND_WITH_INV, a frame over our buffer): each rebuilds
-	 * the data path, or closes the connection with RSEC_E_PROTO. */
+	 * the data path, or closes the connection with RSEC_E_PROTO. Also
+	 * control messages that break the protocol (out of turn, malformed for
+	 * their state): those always close with RSEC_E_PROTO. */
 	uint64_t protocol_violations;
 	/* Rebuilds of this queue pair's data path that completed (self-healing). */
 	uint64_t rebuilds;
@@ -565,19 +585,25 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
  * connection does not close: both sides rebuild its data path over the TLS
  * channel (new QP, fresh PSNs, new message keys) within one round trip, and
  * every two-sided message arrives exactly once and in order across it. No
- * call fails because of a rebuild: rsec_send and rsec_recv go on; rsec_post
- * and rsec_grant return RSEC_E_AGAIN while it is under way. What cannot go
- * on, ends: one-sided operations in flight complete with RSEC_E_QP, and
- * every grant of either side is revoked (the granter's audit log says so;
- * the peer's rsec_remote_grant copies no longer work). stats.rebuilds counts
+ * two-sided call fails because of a rebuild: rsec_send and rsec_recv go on.
+ * rsec_post, rsec_write, rsec_read and rsec_grant return RSEC_E_AGAIN while
+ * it is under way (retry). What cannot go on, ends: one-sided operations in
+ * flight complete with RSEC_E_QP, and every grant of either side is revoked
+ * (the granter's audit log says so; the peer's rsec_remote_grant copies
+ * are refused with RSEC_E_GRANT). stats.rebuilds counts
  * rebuilds, the audit log has a "rebuild" record for each, and
  * rsec_conn_rebuild_reason tells the latest one's cause. Past the per-minute
- * budget, the connection closes with the failure's code, as without it.
+ * budget, the connection closes with the failure's code, as without it
+ * (a lost TLS connection: with the code of that loss, such as
+ * RSEC_E_CLOSED or RSEC_E_TIMEOUT).
  * With resume_grace_ms, a lost TLS connection is handled the same way: the
  * session waits (a client reconnects) and goes on over a new one, calls
  * waiting meanwhile; stats.resumes counts it.
  */
-/** rsec_conn_rebuild_reason - why the latest rebuild happened; NULL if none did. */
+/**
+ * rsec_conn_rebuild_reason - why the latest completed rebuild happened (the
+ * one stats.rebuilds counted last); NULL if none completed.
+ */
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);
 
 #ifdef __cplusplus

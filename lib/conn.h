@@ -187,7 +187,8 @@ struct rsec_rebuild {
 	/* Data frames the peer did not open, recovered from the send ring: u8 flags | u32 len | bytes, in order. */
 	uint8_t *resend;
 	size_t resend_len, resend_off;
-	char reason[200];         /* the latest rebuild's */
+	char reason[200];         /* of the rebuild under way, or the latest one */
+	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
 };
 
 /* A session outliving its control channel (resume.c). */
@@ -391,8 +392,11 @@ RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
  */
 RSEC_MUST_CHECK int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* The control channel is lost (why): stop the data path, our REBUILD waits (REBUILD_PARKED). */
-RSEC_MUST_CHECK int rsec_rebuild_park(struct rsec_conn *c, const char *why);
+/*
+ * The control channel is lost (why): stop the data path, our REBUILD waits
+ * (REBUILD_PARKED). Past the rebuild budget the connection fails with code.
+ */
+RSEC_MUST_CHECK int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why);
 /* A new control channel is up: our REBUILD goes out (REBUILD_SENT). */
 RSEC_MUST_CHECK int rsec_rebuild_unpark(struct rsec_conn *c);
 /* REBUILD and REBUILD_READY. Returns 0 or the connection's failure. */

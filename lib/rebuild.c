@@ -140,12 +140,12 @@ static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 	return send_our_half(c, why);
 }
 
-int rsec_rebuild_park(struct rsec_conn *c, const char *why)
+int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
 {
 	/* A session that keeps losing its channel would rebuild without end: the same budget. */
 	uint64_t now = rsec_now_ms();
 	if (recent(c, now) >= c->ctx->rebuilds_per_min)
-		return rsec_conn_fail(c, RSEC_E_IO, "%s (not resumed: rebuilt %u times in the last minute, the limit)", why,
+		return rsec_conn_fail(c, code, "%s (not resumed: rebuilt %u times in the last minute, the limit)", why,
 				      c->ctx->rebuilds_per_min);
 	c->rb.started_ms[c->rb.started_next] = now;
 	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
@@ -269,6 +269,7 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 {
 	c->rb.state = REBUILD_NONE;
 	c->stats.rebuilds++;
+	memcpy(c->rb.done_reason, c->rb.reason, sizeof(c->rb.done_reason));
 	char note[200];
 	snprintf(note, sizeof(note), "epoch %u: %.180s", c->rb.epoch, c->rb.reason);
 	rsec_conn_audit(c, RSEC_AUDIT_REBUILD, "ok", note, NULL);
@@ -311,5 +312,5 @@ void rsec_rebuild_free(struct rsec_conn *c)
 
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
 {
-	return c && c->stats.rebuilds ? c->rb.reason : NULL;
+	return c && c->stats.rebuilds ? c->rb.done_reason : NULL;
 }

@@ -79,7 +79,7 @@ int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
 	rsec_lanes_lost(c, code, why);
 	drop_channel(c);
 	memcpy(c->rs.lost, why, sizeof(c->rs.lost));
-	RSEC_GUARD(rsec_rebuild_park(c, why));
+	RSEC_GUARD(rsec_rebuild_park(c, code, why));
 	uint64_t now = rsec_now_ms();
 	c->rs.parked = true;
 	c->rs.until_ms = now + c->ctx->resume_grace_ms;

@@ -30,7 +30,7 @@ cat "$work/run.out" "$work/client.out" "$work/server.out"
 expect_match "$work/run.out" '^client=0$' "the client failed"
 expect_match "$work/run.out" '^server=0$' "the server failed"
 expect_each "$work/client.out" "" <<'EOF'
-^RESULT stream=288 echoed in order, 8 faults, [8-9] rebuilds, server rebuilds=[8-9]$	the stream did not survive the faults whole and in order
+^RESULT stream=288 echoed in order, 8 faults, [8-9] rebuilds, server rebuilds=[8-9], latest: (queue pair error|the peer's side: the queue pair failed)	the stream did not survive the faults whole and in order
 ^RESULT grants=ok; after a rebuild: old grant unknown, expired or revoked grant, 1 rebuilds; new grant ok$	grants did not end with the rebuild, or a new one failed
 ^RESULT inflight=48 posted: 48 reported \([1-9][0-9]* failed, 0 other\), 0 in flight; then msg-goes-on$	posted operations were lost at the fault, or the session did not go on
 ^RESULT budget=fault 4 closed it after 3 rebuilds: .*rebuilt 3 times in the last minute, the limit\)$	the budget did not close the connection at the 4th fault

@@ -239,6 +239,8 @@ static void stream(struct run *r)
 		check_die("out of memory");
 	unsigned sent = 0, echoed = 0, faults = 0, bad = 0;
 	bool faulted[ROUNDS * BURST] = { false };
+	if (rsec_conn_rebuild_reason(c))
+		check_die("a rebuild reason before any rebuild: %s", rsec_conn_rebuild_reason(c));
 	for (unsigned round = 0; round < ROUNDS; round++) {
 		fprintf(stderr, "stream: round %u, %" PRIu64 " rebuilds so far\n", round, rebuilds_of(c));
 		for (unsigned i = 0; i < BURST; i++, sent++) {
@@ -264,8 +266,8 @@ static void stream(struct run *r)
 	if (bad)
 		check_result("stream", "%u of %u echoes wrong", bad, sent);
 	else
-		check_result("stream", "%u echoed in order, %u faults, %" PRIu64 " rebuilds, server %s", sent, faults, mine,
-			     r->buf);
+		check_result("stream", "%u echoed in order, %u faults, %" PRIu64 " rebuilds, server %s, latest: %s", sent,
+			     faults, mine, r->buf, rsec_conn_rebuild_reason(c));
 	free(want);
 	free(out);
 	hang_up(c, ctx);

@@ -30,7 +30,7 @@ static const char full[] =
 	"cert=/etc/rdmasec/server.pem\n"
 	"key : /etc/rdmasec/server.key\n"
 	"[limits]\r\n"
-	"max_msg = 1073741824\r\n"
+	"max_msg = 1073741823\r\n"
 	"recv_slots = 4096\n"
 	"slot_size = 4096";
 
@@ -95,7 +95,7 @@ static void full_valid_file(void **state)
 	assert_string_equal(c.ca, "/etc/rdmasec/ca.pem");
 	assert_string_equal(c.cert, "/etc/rdmasec/server.pem");
 	assert_string_equal(c.key, "/etc/rdmasec/server.key");
-	assert_limits(&c, 1073741824, 4096, 4096);
+	assert_limits(&c, 1073741823, 4096, 4096);
 	assert_int_equal(rsec_conf_check(&c, err, sizeof(err)), 0);
 
 	/* IPv6 listen address. */
@@ -198,8 +198,8 @@ static void each_invalid_case(void **state)
 		{ "[server]\nqp_pool = 1025\n", "line 2: qp_pool: '1025' is not in 1..1024" },
 		{ "[server]\nqp_pool = 32x\n", "line 2: qp_pool: '32x' is not in 1..1024" },
 		{ "[tls]\nresume_s = 86401\n", "line 2: resume_s: '86401' is not 0 or in 1..86400" },
-		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741824" },
-		{ "[limits]\nmax_msg = 1073741825\n", "line 2: max_msg: '1073741825' is not in 1..1073741824" },
+		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741823" },
+		{ "[limits]\nmax_msg = 1073741824\n", "line 2: max_msg: '1073741824' is not in 1..1073741823" },
 		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 4..4096" },
 		{ "[limits]\nrecv_slots = 3\n", "line 2: recv_slots: '3' is not in 4..4096" },
 		{ "[limits]\nslot_size = 4095\n", "line 2: slot_size: '4095' is not in 4096..1048576" },

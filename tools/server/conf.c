@@ -49,7 +49,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_STR("tls", psk_file),
 	KEY_STR("tls", psk_identity),
 	KEY_U32("tls", resume_s, 1, 86400, true), /* RSEC_MAX_RESUME_S */
-	KEY_U32("limits", max_msg, 1, 1073741824, false),
+	KEY_U32("limits", max_msg, 1, 1073741823, false), /* the library's 1 GiB less the opcode byte */
 	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
 	KEY_U32("limits", rebuilds_per_min, 0, 60, false), /* RSEC_MAX_REBUILDS; 0: off */
