@@ -151,6 +151,22 @@ static void listener_gate(struct server *srv, bool flipped)
 		  (unsigned long long)fds_in_use(srv));
 }
 
+/* The library rebuilt the session's data path (self-healing): say so, with why. */
+static void log_rebuilds(struct session *s)
+{
+	struct rsec_conn_stats st;
+	if (rsec_conn_stats(s->conn, &st) < 0 || st.rebuilds == s->rebuilds)
+		return;
+	s->rebuilds = st.rebuilds;
+	const char *why = rsec_conn_rebuild_reason(s->conn);
+	log_event("warn", "rebuilt",
+		  "conn=%llu peer=%s rebuilds=%llu reason=%s local_qpn=%u mac_failures=%llu qp_errors=%llu "
+		  "protocol_violations=%llu",
+		  (unsigned long long)s->id, log_q(s->peer), (unsigned long long)st.rebuilds, log_q(why ? why : ""),
+		  st.local_qpn, (unsigned long long)st.mac_failures, (unsigned long long)st.qp_errors,
+		  (unsigned long long)st.protocol_violations);
+}
+
 /* An established session's end: its counters in the log. */
 static void log_closed(const struct session *s, int rc, const char *why, const struct rsec_conn_stats *st)
 {
@@ -213,6 +229,8 @@ static void session_end(struct session *s, int rc)
 	if (s->established) {
 		per_peer.connections = 1;
 		srv->n.closed++;
+		/* A rebuild that completed in the step that closed it (inside rsec_recv, say) is told first. */
+		log_rebuilds(s);
 		log_closed(s, rc, why, &st);
 	} else {
 		log_setup_end(s, rc, why, &per_peer);
@@ -457,22 +475,6 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 }
 
 /* Everything one connection can do now; false once it has ended. */
-/* The library rebuilt the session's data path (self-healing): say so, with why. */
-static void log_rebuilds(struct session *s)
-{
-	struct rsec_conn_stats st;
-	if (rsec_conn_stats(s->conn, &st) < 0 || st.rebuilds == s->rebuilds)
-		return;
-	s->rebuilds = st.rebuilds;
-	const char *why = rsec_conn_rebuild_reason(s->conn);
-	log_event("warn", "rebuilt",
-		  "conn=%llu peer=%s rebuilds=%llu reason=%s local_qpn=%u mac_failures=%llu qp_errors=%llu "
-		  "protocol_violations=%llu",
-		  (unsigned long long)s->id, log_q(s->peer), (unsigned long long)st.rebuilds, log_q(why ? why : ""),
-		  st.local_qpn, (unsigned long long)st.mac_failures, (unsigned long long)st.qp_errors,
-		  (unsigned long long)st.protocol_violations);
-}
-
 static bool session_step(struct session *s)
 {
 	struct server *srv = s->srv;
