@@ -269,7 +269,7 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		{ "rdmasec_server_refused_source_table_total", "counter",
 		  "Connections closed at accept: the source table was full or the address unusable.",
 		  n->refused_source_table },
-		{ "rdmasec_server_refused_handshakes_total", "counter",
+		{ "rdmasec_server_refused_max_handshakes_total", "counter",
 		  "Connections closed at accept: max_handshakes in progress, no source over its share.",
 		  n->refused_handshakes },
 		{ "rdmasec_server_refused_handshake_rate_total", "counter",

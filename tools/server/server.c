@@ -838,6 +838,7 @@ static void log_counters(const struct server *srv)
 	log_event("info", "counters",
 		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
 		  "refused_source_concurrent=%llu refused_source_rate=%llu refused_source_table=%llu "
+		  "refused_max_handshakes=%llu refused_handshake_rate=%llu handshakes_evicted=%llu "
 		  "accept_paused=%llu log_suppressed=%llu "
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
@@ -846,7 +847,9 @@ static void log_counters(const struct server *srv)
 		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
 		  (unsigned long long)n->refused_source_concurrent, (unsigned long long)n->refused_source_rate,
-		  (unsigned long long)n->refused_source_table, (unsigned long long)n->accept_paused,
+		  (unsigned long long)n->refused_source_table, (unsigned long long)n->refused_handshakes,
+		  (unsigned long long)n->refused_handshake_rate, (unsigned long long)n->handshakes_evicted,
+		  (unsigned long long)n->accept_paused,
 		  (unsigned long long)n->log_suppressed,
 		  (unsigned long long)n->refused_auth, (unsigned long long)n->refused_identity,
 		  (unsigned long long)n->handshake_failed, (unsigned long long)n->closed,
