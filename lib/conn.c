@@ -6,9 +6,9 @@
  * authenticated. The sequence (docs/protocol.md):
  *
  *   client                                server
- *   TCP connect, TLS 1.3 handshake  <->   (no RDMA resource yet)
- *                                         admit(peer identity) or refuse
- *   HELLO {versions, aead}          ->
+ *   TCP connect, TLS 1.3 handshake  <->   (no RDMA resource yet; the peer's
+ *                                         identity is read, nothing else)
+ *   HELLO {versions, aead}          ->    admit(peer identity) or refuse
  *                                   <-    HELLO {version, aead}
  *   both derive per-direction message keys from the TLS exporter
  *   create PD, CQs, QP; post receives
@@ -17,6 +17,9 @@
  *                                   <-    QP_INFO {qpn, psn, gid, ...}
  *   INIT->RTR->RTS towards server
  *   READY                           ->    established
+ *
+ * A RESUME instead of the HELLO (resume.c) is no new connection: it is not
+ * admitted, it joins the parked session its token and identity name.
  *
  * Only a DISCONNECT over TLS (or the TLS channel's loss) closes a connection:
  * nothing that arrives over RDMA can.
@@ -68,7 +71,7 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->error + n, sizeof(c->error) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (c->phase != PHASE_TLS && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
+	if (c->phase != PHASE_TLS && !c->admit_refused && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
 		m.u.error.code = (uint32_t)-code;
 		rsec_wire_text_set(&m.u.error.text, c->error);
@@ -129,13 +132,13 @@ static void audit_failure(struct rsec_conn *c, int code)
 		break;
 	}
 	/*
-	 * Every connection that ends in the handshake gets one record too: a
-	 * known identity there means the admission hook said no; none means the
-	 * peer never authenticated (bad certificate or PSK, timeout), unless we
-	 * closed it ourselves (RSEC_E_CLOSED comes only from rsec_conn_close here).
+	 * Every connection that ends in the handshake gets one record too: the
+	 * admission hook said no to its HELLO, or the peer never authenticated
+	 * (bad certificate or PSK, timeout), unless we closed it ourselves
+	 * (RSEC_E_CLOSED comes only from rsec_conn_close here).
 	 */
 	enum rsec_audit_event ev = RSEC_AUDIT_CLOSE;
-	if (c->phase == PHASE_TLS && c->peer[0])
+	if (c->admit_refused)
 		ev = RSEC_AUDIT_REFUSE;
 	else if (c->phase == PHASE_TLS && code != RSEC_E_CLOSED)
 		ev = RSEC_AUDIT_AUTH_FAILURE;
@@ -247,7 +250,7 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
 	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
-			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME : 0);
+			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME | RSEC_WIRE_FEATURE_RESUME_EPOCH : 0);
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
@@ -293,23 +296,14 @@ static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
 		c->peer[0] = '\0'; /* no identity: this must not look like a refusal */
 		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
 	}
-	if (c->is_server && c->ctx->admit) {
-		rc = c->ctx->admit(c->ctx->admit_arg, c->peer);
-		if (rc < 0) {
-			struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
-			char text[96];
-			snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
-			m.u.disconnect.reason = RSEC_DISC_REFUSED;
-			rsec_wire_text_set(&m.u.disconnect.text, text);
-			(void)!rsec_chan_send(c, &m);
-			return rsec_conn_fail(c, rc, "peer %s refused: %s", c->peer, rsec_strerror(rc));
-		}
-	}
+	/* A server goes no further here: admission waits for the HELLO (a RESUME is no new connection). */
 	c->phase = PHASE_HELLO;
 	if (!c->is_server && c->rs.offer) {
 		/* A new control channel for a parked session (resume.c): its token instead of a HELLO. */
 		struct rsec_msg m = { .type = RSEC_MSG_RESUME };
 		memcpy(m.u.session.token, c->rs.offer, sizeof(m.u.session.token));
+		m.u.session.has_epoch = c->rs.epochs;
+		m.u.session.epoch = c->rs.offer_epoch;
 		rc = rsec_chan_send(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		return rc < 0 ? rsec_conn_fail(c, rc, "cannot send RESUME") : 0;
@@ -332,9 +326,27 @@ static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
 	return 0;
 }
 
+/* Server: a HELLO starts a new session of this identity; the application may refuse it (RSEC_DISC_REFUSED). */
+static RSEC_MUST_CHECK int admit(struct rsec_conn *c)
+{
+	int rc = c->ctx->admit ? c->ctx->admit(c->ctx->admit_arg, c->peer) : 0;
+	if (rc >= 0)
+		return 0;
+	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
+	char text[96];
+	snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
+	m.u.disconnect.reason = RSEC_DISC_REFUSED;
+	rsec_wire_text_set(&m.u.disconnect.text, text);
+	(void)!rsec_chan_send(c, &m);
+	c->admit_refused = true; /* the DISCONNECT said it all; audited as a refusal */
+	return rsec_conn_fail(c, rc, "peer %s refused: %s", c->peer, rsec_strerror(rc));
+}
+
 static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	const struct rsec_msg_hello *h = &m->u.hello;
+	if (c->is_server)
+		RSEC_GUARD(admit(c));
 	if (h->min_version > RSEC_WIRE_VERSION || h->max_version < RSEC_WIRE_VERSION)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "no common protocol version (peer %u..%u)",
 				      h->min_version, h->max_version);
@@ -343,6 +355,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
 	/* A session is resumed with a rebuild of its data path: both needed. */
 	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
+	c->rs.epochs = c->rs.peer && (h->features & RSEC_WIRE_FEATURE_RESUME_EPOCH);
 	if (c->is_server) {
 		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
 		int rc = send_hello(c);
@@ -429,8 +442,10 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 			struct rsec_msg r = *m;
 			r.u.keepalive.is_reply = 1;
 			int rc = rsec_chan_send(c, &r);
-			if (rc < 0)
+			if (rc == RSEC_E_LIMIT)
 				return rsec_conn_fail(c, rc, "cannot answer KEEPALIVE");
+			if (rc < 0)
+				return rsec_resume_lost(c, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_strerror(rc));
 			c->last_tx_ms = rsec_now_ms();
 		}
 		return 0;
@@ -583,8 +598,10 @@ static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
 	m.u.keepalive.nonce = now;
 	int rc = rsec_chan_send(c, &m);
-	if (rc < 0)
+	if (rc == RSEC_E_LIMIT)
 		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
+	if (rc < 0)
+		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_strerror(rc));
 	c->last_tx_ms = now;
 	return 0;
 }
@@ -826,7 +843,7 @@ static bool dialled(struct rsec_conn *c)
 }
 
 int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
-		   const uint8_t *offer, struct rsec_conn **out)
+		   const struct rsec_conn *resuming, struct rsec_conn **out)
 {
 	*out = NULL;
 	int sock;
@@ -836,7 +853,11 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 		close(sock);
 		return RSEC_E_NOMEM;
 	}
-	c->rs.offer = offer;
+	if (resuming) {
+		c->rs.offer = resuming->rs.token;
+		c->rs.epochs = resuming->rs.epochs;
+		c->rs.offer_epoch = resuming->rb.epoch;
+	}
 	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
 	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
 	if (rc < 0 && !c->error[0])

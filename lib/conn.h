@@ -180,6 +180,8 @@ struct rsec_rebuild {
 	uint32_t epoch;           /* of the keys and QP in use; 0: set-up's */
 	uint64_t deadline_ms;     /* a rebuild under way fails the connection after this */
 	uint64_t opened;          /* REBUILD_SENT: the peer's frames of the old epoch we opened */
+	uint64_t sent_opened;     /* the count our latest REBUILD carried (a peer that missed it needs it) */
+	uint32_t target;          /* REBUILD_SENT: the epoch being built */
 	bool again;               /* the new data path failed before the rebuild was over */
 	uint8_t again_why;        /* RSEC_WIRE_REBUILD_* of that failure */
 	uint64_t started_ms[RSEC_MAX_REBUILDS]; /* when the latest rebuilds started, a ring */
@@ -211,6 +213,17 @@ struct rsec_resume {
 	/* A client's new control channel: RESUME with this token instead of HELLO; the answer. */
 	const uint8_t *offer;
 	bool answered, refused;
+	/*
+	 * Both offered RSEC_WIRE_FEATURE_RESUME_EPOCH: RESUME and its SESSION
+	 * answer carry each side's data-path epoch (offer_epoch: ours, on a
+	 * client's new channel), so a session lost in the middle of a rebuild
+	 * resumes even when one side connected the rebuilt QP and the other did
+	 * not (rebuild.c, rsec_rebuild_unpark).
+	 */
+	bool epochs;
+	uint32_t offer_epoch;
+	bool peer_epoch_known;
+	uint32_t peer_epoch;
 };
 
 struct rsec_conn {
@@ -226,6 +239,7 @@ struct rsec_conn {
 	SSL *ssl;
 	char peer[256];
 	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
+	bool admit_refused; /* server: the admission hook refused its HELLO */
 	char error[256];
 	int close_code;
 	uint64_t deadline_ms; /* set-up deadline */
@@ -397,7 +411,10 @@ RSEC_MUST_CHECK int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int cod
  * (REBUILD_PARKED). Past the rebuild budget the connection fails with code.
  */
 RSEC_MUST_CHECK int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why);
-/* A new control channel is up: our REBUILD goes out (REBUILD_SENT). */
+/*
+ * A new control channel is up: our REBUILD goes out (REBUILD_SENT), for the
+ * epoch after both sides' (c->rs.peer_epoch, when the peer said it).
+ */
 RSEC_MUST_CHECK int rsec_rebuild_unpark(struct rsec_conn *c);
 /* REBUILD and REBUILD_READY. Returns 0 or the connection's failure. */
 RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
@@ -446,10 +463,11 @@ void rsec_resume_remember(struct rsec_conn *c, const char *host, uint16_t port, 
 void rsec_resume_forget(struct rsec_conn *c);
 
 /* conn.c: a client connection to host:port, set up within timeout_ms;
- * offer: RESUME that session instead of a HELLO (the call returns once the
- * server confirmed it). *out is set whenever a connection object was made. */
+ * resuming: RESUME that parked session instead of a HELLO (the call returns
+ * once the server confirmed it). *out is set whenever a connection object
+ * was made. */
 RSEC_MUST_CHECK int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name,
-				   int timeout_ms, const uint8_t *offer, struct rsec_conn **out);
+				   int timeout_ms, const struct rsec_conn *resuming, struct rsec_conn **out);
 
 /* data.c */
 /*

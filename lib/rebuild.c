@@ -74,15 +74,15 @@ static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *
 	rsec_conn_audit(c, ev, rsec_strerror(code), text, NULL);
 }
 
-static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why)
+static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t opened)
 {
 	struct rsec_qp_peer self;
 	rsec_qp_describe_local(&c->qp, &self);
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD, .lane = c->lane };
 	struct rsec_msg_rebuild *r = &m.u.rebuild;
-	r->epoch = c->rb.epoch + 1;
+	r->epoch = c->rb.target;
 	r->reason = why;
-	r->opened = c->rb.opened;
+	r->opened = opened;
 	r->qp.qpn = self.qpn;
 	r->qp.psn = self.psn;
 	r->qp.lid = self.lid;
@@ -120,15 +120,23 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	return 0;
 }
 
+/* A rebuild message that could not go: a lost channel parks the session (resume.c), a full one fails it. */
+static RSEC_MUST_CHECK int unsent(struct rsec_conn *c, int rc, const char *what)
+{
+	if (rc == RSEC_E_LIMIT)
+		return rsec_conn_fail(c, rc, "cannot send %s", what);
+	return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", what, rsec_strerror(rc));
+}
+
 /* Our half goes out: the rebuild has until the set-up timeout from now. */
-static RSEC_MUST_CHECK int send_our_half(struct rsec_conn *c, uint8_t why)
+static RSEC_MUST_CHECK int send_our_half(struct rsec_conn *c, uint8_t why, uint32_t target, uint64_t opened)
 {
 	c->rb.deadline_ms = rsec_now_ms() + (uint64_t)c->ctx->handshake_timeout_ms;
-	int rc = send_half(c, why);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send REBUILD");
-	c->rb.state = REBUILD_SENT;
-	return 0;
+	c->rb.target = target;
+	c->rb.sent_opened = opened;
+	c->rb.state = REBUILD_SENT; /* also if the channel goes now: our QP is stopped, our count taken */
+	int rc = send_half(c, why, opened);
+	return rc < 0 ? unsent(c, rc, "REBUILD") : 0;
 }
 
 /* Stop the failed data path and send our half; counted against the budget. */
@@ -137,7 +145,7 @@ static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 	c->rb.started_ms[c->rb.started_next] = rsec_now_ms();
 	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
 	RSEC_GUARD(stop(c));
-	return send_our_half(c, why);
+	return send_our_half(c, why, c->rb.epoch + 1, c->rb.opened);
 }
 
 int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
@@ -150,16 +158,33 @@ int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
 	c->rb.started_ms[c->rb.started_next] = now;
 	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
 	snprintf(c->rb.reason, sizeof(c->rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
-	/* Our REBUILD may be out already (its QP stopped, its count taken): it goes again on the new channel. */
-	if (c->rb.state == REBUILD_NONE)
+	/*
+	 * Our REBUILD may be out already (its QP stopped, its count taken): it
+	 * goes again on the new channel. A rebuilt QP we connected is stopped
+	 * again: the peer may have sent on it (it had our REBUILD_READY) or not
+	 * even have our REBUILD; the resume's rebuild sorts that out.
+	 */
+	if (c->rb.state != REBUILD_SENT)
 		RSEC_GUARD(stop(c));
 	c->rb.state = REBUILD_PARKED;
 	return 0;
 }
 
+/*
+ * Both sides build the epoch after the later of theirs. Epochs differ when
+ * the channel went in the middle of a rebuild and only one side connected
+ * its rebuilt QP (it had the other's REBUILD, the other never had its own):
+ * that side's frames of its new epoch were never opened (count 0 for it),
+ * and the side behind still needs the count the lost REBUILD carried.
+ * Either way the keys come from the new TLS session.
+ */
 int rsec_rebuild_unpark(struct rsec_conn *c)
 {
-	return send_our_half(c, RSEC_WIRE_REBUILD_CHANNEL);
+	uint32_t ours = c->rb.epoch, theirs = c->rs.peer_epoch_known ? c->rs.peer_epoch : ours;
+	if (theirs >= UINT32_MAX - 1)
+		return rsec_conn_violation(c, "the resumed peer names an impossible epoch");
+	uint64_t opened = theirs > ours ? 0 : theirs < ours ? c->rb.sent_opened : c->rb.opened;
+	return send_our_half(c, RSEC_WIRE_REBUILD_CHANNEL, (theirs > ours ? theirs : ours) + 1, opened);
 }
 
 /* May this connection rebuild once more now? If not, why not, in out. */
@@ -228,6 +253,7 @@ static RSEC_MUST_CHECK int take_peer_qp(struct rsec_conn *c, const struct rsec_m
 static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
 {
 	RSEC_GUARD(take_peer_qp(c, &r->qp));
+	c->rb.epoch = r->epoch - 1; /* a resume may build a later epoch than ours + 1: the keys are r->epoch's */
 	int rc = rsec_data_rekey(c, r->opened);
 	if (rc == RSEC_E_PROTO)
 		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
@@ -239,18 +265,17 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	c->rb.epoch = r->epoch;
 	c->stats.local_qpn = c->qp.qp->qp_num;
 	c->stats.remote_qpn = c->remote.qpn;
+	c->rb.state = REBUILD_CONNECTED;
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
 	m.u.rebuild_ready.epoch = r->epoch;
 	rc = rsec_chan_send(c, &m);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send REBUILD_READY");
-	c->rb.state = REBUILD_CONNECTED;
-	return 0;
+	return rc < 0 ? unsent(c, rc, "REBUILD_READY") : 0;
 }
 
 static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
 {
-	if (r->epoch != c->rb.epoch + 1 || c->rb.state == REBUILD_CONNECTED)
+	uint32_t want = c->rb.state == REBUILD_SENT ? c->rb.target : c->rb.epoch + 1;
+	if (r->epoch != want || c->rb.state == REBUILD_CONNECTED)
 		return rsec_conn_violation(c, "REBUILD out of turn");
 	if (c->rb.state == REBUILD_NONE) {
 		/* The peer saw the fault first; a rebuild it asks for counts against the budget too. */
@@ -260,6 +285,8 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 					      why_text(r->reason), no);
 		snprintf(c->rb.reason, sizeof(c->rb.reason), "the peer's side: %s", why_text(r->reason));
 		RSEC_GUARD(begin(c, RSEC_WIRE_REBUILD_ANSWER));
+		if (c->rs.parked)
+			return 0; /* our REBUILD could not go: both sides rebuild from here once resumed */
 	}
 	return connect_new(c, r);
 }

@@ -41,14 +41,16 @@
 #define TRY_MS 3000u
 
 /*
- * Parked sessions resume with a rebuild from the epoch both sides are in:
- * ours has not moved until we connected a rebuilt QP (REBUILD_CONNECTED),
- * and a peer that connected cannot park either, so the resume is refused.
+ * Parked sessions resume with a rebuild. In the middle of one, a side that
+ * connected its rebuilt QP (REBUILD_CONNECTED) may be an epoch ahead of the
+ * other: RESUME and SESSION then say both epochs (rsec_rebuild_unpark). A
+ * peer that cannot say them gets the old rule: such a side closes instead.
  */
 static bool may_park(const struct rsec_conn *c)
 {
 	return !c->lane && c->phase == PHASE_ESTABLISHED && c->rs.peer && c->rs.have_token &&
-	       c->ctx->resume_grace_ms && (c->rb.state == REBUILD_NONE || c->rb.state == REBUILD_SENT);
+	       c->ctx->resume_grace_ms &&
+	       (c->rb.state == REBUILD_NONE || c->rb.state == REBUILD_SENT || c->rs.epochs);
 }
 
 /* Close the lost channel: wiped, unwatched, freed. */
@@ -79,6 +81,7 @@ int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
 	rsec_lanes_lost(c, code, why);
 	drop_channel(c);
 	memcpy(c->rs.lost, why, sizeof(c->rs.lost));
+	c->rs.peer_epoch_known = false; /* the next channel's RESUME or SESSION says it */
 	RSEC_GUARD(rsec_rebuild_park(c, code, why));
 	uint64_t now = rsec_now_ms();
 	c->rs.parked = true;
@@ -195,8 +198,13 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 		(void)!rsec_chan_send(c, &e);
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "RESUME of a session this server does not have");
 	}
+	/* Both epochs are known to both sides before either sends its REBUILD. */
+	s->rs.peer_epoch_known = s->rs.epochs && m->u.session.has_epoch;
+	s->rs.peer_epoch = m->u.session.epoch;
 	struct rsec_msg ok = { .type = RSEC_MSG_SESSION };
 	memcpy(ok.u.session.token, s->rs.token, sizeof(ok.u.session.token));
+	ok.u.session.has_epoch = s->rs.peer_epoch_known;
+	ok.u.session.epoch = s->rb.epoch;
 	int rc = move_channel(s, c);
 	if (rc == 0)
 		rc = rsec_chan_send(s, &ok);
@@ -216,6 +224,8 @@ int rsec_resume_on_session(struct rsec_conn *c, const struct rsec_msg *m)
 		/* A new channel's answer: the session it offered, or a violation. */
 		if (CRYPTO_memcmp(m->u.session.token, c->rs.offer, RSEC_WIRE_TOKEN_LEN) != 0)
 			return rsec_conn_violation(c, "SESSION names another session than the one offered");
+		c->rs.peer_epoch_known = c->rs.epochs && m->u.session.has_epoch;
+		c->rs.peer_epoch = m->u.session.epoch;
 		c->rs.answered = true;
 		return 0;
 	}
@@ -249,7 +259,7 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 	uint64_t left = c->rs.until_ms - now;
 	struct rsec_conn *n = NULL;
 	int rc = rsec_conn_dial(c->ctx, c->rs.host, c->rs.port, c->rs.server_name[0] ? c->rs.server_name : NULL,
-				(int)(left < TRY_MS ? left : TRY_MS), c->rs.token, &n);
+				(int)(left < TRY_MS ? left : TRY_MS), c, &n);
 	c->rs.tries++;
 	if (rc == 0 && strcmp(n->peer, c->peer) != 0) {
 		rsec_conn_free(n);
@@ -257,6 +267,8 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 				      c->rs.lost);
 	}
 	if (rc == 0) {
+		c->rs.peer_epoch_known = n->rs.peer_epoch_known;
+		c->rs.peer_epoch = n->rs.peer_epoch;
 		rc = move_channel(c, n);
 		(void)handed_over(n, (unsigned long long)c->id);
 		rsec_conn_free(n);

@@ -214,6 +214,14 @@ static RSEC_MUST_CHECK int read_rebuild(struct rsec_buf *in, struct rsec_msg_reb
 	return read_qp_info(in, &r->qp);
 }
 
+/* The token, and the epoch if the sender added it (a peer without RSEC_WIRE_FEATURE_RESUME_EPOCH does not). */
+static RSEC_MUST_CHECK int read_session(struct rsec_buf *in, struct rsec_msg_session *s)
+{
+	RSEC_GUARD(rsec_buf_get_bytes(in, s->token, sizeof(s->token)));
+	s->has_epoch = rsec_buf_remaining(in) > 0;
+	return s->has_epoch ? rsec_buf_get_u32(in, &s->epoch) : 0;
+}
+
 static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -234,7 +242,7 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 	case RSEC_MSG_REBUILD: return read_rebuild(in, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_get_u32(in, &m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
-	case RSEC_MSG_RESUME: return rsec_buf_get_bytes(in, m->u.session.token, sizeof(m->u.session.token));
+	case RSEC_MSG_RESUME: return read_session(in, &m->u.session);
 	default: return RSEC_E_PROTO;
 	}
 }
@@ -367,6 +375,12 @@ static RSEC_MUST_CHECK int write_rebuild(struct rsec_buf *out, const struct rsec
 	return write_qp_info(out, &r->qp);
 }
 
+static RSEC_MUST_CHECK int write_session(struct rsec_buf *out, const struct rsec_msg_session *s)
+{
+	RSEC_GUARD(rsec_buf_put_bytes(out, s->token, sizeof(s->token)));
+	return s->has_epoch ? rsec_buf_put_u32(out, s->epoch) : 0;
+}
+
 static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -387,7 +401,7 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 	case RSEC_MSG_REBUILD: return write_rebuild(out, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_put_u32(out, m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
-	case RSEC_MSG_RESUME: return rsec_buf_put_bytes(out, m->u.session.token, sizeof(m->u.session.token));
+	case RSEC_MSG_RESUME: return write_session(out, &m->u.session);
 	default: return RSEC_E_RANGE;
 	}
 }

@@ -16,6 +16,7 @@
 #ifndef RSEC_WIRE_H
 #define RSEC_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_LANES 1u            /* takes frames with lane != 0 */
 #define RSEC_WIRE_FEATURE_REBUILD 2u          /* rebuilds a failed data path (REBUILD) */
 #define RSEC_WIRE_FEATURE_RESUME 4u           /* resumes a session over a new control channel (SESSION, RESUME) */
+#define RSEC_WIRE_FEATURE_RESUME_EPOCH 8u     /* RESUME and its SESSION answer carry the data path's epoch */
 
 /* SESSION / RESUME */
 #define RSEC_WIRE_TOKEN_LEN 32
@@ -198,6 +200,9 @@ struct rsec_msg_rebuild_ready {
 /* SESSION (server: the session's token, on set-up and when it resumed), RESUME (client: resume it). */
 struct rsec_msg_session {
 	uint8_t token[RSEC_WIRE_TOKEN_LEN];
+	/* RSEC_WIRE_FEATURE_RESUME_EPOCH: the sender's data-path epoch follows the token (4 bytes more). */
+	bool has_epoch;
+	uint32_t epoch;
 };
 
 /* One decoded control message; type selects the member of u (READY has none). */

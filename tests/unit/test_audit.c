@@ -309,8 +309,8 @@ static void connection_failures_are_classified(void **state)
 	struct rsec_conn c = { .ctx = &ctx, .is_server = true, .id = 7, .phase = PHASE_TLS };
 	snprintf(c.peer_addr, sizeof(c.peer_addr), "10.77.0.2:4000");
 	assert_int_equal(rsec_conn_fail(&c, RSEC_E_TIMEOUT, "set-up did not finish"), RSEC_E_TIMEOUT);
-	/* An identity, but the admission hook said no. */
-	struct rsec_conn d = { .ctx = &ctx, .is_server = true, .id = 8, .phase = PHASE_TLS };
+	/* An identity, but the admission hook said no to its HELLO. */
+	struct rsec_conn d = { .ctx = &ctx, .is_server = true, .id = 8, .phase = PHASE_HELLO, .admit_refused = true };
 	snprintf(d.peer, sizeof(d.peer), "CN=client1");
 	assert_int_equal(rsec_conn_fail(&d, RSEC_E_LIMIT, "peer refused"), RSEC_E_LIMIT);
 	/* Closed by us before authentication (a server at max_clients): a close, nobody named. */

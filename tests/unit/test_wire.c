@@ -131,6 +131,9 @@ static struct rsec_msg sample(uint8_t type, int high)
 	case RSEC_MSG_SESSION:
 	case RSEC_MSG_RESUME:
 		memset(m.u.session.token, high ? 0xff : 0, sizeof(m.u.session.token));
+		/* RSEC_WIRE_FEATURE_RESUME_EPOCH: the epoch follows; without it the 32 bytes of old. */
+		m.u.session.has_epoch = high;
+		m.u.session.epoch = high ? UINT32_MAX : 0;
 		break;
 	default:
 		fail();
@@ -183,6 +186,8 @@ static void round_trip_every_type(void **state)
 
 			if (t == RSEC_MSG_DISCONNECT || t == RSEC_MSG_ERROR)
 				want += high ? RSEC_WIRE_MAX_TEXT : 0;
+			if (t == RSEC_MSG_SESSION || t == RSEC_MSG_RESUME)
+				want += high ? 4 : 0;
 			assert_int_equal(len, want);
 			assert_int_equal(frame[0], RSEC_WIRE_VERSION);
 			assert_int_equal(frame[1], t);
@@ -365,8 +370,11 @@ static void trailing_and_truncated(void **state)
 			put_be(bad + 4, 4, body + 1);
 			expect_proto(bad, len + 1);
 
-			/* A consistent header over a body cut short. */
+			/* A consistent header over a body cut short (SESSION and RESUME: but for their epoch, whole). */
+			bool epoch = (t == RSEC_MSG_SESSION || t == RSEC_MSG_RESUME) && high;
 			for (size_t k = 0; k < body; k++) {
+				if (epoch && k == RSEC_WIRE_TOKEN_LEN)
+					continue;
 				memcpy(bad, frame, RSEC_WIRE_HDR_LEN + k);
 				put_be(bad + 4, 4, k);
 				expect_proto(bad, RSEC_WIRE_HDR_LEN + k);

@@ -240,10 +240,11 @@ static void log_setup_end(struct session *s, int rc, const char *why, struct pee
 	} else {
 		srv->n.handshake_failed++;
 	}
-	/* Anyone can make these: counted always, logged at a bounded rate. */
+	/* Anyone can make these: counted always, logged at a bounded rate. The library knows a refused identity. */
+	const char *peer = s->peer[0] ? s->peer : rsec_conn_peer(s->conn);
 	if (s->admitted || ratelog_allow(srv->rlog, event, monotonic_ms()))
 		log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
-			  (unsigned long long)s->id, log_q(s->peer[0] ? s->peer : "unauthenticated"),
+			  (unsigned long long)s->id, log_q(peer[0] ? peer : "unauthenticated"),
 			  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
 }
 
