@@ -834,8 +834,9 @@ static void report_ms(const char *name, uint64_t *v, size_t n)
  * The honest session beside the attacks: paced echo round trips for SECONDS
  * (or until SIGTERM), each printed as "rt START_WALL_S MS" so the script can
  * cut the run into its phases (a round trip belongs to the phase it started
- * in). A round trip that fails is lost ("lost START_WALL_S reason"); the
- * bystander then connects again, so later phases are still measured.
+ * in). A round trip that fails is lost ("lost START_WALL_S MS reason"); the
+ * bystander then connects again ("down START_WALL_S MS reason" while it
+ * cannot), so later phases are still measured.
  */
 static int mode_bystander(const struct opts *o)
 {
@@ -850,9 +851,12 @@ static int mode_bystander(const struct opts *o)
 	uint64_t start = rsec_now_ms();
 	while (!stop_requested && rsec_now_ms() - start < (uint64_t)seconds * 1000u) {
 		if (!c) {
+			double t_wall = wall_s();
+			uint64_t t0 = rsec_now_ms();
 			int rc = conn_open(ctx, o, &c);
 			if (rc < 0) {
-				printf("bystander: connect failed at %.3f: %s\n", wall_s(), why(rc, c));
+				/* Waiting, too: the script counts it in the phase's longest wait. */
+				printf("down %.3f %llu %s\n", t_wall, (unsigned long long)(rsec_now_ms() - t0), why(rc, c));
 				rsec_conn_free(c);
 				c = NULL;
 				sleep(1);
@@ -866,7 +870,7 @@ static int mode_bystander(const struct opts *o)
 		int rc = echo(c, n % 2 ? 6000 : 32, TIMEOUT_MS);
 		if (rc < 0) {
 			lost++;
-			printf("lost %.3f %s\n", t_wall, why(rc, c));
+			printf("lost %.3f %llu %s\n", t_wall, (unsigned long long)(rsec_now_ms() - t0), why(rc, c));
 			rsec_conn_free(c);
 			c = NULL;
 			continue;
@@ -921,15 +925,15 @@ static int mode_newcomer(const struct opts *o)
 }
 
 /*
- * N connections that each write BYTES once (a verified write), then loop
- * READ_REQ / READ_DONE for SECONDS and never read: each READ_REQ makes the
- * server hash and MAC the whole buffer for nothing. All N requests are
- * in flight at once, so the server always has work queued.
+ * N connections, each looping WRITE_REQs of BYTES and never writing: each
+ * request makes the server wipe and free the last buffer, then map,
+ * register and grant a new one of BYTES. All N requests are in flight at
+ * once, so the server always has one queued.
  */
-static int expensive_round(struct rsec_conn **cs, int n, uint8_t op, const uint64_t *tags, uint64_t *out_tags)
+static int expensive_round(struct rsec_conn **cs, int n, uint64_t bytes)
 {
 	for (int i = 0; i < n; i++) {
-		struct app_msg m = { .op = op, .tag = tags ? tags[i] : 0 };
+		struct app_msg m = { .op = APP_WRITE_REQ, .len = bytes };
 		int rc = send_app(cs[i], &m);
 		if (rc < 0) {
 			fprintf(stderr, "expensive-loop: connection %d: %s\n", i, why(rc, cs[i]));
@@ -943,10 +947,8 @@ static int expensive_round(struct rsec_conn **cs, int n, uint8_t op, const uint6
 			fprintf(stderr, "expensive-loop: connection %d: %s\n", i, why(rc, cs[i]));
 			return rc;
 		}
-		if (m.op == APP_ERROR)
-			check_die("connection %d: %s", i, m.text);
-		if (out_tags)
-			out_tags[i] = m.tag;
+		if (m.op != APP_WRITE_GRANTED)
+			check_die("connection %d: %s", i, m.op == APP_ERROR ? m.text : app_op_name(m.op));
 	}
 	return 0;
 }
@@ -955,24 +957,20 @@ static int mode_expensive_loop(const struct opts *o)
 {
 	int n = arg_int(o, 0, 1, 64), bytes = arg_int(o, 1, 1, 1 << 30), seconds = arg_int(o, 2, 1, 3600);
 	struct rsec_conn *cs[64];
-	uint64_t tags[64];
-	uint8_t *data = malloc((size_t)bytes);
-	if (!data)
-		check_die("out of memory");
-	memset(data, 'x', (size_t)bytes);
 	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	char first_err[FIRST_ERR_MAX] = "";
 	for (int i = 0; i < n; i++) {
+		service_all(cs, i, first_err); /* the ones open answer keepalives meanwhile */
 		cs[i] = conn_open_or_die(ctx, o);
-		put_data(cs[i], data, (size_t)bytes);
 	}
+	if (first_err[0])
+		check_die("%s", first_err);
 	check_result("expensive-connected", "%d at %.3f", n, wall_s());
 	uint64_t start = rsec_now_ms();
 	unsigned long rounds = 0;
 	int rc = 0;
 	while (rc == 0 && !stop_requested && rsec_now_ms() - start < (uint64_t)seconds * 1000u) {
-		rc = expensive_round(cs, n, APP_READ_REQ, NULL, tags);
-		if (rc == 0)
-			rc = expensive_round(cs, n, APP_READ_DONE, tags, NULL);
+		rc = expensive_round(cs, n, (uint64_t)bytes);
 		rounds += rc == 0;
 	}
 	check_result("expensive-requests", "%lu", rounds * (unsigned long)n);
@@ -980,7 +978,6 @@ static int mode_expensive_loop(const struct opts *o)
 	for (int i = 0; i < n; i++)
 		rsec_conn_free(cs[i]);
 	rsec_ctx_free(ctx);
-	free(data);
 	return rc < 0;
 }
 
@@ -1132,7 +1129,7 @@ static const struct mode {
 	{ "half-open", mode_half_open, 2, "N SECONDS", "N TCP connections stuck in the TLS handshake, held SECONDS" },
 	{ "bystander", mode_bystander, 1, "SECONDS", "paced echoes for SECONDS: each round trip's time, p50/p99/max" },
 	{ "newcomer", mode_newcomer, 1, "N", "N connections one after another: set-up times, ok/failed" },
-	{ "expensive-loop", mode_expensive_loop, 3, "N BYTES SECONDS", "N connections write BYTES, then loop READ_REQs unread" },
+	{ "expensive-loop", mode_expensive_loop, 3, "N BYTES SECONDS", "N connections loop WRITE_REQs of BYTES, never writing" },
 	{ "replay", mode_replay, 2, "RATE SECONDS", "replay one recorded ClientHello on new TCP connections, RATE/s" },
 };
 
