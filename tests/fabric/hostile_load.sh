@@ -10,9 +10,9 @@
 #              each of hosts 3.. at the default per-source rate (200/s); the
 #              attacker does no cryptography
 #   half-open  TCP connections that send a partial ClientHello and stall, from each source
-#   expensive  16 authenticated connections (one identity) write max_msg once,
-#              then loop READ_REQ/READ_DONE without ever reading: each request
-#              makes the server hash and MAC the whole buffer
+#   expensive  16 authenticated connections (one identity) loop WRITE_REQs of
+#              max_msg (16 MiB) and never write: each request makes the server
+#              wipe and free the last buffer, then map, register and grant a new one
 #   resume     a second server (port 7472) with --max-per-identity 1; a client
 #              with --resume-grace streams 30 messages and its control
 #              connection is cut (ss -K) after the 10th: the stream must complete
@@ -89,7 +89,8 @@ fabric wait-port 7471 60 || { cat "$log"; exit 1; }
 done) >"$work/rss.log" &
 rsspid=$!
 
-hc 2 client bystander 3600 >"$work/bystander.out" 2>&1 &
+# Started directly, so that $! is the client itself: TERM ends its loop.
+fabric on 2 "$hostile" bystander "$work/pki" "$server" "$(fabric ip 2)" 3600 >"$work/bystander.out" 2>&1 &
 bpid=$!
 wait_for "$work/bystander.out" '^bystander: connected' 120 || echo "the bystander did not connect"
 sleep 2 # past the first connection's device set-up
