@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all deps build asan check unit fabric-check demo bench fuzz install clean help
+.PHONY: all deps build asan check unit fabric-check demo bench fuzz hostile install clean help
 
 all: build
 
@@ -18,6 +18,7 @@ help:
 	@echo "             (build/bench/results.{json,svg}, docs/bench.md; BENCH_ARGS='--trials 500' for qpn-entropy)"
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
+	@echo "make hostile the hostile-load suite's long version (one fabric boot, about 10 minutes; docs/attack.md)"
 	@echo "make build | unit | fabric-check | install | clean"
 
 deps:
@@ -49,6 +50,10 @@ demo: build
 
 bench: build
 	RSEC_BUILD_DIR=$(BUILD) BENCH_ARGS="$(BENCH_ARGS)" bash bench/run.sh
+
+# The long hostile-load suite: longer phases, 14 sources (tests/fabric/hostile_load.sh).
+hostile: build
+	HOSTILE_LONG=1 RSEC_BUILD_DIR=$(abspath $(BUILD)) bash tests/fabric/hostile_load.sh
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DRSEC_FUZZ=ON -DRSEC_SANITIZE=ON

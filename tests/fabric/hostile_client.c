@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 #include "app_proto.h"
 #include "check_util.h"
@@ -795,6 +796,320 @@ static int mode_half_open(const struct opts *o)
 	return 0;
 }
 
+/* ---- hostile-load suite (tests/fabric/hostile_load.sh) ---- */
+
+#define RT_MAX 1000000 /* round trips a bystander or newcomer keeps for its percentiles */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The p-th percentile (nearest rank) of n sorted values; 0 if none. */
+static uint64_t percentile(const uint64_t *v, size_t n, unsigned p)
+{
+	if (n == 0)
+		return 0;
+	size_t rank = (n * p + 99) / 100;
+	return v[rank ? rank - 1 : 0];
+}
+
+/* Sort v and print NAME-count, -p50-ms, -p99-ms and -max-ms. */
+static void report_ms(const char *name, uint64_t *v, size_t n)
+{
+	char key[64];
+	qsort(v, n, sizeof(*v), cmp_u64);
+	snprintf(key, sizeof(key), "%s-count", name);
+	check_result(key, "%zu", n);
+	snprintf(key, sizeof(key), "%s-p50-ms", name);
+	check_result(key, "%llu", (unsigned long long)percentile(v, n, 50));
+	snprintf(key, sizeof(key), "%s-p99-ms", name);
+	check_result(key, "%llu", (unsigned long long)percentile(v, n, 99));
+	snprintf(key, sizeof(key), "%s-max-ms", name);
+	check_result(key, "%llu", (unsigned long long)(n ? v[n - 1] : 0));
+}
+
+/*
+ * The honest session beside the attacks: paced echo round trips for SECONDS
+ * (or until SIGTERM), each printed as "rt START_WALL_S MS" so the script can
+ * cut the run into its phases (a round trip belongs to the phase it started
+ * in). A round trip that fails is lost ("lost START_WALL_S MS reason"); the
+ * bystander then connects again ("down START_WALL_S MS reason" while it
+ * cannot), so later phases are still measured.
+ */
+static int mode_bystander(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 86400);
+	uint64_t *rt = malloc(RT_MAX * sizeof(*rt));
+	if (!rt)
+		check_die("out of memory");
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = NULL;
+	size_t n = 0;
+	unsigned long lost = 0, reconnects = 0;
+	uint64_t start = rsec_now_ms();
+	while (!stop_requested && rsec_now_ms() - start < (uint64_t)seconds * 1000u) {
+		if (!c) {
+			double t_wall = wall_s();
+			uint64_t t0 = rsec_now_ms();
+			int rc = conn_open(ctx, o, &c);
+			if (rc < 0) {
+				/* Waiting, too: the script counts it in the phase's longest wait. */
+				printf("down %.3f %llu %s\n", t_wall, (unsigned long long)(rsec_now_ms() - t0), why(rc, c));
+				rsec_conn_free(c);
+				c = NULL;
+				sleep(1);
+				continue;
+			}
+			printf("bystander: connected at %.3f\n", wall_s());
+			reconnects++;
+		}
+		double t_wall = wall_s();
+		uint64_t t0 = rsec_now_ms();
+		int rc = echo(c, n % 2 ? 6000 : 32, TIMEOUT_MS);
+		if (rc < 0) {
+			lost++;
+			printf("lost %.3f %llu %s\n", t_wall, (unsigned long long)(rsec_now_ms() - t0), why(rc, c));
+			rsec_conn_free(c);
+			c = NULL;
+			continue;
+		}
+		printf("rt %.3f %llu\n", t_wall, (unsigned long long)(rsec_now_ms() - t0));
+		if (n < RT_MAX)
+			rt[n++] = rsec_now_ms() - t0;
+		usleep(PACE_US);
+	}
+	report_ms("bystander", rt, n);
+	check_result("bystander-lost", "%lu", lost);
+	check_result("bystander-connects", "%lu", reconnects);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	free(rt);
+	return lost != 0;
+}
+
+/* N fresh connections one after another: connect to established, then one echo. */
+static int mode_newcomer(const struct opts *o)
+{
+	int count = arg_int(o, 0, 1, 10000);
+	uint64_t *setup = calloc((size_t)count, sizeof(*setup));
+	if (!setup)
+		check_die("out of memory");
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	char first_err[FIRST_ERR_MAX] = "";
+	size_t ok = 0;
+	for (int i = 0; i < count && !stop_requested; i++) {
+		struct rsec_conn *c;
+		uint64_t t0 = rsec_now_ms();
+		int rc = conn_open(ctx, o, &c);
+		uint64_t took = rsec_now_ms() - t0;
+		if (rc == 0)
+			rc = echo(c, 32, TIMEOUT_MS);
+		if (rc == 0)
+			setup[ok++] = took;
+		else if (!first_err[0])
+			snprintf(first_err, sizeof(first_err), "connection %d after %llu ms: %s", i,
+				 (unsigned long long)took, why(rc, c));
+		printf("newcomer %d at %.3f: %s, set-up %llu ms\n", i, wall_s(), rc ? "failed" : "ok",
+		       (unsigned long long)took);
+		rsec_conn_free(c);
+	}
+	check_result("newcomer-ok", "%zu", ok);
+	check_result("newcomer-failed", "%zu", (size_t)count - ok);
+	report_ms("newcomer-setup", setup, ok);
+	check_result("newcomer-first-failure", "%s", first_err[0] ? first_err : "none");
+	free(setup);
+	rsec_ctx_free(ctx);
+	return ok != (size_t)count;
+}
+
+/*
+ * N connections, each looping WRITE_REQs of BYTES and never writing: each
+ * request makes the server wipe and free the last buffer, then map,
+ * register and grant a new one of BYTES. All N requests are in flight at
+ * once, so the server always has one queued.
+ */
+static int expensive_round(struct rsec_conn **cs, int n, uint64_t bytes)
+{
+	for (int i = 0; i < n; i++) {
+		struct app_msg m = { .op = APP_WRITE_REQ, .len = bytes };
+		int rc = send_app(cs[i], &m);
+		if (rc < 0) {
+			fprintf(stderr, "expensive-loop: connection %d: %s\n", i, why(rc, cs[i]));
+			return rc;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct app_msg m;
+		int rc = recv_app(cs[i], &m, TIMEOUT_MS);
+		if (rc < 0) {
+			fprintf(stderr, "expensive-loop: connection %d: %s\n", i, why(rc, cs[i]));
+			return rc;
+		}
+		if (m.op != APP_WRITE_GRANTED)
+			check_die("connection %d: %s", i, m.op == APP_ERROR ? m.text : app_op_name(m.op));
+	}
+	return 0;
+}
+
+static int mode_expensive_loop(const struct opts *o)
+{
+	int n = arg_int(o, 0, 1, 64), bytes = arg_int(o, 1, 1, 1 << 30), seconds = arg_int(o, 2, 1, 3600);
+	struct rsec_conn *cs[64];
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	char first_err[FIRST_ERR_MAX] = "";
+	for (int i = 0; i < n; i++) {
+		service_all(cs, i, first_err); /* the ones open answer keepalives meanwhile */
+		cs[i] = conn_open_or_die(ctx, o);
+	}
+	if (first_err[0])
+		check_die("%s", first_err);
+	check_result("expensive-connected", "%d at %.3f", n, wall_s());
+	uint64_t start = rsec_now_ms();
+	unsigned long rounds = 0;
+	int rc = 0;
+	while (rc == 0 && !stop_requested && rsec_now_ms() - start < (uint64_t)seconds * 1000u) {
+		rc = expensive_round(cs, n, (uint64_t)bytes);
+		rounds += rc == 0;
+	}
+	check_result("expensive-requests", "%lu", rounds * (unsigned long)n);
+	check_result("expensive-failed", "%s", rc < 0 ? "a connection failed" : "none");
+	for (int i = 0; i < n; i++)
+		rsec_conn_free(cs[i]);
+	rsec_ctx_free(ctx);
+	return rc < 0;
+}
+
+/*
+ * One real client's first flight, made once: a TLS 1.3 ClientHello from a
+ * memory BIO. Replayed as is, it makes the server do its half of a
+ * handshake (key share, signature) while the attacker does nothing.
+ */
+static size_t record_client_hello(uint8_t *out, size_t cap)
+{
+	SSL_CTX *sctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = sctx ? SSL_new(sctx) : NULL;
+	BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+	if (!ssl || !rb || !wb || !SSL_set_min_proto_version(ssl, TLS1_3_VERSION))
+		check_die("replay: cannot set up OpenSSL");
+	SSL_set_bio(ssl, rb, wb); /* ssl owns both now */
+	SSL_set_connect_state(ssl);
+	if (SSL_do_handshake(ssl) != -1 || SSL_get_error(ssl, -1) != SSL_ERROR_WANT_READ)
+		check_die("replay: no ClientHello");
+	char *p;
+	long n = BIO_get_mem_data(wb, &p);
+	if (n <= 0 || (size_t)n > cap)
+		check_die("replay: ClientHello of %ld bytes", n);
+	memcpy(out, p, (size_t)n);
+	SSL_free(ssl);
+	SSL_CTX_free(sctx);
+	return (size_t)n;
+}
+
+#define REPLAY_SLOTS 1024
+#define REPLAY_HOLD_MS 2000 /* a connection the server has not answered by then is closed */
+
+struct replay_slot {
+	uint64_t opened;
+	bool sent;
+};
+
+struct replay_count {
+	unsigned long made, answered, refused, unanswered, connect_failed;
+};
+
+/* Close slot i and count how it ended. */
+static void replay_close(struct pollfd *p, int i, unsigned long *counter)
+{
+	close(p[i].fd);
+	p[i].fd = -1;
+	(*counter)++;
+}
+
+/* One pass over the open connections: send the hello once connected, close at the first answer. */
+static void replay_poll(struct pollfd *p, struct replay_slot *s, const uint8_t *hello, size_t len,
+			struct replay_count *n)
+{
+	(void)poll(p, REPLAY_SLOTS, 5);
+	uint64_t now = rsec_now_ms();
+	for (int i = 0; i < REPLAY_SLOTS; i++) {
+		if (p[i].fd < 0)
+			continue;
+		if (!s[i].sent && (p[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			int err = 0;
+			socklen_t el = sizeof(err);
+			if (getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err ||
+			    send(p[i].fd, hello, len, MSG_NOSIGNAL) != (ssize_t)len) {
+				replay_close(p, i, &n->connect_failed);
+				continue;
+			}
+			s[i].sent = true;
+			p[i].events = POLLIN;
+		} else if (s[i].sent && p[i].revents) {
+			uint8_t buf[4096];
+			ssize_t got = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			/* Its ServerHello: the work is done; or the server closed it at once. */
+			replay_close(p, i, got > 0 ? &n->answered : &n->refused);
+		} else if (now - s[i].opened >= REPLAY_HOLD_MS) {
+			replay_close(p, i, s[i].sent ? &n->unanswered : &n->connect_failed);
+		}
+	}
+}
+
+/* A new connection in a free slot; false if none is free. */
+static bool replay_open(const struct opts *o, struct pollfd *p, struct replay_slot *s)
+{
+	for (int i = 0; i < REPLAY_SLOTS; i++) {
+		if (p[i].fd >= 0)
+			continue;
+		p[i].fd = tcp_start(o);
+		p[i].events = POLLOUT;
+		s[i] = (struct replay_slot){ .opened = rsec_now_ms() };
+		return true;
+	}
+	return false;
+}
+
+static int mode_replay(const struct opts *o)
+{
+	int rate = arg_int(o, 0, 1, 100000), seconds = arg_int(o, 1, 1, 3600);
+	static uint8_t hello[16384];
+	size_t len = record_client_hello(hello, sizeof(hello));
+	static struct pollfd p[REPLAY_SLOTS];
+	static struct replay_slot s[REPLAY_SLOTS];
+	struct replay_count n = { 0 };
+	unsigned long no_slot = 0;
+	for (int i = 0; i < REPLAY_SLOTS; i++)
+		p[i].fd = -1;
+	check_result("replay-start", "%.3f hello=%zu bytes", wall_s(), len);
+	uint64_t start = rsec_now_ms(), end = start + (uint64_t)seconds * 1000u;
+	while (!stop_requested && rsec_now_ms() < end) {
+		/* Keep pace with RATE a second since the start. */
+		uint64_t due = (rsec_now_ms() - start) * (uint64_t)rate / 1000u;
+		while (n.made + no_slot < due) {
+			if (replay_open(o, p, s))
+				n.made++;
+			else
+				no_slot++;
+		}
+		replay_poll(p, s, hello, len, &n);
+	}
+	for (uint64_t t = rsec_now_ms(); rsec_now_ms() - t < REPLAY_HOLD_MS;)
+		replay_poll(p, s, hello, len, &n);
+	for (int i = 0; i < REPLAY_SLOTS; i++)
+		if (p[i].fd >= 0)
+			replay_close(p, i, &n.unanswered);
+	check_result("replay-connections", "%lu", n.made);
+	check_result("replay-answered", "%lu", n.answered);
+	check_result("replay-refused-or-reset", "%lu", n.refused + n.connect_failed);
+	check_result("replay-unanswered", "%lu", n.unanswered);
+	check_result("replay-skipped", "%lu", no_slot);
+	return 0;
+}
+
 static const struct mode {
 	const char *name;
 	int (*fn)(const struct opts *o);
@@ -812,6 +1127,10 @@ static const struct mode {
 	{ "timeout-read", mode_timeout_read, 0, "", "a 16 MiB RDMA READ with a 1 ms deadline; watch the buffer" },
 	{ "many", mode_many, 2, "N SECONDS", "N authenticated connections, an echo on each, held SECONDS" },
 	{ "half-open", mode_half_open, 2, "N SECONDS", "N TCP connections stuck in the TLS handshake, held SECONDS" },
+	{ "bystander", mode_bystander, 1, "SECONDS", "paced echoes for SECONDS: each round trip's time, p50/p99/max" },
+	{ "newcomer", mode_newcomer, 1, "N", "N connections one after another: set-up times, ok/failed" },
+	{ "expensive-loop", mode_expensive_loop, 3, "N BYTES SECONDS", "N connections loop WRITE_REQs of BYTES, never writing" },
+	{ "replay", mode_replay, 2, "RATE SECONDS", "replay one recorded ClientHello on new TCP connections, RATE/s" },
 };
 
 static void usage(FILE *f)
