@@ -236,6 +236,20 @@ int rsec_conn_fd(const struct rsec_conn *c);
  * RSEC_E_AGAIN while handshaking, or the error that closed the connection.
  */
 int rsec_conn_process(struct rsec_conn *c);
+/**
+ * rsec_conn_handshake - advance only the TLS handshake of a connection that
+ * rsec_accept() or a resuming client made, and nothing after it: no message
+ * is read, no admission hook is called, nothing outside this connection is
+ * touched. It is the part of accepting whose CPU anyone who can open a TCP
+ * connection can ask for, so a server may run it on other threads than the
+ * one serving its established connections (one thread at a time per
+ * connection; hand it back with a memory barrier, such as a mutex, between
+ * threads). Never blocks. Returns RSEC_E_AGAIN while TLS waits for the peer,
+ * 0 once TLS is complete (or was already: go on with rsec_conn_process),
+ * or the error that closed the connection (as rsec_conn_process would,
+ * including the set-up deadline).
+ */
+int rsec_conn_handshake(struct rsec_conn *c);
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
 /** rsec_conn_peer - authenticated identity: certificate subject or "psk:<identity>". */
 const char *rsec_conn_peer(const struct rsec_conn *c);

@@ -589,6 +589,20 @@ static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 	return 0;
 }
 
+int rsec_conn_handshake(struct rsec_conn *c)
+{
+	if (!c || c->lane)
+		return RSEC_E_INVAL;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->phase != PHASE_TLS)
+		return 0;
+	if (rsec_now_ms() > c->deadline_ms)
+		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "set-up did not finish in %d ms",
+				      c->ctx->handshake_timeout_ms);
+	return process_tls(c);
+}
+
 int rsec_conn_process(struct rsec_conn *c)
 {
 	if (!c)

@@ -36,6 +36,9 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("server", handshake_timeout_ms, 100, 600000, false),
 	KEY_U32("server", max_handshakes_per_source, 1, 65536, false),
 	KEY_U32("server", handshake_rate_per_source, 1, 1000000, false),
+	KEY_U32("server", max_handshakes, 1, 65536, false),
+	KEY_U32("server", handshake_rate, 1, 1000000, false),
+	KEY_U32("server", worker_threads, 1, 64, false), /* OFFLOAD_THREADS_MAX */
 	KEY_STR("server", audit_log),
 	KEY_STR("server", metrics_file),
 	KEY_U32("server", qp_pool, 1, 1024, false),
@@ -237,6 +240,9 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->handshake_timeout_ms = 5000;
 	c->max_handshakes_per_source = 256;
 	c->handshake_rate_per_source = 200;
+	c->max_handshakes = 1024;
+	c->handshake_rate = 1000;
+	c->worker_threads = 2;
 	c->qp_pool = 32;
 	c->resume_s = RSEC_DEFAULT_RESUME_S;
 	c->max_msg = 16777216;

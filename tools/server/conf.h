@@ -27,6 +27,9 @@ struct rsec_conf {
 	/* Before TLS, per source (an IPv4 address or an IPv6 /64): handshakes in progress at once,
 	 * and new handshakes a second (the bucket holds as many, so that is also the burst). */
 	uint32_t max_handshakes_per_source, handshake_rate_per_source;
+	/* All sources together: handshakes in progress at once, and new ones a second (a source
+	 * with none in progress is never refused by the rate); worker threads that run them. */
+	uint32_t max_handshakes, handshake_rate, worker_threads;
 	char audit_log[4096];   /* "": none */
 	char metrics_file[4096]; /* Prometheus text export, rewritten atomically; "": none */
 	uint32_t qp_pool;       /* QPs kept ready and drawn at random (QPN randomization); 1: off */

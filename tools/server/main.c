@@ -41,6 +41,12 @@ static void usage(FILE *f)
 		"                              (an IPv4 address or an IPv6 /64; default 256)\n"
 		"      --handshake-rate N      new handshakes a second per source, and the burst\n"
 		"                              allowed after a quiet second (default 200)\n"
+		"      --max-handshakes N      handshakes in progress at once, all sources (default 1024);\n"
+		"                              at the limit a source over its fair share gives way\n"
+		"      --handshake-rate-total N   new handshakes a second, all sources (default 1000);\n"
+		"                              a source with none in progress is never refused by it\n"
+		"      --worker-threads N      threads that run TLS handshakes and other heavy work, off\n"
+		"                              the thread serving established sessions (default 2)\n"
 		"      --max-msg BYTES         largest message and grant (default 16M)\n"
 		"      --recv-slots N --slot-size BYTES   receive buffers per connection\n"
 		"      --rebuilds-per-min N    self-healing: how often a minute a connection's data path\n"
@@ -109,7 +115,7 @@ int main(int argc, char **argv)
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
 	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
 	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-	       OPT_REBUILDS, OPT_GRACE };
+	       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -126,6 +132,9 @@ int main(int argc, char **argv)
 		{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
 		{ "max-handshakes-per-source", required_argument, NULL, OPT_HS_PER_SOURCE },
 		{ "handshake-rate", required_argument, NULL, OPT_HS_RATE },
+		{ "max-handshakes", required_argument, NULL, OPT_MAX_HS },
+		{ "handshake-rate-total", required_argument, NULL, OPT_HS_RATE_TOTAL },
+		{ "worker-threads", required_argument, NULL, OPT_WORKERS },
 		{ "verify-timeout", required_argument, NULL, OPT_VERIFY_TIMEOUT },
 		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
 		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
@@ -172,6 +181,9 @@ int main(int argc, char **argv)
 		case OPT_HS_TIMEOUT: ok = set(&conf, "server", "handshake_timeout_ms", optarg); break;
 		case OPT_HS_PER_SOURCE: ok = set(&conf, "server", "max_handshakes_per_source", optarg); break;
 		case OPT_HS_RATE: ok = set(&conf, "server", "handshake_rate_per_source", optarg); break;
+		case OPT_MAX_HS: ok = set(&conf, "server", "max_handshakes", optarg); break;
+		case OPT_HS_RATE_TOTAL: ok = set(&conf, "server", "handshake_rate", optarg); break;
+		case OPT_WORKERS: ok = set(&conf, "server", "worker_threads", optarg); break;
 		case OPT_VERIFY_TIMEOUT: ok = set(&conf, "grants", "verify_timeout_ms", optarg); break;
 		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
 		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;

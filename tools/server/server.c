@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdmasec-server's event loop: one thread, one epoll set holding the
- * listener, a signalfd and one fd per connection. No thread per client and
- * no fixed small cap: limits come from the configuration and hold before
- * any RDMA resource is spent (capacity, per-source handshakes and rate, and
- * a file-descriptor reserve at accept; identity at admission). No session
+ * listener, a signalfd, the workers' eventfd and one fd per connection. No
+ * thread per client and no fixed small cap: limits come from the
+ * configuration and hold before any RDMA resource is spent (capacity,
+ * handshakes in progress and their rate per source and in all, and a
+ * file-descriptor reserve at accept; identity at admission). No session
  * waits inside the loop: a request that needs the peer (a VERIFY, credits,
  * a TLS window) leaves its session waiting while the others are served.
+ * Work whose CPU anyone can ask for, a TLS handshake above all, runs on
+ * worker threads (offload.h) in turns per source, so no flood on the
+ * listener delays the sessions already served; the loop accepts in bounded
+ * batches and refuses over budget before spending anything.
  */
 #include <errno.h>
 #include <signal.h>
@@ -27,11 +32,13 @@
 #include "fdlimit.h"
 #include "log.h"
 #include "metrics.h"
+#include "offload.h"
 #include "ratelog.h"
 #include "rdmasec.h"
 #include "server.h"
 
 #define TICK_MS 250
+#define ACCEPT_BATCH 32 /* connections taken per loop turn: established sessions are served between batches */
 #define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
 
 struct session {
@@ -41,6 +48,13 @@ struct session {
 	bool established;
 	bool admitted;
 	bool admission_held; /* counts as one of its source's handshakes in progress */
+	bool tls_done;       /* its TLS handshake is over: set-up goes on in the loop */
+	bool away;           /* a worker has it (offload.h): the loop neither watches nor steps it */
+	void (*back)(struct session *s); /* what the loop does when the worker hands it back */
+	int job_rc;
+	uint64_t accepted_ms;
+	char source[ADMISSION_SOURCE_MAX]; /* its fairness key until authenticated */
+	struct session *hs_prev, *hs_next; /* in the server's handshakes, oldest first, until tls_done */
 	char peer[256];
 	/* The one buffer this client may reach by RDMA, only through grants. */
 	struct rsec_region *region;
@@ -75,6 +89,11 @@ struct server {
 	struct admission *adm;         /* per-source handshakes before authentication */
 	struct ratelog *rlog;          /* log lines about unauthenticated peers, rate limited */
 	struct fdlimit_gate fdgate;    /* accepting pauses to keep a file-descriptor reserve */
+	struct offload *work;          /* worker threads: TLS handshakes and other heavy work */
+	struct session *hs_head, *hs_tail; /* sessions whose TLS handshake is not over, oldest first */
+	size_t handshaking;
+	double hs_tokens;              /* the handshake rate of all sources together (a bucket) */
+	uint64_t hs_refill_ms;
 	uint64_t fd_base;              /* fds open with no session */
 	bool stop;
 };
@@ -120,6 +139,24 @@ static void admission_done(struct session *s)
 		return;
 	(void)admission_release(s->srv->adm, rsec_conn_peer_addr(s->conn));
 	s->admission_held = false;
+}
+
+/* Its TLS handshake is over (or it ended): it leaves the server's handshakes. */
+static void handshake_over(struct session *s)
+{
+	struct server *srv = s->srv;
+	if (s->tls_done)
+		return;
+	s->tls_done = true;
+	if (s->hs_prev)
+		s->hs_prev->hs_next = s->hs_next;
+	else
+		srv->hs_head = s->hs_next;
+	if (s->hs_next)
+		s->hs_next->hs_prev = s->hs_prev;
+	else
+		srv->hs_tail = s->hs_prev;
+	srv->handshaking--;
 }
 
 static uint64_t fds_in_use(const struct server *srv)
@@ -241,6 +278,7 @@ static void session_end(struct session *s, int rc)
 	metrics_add(srv->metrics, key, &per_peer);
 	region_release(s);
 	admission_done(s);
+	handshake_over(s);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -532,15 +570,48 @@ static void refuse_at_accept(struct server *srv, struct rsec_conn *conn, const c
 	rsec_conn_free(conn);
 }
 
-/* Capacity, then the source's handshakes in progress and rate: NULL admits. */
-static const char *accept_verdict(struct server *srv, struct rsec_conn *conn)
+/* How many handshakes the loop looks at for one that may give way: bounded work per accept. */
+#define EVICT_SCAN 64
+
+/*
+ * At max_handshakes, the oldest handshake (not on a worker) of a source that
+ * holds more than the newcomer's source (which counts the newcomer) gives
+ * way: sources converge to equal shares, and a flood from a few addresses
+ * cannot keep everyone else out. False if none qualifies.
+ */
+static bool evict_for(struct server *srv, uint32_t mine)
 {
-	if (srv->nsessions >= srv->conf->max_clients) {
-		srv->n.refused_capacity++;
-		return "max_clients reached";
+	int looked = 0;
+	for (struct session *s = srv->hs_head; s && looked < EVICT_SCAN; s = s->hs_next, looked++) {
+		if (s->away || admission_in_progress(srv->adm, rsec_conn_peer_addr(s->conn)) <= mine)
+			continue;
+		srv->n.handshakes_evicted++;
+		if (ratelog_allow(srv->rlog, "evicted", monotonic_ms()))
+			log_event("warn", "evicted", "conn=%llu addr=%s reason=%s", (unsigned long long)s->id,
+				  log_q(rsec_conn_peer_addr(s->conn)), log_q("max_handshakes reached"));
+		(void)rsec_conn_close(s->conn, "max_handshakes reached: its source holds more than its share");
+		session_end(s, RSEC_E_LIMIT);
+		return true;
 	}
+	return false;
+}
+
+/* The handshake rate of all sources together: whole tokens in a bucket of one second's worth. */
+static bool global_rate_allows(struct server *srv, uint64_t now)
+{
+	double rate = srv->conf->handshake_rate;
+	srv->hs_tokens += (double)(now - srv->hs_refill_ms) * rate / 1000.0;
+	if (srv->hs_tokens > rate)
+		srv->hs_tokens = rate;
+	srv->hs_refill_ms = now;
+	return srv->hs_tokens >= 1.0;
+}
+
+/* The source's handshakes in progress and rate: NULL admits (and counts it). */
+static const char *source_verdict(struct server *srv, const char *addr, uint64_t now)
+{
 	const char *why = NULL;
-	switch (admission_try(srv->adm, rsec_conn_peer_addr(conn), monotonic_ms(), &why)) {
+	switch (admission_try(srv->adm, addr, now, &why)) {
 	case ADMISSION_ADMIT:
 		return NULL;
 	case ADMISSION_REFUSE_CONCURRENT:
@@ -553,6 +624,39 @@ static const char *accept_verdict(struct server *srv, struct rsec_conn *conn)
 		srv->n.refused_source_table++;
 		return why;
 	}
+}
+
+/*
+ * The rate of all sources (a source with no handshake in progress passes: a
+ * flood spends its own share, not a newcomer's), the source's own limits,
+ * then capacity and the handshakes in progress of all sources, where a
+ * handshake of a source over its share may give way: NULL admits.
+ */
+static const char *accept_verdict(struct server *srv, struct rsec_conn *conn)
+{
+	const char *addr = rsec_conn_peer_addr(conn);
+	uint64_t now = monotonic_ms();
+	bool full = srv->nsessions >= srv->conf->max_clients;
+	bool tokens = global_rate_allows(srv, now);
+	if (!tokens && admission_in_progress(srv->adm, addr) > 0) {
+		srv->n.refused_handshake_rate++;
+		return "handshake_rate reached";
+	}
+	const char *why = source_verdict(srv, addr, now);
+	if (why)
+		return why;
+	if ((full || srv->handshaking >= srv->conf->max_handshakes) &&
+	    !evict_for(srv, admission_in_progress(srv->adm, addr))) {
+		(void)admission_release(srv->adm, addr);
+		if (full)
+			srv->n.refused_capacity++;
+		else
+			srv->n.refused_handshakes++;
+		return full ? "max_clients reached" : "max_handshakes reached";
+	}
+	if (tokens)
+		srv->hs_tokens -= 1.0;
+	return NULL;
 }
 
 static struct session *session_new(struct server *srv, struct rsec_conn *conn)
@@ -568,12 +672,107 @@ static struct session *session_new(struct server *srv, struct rsec_conn *conn)
 	s->conn = conn;
 	s->admission_held = true;
 	s->id = ++srv->next_id;
+	s->accepted_ms = monotonic_ms();
+	if (!admission_source(rsec_conn_peer_addr(conn), s->source))
+		snprintf(s->source, sizeof(s->source), "%s", rsec_conn_peer_addr(conn));
 	s->next = srv->sessions;
 	if (s->next)
 		s->next->prev = s;
 	srv->sessions = s;
 	srv->nsessions++;
+	s->hs_prev = srv->hs_tail;
+	if (srv->hs_tail)
+		srv->hs_tail->hs_next = s;
+	else
+		srv->hs_head = s;
+	srv->hs_tail = s;
+	srv->handshaking++;
 	return s;
+}
+
+/*
+ * A worker has the session (offload.h): the loop stops watching its fd, which
+ * would otherwise wake it for nothing, and steps it only once it is back.
+ */
+static int session_send_away(struct session *s, const char *key, offload_fn run, void (*back)(struct session *))
+{
+	struct server *srv = s->srv;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_DEL, rsec_conn_fd(s->conn), NULL) < 0)
+		return -errno;
+	s->away = true;
+	s->back = back;
+	int rc = offload_submit(srv->work, key, run, s);
+	if (rc < 0) {
+		s->away = false;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(s->conn), &ev) < 0)
+			return -errno;
+	}
+	return rc;
+}
+
+static int session_come_back(struct session *s)
+{
+	s->away = false;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+	return epoll_ctl(s->srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(s->conn), &ev) < 0 ? -errno : 0;
+}
+
+/* On a worker: the expensive part of accepting (a key exchange, a signature, a certificate chain). */
+static void handshake_job(void *arg)
+{
+	struct session *s = arg;
+	s->job_rc = rsec_conn_handshake(s->conn);
+}
+
+static void handshake_back(struct session *s)
+{
+	if (s->job_rc == RSEC_E_AGAIN)
+		return; /* TLS waits for the peer; its fd is watched again */
+	if (s->job_rc < 0) {
+		session_end(s, s->job_rc);
+		return;
+	}
+	handshake_over(s);
+	(void)session_step(s); /* the rest of set-up is cheap: it runs in the loop */
+}
+
+/* A session in TLS has input, or is new: its next step goes to a worker, in its source's turn. */
+static void handshake_step(struct session *s)
+{
+	int rc = session_send_away(s, s->source, handshake_job, handshake_back);
+	if (rc < 0) {
+		log_event("warn", "handshake_failed", "conn=%llu reason=%s", (unsigned long long)s->id,
+			  log_q(strerror(-rc)));
+		session_end(s, RSEC_E_NOMEM);
+	}
+}
+
+/* What the workers handed back: watched again, then whatever the job was for. */
+static void jobs_back(struct server *srv)
+{
+	struct session *s;
+	while ((s = offload_take_done(srv->work))) {
+		int rc = session_come_back(s);
+		if (rc < 0) {
+			log_event("warn", "epoll_failed", "conn=%llu reason=%s", (unsigned long long)s->id,
+				  log_q(strerror(-rc)));
+			session_end(s, RSEC_E_IO);
+			continue;
+		}
+		s->back(s);
+	}
+}
+
+/* An event on a session's fd. */
+static void session_event(struct session *s)
+{
+	if (s->away)
+		return; /* its fd left the set after this batch was read */
+	if (s->tls_done)
+		(void)session_step(s);
+	else
+		handshake_step(s);
 }
 
 /* accept(2): network errors of the pending connection, to be treated like EAGAIN and retried. */
@@ -595,9 +794,10 @@ static bool accept_error_transient(int err)
 	}
 }
 
-static void accept_all(struct server *srv)
+/* A bounded batch: the listener stays readable, so the loop comes back after serving the others. */
+static void accept_batch(struct server *srv)
 {
-	while (!srv->fdgate.paused) {
+	for (int taken = 0; taken < ACCEPT_BATCH && !srv->fdgate.paused; taken++) {
 		struct rsec_conn *conn;
 		int rc = rsec_accept(srv->listener, &conn);
 		if (rc == RSEC_E_AGAIN)
@@ -628,7 +828,7 @@ static void accept_all(struct server *srv)
 		log_event("debug", "accepted", "conn=%llu addr=%s", (unsigned long long)s->id,
 			  log_q(rsec_conn_peer_addr(conn)));
 		listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
-		(void)session_step(s);
+		handshake_step(s);
 	}
 }
 
@@ -638,6 +838,7 @@ static void log_counters(const struct server *srv)
 	log_event("info", "counters",
 		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
 		  "refused_source_concurrent=%llu refused_source_rate=%llu refused_source_table=%llu "
+		  "refused_max_handshakes=%llu refused_handshake_rate=%llu handshakes_evicted=%llu "
 		  "accept_paused=%llu log_suppressed=%llu "
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
@@ -646,7 +847,9 @@ static void log_counters(const struct server *srv)
 		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
 		  (unsigned long long)n->refused_source_concurrent, (unsigned long long)n->refused_source_rate,
-		  (unsigned long long)n->refused_source_table, (unsigned long long)n->accept_paused,
+		  (unsigned long long)n->refused_source_table, (unsigned long long)n->refused_handshakes,
+		  (unsigned long long)n->refused_handshake_rate, (unsigned long long)n->handshakes_evicted,
+		  (unsigned long long)n->accept_paused,
 		  (unsigned long long)n->log_suppressed,
 		  (unsigned long long)n->refused_auth, (unsigned long long)n->refused_identity,
 		  (unsigned long long)n->handshake_failed, (unsigned long long)n->closed,
@@ -696,6 +899,16 @@ static void check_audit(struct server *srv)
 	srv->n.audit_errors = lost;
 }
 
+/*
+ * Past its set-up deadline: the library's came first (it was set before
+ * accept returned), so this ends it without any TLS work in the loop.
+ */
+static void handshake_expire(struct session *s)
+{
+	s->job_rc = rsec_conn_handshake(s->conn);
+	handshake_back(s);
+}
+
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
@@ -706,7 +919,10 @@ static void tick_all(struct server *srv)
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
-		(void)session_step(s);
+		if (s->tls_done)
+			(void)session_step(s);
+		else if (!s->away && now > s->accepted_ms + srv->conf->handshake_timeout_ms)
+			handshake_expire(s);
 		s = next;
 	}
 }
@@ -721,7 +937,11 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	srv->adm = admission_new(&limits);
 	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
 	srv->metrics = metrics_new(METRICS_MAX_PEERS);
-	if (!srv->metrics || !srv->adm || !srv->rlog) {
+	/* One job per session at most: the queue never refuses one. */
+	srv->work = offload_new(conf->worker_threads, (size_t)conf->max_clients + 1);
+	srv->hs_tokens = conf->handshake_rate;
+	srv->hs_refill_ms = monotonic_ms();
+	if (!srv->metrics || !srv->adm || !srv->rlog || !srv->work) {
 		fprintf(stderr, "rdmasec-server: out of memory\n");
 		return RSEC_E_NOMEM;
 	}
@@ -786,8 +1006,10 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	}
 	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &srv->listener };
 	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->sigfd };
+	struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &srv->work };
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_listener_fd(srv->listener), &lev) < 0 ||
-	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0) {
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0 ||
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, offload_fd(srv->work), &wev) < 0) {
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
@@ -828,18 +1050,20 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		}
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &srv.listener)
-				accept_all(&srv);
+				accept_batch(&srv);
 			else if (ev[i].data.ptr == &srv.sigfd)
 				on_signal(&srv);
+			else if (ev[i].data.ptr == &srv.work)
+				jobs_back(&srv);
 		}
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.listener || ev[i].data.ptr == &srv.sigfd)
+			if (ev[i].data.ptr == &srv.listener || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work)
 				continue;
 			struct session *s = ev[i].data.ptr;
 			/* A session ended earlier in this batch is gone; only step live ones. */
 			for (struct session *t = srv.sessions; t; t = t->next) {
 				if (t == s) {
-					(void)session_step(s);
+					session_event(s);
 					break;
 				}
 			}
@@ -852,6 +1076,10 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		}
 		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
 	}
+	/* The workers' sessions come back (queued ones unrun) before every session ends. */
+	offload_stop(srv.work);
+	for (struct session *s; (s = offload_take_done(srv.work));)
+		s->away = false;
 	while (srv.sessions) {
 		struct session *s = srv.sessions;
 		(void)rsec_conn_close(s->conn, "server shutting down");
@@ -864,6 +1092,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 	(void)metrics_flush(&srv, true);
 	status = 0;
 out:
+	offload_free(srv.work);
 	ratelog_free(srv.rlog);
 	admission_free(srv.adm);
 	metrics_free(srv.metrics);

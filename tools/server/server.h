@@ -13,6 +13,9 @@ struct server_counters {
 	uint64_t refused_source_concurrent; /* closed at accept: max_handshakes_per_source reached */
 	uint64_t refused_source_rate;       /* closed at accept: handshake_rate_per_source exceeded */
 	uint64_t refused_source_table;      /* closed at accept: source table full, or no usable address */
+	uint64_t refused_handshakes;        /* closed at accept: max_handshakes reached, no source over its share */
+	uint64_t refused_handshake_rate;    /* closed at accept: handshake_rate exceeded, its source busy */
+	uint64_t handshakes_evicted;        /* closed in TLS: gave way at max_handshakes (its source had most) */
 	uint64_t accept_paused;     /* times accepting paused to keep the fd reserve (or after EMFILE/ENFILE) */
 	uint64_t log_suppressed;    /* pre-authentication log lines left out (counted in event=suppressed) */
 	uint64_t refused_auth;      /* failed TLS authentication (no RDMA) */
