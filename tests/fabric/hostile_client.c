@@ -613,6 +613,168 @@ static int mode_timeout_read(const struct opts *o)
 	return 0;
 }
 
+/* ---- amplification: tiny requests that make the server hash, seal or register 16 MiB ---- */
+
+#define LOOP_BYTES (16u << 20) /* the server's default max_msg */
+#define RTT_MAX 100000
+
+static bool loop_on(uint64_t deadline)
+{
+	return !stop_requested && rsec_now_ms() < deadline;
+}
+
+static void loop_report(const char *name, struct rsec_conn *c, int rc, unsigned long rounds, const char *stop)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s-rounds", name);
+	check_result(key, "%lu", rounds);
+	snprintf(key, sizeof(key), "%s-stop", name);
+	check_result(key, "%s", rc < 0 ? why(rc, c) : stop);
+}
+
+/* A request and its one reply, which must be want (an APP_ERROR's text goes to *err). */
+static int request(struct rsec_conn *c, struct app_msg *m, uint8_t want, const char **err)
+{
+	int rc = send_app(c, m);
+	if (rc == 0)
+		rc = recv_app(c, m, TIMEOUT_MS);
+	if (rc == 0 && m->op != want) {
+		*err = m->op == APP_ERROR ? m->text : app_op_name(m->op);
+		return RSEC_E_PROTO;
+	}
+	return rc;
+}
+
+/*
+ * 16 MiB written once, then READ_REQ (verified and sealed in turn) and
+ * READ_DONE in a loop, never reading a byte: each round used to cost the
+ * server a SHA-256 and an HMAC (or a seal and an open) of 16 MiB in its loop.
+ */
+static int mode_read_loop(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 3600);
+	uint8_t *data = malloc(LOOP_BYTES);
+	if (!data)
+		check_die("out of memory");
+	memset(data, 'r', LOOP_BYTES);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	put_data(c, data, LOOP_BYTES);
+	check_result("read-loop-started", "%.3f", wall_s());
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
+	unsigned long rounds = 0;
+	const char *err = "time up";
+	int rc = 0;
+	while (rc == 0 && loop_on(deadline)) {
+		struct app_msg m = { .op = rounds % 2 ? APP_SEALED_READ_REQ : APP_READ_REQ };
+		struct rsec_remote_grant g;
+		rc = request(c, &m, APP_READ_GRANTED, &err);
+		if (rc == 0)
+			rc = rsec_grant_wait(c, m.tag, &g, TIMEOUT_MS); /* its bind is done: READ_DONE may end it */
+		if (rc == 0) {
+			m = (struct app_msg){ .op = APP_READ_DONE, .tag = m.tag };
+			rc = request(c, &m, APP_READ_RESULT, &err);
+		}
+		rounds += rc == 0;
+	}
+	loop_report("read-loop", c, rc == RSEC_E_PROTO ? 0 : rc, rounds, err);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	free(data);
+	return 0;
+}
+
+/* WRITE_REQs of 16 MiB (plain and sealed in turn), never written: each used to cost a fresh 16 MiB buffer. */
+static int mode_write_loop(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 3600);
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	check_result("write-loop-started", "%.3f", wall_s());
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
+	unsigned long rounds = 0;
+	const char *err = "time up";
+	int rc = 0;
+	while (rc == 0 && loop_on(deadline)) {
+		struct app_msg m = { .op = rounds % 2 ? APP_SEALED_WRITE_REQ : APP_WRITE_REQ, .len = LOOP_BYTES };
+		rc = request(c, &m, APP_WRITE_GRANTED, &err);
+		rounds += rc == 0;
+	}
+	loop_report("write-loop", c, rc == RSEC_E_PROTO ? 0 : rc, rounds, err);
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void rtt_report(unsigned phase, uint64_t *rtt, size_t n)
+{
+	char key[64];
+	qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
+	const char *what[] = { "rounds", "p50-ms", "p99-ms", "max-ms" };
+	uint64_t v[] = { n, n ? rtt[n / 2] : 0, n ? rtt[n * 99 / 100] : 0, n ? rtt[n - 1] : 0 };
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "rtt-phase%u-%s", phase, what[i]);
+		check_result(key, "%llu", (unsigned long long)v[i]);
+	}
+}
+
+/* DIR/NAME exists: the script says so (no signal may interrupt a round trip). */
+static bool mark(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Echo round trips, each timed, on one connection for SECONDS or until
+ * DIR/stop: a new phase starts when DIR/phase1, phase2, ... appears; each
+ * phase's p50, p99 and longest are reported.
+ */
+static int mode_echo_rtt(const struct opts *o)
+{
+	int seconds = arg_int(o, 0, 1, 3600);
+	const char *dir = o->argv[1];
+	static uint64_t rtt[RTT_MAX];
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c;
+	int rc = conn_open(ctx, o, &c);
+	if (rc < 0) {
+		check_result("rtt-failed", "connect: %s", why(rc, c));
+		return 1;
+	}
+	check_result("rtt-connected", "yes");
+	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
+	size_t n = 0;
+	unsigned phase = 0;
+	while (loop_on(deadline) && !mark(dir, "stop")) {
+		char next[32];
+		snprintf(next, sizeof(next), "phase%u", phase + 1);
+		if (mark(dir, next)) {
+			rtt_report(phase++, rtt, n);
+			n = 0;
+		}
+		uint64_t t0 = rsec_now_ms();
+		rc = echo(c, n % 2 ? 6000 : 32, TIMEOUT_MS);
+		if (rc < 0)
+			break;
+		if (n < RTT_MAX)
+			rtt[n++] = rsec_now_ms() - t0;
+		usleep(PACE_US);
+	}
+	rtt_report(phase, rtt, n);
+	check_result("rtt-failed", "%s", rc < 0 ? why(rc, c) : "none");
+	rsec_conn_free(c);
+	rsec_ctx_free(ctx);
+	return rc < 0;
+}
+
 /* ---- floods ---- */
 
 /* One pass over the open connections: keepalives answered, failures noted and dropped. */
@@ -799,12 +961,6 @@ static int mode_half_open(const struct opts *o)
 /* ---- hostile-load suite (tests/fabric/hostile_load.sh) ---- */
 
 #define RT_MAX 1000000 /* round trips a bystander or newcomer keeps for its percentiles */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
 
 /* The p-th percentile (nearest rank) of n sorted values; 0 if none. */
 static uint64_t percentile(const uint64_t *v, size_t n, unsigned p)
@@ -1131,6 +1287,9 @@ static const struct mode {
 	{ "newcomer", mode_newcomer, 1, "N", "N connections one after another: set-up times, ok/failed" },
 	{ "expensive-loop", mode_expensive_loop, 3, "N BYTES SECONDS", "N connections loop WRITE_REQs of BYTES, never writing" },
 	{ "replay", mode_replay, 2, "RATE SECONDS", "replay one recorded ClientHello on new TCP connections, RATE/s" },
+	{ "read-loop", mode_read_loop, 1, "SECONDS", "write 16 MiB, then READ_REQ/READ_DONE for SECONDS, never reading" },
+	{ "write-loop", mode_write_loop, 1, "SECONDS", "16 MiB WRITE_REQs for SECONDS, never writing" },
+	{ "echo-rtt", mode_echo_rtt, 2, "SECONDS DIR", "timed echoes, in phases DIR/phase1.. until DIR/stop: p50, p99, max" },
 };
 
 static void usage(FILE *f)

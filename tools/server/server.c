@@ -14,6 +14,7 @@
  * batches and refuses over budget before spending anything.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,22 @@
 #define TICK_MS 250
 #define ACCEPT_BATCH 32 /* connections taken per loop turn: established sessions are served between batches */
 #define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
+/* A request over fewer bytes is served in the loop; a larger one's hashing, MAC, sealing or registration on a worker. */
+#define INLINE_MAX (256u << 10)
+/* Large requests of one identity queued or running at once; its others wait in the loop, not stepped. */
+#define JOBS_PER_IDENTITY 4
+
+/* The expensive part of a request, run by job_run (on a worker when large) and answered by job_finish. */
+enum job_kind { JOB_NONE, JOB_WRITE_GRANT, JOB_VERIFY, JOB_READ_GRANT, JOB_READ_DONE };
+
+struct request_job {
+	enum job_kind kind;
+	bool queued; /* handed to the workers; else it waits for a slot */
+	bool sealed;
+	int rc, region_rc;
+	uint64_t off, len, grant_id;
+	uint8_t sha256[APP_SHA256_LEN];
+};
 
 struct session {
 	struct server *srv;
@@ -69,6 +86,8 @@ struct session {
 	bool verify_pending;
 	uint64_t verify_deadline_ms;
 	uint64_t rebuilds; /* of its data path, logged so far */
+	uint8_t data_sha256[APP_SHA256_LEN]; /* of its data_len bytes, taken when the write was verified */
+	struct request_job job; /* a large request's, while away (or waiting for its identity's turn) */
 	struct session *prev, *next;
 };
 
@@ -335,30 +354,92 @@ static int region_alloc(struct session *s, size_t len)
 	return 0;
 }
 
-/* The buffer has room for the sealed form of what is written, so any write can be read back sealed. */
-static int on_write_req(struct session *s, const struct app_msg *m, bool sealed)
+/*
+ * The buffer a write goes into: the session's own when it is large enough
+ * (no wipe, no mapping, no registration per request), else a larger one in
+ * its place. The grant before ends first: nobody reaches it but through the new one.
+ */
+static int region_ready(struct session *s, size_t room)
 {
-	if (m->len == 0 || m->len > s->srv->conf->max_msg)
-		return reply_error(s, "write: length out of range");
+	if (s->grant_live)
+		(void)rsec_revoke(s->conn, s->grant_id);
+	s->grant_live = false;
+	if (s->region && s->mem_len >= room)
+		return 0;
 	region_release(s);
-	size_t room = rsec_sealed_len(m->len);
-	int rc = region_alloc(s, room);
-	if (rc < 0) {
+	return region_alloc(s, room);
+}
+
+static int grant_write(struct session *s, size_t room)
+{
+	bool sealed = s->job.sealed;
+	return rsec_grant(s->conn, s->region, 0, sealed ? room : s->want_len,
+			  RSEC_ACCESS_WRITE | (sealed ? RSEC_GRANT_SEALED : 0), s->srv->conf->grant_ttl_ms, s->grant_tag,
+			  &s->job.grant_id);
+}
+
+/* The buffer has room for the sealed form of what is written, so any write can be read back sealed. */
+static void work_write_grant(struct session *s)
+{
+	struct request_job *j = &s->job;
+	size_t room = rsec_sealed_len(s->want_len);
+	j->region_rc = region_ready(s, room);
+	if (j->region_rc == 0) {
+		j->rc = grant_write(s, room);
+		if (j->rc != RSEC_E_RANGE)
+			return;
+		/* A sealed READ grant whose bind is still in flight holds the old buffer: take another. */
 		region_release(s);
-		return reply_error(s, "write: cannot prepare a buffer");
+		j->region_rc = region_alloc(s, room);
+		if (j->region_rc == 0)
+			j->rc = grant_write(s, room);
 	}
-	s->grant_tag = ++s->next_tag;
-	rc = rsec_grant(s->conn, s->region, 0, sealed ? room : m->len,
-			RSEC_ACCESS_WRITE | (sealed ? RSEC_GRANT_SEALED : 0), s->srv->conf->grant_ttl_ms, s->grant_tag,
-			&s->grant_id);
-	if (rc < 0)
-		return rc;
-	s->grant_live = true;
-	s->grant_op = APP_WRITE_REQ;
-	s->grant_sealed = sealed;
-	s->want_len = m->len;
-	struct app_msg r = { .op = APP_WRITE_GRANTED, .tag = s->grant_tag };
-	return reply(s, &r);
+	if (j->region_rc < 0)
+		region_release(s);
+}
+
+/*
+ * The library revokes the grant, then checks the client's MAC of what it
+ * wrote, or opens what it sealed; the hash the client is told is taken
+ * here, once, for this and every later read of the same bytes.
+ */
+static void work_verify(struct session *s)
+{
+	struct request_job *j = &s->job;
+	j->rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &j->off, &j->len, 0)
+				: rsec_grant_verify(s->conn, s->grant_id, &j->off, &j->len, 0);
+	if (j->rc == 0 && j->off == 0 && j->len == s->want_len)
+		sha256(s->mem, j->len, j->sha256);
+}
+
+/* A verified READ grant sends a MAC of the bytes; a sealed one seals them in place. */
+static void work_read_grant(struct session *s)
+{
+	bool sealed = s->job.sealed;
+	s->job.rc = rsec_grant(s->conn, s->region, 0, sealed ? rsec_sealed_len(s->data_len) : s->data_len,
+			       RSEC_ACCESS_READ | (sealed ? RSEC_GRANT_SEALED : RSEC_GRANT_VERIFIED),
+			       s->srv->conf->grant_ttl_ms, s->grant_tag, &s->job.grant_id);
+}
+
+/* A sealed grant turns back into plaintext, for the next read. */
+static void work_read_done(struct session *s)
+{
+	uint64_t off, len;
+	s->job.rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &off, &len, 0)
+				    : rsec_revoke(s->conn, s->grant_id);
+}
+
+/* On a worker (or inline): touches only the session's connection, region and job. */
+static void job_run(void *arg)
+{
+	struct session *s = arg;
+	switch (s->job.kind) {
+	case JOB_WRITE_GRANT: work_write_grant(s); break;
+	case JOB_VERIFY: work_verify(s); break;
+	case JOB_READ_GRANT: work_read_grant(s); break;
+	case JOB_READ_DONE: work_read_done(s); break;
+	default: break;
+	}
 }
 
 static bool grant_matches(const struct session *s, const struct app_msg *m, uint8_t op)
@@ -366,16 +447,24 @@ static bool grant_matches(const struct session *s, const struct app_msg *m, uint
 	return s->grant_live && s->grant_op == op && m->tag == s->grant_tag;
 }
 
-/*
- * The library revokes the grant, then checks the client's MAC of what it
- * wrote, or opens what it sealed. Until the client's VERIFY arrives (or
- * verify_timeout_ms passes) the session waits; the server does not.
- */
-static int resume_verify(struct session *s)
+static int finish_write_grant(struct session *s)
 {
-	uint64_t off, len;
-	int rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &off, &len, 0)
-				 : rsec_grant_verify(s->conn, s->grant_id, &off, &len, 0);
+	if (s->job.region_rc < 0)
+		return reply_error(s, "write: cannot prepare a buffer");
+	if (s->job.rc < 0)
+		return s->job.rc;
+	s->grant_id = s->job.grant_id;
+	s->grant_live = true;
+	s->grant_op = APP_WRITE_REQ;
+	s->grant_sealed = s->job.sealed;
+	struct app_msg r = { .op = APP_WRITE_GRANTED, .tag = s->grant_tag };
+	return reply(s, &r);
+}
+
+/* Until the client's VERIFY arrives (or verify_timeout_ms passes) the session waits; the server does not. */
+static int finish_verify(struct session *s)
+{
+	int rc = s->job.rc;
 	if (rc == RSEC_E_AGAIN) {
 		if (monotonic_ms() < s->verify_deadline_ms)
 			return 0;
@@ -383,7 +472,8 @@ static int resume_verify(struct session *s)
 	}
 	s->verify_pending = false;
 	s->grant_live = rc == RSEC_E_TIMEOUT; /* without a claim the grant stays until its ttl */
-	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT || (rc == 0 && (off || len != s->want_len))) {
+	if (rc == RSEC_E_MAC || rc == RSEC_E_TIMEOUT || rc == RSEC_E_GRANT ||
+	    (rc == 0 && (s->job.off || s->job.len != s->want_len))) {
 		s->srv->n.verify_failed++;
 		log_event("warn", "verify_failed", "conn=%llu peer=%s code=%s", (unsigned long long)s->id,
 			  log_q(s->peer), log_q(rc ? rsec_strerror(rc) : "partial write"));
@@ -398,10 +488,137 @@ static int resume_verify(struct session *s)
 	if (rc < 0)
 		return rc;
 	s->data_len = s->want_len;
+	memcpy(s->data_sha256, s->job.sha256, APP_SHA256_LEN);
 	s->srv->n.rdma_writes++;
 	struct app_msg r = { .op = APP_WRITE_RESULT, .len = s->data_len };
-	sha256(s->mem, s->data_len, r.sha256);
+	memcpy(r.sha256, s->data_sha256, APP_SHA256_LEN);
 	return reply(s, &r);
+}
+
+static int finish_read_grant(struct session *s)
+{
+	if (s->job.rc < 0)
+		return s->job.rc;
+	s->grant_id = s->job.grant_id;
+	s->grant_live = true;
+	s->grant_op = APP_READ_REQ;
+	s->grant_sealed = s->job.sealed;
+	struct app_msg r = { .op = APP_READ_GRANTED, .tag = s->grant_tag, .len = s->data_len };
+	memcpy(r.sha256, s->data_sha256, APP_SHA256_LEN);
+	return reply(s, &r);
+}
+
+static int finish_read_done(struct session *s)
+{
+	s->grant_live = false;
+	if (s->job.rc == RSEC_E_MAC) {
+		s->data_len = 0;
+		return reply_error(s, "read: the sealed buffer changed while granted; discarded");
+	}
+	if (s->job.rc < 0)
+		return s->job.rc;
+	s->srv->n.rdma_reads++;
+	struct app_msg r = { .op = APP_READ_RESULT };
+	return reply(s, &r);
+}
+
+/* In the loop: the job's result, told to the client. */
+static int job_finish(struct session *s)
+{
+	enum job_kind kind = s->job.kind;
+	s->job.kind = JOB_NONE;
+	switch (kind) {
+	case JOB_WRITE_GRANT: return finish_write_grant(s);
+	case JOB_VERIFY: return finish_verify(s);
+	case JOB_READ_GRANT: return finish_read_grant(s);
+	case JOB_READ_DONE: return finish_read_done(s);
+	default: return 0;
+	}
+}
+
+static int session_send_away(struct session *s, const char *key, offload_fn run, void (*back)(struct session *));
+static bool session_step(struct session *s);
+
+static unsigned identity_jobs(const struct server *srv, const char *peer)
+{
+	unsigned n = 0;
+	for (const struct session *t = srv->sessions; t; t = t->next)
+		if (t->job.queued && strcmp(t->peer, peer) == 0)
+			n++;
+	return n;
+}
+
+/* Back from a worker: the reply, then the next request (unless it waits for the VERIFY: its fd or the tick). */
+static void job_back(struct session *s)
+{
+	s->job.queued = false;
+	int rc = job_finish(s);
+	if (rc < 0)
+		session_end(s, rc);
+	else if (!s->verify_pending)
+		(void)session_step(s);
+}
+
+/*
+ * To the workers under its identity, in turns with other identities; past
+ * its identity's share (or a full queue) it waits away from the loop,
+ * unwatched and not stepped, until jobs_retry_waiting lets it in.
+ */
+static void job_offload(struct session *s)
+{
+	struct server *srv = s->srv;
+	if (identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && session_send_away(s, s->peer, job_run, job_back) == 0) {
+		s->job.queued = true;
+		return;
+	}
+	(void)epoll_ctl(srv->epfd, EPOLL_CTL_DEL, rsec_conn_fd(s->conn), NULL);
+	s->away = true;
+	s->back = job_back;
+}
+
+/* Waiting sessions, in turn, as their identity's jobs come back. */
+static void jobs_retry_waiting(struct server *srv)
+{
+	for (struct session *s = srv->sessions; s; s = s->next)
+		if (s->away && s->job.kind != JOB_NONE && !s->job.queued &&
+		    identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && offload_submit(srv->work, s->peer, job_run, s) == 0)
+			s->job.queued = true;
+}
+
+/* Small jobs run at once; a large one on a worker, the session away meanwhile (job_back answers). */
+static int job_start(struct session *s, enum job_kind kind, size_t bytes)
+{
+	struct request_job *j = &s->job;
+	j->kind = kind;
+	j->rc = j->region_rc = 0;
+	j->off = j->len = j->grant_id = 0;
+	memset(j->sha256, 0, sizeof(j->sha256));
+	if (bytes < INLINE_MAX) {
+		job_run(s);
+		return job_finish(s);
+	}
+	job_offload(s);
+	return 0;
+}
+
+static int on_write_req(struct session *s, const struct app_msg *m, bool sealed)
+{
+	if (m->len == 0 || m->len > s->srv->conf->max_msg)
+		return reply_error(s, "write: length out of range");
+	s->data_len = 0; /* what was written before is gone with this request */
+	s->want_len = m->len;
+	s->grant_tag = ++s->next_tag;
+	s->job.sealed = sealed;
+	/* Costly only when the buffer grows (a fresh mapping, registered), or a sealed READ grant is opened. */
+	size_t room = rsec_sealed_len(m->len), cost = room > s->mem_len ? room + s->mem_len : 0;
+	if (s->grant_live && s->grant_sealed && s->grant_op == APP_READ_REQ)
+		cost += s->mem_len;
+	return job_start(s, JOB_WRITE_GRANT, cost);
+}
+
+static int resume_verify(struct session *s)
+{
+	return job_start(s, JOB_VERIFY, s->want_len);
 }
 
 static int on_write_done(struct session *s, const struct app_msg *m)
@@ -413,44 +630,21 @@ static int on_write_done(struct session *s, const struct app_msg *m)
 	return resume_verify(s);
 }
 
-/* A sealed READ grant seals the buffer in place: its hash is taken first. */
+/* The hash the client is told is the one taken when the write was verified. */
 static int on_read_req(struct session *s, bool sealed)
 {
 	if (!s->region || s->data_len == 0 || s->grant_live)
 		return reply_error(s, "read: nothing written yet");
-	struct app_msg r = { .op = APP_READ_GRANTED, .len = s->data_len };
-	sha256(s->mem, s->data_len, r.sha256);
 	s->grant_tag = ++s->next_tag;
-	int rc = rsec_grant(s->conn, s->region, 0, sealed ? rsec_sealed_len(s->data_len) : s->data_len,
-			    RSEC_ACCESS_READ | (sealed ? RSEC_GRANT_SEALED : RSEC_GRANT_VERIFIED),
-			    s->srv->conf->grant_ttl_ms, s->grant_tag, &s->grant_id);
-	if (rc < 0)
-		return rc;
-	s->grant_live = true;
-	s->grant_op = APP_READ_REQ;
-	s->grant_sealed = sealed;
-	r.tag = s->grant_tag;
-	return reply(s, &r);
+	s->job.sealed = sealed;
+	return job_start(s, JOB_READ_GRANT, s->data_len);
 }
 
 static int on_read_done(struct session *s, const struct app_msg *m)
 {
 	if (!grant_matches(s, m, APP_READ_REQ))
 		return reply_error(s, "no such grant");
-	/* A sealed grant turns back into plaintext, for the next read. */
-	uint64_t off, len;
-	int rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &off, &len, 0)
-				 : rsec_revoke(s->conn, s->grant_id);
-	s->grant_live = false;
-	if (rc == RSEC_E_MAC) {
-		s->data_len = 0;
-		return reply_error(s, "read: the sealed buffer changed while granted; discarded");
-	}
-	if (rc < 0)
-		return rc;
-	s->srv->n.rdma_reads++;
-	struct app_msg r = { .op = APP_READ_RESULT };
-	return reply(s, &r);
+	return job_start(s, JOB_READ_DONE, s->grant_sealed ? s->data_len : 0);
 }
 
 /* The server's counters about this client's identity: its ended connections, plus this one. */
@@ -517,6 +711,8 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 static bool session_step(struct session *s)
 {
 	struct server *srv = s->srv;
+	if (s->away)
+		return true; /* a worker has it */
 	srv->current = s;
 	int rc = rsec_conn_process(s->conn);
 	srv->current = NULL;
@@ -543,7 +739,7 @@ static bool session_step(struct session *s)
 		return false;
 	}
 	/* One request at a time: the next waits in the library until this one is answered. */
-	while (!s->verify_pending && rsec_send_queued(s->conn) == 0) {
+	while (!s->verify_pending && !s->away && rsec_send_queued(s->conn) == 0) {
 		size_t len;
 		rc = rsec_recv(s->conn, srv->msg, srv->msg_cap, &len, 0);
 		if (rc == RSEC_E_AGAIN)
@@ -763,6 +959,7 @@ static void jobs_back(struct server *srv)
 		}
 		s->back(s);
 	}
+	jobs_retry_waiting(srv); /* their identities' shares may have room again */
 }
 
 /* An event on a session's fd. */
@@ -926,6 +1123,7 @@ static void tick_all(struct server *srv)
 			handshake_expire(s);
 		s = next;
 	}
+	jobs_retry_waiting(srv);
 }
 
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
