@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "offload.h"
@@ -82,6 +83,8 @@ static struct job *take_turn(struct offload *o)
 static void *worker(void *arg)
 {
 	struct offload *o = arg;
+	/* Work anyone can ask for yields the CPU to the thread serving sessions (best effort). */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), OFFLOAD_NICE);
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
 		while (!o->stopping && !o->ring_head)

@@ -6,7 +6,8 @@
  * them. Each job carries a fairness key (a source address before
  * authentication, an identity after): workers take keys in turn, one job per
  * key per turn, so a key with a thousand queued jobs delays another key's next
- * job by at most one job per worker.
+ * job by at most one job per worker. Workers run at a lower priority
+ * (OFFLOAD_NICE) than the thread that made them.
  *
  * A job's owner must not touch what the job uses until the job is done: the
  * event loop takes it back from offload_take_done() once offload_fd() is
@@ -19,6 +20,7 @@
 
 #define OFFLOAD_KEY_MAX 256 /* key text, NUL included; longer keys are cut */
 #define OFFLOAD_THREADS_MAX 64
+#define OFFLOAD_NICE 10 /* workers run at this nice value: the event loop wins the CPU */
 
 struct offload;
 typedef void (*offload_fn)(void *arg);

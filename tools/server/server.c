@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmasec-server's event loop: one thread, one epoll set holding the
- * listener, a signalfd, the workers' eventfd and one fd per connection. No
- * thread per client and no fixed small cap: limits come from the
- * configuration and hold before any RDMA resource is spent (capacity,
- * handshakes in progress and their rate per source and in all, and a
- * file-descriptor reserve at accept; identity at admission). No session
- * waits inside the loop: a request that needs the peer (a VERIFY, credits,
- * a TLS window) leaves its session waiting while the others are served.
- * Work whose CPU anyone can ask for, a TLS handshake above all, runs on
- * worker threads (offload.h) in turns per source, so no flood on the
- * listener delays the sessions already served; the loop accepts in bounded
- * batches and refuses over budget before spending anything.
+ * rdmasec-server's event loop: one thread, one epoll set holding a signalfd,
+ * the acceptor's and the workers' eventfds and one fd per connection. No
+ * thread per client and no fixed small cap. Unauthenticated connections
+ * never reach this thread: the acceptor (acceptor.h) takes them, judges them
+ * before any RDMA resource is spent and runs their TLS handshakes on worker
+ * threads, so no flood on the listener delays the sessions served here; this
+ * loop admits by identity, then serves. No session waits inside the loop: a
+ * request that needs the peer (a VERIFY, credits, a TLS window) leaves its
+ * session waiting while the others are served, and the heavy part of a large
+ * request (hashing, MAC, sealing, registration) runs on workers too, in turns
+ * per identity.
  */
 #include <errno.h>
 #include <poll.h>
@@ -28,7 +27,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "admission.h"
+#include "acceptor.h"
 #include "app_proto.h"
 #include "fdlimit.h"
 #include "log.h"
@@ -39,7 +38,6 @@
 #include "server.h"
 
 #define TICK_MS 250
-#define ACCEPT_BATCH 32 /* connections taken per loop turn: established sessions are served between batches */
 #define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
 /* A request over fewer bytes is served in the loop; a larger one's hashing, MAC, sealing or registration on a worker. */
 #define INLINE_MAX (256u << 10)
@@ -64,14 +62,9 @@ struct session {
 	uint64_t id;
 	bool established;
 	bool admitted;
-	bool admission_held; /* counts as one of its source's handshakes in progress */
-	bool tls_done;       /* its TLS handshake is over: set-up goes on in the loop */
 	bool away;           /* a worker has it (offload.h): the loop neither watches nor steps it */
+	bool held;           /* away without a job: in set-up while its identity has sessions on workers */
 	void (*back)(struct session *s); /* what the loop does when the worker hands it back */
-	int job_rc;
-	uint64_t accepted_ms;
-	char source[ADMISSION_SOURCE_MAX]; /* its fairness key until authenticated */
-	struct session *hs_prev, *hs_next; /* in the server's handshakes, oldest first, until tls_done */
 	char peer[256];
 	/* The one buffer this client may reach by RDMA, only through grants. */
 	struct rsec_region *region;
@@ -98,22 +91,15 @@ struct server {
 	int epfd, sigfd;
 	struct session *sessions;
 	size_t nsessions;
-	uint64_t next_id;
 	struct session *current; /* the session rsec_conn_process is running for */
 	uint8_t *msg;            /* one receive buffer, max_msg + opcode */
 	size_t msg_cap;
-	struct server_counters n;
-	struct metrics *metrics;       /* per-peer counters: the stats reply and the metrics file */
+	struct server_counters n;      /* this loop's; the acceptor's are in sh */
+	struct acceptor_shared sh;     /* per-peer metrics (the stats reply, the metrics file), the acceptor's counts */
 	struct metrics_export metrics_file;
-	struct admission *adm;         /* per-source handshakes before authentication */
-	struct ratelog *rlog;          /* log lines about unauthenticated peers, rate limited */
-	struct fdlimit_gate fdgate;    /* accepting pauses to keep a file-descriptor reserve */
-	struct offload *work;          /* worker threads: TLS handshakes and other heavy work */
-	struct session *hs_head, *hs_tail; /* sessions whose TLS handshake is not over, oldest first */
-	size_t handshaking;
-	double hs_tokens;              /* the handshake rate of all sources together (a bucket) */
-	uint64_t hs_refill_ms;
-	uint64_t fd_base;              /* fds open with no session */
+	struct ratelog *rlog;          /* log lines about refused peers, rate limited */
+	struct acceptor *acc;          /* the listener's thread: admission before TLS, handshakes */
+	struct offload *work;          /* worker threads: the heavy part of large requests */
 	bool stop;
 };
 
@@ -149,62 +135,6 @@ static void region_release(struct session *s)
 	s->region = NULL;
 	s->mem = NULL;
 	s->mem_len = s->data_len = 0;
-}
-
-/* The session's handshake is over (or it ended): its source may start another. */
-static void admission_done(struct session *s)
-{
-	if (!s->admission_held)
-		return;
-	(void)admission_release(s->srv->adm, rsec_conn_peer_addr(s->conn));
-	s->admission_held = false;
-}
-
-/* Its TLS handshake is over (or it ended): it leaves the server's handshakes. */
-static void handshake_over(struct session *s)
-{
-	struct server *srv = s->srv;
-	if (s->tls_done)
-		return;
-	s->tls_done = true;
-	if (s->hs_prev)
-		s->hs_prev->hs_next = s->hs_next;
-	else
-		srv->hs_head = s->hs_next;
-	if (s->hs_next)
-		s->hs_next->hs_prev = s->hs_prev;
-	else
-		srv->hs_tail = s->hs_prev;
-	srv->handshaking--;
-}
-
-static uint64_t fds_in_use(const struct server *srv)
-{
-	return srv->fd_base + (uint64_t)srv->nsessions * FDLIMIT_PER_CONN;
-}
-
-/* When the fd gate flipped: the listener leaves the epoll set (no busy loop at the limit), or returns. */
-static void listener_gate(struct server *srv, bool flipped)
-{
-	if (!flipped)
-		return;
-	int fd = rsec_listener_fd(srv->listener);
-	if (srv->fdgate.paused) {
-		(void)epoll_ctl(srv->epfd, EPOLL_CTL_DEL, fd, NULL);
-		srv->n.accept_paused++;
-		log_event("warn", "accept_paused", "clients=%zu fds=%llu fd_limit=%llu", srv->nsessions,
-			  (unsigned long long)fds_in_use(srv), (unsigned long long)srv->fdgate.soft);
-		return;
-	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &srv->listener };
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		/* Paused again, so the tick retries: accepting must not stop for good. */
-		log_event("error", "accept_resume_failed", "reason=%s", log_q(strerror(errno)));
-		(void)fdlimit_gate_exhausted(&srv->fdgate, fds_in_use(srv), monotonic_ms());
-		return;
-	}
-	log_event("info", "accept_resumed", "clients=%zu fds=%llu", srv->nsessions,
-		  (unsigned long long)fds_in_use(srv));
 }
 
 /* The library rebuilt the session's data path (self-healing): say so, with why. */
@@ -295,10 +225,10 @@ static void session_end(struct session *s, int rc)
 	/* Under the identity; a peer refused before authenticating, under its address. */
 	char key[METRICS_KEY_MAX];
 	metrics_peer_key(key, rsec_conn_peer(s->conn), rsec_conn_peer_addr(s->conn));
-	metrics_add(srv->metrics, key, &per_peer);
+	pthread_mutex_lock(&srv->sh.lock);
+	metrics_add(srv->sh.metrics, key, &per_peer);
+	pthread_mutex_unlock(&srv->sh.lock);
 	region_release(s);
-	admission_done(s);
-	handshake_over(s);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -306,9 +236,9 @@ static void session_end(struct session *s, int rc)
 	if (s->next)
 		s->next->prev = s->prev;
 	srv->nsessions--;
+	__atomic_sub_fetch(&srv->sh.sessions, 1, __ATOMIC_RELAXED);
 	rsec_conn_free(s->conn); /* closes its fd, which leaves the epoll set */
 	free(s);
-	listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
 }
 
 /*
@@ -538,6 +468,7 @@ static int job_finish(struct session *s)
 
 static int session_send_away(struct session *s, const char *key, offload_fn run, void (*back)(struct session *));
 static bool session_step(struct session *s);
+static int session_come_back(struct session *s);
 
 static unsigned identity_jobs(const struct server *srv, const char *peer)
 {
@@ -651,7 +582,10 @@ static int on_read_done(struct session *s, const struct app_msg *m)
 static int on_stats_req(struct session *s)
 {
 	struct peer_counters c;
-	const char *key = metrics_lookup(s->srv->metrics, s->peer, &c);
+	char key[METRICS_KEY_MAX];
+	pthread_mutex_lock(&s->srv->sh.lock); /* the acceptor counts refusals in the same table */
+	snprintf(key, sizeof(key), "%s", metrics_lookup(s->srv->sh.metrics, s->peer, &c));
+	pthread_mutex_unlock(&s->srv->sh.lock);
 	struct rsec_conn_stats st;
 	if (rsec_conn_stats(s->conn, &st) == 0) {
 		c.connections++;
@@ -708,17 +642,56 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 }
 
 /* Everything one connection can do now; false once it has ended. */
+/* A session of this identity is on a worker (held ones are not). */
+static bool identity_away(const struct server *srv, const char *peer)
+{
+	for (const struct session *t = srv->sessions; t; t = t->next)
+		if (t->away && !t->held && strcmp(t->peer, peer) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A new connection's set-up may carry a RESUME naming a session of its
+ * identity, which the library would then take over from this thread: while
+ * such a session is on a worker, the newcomer waits, unwatched.
+ */
+static bool session_hold(struct session *s)
+{
+	if (s->established || !identity_away(s->srv, rsec_conn_peer(s->conn)))
+		return false;
+	if (epoll_ctl(s->srv->epfd, EPOLL_CTL_DEL, rsec_conn_fd(s->conn), NULL) < 0)
+		return false; /* watched still: it is tried again on its next event */
+	s->away = s->held = true;
+	return true;
+}
+
+static void release_held(struct server *srv)
+{
+	struct session *s = srv->sessions;
+	while (s) {
+		struct session *next = s->next; /* s may end */
+		if (s->held && !identity_away(srv, rsec_conn_peer(s->conn))) {
+			s->held = false;
+			if (session_come_back(s) < 0)
+				session_end(s, RSEC_E_IO);
+			else
+				(void)session_step(s);
+		}
+		s = next;
+	}
+}
+
 static bool session_step(struct session *s)
 {
 	struct server *srv = s->srv;
-	if (s->away)
-		return true; /* a worker has it */
+	if (s->away || session_hold(s))
+		return true; /* a worker has it, or one of its identity's */
 	srv->current = s;
 	int rc = rsec_conn_process(s->conn);
 	srv->current = NULL;
 	if (rc == RSEC_E_AGAIN)
 		return true;
-	admission_done(s); /* set-up is over, either way */
 	/* A connection may come up and fail in one step (its fresh QP attacked): it still had a QP. */
 	struct rsec_conn_stats st;
 	if (!s->established && (rc == 0 || (rsec_conn_stats(s->conn, &st) == 0 && st.local_qpn != 0))) {
@@ -754,137 +727,32 @@ static bool session_step(struct session *s)
 	return true;
 }
 
-/* Closed at accept, before TLS and any RDMA resource: counted per address, logged at a bounded rate. */
-static void refuse_at_accept(struct server *srv, struct rsec_conn *conn, const char *why)
+/* An authenticated connection from the acceptor: set-up goes on here, admission by identity first. */
+static void intake(struct server *srv)
 {
-	char key[METRICS_KEY_MAX];
-	metrics_peer_key(key, NULL, rsec_conn_peer_addr(conn));
-	metrics_add(srv->metrics, key, &(struct peer_counters){ .refused_handshakes = 1 });
-	if (ratelog_allow(srv->rlog, "refused", monotonic_ms()))
-		log_event("warn", "refused", "addr=%s reason=%s clients=%zu qp_created=no",
-			  log_q(rsec_conn_peer_addr(conn)), log_q(why), srv->nsessions);
-	(void)rsec_conn_close(conn, why); /* the reason goes to the audit log */
-	rsec_conn_free(conn);
-}
-
-/* How many handshakes the loop looks at for one that may give way: bounded work per accept. */
-#define EVICT_SCAN 64
-
-/*
- * At max_handshakes, the oldest handshake (not on a worker) of a source that
- * holds more than the newcomer's source (which counts the newcomer) gives
- * way: sources converge to equal shares, and a flood from a few addresses
- * cannot keep everyone else out. False if none qualifies.
- */
-static bool evict_for(struct server *srv, uint32_t mine)
-{
-	int looked = 0;
-	for (struct session *s = srv->hs_head; s && looked < EVICT_SCAN; s = s->hs_next, looked++) {
-		if (s->away || admission_in_progress(srv->adm, rsec_conn_peer_addr(s->conn)) <= mine)
+	struct rsec_conn *conn;
+	uint64_t id;
+	while (acceptor_take(srv->acc, &conn, &id) == 0) {
+		struct session *s = calloc(1, sizeof(*s));
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+		if (!s || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(conn), &ev) < 0) {
+			log_event("warn", "accept_failed", "reason=%s", log_q(s ? strerror(errno) : "out of memory"));
+			free(s);
+			(void)rsec_conn_close(conn, "server: out of resources");
+			rsec_conn_free(conn);
+			__atomic_sub_fetch(&srv->sh.sessions, 1, __ATOMIC_RELAXED);
 			continue;
-		srv->n.handshakes_evicted++;
-		if (ratelog_allow(srv->rlog, "evicted", monotonic_ms()))
-			log_event("warn", "evicted", "conn=%llu addr=%s reason=%s", (unsigned long long)s->id,
-				  log_q(rsec_conn_peer_addr(s->conn)), log_q("max_handshakes reached"));
-		(void)rsec_conn_close(s->conn, "max_handshakes reached: its source holds more than its share");
-		session_end(s, RSEC_E_LIMIT);
-		return true;
+		}
+		s->srv = srv;
+		s->conn = conn;
+		s->id = id;
+		s->next = srv->sessions;
+		if (s->next)
+			s->next->prev = s;
+		srv->sessions = s;
+		srv->nsessions++;
+		(void)session_step(s);
 	}
-	return false;
-}
-
-/* The handshake rate of all sources together: whole tokens in a bucket of one second's worth. */
-static bool global_rate_allows(struct server *srv, uint64_t now)
-{
-	double rate = srv->conf->handshake_rate;
-	srv->hs_tokens += (double)(now - srv->hs_refill_ms) * rate / 1000.0;
-	if (srv->hs_tokens > rate)
-		srv->hs_tokens = rate;
-	srv->hs_refill_ms = now;
-	return srv->hs_tokens >= 1.0;
-}
-
-/* The source's handshakes in progress and rate: NULL admits (and counts it). */
-static const char *source_verdict(struct server *srv, const char *addr, uint64_t now)
-{
-	const char *why = NULL;
-	switch (admission_try(srv->adm, addr, now, &why)) {
-	case ADMISSION_ADMIT:
-		return NULL;
-	case ADMISSION_REFUSE_CONCURRENT:
-		srv->n.refused_source_concurrent++;
-		return why;
-	case ADMISSION_REFUSE_RATE:
-		srv->n.refused_source_rate++;
-		return why;
-	default:
-		srv->n.refused_source_table++;
-		return why;
-	}
-}
-
-/*
- * The rate of all sources (a source with no handshake in progress passes: a
- * flood spends its own share, not a newcomer's), the source's own limits,
- * then capacity and the handshakes in progress of all sources, where a
- * handshake of a source over its share may give way: NULL admits.
- */
-static const char *accept_verdict(struct server *srv, struct rsec_conn *conn)
-{
-	const char *addr = rsec_conn_peer_addr(conn);
-	uint64_t now = monotonic_ms();
-	bool full = srv->nsessions >= srv->conf->max_clients;
-	bool tokens = global_rate_allows(srv, now);
-	if (!tokens && admission_in_progress(srv->adm, addr) > 0) {
-		srv->n.refused_handshake_rate++;
-		return "handshake_rate reached";
-	}
-	const char *why = source_verdict(srv, addr, now);
-	if (why)
-		return why;
-	if ((full || srv->handshaking >= srv->conf->max_handshakes) &&
-	    !evict_for(srv, admission_in_progress(srv->adm, addr))) {
-		(void)admission_release(srv->adm, addr);
-		if (full)
-			srv->n.refused_capacity++;
-		else
-			srv->n.refused_handshakes++;
-		return full ? "max_clients reached" : "max_handshakes reached";
-	}
-	if (tokens)
-		srv->hs_tokens -= 1.0;
-	return NULL;
-}
-
-static struct session *session_new(struct server *srv, struct rsec_conn *conn)
-{
-	struct session *s = calloc(1, sizeof(*s));
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
-	if (!s || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(conn), &ev) < 0) {
-		log_event("warn", "accept_failed", "reason=%s", log_q(s ? strerror(errno) : "out of memory"));
-		free(s);
-		return NULL;
-	}
-	s->srv = srv;
-	s->conn = conn;
-	s->admission_held = true;
-	s->id = ++srv->next_id;
-	s->accepted_ms = monotonic_ms();
-	if (!admission_source(rsec_conn_peer_addr(conn), s->source))
-		snprintf(s->source, sizeof(s->source), "%s", rsec_conn_peer_addr(conn));
-	s->next = srv->sessions;
-	if (s->next)
-		s->next->prev = s;
-	srv->sessions = s;
-	srv->nsessions++;
-	s->hs_prev = srv->hs_tail;
-	if (srv->hs_tail)
-		srv->hs_tail->hs_next = s;
-	else
-		srv->hs_head = s;
-	srv->hs_tail = s;
-	srv->handshaking++;
-	return s;
 }
 
 /*
@@ -915,36 +783,6 @@ static int session_come_back(struct session *s)
 	return epoll_ctl(s->srv->epfd, EPOLL_CTL_ADD, rsec_conn_fd(s->conn), &ev) < 0 ? -errno : 0;
 }
 
-/* On a worker: the expensive part of accepting (a key exchange, a signature, a certificate chain). */
-static void handshake_job(void *arg)
-{
-	struct session *s = arg;
-	s->job_rc = rsec_conn_handshake(s->conn);
-}
-
-static void handshake_back(struct session *s)
-{
-	if (s->job_rc == RSEC_E_AGAIN)
-		return; /* TLS waits for the peer; its fd is watched again */
-	if (s->job_rc < 0) {
-		session_end(s, s->job_rc);
-		return;
-	}
-	handshake_over(s);
-	(void)session_step(s); /* the rest of set-up is cheap: it runs in the loop */
-}
-
-/* A session in TLS has input, or is new: its next step goes to a worker, in its source's turn. */
-static void handshake_step(struct session *s)
-{
-	int rc = session_send_away(s, s->source, handshake_job, handshake_back);
-	if (rc < 0) {
-		log_event("warn", "handshake_failed", "conn=%llu reason=%s", (unsigned long long)s->id,
-			  log_q(strerror(-rc)));
-		session_end(s, RSEC_E_NOMEM);
-	}
-}
-
 /* What the workers handed back: watched again, then whatever the job was for. */
 static void jobs_back(struct server *srv)
 {
@@ -960,79 +798,32 @@ static void jobs_back(struct server *srv)
 		s->back(s);
 	}
 	jobs_retry_waiting(srv); /* their identities' shares may have room again */
+	release_held(srv);
 }
 
-/* An event on a session's fd. */
-static void session_event(struct session *s)
+/* This loop's counters and the acceptor's, added up. */
+static void counters_total(struct server *srv, struct server_counters *out)
 {
-	if (s->away)
-		return; /* its fd left the set after this batch was read */
-	if (s->tls_done)
-		(void)session_step(s);
-	else
-		handshake_step(s);
+	pthread_mutex_lock(&srv->sh.lock);
+	struct server_counters a = srv->sh.n;
+	a.log_suppressed = srv->sh.log_suppressed;
+	pthread_mutex_unlock(&srv->sh.lock);
+	const uint64_t *x = (const uint64_t *)&srv->n, *y = (const uint64_t *)&a;
+	uint64_t *o = (uint64_t *)out;
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = x[i] + y[i];
 }
 
-/* accept(2): network errors of the pending connection, to be treated like EAGAIN and retried. */
-static bool accept_error_transient(int err)
+static size_t clients_now(const struct server *srv)
 {
-	switch (err) {
-	case ENETDOWN:
-	case EPROTO:
-	case ENOPROTOOPT:
-	case EHOSTDOWN:
-	case ENONET:
-	case EHOSTUNREACH:
-	case EOPNOTSUPP:
-	case ENETUNREACH:
-	case EPERM:
-		return true;
-	default:
-		return false;
-	}
+	return srv->nsessions + (srv->acc ? acceptor_handshaking(srv->acc) : 0);
 }
 
-/* A bounded batch: the listener stays readable, so the loop comes back after serving the others. */
-static void accept_batch(struct server *srv)
+static void log_counters(struct server *srv)
 {
-	for (int taken = 0; taken < ACCEPT_BATCH && !srv->fdgate.paused; taken++) {
-		struct rsec_conn *conn;
-		int rc = rsec_accept(srv->listener, &conn);
-		if (rc == RSEC_E_AGAIN)
-			return;
-		if (rc < 0) {
-			int err = errno;
-			if (ratelog_allow(srv->rlog, "accept_failed", monotonic_ms()))
-				log_event("warn", "accept_failed", "code=%s reason=%s", log_q(rsec_strerror(rc)),
-					  log_q(strerror(err)));
-			if (rc == RSEC_E_IO && accept_error_transient(err))
-				continue; /* that connection's own trouble */
-			/* Out of fds, memory or buffers: pause rather than spin on a readable listener. */
-			listener_gate(srv, fdlimit_gate_exhausted(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
-			return;
-		}
-		srv->n.accepted++;
-		const char *why = accept_verdict(srv, conn);
-		if (why) {
-			refuse_at_accept(srv, conn, why);
-			continue;
-		}
-		struct session *s = session_new(srv, conn);
-		if (!s) {
-			(void)admission_release(srv->adm, rsec_conn_peer_addr(conn));
-			rsec_conn_free(conn);
-			continue;
-		}
-		log_event("debug", "accepted", "conn=%llu addr=%s", (unsigned long long)s->id,
-			  log_q(rsec_conn_peer_addr(conn)));
-		listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), monotonic_ms()));
-		handshake_step(s);
-	}
-}
-
-static void log_counters(const struct server *srv)
-{
-	const struct server_counters *n = &srv->n;
+	struct server_counters total;
+	counters_total(srv, &total);
+	const struct server_counters *n = &total;
 	log_event("info", "counters",
 		  "clients=%zu accepted=%llu established=%llu qps_created=%llu refused_capacity=%llu "
 		  "refused_source_concurrent=%llu refused_source_rate=%llu refused_source_table=%llu "
@@ -1042,7 +833,7 @@ static void log_counters(const struct server *srv)
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
 		  "protocol_violations=%llu "
 		  "audit_errors=%llu",
-		  srv->nsessions, (unsigned long long)n->accepted, (unsigned long long)n->established,
+		  clients_now(srv), (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
 		  (unsigned long long)n->refused_source_concurrent, (unsigned long long)n->refused_source_rate,
 		  (unsigned long long)n->refused_source_table, (unsigned long long)n->refused_handshakes,
@@ -1063,8 +854,12 @@ static int metrics_flush(struct server *srv, bool force)
 {
 	char err[512] = "";
 	bool was_failing = srv->metrics_file.failing;
-	int rc = metrics_export_tick(&srv->metrics_file, srv->metrics, &srv->n, srv->nsessions, monotonic_ms(),
+	struct server_counters total;
+	counters_total(srv, &total);
+	pthread_mutex_lock(&srv->sh.lock);
+	int rc = metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &total, clients_now(srv), monotonic_ms(),
 				     force, err, sizeof(err));
+	pthread_mutex_unlock(&srv->sh.lock);
 	if (rc < 0 && !was_failing)
 		log_event("warn", "metrics_failed", "reason=%s", log_q(err));
 	else if (rc > 0 && was_failing)
@@ -1097,33 +892,20 @@ static void check_audit(struct server *srv)
 	srv->n.audit_errors = lost;
 }
 
-/*
- * Past its set-up deadline: the library's came first (it was set before
- * accept returned), so this ends it without any TLS work in the loop.
- */
-static void handshake_expire(struct session *s)
-{
-	s->job_rc = rsec_conn_handshake(s->conn);
-	handshake_back(s);
-}
-
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
 	uint64_t now = monotonic_ms();
 	ratelog_tick(srv->rlog, now);
 	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
-	listener_gate(srv, fdlimit_gate_update(&srv->fdgate, fds_in_use(srv), now));
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
-		if (s->tls_done)
-			(void)session_step(s);
-		else if (!s->away && now > s->accepted_ms + srv->conf->handshake_timeout_ms)
-			handshake_expire(s);
+		(void)session_step(s);
 		s = next;
 	}
 	jobs_retry_waiting(srv);
+	release_held(srv);
 }
 
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
@@ -1131,16 +913,11 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	char err[256] = "";
 	uint64_t fd_soft, fd_hard;
 	(void)fdlimit_raise(&fd_soft, &fd_hard); /* logs both limits, and a failure to raise */
-	struct admission_limits limits;
-	admission_limits_from_conf(&limits, conf);
-	srv->adm = admission_new(&limits);
 	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
-	srv->metrics = metrics_new(METRICS_MAX_PEERS);
+	srv->sh.metrics = metrics_new(METRICS_MAX_PEERS);
 	/* One job per session at most: the queue never refuses one. */
 	srv->work = offload_new(conf->worker_threads, (size_t)conf->max_clients + 1);
-	srv->hs_tokens = conf->handshake_rate;
-	srv->hs_refill_ms = monotonic_ms();
-	if (!srv->metrics || !srv->adm || !srv->rlog || !srv->work) {
+	if (!srv->sh.metrics || !srv->rlog || !srv->work) {
 		fprintf(stderr, "rdmasec-server: out of memory\n");
 		return RSEC_E_NOMEM;
 	}
@@ -1203,27 +980,31 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: cannot set up the event loop: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
-	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &srv->listener };
 	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->sigfd };
 	struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &srv->work };
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, rsec_listener_fd(srv->listener), &lev) < 0 ||
-	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0 ||
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0 ||
 	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, offload_fd(srv->work), &wev) < 0) {
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
-	srv->fd_base = (uint64_t)(fdlimit_count_open() > 0 ? fdlimit_count_open() : 0);
-	uint64_t reserve = fdlimit_reserve(conf->qp_pool, rsec_ctx_device(srv->ctx) ? 0 : DEVICES_BY_ADDRESS);
-	fdlimit_gate_init(&srv->fdgate, fd_soft, reserve);
-	uint64_t room = fdlimit_capacity(fd_soft, srv->fd_base, reserve);
+	struct acceptor_fds fds = { .soft = fd_soft };
+	fds.base = (uint64_t)(fdlimit_count_open() > 0 ? fdlimit_count_open() : 0) + 2; /* + the acceptor's */
+	fds.reserve = fdlimit_reserve(conf->qp_pool, rsec_ctx_device(srv->ctx) ? 0 : DEVICES_BY_ADDRESS);
+	uint64_t room = fdlimit_capacity(fd_soft, fds.base, fds.reserve);
 	if (room < conf->max_clients)
 		log_event("warn", "fd_limit_low", "max_clients=%u fit=%llu fd_limit=%llu", conf->max_clients,
 			  (unsigned long long)room, (unsigned long long)fd_soft);
 	/* A metrics file that cannot be written is a set-up error, not a warning nobody reads. */
 	char merr[512] = "";
-	if (metrics_export_tick(&srv->metrics_file, srv->metrics, &srv->n, 0, monotonic_ms(), true, merr,
+	if (metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &srv->n, 0, monotonic_ms(), true, merr,
 				sizeof(merr)) < 0) {
 		fprintf(stderr, "rdmasec-server: metrics: %s\n", merr);
+		return RSEC_E_IO;
+	}
+	srv->acc = acceptor_start(conf, srv->listener, &srv->sh, &fds, err, sizeof(err));
+	struct epoll_event aev = { .events = EPOLLIN, .data.ptr = &srv->acc };
+	if (!srv->acc || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, acceptor_fd(srv->acc), &aev) < 0) {
+		fprintf(stderr, "rdmasec-server: %s\n", srv->acc ? strerror(errno) : err);
 		return RSEC_E_IO;
 	}
 	return 0;
@@ -1231,7 +1012,7 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 
 int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 {
-	struct server srv = { .conf = conf, .epfd = -1, .sigfd = -1 };
+	struct server srv = { .conf = conf, .epfd = -1, .sigfd = -1, .sh.lock = PTHREAD_MUTEX_INITIALIZER };
 	int status = 1;
 	if (server_setup(&srv, conf, psk, psk_len) < 0)
 		goto out;
@@ -1248,21 +1029,22 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.listener)
-				accept_batch(&srv);
+			if (ev[i].data.ptr == &srv.acc)
+				intake(&srv);
 			else if (ev[i].data.ptr == &srv.sigfd)
 				on_signal(&srv);
 			else if (ev[i].data.ptr == &srv.work)
 				jobs_back(&srv);
 		}
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.listener || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work)
+			if (ev[i].data.ptr == &srv.acc || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work)
 				continue;
 			struct session *s = ev[i].data.ptr;
 			/* A session ended earlier in this batch is gone; only step live ones. */
 			for (struct session *t = srv.sessions; t; t = t->next) {
 				if (t == s) {
-					session_event(s);
+					if (!s->away) /* its fd left the set after this batch was read */
+						(void)session_step(s);
 					break;
 				}
 			}
@@ -1275,7 +1057,9 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		}
 		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
 	}
-	/* The workers' sessions come back (queued ones unrun) before every session ends. */
+	/* No new connection comes; the workers' sessions come back (queued ones unrun); all end. */
+	acceptor_stop(srv.acc);
+	srv.acc = NULL;
 	offload_stop(srv.work);
 	for (struct session *s; (s = offload_take_done(srv.work));)
 		s->away = false;
@@ -1291,10 +1075,11 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 	(void)metrics_flush(&srv, true);
 	status = 0;
 out:
+	acceptor_stop(srv.acc);
 	offload_free(srv.work);
 	ratelog_free(srv.rlog);
-	admission_free(srv.adm);
-	metrics_free(srv.metrics);
+	metrics_free(srv.sh.metrics);
+	pthread_mutex_destroy(&srv.sh.lock);
 	rsec_listener_free(srv.listener);
 	rsec_ctx_free(srv.ctx);
 	free(srv.msg);

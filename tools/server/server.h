@@ -7,6 +7,7 @@
 
 #include "conf.h"
 
+/* Counters only, all uint64_t: server.c adds two of them up field by field. */
 struct server_counters {
 	uint64_t accepted;          /* TCP connections taken */
 	uint64_t refused_capacity;  /* closed at accept: max_clients reached (no TLS, no RDMA) */
