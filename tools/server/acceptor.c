@@ -8,6 +8,7 @@
  * or passes its deadline (pending_end). No step waits for a peer.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,6 +444,9 @@ static void tick(struct acceptor *a, uint64_t now)
 static void *acceptor_main(void *arg)
 {
 	struct acceptor *a = arg;
+	sigset_t all; /* signals are the event loop's (its signalfd) */
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_BLOCK, &all, NULL);
 	/* The acceptor yields the CPU to the event loop, as its workers do (best effort). */
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), OFFLOAD_NICE);
 	for (;;) {

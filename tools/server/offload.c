@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +84,10 @@ static struct job *take_turn(struct offload *o)
 static void *worker(void *arg)
 {
 	struct offload *o = arg;
+	/* Signals are the owner's business (a signalfd, say): never delivered here. */
+	sigset_t all;
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_BLOCK, &all, NULL);
 	/* Work anyone can ask for yields the CPU to the thread serving sessions (best effort). */
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), OFFLOAD_NICE);
 	pthread_mutex_lock(&o->lock);

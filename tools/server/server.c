@@ -911,6 +911,14 @@ static void tick_all(struct server *srv)
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 {
 	char err[256] = "";
+	/* Blocked before any thread exists, so that only the signalfd ever sees them. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	uint64_t fd_soft, fd_hard;
 	(void)fdlimit_raise(&fd_soft, &fd_hard); /* logs both limits, and a failure to raise */
 	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
@@ -968,13 +976,6 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	srv->msg_cap = (size_t)conf->max_msg + 1;
 	srv->msg = malloc(srv->msg_cap);
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	srv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (!srv->msg || srv->epfd < 0 || srv->sigfd < 0) {
 		fprintf(stderr, "rdmasec-server: cannot set up the event loop: %s\n", strerror(errno));
