@@ -28,7 +28,8 @@
 # HOSTILE_PHASES picks phases (default: all, in the order above);
 # HOSTILE_LONG=1 (make hostile) makes them longer, with more sources;
 # HOSTILE_SOURCES, HOSTILE_SECONDS, HOSTILE_HALF_OPEN (per source),
-# HOSTILE_CONNS, HOSTILE_BYTES, HOSTILE_NEWCOMERS override either;
+# HOSTILE_CONNS, HOSTILE_BYTES, HOSTILE_NEWCOMERS override either; HOSTILE_MAX_MS
+# the bound on one round trip (default 2000);
 # RSEC_HOSTILE_SERVER another server binary; HOSTILE_KEEP=1 keeps the logs.
 . "$(dirname "$0")/common.bash"
 [ "${HOSTILE_KEEP:-0}" = 1 ] && trap 'echo "kept $work"' EXIT
@@ -45,7 +46,8 @@ fi
 sources=${HOSTILE_SOURCES:-$d_sources} seconds=${HOSTILE_SECONDS:-$d_seconds}
 half=${HOSTILE_HALF_OPEN:-$d_half} newcomers=${HOSTILE_NEWCOMERS:-$d_newcomers}
 conns=${HOSTILE_CONNS:-16} bytes=${HOSTILE_BYTES:-16777216}
-max_ms=2000 # the issue's bound on one round trip (the old code's replay flood stalled one 39 s)
+# The issue's bound on one round trip (the old code's replay flood stalled one 39 s).
+max_ms=${HOSTILE_MAX_MS:-2000}
 [ -x "$hostile" ] || fail "build hostile_client first (missing $hostile)"
 [ -x "$server_bin" ] || fail "no server at $server_bin"
 # rxe-fabric boots at most 16 hosts: 1 is the server, 2 the honest clients, the rest attack.
