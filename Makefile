@@ -18,7 +18,7 @@ help:
 	@echo "             (build/bench/results.{json,svg}, docs/bench.md; BENCH_ARGS='--trials 500' for qpn-entropy)"
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
-	@echo "make hostile the hostile-load suite's long version (one fabric boot, about 10 minutes; docs/attack.md)"
+	@echo "make hostile the hostile-load suite's long version (one fabric boot, 60 s phases, 14 sources; docs/attack.md)"
 	@echo "make build | unit | fabric-check | install | clean"
 
 deps:

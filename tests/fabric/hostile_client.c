@@ -1172,7 +1172,7 @@ struct replay_slot {
 };
 
 struct replay_count {
-	unsigned long made, answered, refused, unanswered, connect_failed;
+	unsigned long made, answered, closed, reset, unanswered, connect_failed;
 };
 
 /* Close slot i and count how it ended. */
@@ -1208,7 +1208,7 @@ static void replay_poll(struct pollfd *p, struct replay_slot *s, const uint8_t *
 			if (got < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
 			/* Its ServerHello: the work is done; or the server closed it at once. */
-			replay_close(p, i, got > 0 ? &n->answered : &n->refused);
+			replay_close(p, i, got > 0 ? &n->answered : got == 0 ? &n->closed : &n->reset);
 		} else if (now - s[i].opened >= REPLAY_HOLD_MS) {
 			replay_close(p, i, s[i].sent ? &n->unanswered : &n->connect_failed);
 		}
@@ -1260,7 +1260,9 @@ static int mode_replay(const struct opts *o)
 			replay_close(p, i, &n.unanswered);
 	check_result("replay-connections", "%lu", n.made);
 	check_result("replay-answered", "%lu", n.answered);
-	check_result("replay-refused-or-reset", "%lu", n.refused + n.connect_failed);
+	check_result("replay-closed-by-server", "%lu", n.closed);
+	check_result("replay-reset", "%lu", n.reset);
+	check_result("replay-connect-failed", "%lu", n.connect_failed);
 	check_result("replay-unanswered", "%lu", n.unanswered);
 	check_result("replay-skipped", "%lu", no_slot);
 	return 0;
