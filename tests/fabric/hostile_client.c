@@ -684,95 +684,10 @@ static int mode_read_loop(const struct opts *o)
 	return 0;
 }
 
-/* WRITE_REQs of 16 MiB (plain and sealed in turn), never written: each used to cost a fresh 16 MiB buffer. */
-static int mode_write_loop(const struct opts *o)
-{
-	int seconds = arg_int(o, 0, 1, 3600);
-	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
-	struct rsec_conn *c = conn_open_or_die(ctx, o);
-	check_result("write-loop-started", "%.3f", wall_s());
-	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
-	unsigned long rounds = 0;
-	const char *err = "time up";
-	int rc = 0;
-	while (rc == 0 && loop_on(deadline)) {
-		struct app_msg m = { .op = rounds % 2 ? APP_SEALED_WRITE_REQ : APP_WRITE_REQ, .len = LOOP_BYTES };
-		rc = request(c, &m, APP_WRITE_GRANTED, &err);
-		rounds += rc == 0;
-	}
-	loop_report("write-loop", c, rc == RSEC_E_PROTO ? 0 : rc, rounds, err);
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return 0;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
-}
-
-static void rtt_report(unsigned phase, uint64_t *rtt, size_t n)
-{
-	char key[64];
-	qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
-	const char *what[] = { "rounds", "p50-ms", "p99-ms", "max-ms" };
-	uint64_t v[] = { n, n ? rtt[n / 2] : 0, n ? rtt[n * 99 / 100] : 0, n ? rtt[n - 1] : 0 };
-	for (size_t i = 0; i < 4; i++) {
-		snprintf(key, sizeof(key), "rtt-phase%u-%s", phase, what[i]);
-		check_result(key, "%llu", (unsigned long long)v[i]);
-	}
-}
-
-/* DIR/NAME exists: the script says so (no signal may interrupt a round trip). */
-static bool mark(const char *dir, const char *name)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return access(path, F_OK) == 0;
-}
-
-/*
- * Echo round trips, each timed, on one connection for SECONDS or until
- * DIR/stop: a new phase starts when DIR/phase1, phase2, ... appears; each
- * phase's p50, p99 and longest are reported.
- */
-static int mode_echo_rtt(const struct opts *o)
-{
-	int seconds = arg_int(o, 0, 1, 3600);
-	const char *dir = o->argv[1];
-	static uint64_t rtt[RTT_MAX];
-	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
-	struct rsec_conn *c;
-	int rc = conn_open(ctx, o, &c);
-	if (rc < 0) {
-		check_result("rtt-failed", "connect: %s", why(rc, c));
-		return 1;
-	}
-	check_result("rtt-connected", "yes");
-	uint64_t deadline = rsec_now_ms() + (uint64_t)seconds * 1000u;
-	size_t n = 0;
-	unsigned phase = 0;
-	while (loop_on(deadline) && !mark(dir, "stop")) {
-		char next[32];
-		snprintf(next, sizeof(next), "phase%u", phase + 1);
-		if (mark(dir, next)) {
-			rtt_report(phase++, rtt, n);
-			n = 0;
-		}
-		uint64_t t0 = rsec_now_ms();
-		rc = echo(c, n % 2 ? 6000 : 32, TIMEOUT_MS);
-		if (rc < 0)
-			break;
-		if (n < RTT_MAX)
-			rtt[n++] = rsec_now_ms() - t0;
-		usleep(PACE_US);
-	}
-	rtt_report(phase, rtt, n);
-	check_result("rtt-failed", "%s", rc < 0 ? why(rc, c) : "none");
-	rsec_conn_free(c);
-	rsec_ctx_free(ctx);
-	return rc < 0;
 }
 
 /* ---- floods ---- */
@@ -1290,8 +1205,6 @@ static const struct mode {
 	{ "expensive-loop", mode_expensive_loop, 3, "N BYTES SECONDS", "N connections loop WRITE_REQs of BYTES, never writing" },
 	{ "replay", mode_replay, 2, "RATE SECONDS", "replay one recorded ClientHello on new TCP connections, RATE/s" },
 	{ "read-loop", mode_read_loop, 1, "SECONDS", "write 16 MiB, then READ_REQ/READ_DONE for SECONDS, never reading" },
-	{ "write-loop", mode_write_loop, 1, "SECONDS", "16 MiB WRITE_REQs for SECONDS, never writing" },
-	{ "echo-rtt", mode_echo_rtt, 2, "SECONDS DIR", "timed echoes, in phases DIR/phase1.. until DIR/stop: p50, p99, max" },
 };
 
 static void usage(FILE *f)

@@ -130,10 +130,17 @@ for phase in $phases; do
 	expensive)
 		hc 3 client3 expensive-loop "$conns" "$bytes" "$seconds" >"$work/expensive.out" 2>&1 &
 		epid=$!
+		# Reads too: each READ_REQ asks for a MAC (or a seal) of 16 MiB; another identity.
+		rpids=
+		for r in 1 2; do
+			hc 4 client4 read-loop "$seconds" >"$work/read-loop-$r.out" 2>&1 &
+			rpids="$rpids $!"
+		done
 		wait_for "$work/expensive.out" '^RESULT expensive-connected=|^hostile_client:' 600
 		newcomer expensive
 		wait $epid
 		echo "expensive exit=$?"
+		wait $rpids
 		;;
 	resume)
 		# A long set-up deadline: this phase tests the resume's admission, not set-up in a busy guest.
