@@ -442,7 +442,7 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 			struct rsec_msg r = *m;
 			r.u.keepalive.is_reply = 1;
 			int rc = rsec_chan_send(c, &r);
-			if (rc == RSEC_E_LIMIT)
+			if (rc < 0 && !rsec_chan_gone(rc))
 				return rsec_conn_fail(c, rc, "cannot answer KEEPALIVE");
 			if (rc < 0)
 				return rsec_resume_lost(c, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_strerror(rc));
@@ -598,7 +598,7 @@ static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
 	m.u.keepalive.nonce = now;
 	int rc = rsec_chan_send(c, &m);
-	if (rc == RSEC_E_LIMIT)
+	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
 	if (rc < 0)
 		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_strerror(rc));

@@ -339,6 +339,11 @@ void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *
  * that leaves RSEC_CHAN_TXQ_MAX bytes unread gets RSEC_E_LIMIT.
  */
 RSEC_MUST_CHECK int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m);
+/* rsec_chan_send's codes that mean the channel itself is gone (a session may park: resume.c). */
+static inline bool rsec_chan_gone(int rc)
+{
+	return rc == RSEC_E_IO || rc == RSEC_E_TLS || rc == RSEC_E_CLOSED;
+}
 /* Write queued frames the socket takes now: 0 (maybe some left), or the channel's error. */
 RSEC_MUST_CHECK int rsec_chan_flush(struct rsec_conn *c);
 /* Queued bytes have waited for the peer longer than RSEC_CHAN_STALL_MS. */

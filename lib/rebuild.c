@@ -120,10 +120,10 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	return 0;
 }
 
-/* A rebuild message that could not go: a lost channel parks the session (resume.c), a full one fails it. */
+/* A rebuild message that could not go: a lost channel parks the session (resume.c), anything else fails it. */
 static RSEC_MUST_CHECK int unsent(struct rsec_conn *c, int rc, const char *what)
 {
-	if (rc == RSEC_E_LIMIT)
+	if (!rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send %s", what);
 	return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", what, rsec_strerror(rc));
 }
