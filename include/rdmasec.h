@@ -559,6 +559,11 @@ unsigned rsec_inflight(const struct rsec_conn *c);
 
 struct rsec_conn_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
+	/* Data frames and verified transfers that failed authentication: forged
+	 * or corrupt, never delivered; a frame whose header does not even parse
+	 * counts here too. malformed: how many of those did not parse.
+	 * seq_violations: frames that authenticated but came replayed or out of
+	 * order. Each rebuilds the data path, or closes the connection. */
 	uint64_t mac_failures, seq_violations, malformed;
 	uint64_t qp_errors;
 	uint64_t grants_issued, grants_revoked, grants_expired;

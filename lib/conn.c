@@ -913,14 +913,18 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 	return c ? c->error : "";
 }
 
-/* Message counters live in the seal; data MAC failures (grant.c) are added to its MAC failures. */
+/*
+ * Message counters live in the seal; data MAC failures (grant.c) are added to
+ * its MAC failures, and so are malformed frames: forgeries all, whatever
+ * failed first (malformed tells how many of them did not even parse).
+ */
 static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
 	rsec_seal_stats(c->seal.rx, &s);
-	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures;
-	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
 	out->malformed = s.malformed + c->seal_before.malformed;
+	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures + out->malformed;
+	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
 }
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)

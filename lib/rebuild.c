@@ -67,8 +67,9 @@ static unsigned recent(const struct rsec_conn *c, uint64_t now)
 /* The audit record of the fault itself, as a closing connection would write it. */
 static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *text)
 {
-	enum rsec_audit_event ev = code == RSEC_E_MAC   ? RSEC_AUDIT_MAC_FAILURE
-				   : code == RSEC_E_SEQ ? RSEC_AUDIT_SEQ_VIOLATION
+	/* A frame that fails authentication in any way (a bad tag, a header that does not parse) is a forgery. */
+	enum rsec_audit_event ev = code == RSEC_E_SEQ ? RSEC_AUDIT_SEQ_VIOLATION
+				   : code == RSEC_E_MAC || why == RSEC_WIRE_REBUILD_AUTH ? RSEC_AUDIT_MAC_FAILURE
 				   : why == RSEC_WIRE_REBUILD_VIOLATION ? RSEC_AUDIT_PROTOCOL_VIOLATION
 									: RSEC_AUDIT_QP_ERROR;
 	rsec_conn_audit(c, ev, rsec_strerror(code), text, NULL);
