@@ -368,7 +368,8 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
  * in flight already, or the data path is being rebuilt; RSEC_E_GRANT: g is
  * a grant of a data path since rebuilt (ask for a new one); RSEC_E_QP: the
  * device failed it, or a rebuild began while it was in flight (it may or
- * may not have happened).
+ * may not have happened). After either, with the connection still open,
+ * rsec_conn_error names the grant or the operation and the rebuild's cause.
  */
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 	       size_t len, int timeout_ms);

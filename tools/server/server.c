@@ -420,6 +420,8 @@ static int on_read_done(struct session *s, const struct app_msg *m)
 		s->data_len = 0;
 		return reply_error(s, "read: the sealed buffer changed while granted; discarded");
 	}
+	if (rc == RSEC_E_GRANT) /* it went with a rebuilt data path, or expired: the client may ask again */
+		return reply_error(s, "read: the grant is gone");
 	if (rc < 0)
 		return rc;
 	s->srv->n.rdma_reads++;
