@@ -247,7 +247,8 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
 	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
-			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME : 0);
+			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME : 0) |
+			     (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBIND : 0);
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
@@ -341,6 +342,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
 	/* Both must offer it: a side that cannot rebuild would take a REBUILD as a violation. */
 	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
+	c->peer_rebinds = c->peer_rebuilds && (h->features & RSEC_WIRE_FEATURE_REBIND);
 	/* A session is resumed with a rebuild of its data path: both needed. */
 	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
 	if (c->is_server) {
@@ -437,8 +439,9 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	case RSEC_MSG_GRANT:
 	case RSEC_MSG_REVOKE:
 	case RSEC_MSG_VERIFY:
-		/* During a rebuild these name grants of the old data path, which both sides dropped. */
-		return rsec_rebuilding(c) ? 0 : rsec_grant_on_msg(c, m);
+		/* During a rebuild, until the peer's REBUILD, these name grants of the old data path; after
+		 * it, grants bound again on the new one (REBUILD_CONNECTED). */
+		return rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED ? 0 : rsec_grant_on_msg(c, m);
 	case RSEC_MSG_REBUILD:
 	case RSEC_MSG_REBUILD_READY:
 		return rsec_rebuild_on_msg(c, m);

@@ -272,9 +272,11 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		rsec_grant_on_wc_failed(c, wc);
+		RSEC_GUARD(rsec_rebuild_binds_settled(c));
 		return qp_failed(c, wc);
 	}
-	return rsec_grant_on_wc(c, wc);
+	RSEC_GUARD(rsec_grant_on_wc(c, wc));
+	return rsec_rebuild_binds_settled(c);
 }
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)

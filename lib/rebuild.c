@@ -240,13 +240,11 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	c->rb.epoch = r->epoch;
 	c->stats.local_qpn = c->qp.qp->qp_num;
 	c->stats.remote_qpn = c->remote.qpn;
-	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
-	m.u.rebuild_ready.epoch = r->epoch;
-	rc = rsec_chan_send(c, &m);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send REBUILD_READY");
 	c->rb.state = REBUILD_CONNECTED;
-	return 0;
+	c->rb.peer_ready = false;
+	c->rb.ready_owed = true;
+	RSEC_GUARD(rsec_grant_rebind(c));
+	return rsec_rebuild_binds_settled(c);
 }
 
 static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
@@ -269,6 +267,7 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 {
 	c->rb.state = REBUILD_NONE;
+	rsec_gt_rebind_done(&c->gt); /* the peer's grants that did not come again went with the old path */
 	c->stats.rebuilds++;
 	memcpy(c->rb.done_reason, c->rb.reason, sizeof(c->rb.done_reason));
 	char note[200];
@@ -281,14 +280,37 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * Our REBUILD_READY goes once every grant bound again on the new QP is
+ * announced: GRANTs travel ahead of it on the channel, so the peer's
+ * rebuild ends with its grant handles working again.
+ */
+int rsec_rebuild_binds_settled(struct rsec_conn *c)
+{
+	if (c->rb.state != REBUILD_CONNECTED || !c->rb.ready_owed || c->binds_inflight > 0 ||
+	    c->phase == PHASE_CLOSED)
+		return 0;
+	c->rb.ready_owed = false;
+	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
+	m.u.rebuild_ready.epoch = c->rb.epoch;
+	int rc = rsec_chan_send(c, &m);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send REBUILD_READY");
+	return c->rb.peer_ready ? finished(c) : 0;
+}
+
 int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	if (!rsec_rebuild_possible(c) || c->phase != PHASE_ESTABLISHED)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);
-	if (c->rb.state != REBUILD_CONNECTED || m->u.rebuild_ready.epoch != c->rb.epoch)
+	if (c->rb.state != REBUILD_CONNECTED || c->rb.peer_ready || m->u.rebuild_ready.epoch != c->rb.epoch)
 		return rsec_conn_violation(c, "REBUILD_READY out of turn");
+	if (c->rb.ready_owed) {
+		c->rb.peer_ready = true; /* ours follows our binds */
+		return 0;
+	}
 	return finished(c);
 }
 

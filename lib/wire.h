@@ -53,6 +53,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_LANES 1u            /* takes frames with lane != 0 */
 #define RSEC_WIRE_FEATURE_REBUILD 2u          /* rebuilds a failed data path (REBUILD) */
 #define RSEC_WIRE_FEATURE_RESUME 4u           /* resumes a session over a new control channel (SESSION, RESUME) */
+#define RSEC_WIRE_FEATURE_REBIND 8u           /* binds its live grants again after a rebuild, and takes such GRANTs */
 
 /* SESSION / RESUME */
 #define RSEC_WIRE_TOKEN_LEN 32
