@@ -10,16 +10,18 @@
  * data path over TLS, each exactly once per epoch:
  *
  *   on its own fault, or on the peer's REBUILD, a side stops: one-sided
- *   operations in flight end with RSEC_E_QP, every grant goes (ours revoked
- *   and audited, the peer's forgotten), the QP is replaced (same PD, CQs and
+ *   operations in flight end with RSEC_E_QP, every grant's key goes (ours
+ *   freed, the peer's forgotten; with RSEC_WIRE_FEATURE_REBIND plain live
+ *   grants stay, to be bound again), the QP is replaced (same PD, CQs and
  *   rings; fresh random PSN; a QP number past a random count of throwaway
  *   QPs) with all receives posted again; it sends REBUILD {epoch + 1, how
  *   many of the peer's frames it opened, its new QP};
  *
  *   with both REBUILDs in, it recovers from its send ring the data frames
  *   the peer did not open, derives epoch + 1's keys (the exporter context
- *   names lane and epoch: no nonce is ever used twice), connects the new QP
- *   and sends REBUILD_READY;
+ *   names lane and epoch: no nonce is ever used twice), connects the new QP,
+ *   binds the grants that stayed on it and, once all are announced again
+ *   (GRANT, same id, new key), sends REBUILD_READY;
  *
  *   on the peer's REBUILD_READY (the peer's QP is connected) it sends the
  *   recovered frames again, in order, then whatever waited.
