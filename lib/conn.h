@@ -171,7 +171,8 @@ struct rsec_sealed_write {
 enum rsec_rebuild_state {
 	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
 	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
-	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out (or owed: ready_owed): waiting for the peer's */
+	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out (or
+			    * owed: ready_owed): waiting for the peer's */
 	REBUILD_PARKED,    /* the control channel is lost: data path stopped, our REBUILD waits for a new channel */
 };
 

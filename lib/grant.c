@@ -707,7 +707,7 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	default:
 		if (rsec_gt_peer_stale(&c->gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
 			rc = rsec_gt_remote_rebind(&c->gt, &m->u.grant);
-			return rc < 0 ? rsec_conn_fail(c, rc, "GRANT bound again names no grant of ours to bind again") : 0;
+			return rc < 0 ? rsec_conn_fail(c, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
 		}
 		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
@@ -970,7 +970,9 @@ int rsec_grant_rebind(struct rsec_conn *c)
 		struct rsec_local_grant *g = &c->gt.local[i];
 		if (!g->live || !g->rebind)
 			continue;
-		int rc = g->by_mr ? expose_by_registration(c, g) : g->region ? bind_window(c, g->region, i) : RSEC_E_VERBS;
+		int rc = g->by_mr     ? expose_by_registration(c, g)
+			 : g->region ? bind_window(c, g->region, i)
+				     : RSEC_E_VERBS;
 		if (rc < 0)
 			rc = rebind_failed(c, g);
 		else if (g->busy)

@@ -84,7 +84,8 @@ static void answer(struct serving *s, char *req, size_t len)
 		reply(s, req, len);
 	} else if (strcmp(req, "grant") == 0 || strcmp(req, "vgrant") == 0) {
 		uint64_t id;
-		unsigned access = req[0] == 'v' ? RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED : RSEC_ACCESS_READ | RSEC_ACCESS_WRITE;
+		unsigned access = req[0] == 'v' ? RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED
+						: RSEC_ACCESS_READ | RSEC_ACCESS_WRITE;
 		if (!s->r)
 			check_must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region",
 				   s->c);
