@@ -23,13 +23,24 @@ fabric on 2 "$check" run "$work/pki" "$server" "$(fabric ip 2)" 7471 >"$work/cli
 echo "client=$?"
 wait $spid
 echo "server=$?"
+# Grants by registration (no windows) are bound again too.
+fabric on 1 "$check" serve "$work/pki" "$server" 7472 1 mr >"$work/server-mr.out" 2>&1 &
+spid=$!
+fabric wait-port 7472 || { cat "$work/server-mr.out"; exit 1; }
+fabric on 2 "$check" grants "$work/pki" "$server" "$(fabric ip 2)" 7472 >"$work/client-mr.out" 2>&1
+echo "client-mr=$?"
+wait $spid
+echo "server-mr=$?"
 GUEST
 
 "$fabric" run --hosts 2 --timeout 400 -- bash "$work/guest.sh" "$check" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
-cat "$work/run.out" "$work/client.out" "$work/server.out"
+cat "$work/run.out" "$work/client.out" "$work/server.out" "$work/client-mr.out"
 expect_match "$work/run.out" '^client=0$' "the client failed"
 expect_match "$work/run.out" '^server=0$' "the server failed"
+expect_match "$work/run.out" '^client-mr=0$' "the client failed (grants by registration)"
+expect_match "$work/run.out" '^server-mr=0$' "the server failed (grants by registration)"
+expect_match "$work/server-mr.out" '^server: grants by mr$' "the second server did not grant by registration"
 expect_each "$work/client.out" "" <<'EOF'
 ^RESULT stream=288 echoed in order, 8 faults, [8-9] rebuilds, server rebuilds=[8-9], latest: (queue pair error|the peer's side: the queue pair failed)	the stream did not survive the faults whole and in order
 ^RESULT grants=ok; after a rebuild, the same handle: write ok, check ok, read ok; after the server's: write ok, check ok, read ok; verified read ok, after a rebuild ok; 3 rebuilds; new grant ok$	a grant handle did not keep working through rebuilds, or a new grant failed
@@ -37,5 +48,8 @@ expect_each "$work/client.out" "" <<'EOF'
 ^RESULT budget=fault 4 closed it after 3 rebuilds: .*rebuilt 3 times in the last minute, the limit\)$	the budget did not close the connection at the 4th fault
 ^RESULT off=fault 1 closed it after 0 rebuilds: .*not rebuilt: rebuilding is off\)$	a side without rebuilding did not close as before
 ^RESULT timing=15 rebuilds; recovery median [0-9.]+ ms	no recovery timing
+EOF
+expect_each "$work/client-mr.out" "(grants by registration)" <<'EOF'
+^RESULT grants=ok; after a rebuild, the same handle: write ok, check ok, read ok; after the server's: write ok, check ok, read ok; verified read ok, after a rebuild ok; 3 rebuilds; new grant ok$	a grant handle did not keep working through rebuilds, or a new grant failed
 EOF
 echo "PASS: rebuilt data paths lose nothing; grants, operations, budget and opt-out behave"

@@ -5,8 +5,10 @@
  * a forged bad-rkey WRITE would leave it (attack_rdmasec_qp_error.sh does it
  * with a forged packet; here the test reaches into the library to do it at
  * exact moments). tests/fabric/rebuild.sh runs
- *   rebuild_check serve PKI ADDR PORT N          on host 1 (rebuilds_per_min 60)
+ *   rebuild_check serve PKI ADDR PORT N [mr]     on host 1 (rebuilds_per_min 60;
+ *                                                mr: grants by registration)
  *   rebuild_check run PKI SERVER SOURCE PORT     on host 2
+ *   rebuild_check grants PKI SERVER SOURCE PORT  on host 2: the grants scenario alone
  *
  * The server echoes every message; "msg-N!fault" makes it fail its own queue
  * pair before echoing; "grant" grants a 64 KiB READ|WRITE region under a new
@@ -134,6 +136,10 @@ static struct rsec_conn *accept_one(struct rsec_listener *l)
 static int serve(char **argv)
 {
 	struct rsec_ctx_attr attr = { .is_server = 1, .comp_mask = RSEC_CTX_ATTR_REBUILDS, .rebuilds_per_min = 60 };
+	if (argv[6] && strcmp(argv[6], "mr") == 0) {
+		attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE;
+		attr.grant_mode = RSEC_GRANT_MR;
+	}
 	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
 	struct rsec_listener *l;
 	check_must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 8, &l), "listen", NULL);
@@ -142,6 +148,8 @@ static int serve(char **argv)
 		check_die("out of memory");
 	for (int n = atoi(argv[5]); n > 0; n--) {
 		struct serving s = { .c = accept_one(l) };
+		const char *how = rsec_conn_grant_mechanism(s.c);
+		printf("server: grants by %s\n", how ? how : "(not set up)");
 		int rc = 0;
 		while (rc == 0) {
 			size_t len;
@@ -473,10 +481,18 @@ static int run(char **argv)
 int main(int argc, char **argv)
 {
 	check_prog = "rebuild_check";
-	if (argc == 6 && strcmp(argv[1], "serve") == 0)
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "serve") == 0)
 		return serve(argv);
 	if (argc == 6 && strcmp(argv[1], "run") == 0)
 		return run(argv);
-	fprintf(stderr, "usage: rebuild_check serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT\n");
+	if (argc == 6 && strcmp(argv[1], "grants") == 0) {
+		struct run r = { .argv = argv, .buf = malloc(MSG_MAX + 1) };
+		if (!r.buf)
+			check_die("out of memory");
+		grants(&r);
+		free(r.buf);
+		return 0;
+	}
+	fprintf(stderr, "usage: rebuild_check serve PKI ADDR PORT N [mr] | run|grants PKI SERVER SOURCE PORT\n");
 	return 2;
 }
