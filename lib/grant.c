@@ -927,7 +927,9 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 		if (kept) {
 			freed = grant_release(g) == 0;
 			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed",
-				    g->rebind ? "data path rebuilt; bound again on the new one" : why, 0, 0);
+				    g->rebind ? "data path rebuilt; bound again on the new one"
+					      : "data path rebuilt; claimed already: checked now, out of the peer's reach",
+				    0, 0);
 		} else if (g->live) {
 			g->live = false;
 			freed = grant_release(g) == 0;
