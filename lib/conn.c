@@ -439,9 +439,8 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	case RSEC_MSG_GRANT:
 	case RSEC_MSG_REVOKE:
 	case RSEC_MSG_VERIFY:
-		/* During a rebuild, until the peer's REBUILD, these name grants of the old data path; after
-		 * it, grants bound again on the new one (REBUILD_CONNECTED). */
-		return rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED ? 0 : rsec_grant_on_msg(c, m);
+		/* During a rebuild these may name grants of the old data path: grant.c sorts them out. */
+		return rsec_grant_on_msg(c, m);
 	case RSEC_MSG_REBUILD:
 	case RSEC_MSG_REBUILD_READY:
 		return rsec_rebuild_on_msg(c, m);

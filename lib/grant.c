@@ -687,9 +687,37 @@ void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 		settle_sealed_read(c, g, true); /* the window was never bound */
 }
 
+/*
+ * A write claim that came while our data path was stopped, before the peer's
+ * REBUILD: made under the keys of the epoch ending, which are still ours. A
+ * grant that stayed for the rebuild is checked now (its range out of the
+ * peer's reach) and not bound again: it is single use.
+ */
+static RSEC_MUST_CHECK int claim_while_stopped(struct rsec_conn *c, const struct rsec_msg_verify *v)
+{
+	int rc = rsec_gt_claim(&c->gt, v);
+	if (rc == RSEC_E_GRANT)
+		return 0; /* revoked with the old data path */
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants");
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, v->grant_id);
+	if (g && !g->sealed) {
+		g->claim_ok = check_claim(c, g, &rc);
+		g->claim_checked = true;
+		g->rebind = false;
+	}
+	return 0;
+}
+
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	int rc;
+	/* During a rebuild, until the peer's REBUILD, these name grants of the old data path: dropped,
+	 * but for a claim on one of ours. After it (REBUILD_CONNECTED): grants bound again on the new one. */
+	if (rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED)
+		return m->type == RSEC_MSG_VERIFY && rsec_gt_ours(&c->gt, m->u.verify.grant_id)
+			       ? claim_while_stopped(c, &m->u.verify)
+			       : 0;
 	switch (m->type) {
 	case RSEC_MSG_REVOKE:
 		rsec_gt_remote_revoke(&c->gt, m->u.revoke.grant_id);
