@@ -383,9 +383,11 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
  * moved to the error state first, so a late READ response can never land in
  * buf after the call returned. RSEC_E_AGAIN: max_inflight operations are
  * in flight already, or the data path is being rebuilt; RSEC_E_GRANT: g is
- * a grant of a data path since rebuilt (ask for a new one); RSEC_E_QP: the
+ * a grant of a data path since rebuilt that was not bound again (sealed,
+ * claimed, or an older peer; ask for a new one); RSEC_E_QP: the
  * device failed it, or a rebuild began while it was in flight (it may or
- * may not have happened).
+ * may not have happened). After either, with the connection still open,
+ * rsec_conn_error names the grant or the operation and the rebuild's cause.
  */
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 	       size_t len, int timeout_ms);
@@ -576,6 +578,11 @@ unsigned rsec_inflight(const struct rsec_conn *c);
 
 struct rsec_conn_stats {
 	uint64_t msgs_sent, msgs_received, bytes_sent, bytes_received;
+	/* Data frames and verified transfers that failed authentication: forged
+	 * or corrupt, never delivered; a frame whose header does not even parse
+	 * counts here too. malformed: how many of those did not parse.
+	 * seq_violations: frames that authenticated but came replayed or out of
+	 * order. Each rebuilds the data path, or closes the connection. */
 	uint64_t mac_failures, seq_violations, malformed;
 	uint64_t qp_errors;
 	uint64_t grants_issued, grants_revoked, grants_expired;
@@ -604,10 +611,15 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
  * every two-sided message arrives exactly once and in order across it. No
  * two-sided call fails because of a rebuild: rsec_send and rsec_recv go on.
  * rsec_post, rsec_write, rsec_read and rsec_grant return RSEC_E_AGAIN while
- * it is under way (retry). What cannot go on, ends: one-sided operations in
- * flight complete with RSEC_E_QP, and every grant of either side is revoked
- * (the granter's audit log says so; the peer's rsec_remote_grant copies
- * are refused with RSEC_E_GRANT). stats.rebuilds counts
+ * it is under way (retry). One-sided operations in flight complete with
+ * RSEC_E_QP (done or not). Grants go on: each plain grant that was live is
+ * bound again on the new queue pair with a fresh key and announced again
+ * under its id before the rebuild ends, so the holder's rsec_remote_grant
+ * keeps working as it is. Sealed grants and WRITE grants already claimed
+ * (and every grant, with a peer that does not bind grants again) are
+ * revoked: the granter's audit log says so, the holder's copies are refused
+ * with RSEC_E_GRANT and rsec_conn_error naming the rebuild (ask for a new
+ * one). stats.rebuilds counts
  * rebuilds, the audit log has a "rebuild" record for each, and
  * rsec_conn_rebuild_reason tells the latest one's cause. Past the per-minute
  * budget, the connection closes with the failure's code, as without it

@@ -250,7 +250,8 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	m.u.hello.min_version = RSEC_WIRE_VERSION;
 	m.u.hello.max_version = RSEC_WIRE_VERSION;
 	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
-			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME | RSEC_WIRE_FEATURE_RESUME_EPOCH : 0);
+			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME | RSEC_WIRE_FEATURE_RESUME_EPOCH : 0) |
+			     (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBIND : 0);
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c, &m);
 }
@@ -353,6 +354,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
 	/* Both must offer it: a side that cannot rebuild would take a REBUILD as a violation. */
 	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
+	c->peer_rebinds = c->peer_rebuilds && (h->features & RSEC_WIRE_FEATURE_REBIND);
 	/* A session is resumed with a rebuild of its data path: both needed. */
 	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
 	c->rs.epochs = c->rs.peer && (h->features & RSEC_WIRE_FEATURE_RESUME_EPOCH);
@@ -452,8 +454,8 @@ static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct 
 	case RSEC_MSG_GRANT:
 	case RSEC_MSG_REVOKE:
 	case RSEC_MSG_VERIFY:
-		/* During a rebuild these name grants of the old data path, which both sides dropped. */
-		return rsec_rebuilding(c) ? 0 : rsec_grant_on_msg(c, m);
+		/* During a rebuild these may name grants of the old data path: grant.c sorts them out. */
+		return rsec_grant_on_msg(c, m);
 	case RSEC_MSG_REBUILD:
 	case RSEC_MSG_REBUILD_READY:
 		return rsec_rebuild_on_msg(c, m);
@@ -948,14 +950,18 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 	return c ? c->error : "";
 }
 
-/* Message counters live in the seal; data MAC failures (grant.c) are added to its MAC failures. */
+/*
+ * Message counters live in the seal; data MAC failures (grant.c) are added to
+ * its MAC failures, and so are malformed frames: forgeries all, whatever
+ * failed first (malformed tells how many of them did not even parse).
+ */
 static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
 	rsec_seal_stats(c->seal.rx, &s);
-	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures;
-	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
 	out->malformed = s.malformed + c->seal_before.malformed;
+	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures + out->malformed;
+	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
 }
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)

@@ -171,7 +171,8 @@ struct rsec_sealed_write {
 enum rsec_rebuild_state {
 	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
 	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
-	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out: waiting for the peer's */
+	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out (or
+			    * owed: ready_owed): waiting for the peer's */
 	REBUILD_PARKED,    /* the control channel is lost: data path stopped, our REBUILD waits for a new channel */
 };
 
@@ -184,6 +185,8 @@ struct rsec_rebuild {
 	uint32_t target;          /* REBUILD_SENT: the epoch being built */
 	bool again;               /* the new data path failed before the rebuild was over */
 	uint8_t again_why;        /* RSEC_WIRE_REBUILD_* of that failure */
+	bool ready_owed;          /* REBUILD_READY waits for our grants' binds on the new QP (their GRANTs go first) */
+	bool peer_ready;          /* the peer's REBUILD_READY came while ours was owed */
 	uint64_t started_ms[RSEC_MAX_REBUILDS]; /* when the latest rebuilds started, a ring */
 	unsigned started_next;
 	/* Data frames the peer did not open, recovered from the send ring: u8 flags | u32 len | bytes, in order. */
@@ -321,6 +324,7 @@ struct rsec_conn {
 	bool lane_taken;          /* a lane: handed to the application */
 	bool peer_lanes;          /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_LANES */
 	bool peer_rebuilds;       /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REBUILD */
+	bool peer_rebinds;        /* root: and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
@@ -423,6 +427,8 @@ RSEC_MUST_CHECK int rsec_rebuild_park(struct rsec_conn *c, int code, const char 
 RSEC_MUST_CHECK int rsec_rebuild_unpark(struct rsec_conn *c);
 /* REBUILD and REBUILD_READY. Returns 0 or the connection's failure. */
 RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* A bind completed: once none is left, the REBUILD_READY owed goes out. Returns 0 or the connection's failure. */
+RSEC_MUST_CHECK int rsec_rebuild_binds_settled(struct rsec_conn *c);
 /* A rebuild under way past its deadline fails the connection. */
 RSEC_MUST_CHECK int rsec_rebuild_expire(struct rsec_conn *c);
 /* Is the data path being rebuilt (nothing may be posted)? */
@@ -435,6 +441,12 @@ static inline bool rsec_rebuild_possible(const struct rsec_conn *c)
 {
 	const struct rsec_conn *root = c->lane ? c->root : c;
 	return root && root->peer_rebuilds;
+}
+/* Do grants outlive a rebuild (both sides offered RSEC_WIRE_FEATURE_REBIND)? */
+static inline bool rsec_rebind_possible(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_rebinds;
 }
 /* Frames recovered for sending again wait. */
 static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
@@ -516,10 +528,14 @@ RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 void rsec_grant_close(struct rsec_conn *c);
 /*
  * The data path is being rebuilt (its QP is gone): every grant of ours
- * revoked (audited: why), the peer's forgotten. Returns 0, or the
- * connection's failure when the device would not free a grant.
+ * revoked (audited: why), the peer's forgotten; when both sides take grants
+ * bound again (rsec_rebind_possible), plain live grants stay, to be bound
+ * again, and the peer's wait for theirs. Returns 0, or the connection's
+ * failure when the device would not free a grant.
  */
 RSEC_MUST_CHECK int rsec_grant_reset(struct rsec_conn *c, const char *why);
+/* The new QP is connected: the grants that outlived the rebuild are bound on it, announced once bound. */
+RSEC_MUST_CHECK int rsec_grant_rebind(struct rsec_conn *c);
 void rsec_grant_teardown(struct rsec_conn *c);
 /* One user of r's registrations (a bind, an operation) is over; a region freed meanwhile goes with the last. */
 void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);

@@ -272,9 +272,11 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		rsec_grant_on_wc_failed(c, wc);
+		RSEC_GUARD(rsec_rebuild_binds_settled(c));
 		return qp_failed(c, wc);
 	}
-	return rsec_grant_on_wc(c, wc);
+	RSEC_GUARD(rsec_grant_on_wc(c, wc));
+	return rsec_rebuild_binds_settled(c);
 }
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
@@ -368,6 +370,11 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	struct rsec_seal_hdr hdr;
 	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
+	if (rc == RSEC_E_PROTO) {
+		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
+		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
+					  "rejected a message: a frame whose header does not parse (forged or corrupt)");
+	}
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */

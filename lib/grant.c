@@ -259,7 +259,7 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
  * whose acknowledgement the peer controls, so an event loop must never wait
  * for it. The GRANT goes out when it completes (rsec_grant_on_wc).
  */
-static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
+static RSEC_MUST_CHECK int bind_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
 {
 	struct rsec_local_grant *g = &c->gt.local[idx];
 	RSEC_GUARD(rsec_mw_alloc(&c->qp, &g->mw));
@@ -270,10 +270,25 @@ static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_reg
 		return rc;
 	}
 	g->busy = true;
-	g->region = r;
-	r->users++;
 	c->binds_inflight++;
 	return 0;
+}
+
+/* The region stays with the grant while it lives: a rebuild binds it again there. */
+static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
+{
+	RSEC_GUARD(bind_window(c, r, idx));
+	struct rsec_local_grant *g = &c->gt.local[idx];
+	g->region = r;
+	r->users++;
+	return 0;
+}
+
+/* The grant is over (neither live nor binding): its region may go. */
+static void drop_region(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	rsec_region_unuse(c, g->region);
+	g->region = NULL;
 }
 
 /* Fallback: a registration of just this range, with just these rights. */
@@ -333,8 +348,13 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send GRANT");
-	c->stats.grants_issued++;
-	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", g->verified ? "verified read" : g->sealed ? "sealed" : NULL, 0, 0);
+	const char *note = g->verified ? "verified read" : g->sealed ? "sealed" : NULL;
+	if (g->rebind)
+		note = g->verified ? "verified read, bound again after a rebuild" : "bound again after a rebuild";
+	else
+		c->stats.grants_issued++;
+	g->rebind = false;
+	audit_grant(c, RSEC_AUDIT_GRANT, g, "ok", note, 0, 0);
 	return 0;
 }
 
@@ -514,6 +534,7 @@ static RSEC_MUST_CHECK int invalidate(struct rsec_conn *c, struct rsec_local_gra
 	}
 	audit_grant(c, ev, g, "ok", NULL, 0, 0);
 	settle_sealed_read(c, g, true); /* only once nobody can read the range any more */
+	drop_region(c, g);
 	return send_revoke(c, g->id);
 }
 
@@ -566,6 +587,17 @@ static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_loc
 	return 0;
 }
 
+/* Does g's range hold what the peer's claim says it wrote? *rc: why it could not tell. */
+static bool check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc)
+{
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	*rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
+				 g->claim_len, mac);
+	bool ok = *rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return ok;
+}
+
 /* What verify and open start with: the arguments, outputs zeroed, a live grant on an established connection. */
 static RSEC_MUST_CHECK int find_claimable(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
 					  struct rsec_local_grant **out)
@@ -586,12 +618,10 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 		return RSEC_E_GRANT;
 	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
 	uint8_t *p = g->addr + g->claim_off;
-	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	int rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, p, g->claim_len, mac);
-	bool ok = rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
-	OPENSSL_cleanse(mac, sizeof(mac));
+	int rc = 0;
+	bool ok = g->claim_checked ? g->claim_ok : check_claim(c, g, &rc);
 	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
-	g->claim = false;
+	g->claim = g->claim_checked = g->claim_ok = false;
 	if (rc < 0) {
 		OPENSSL_cleanse(p, g->claim_len); /* unverified: never handed out */
 		return rc;
@@ -628,8 +658,8 @@ static struct rsec_local_grant *bound_grant(struct rsec_conn *c, const struct ib
 		return NULL;
 	g->busy = false;
 	c->binds_inflight--;
-	rsec_region_unuse(c, g->region);
-	g->region = NULL;
+	if (!g->live)
+		drop_region(c, g);
 	return g;
 }
 
@@ -657,9 +687,37 @@ void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 		settle_sealed_read(c, g, true); /* the window was never bound */
 }
 
+/*
+ * A write claim that came while our data path was stopped, before the peer's
+ * REBUILD: made under the keys of the epoch ending, which are still ours. A
+ * grant that stayed for the rebuild is checked now (its range out of the
+ * peer's reach) and not bound again: it is single use.
+ */
+static RSEC_MUST_CHECK int claim_while_stopped(struct rsec_conn *c, const struct rsec_msg_verify *v)
+{
+	int rc = rsec_gt_claim(&c->gt, v);
+	if (rc == RSEC_E_GRANT)
+		return 0; /* revoked with the old data path */
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants");
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, v->grant_id);
+	if (g && !g->sealed) {
+		g->claim_ok = check_claim(c, g, &rc);
+		g->claim_checked = true;
+		g->rebind = false;
+	}
+	return 0;
+}
+
 int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	int rc;
+	/* During a rebuild, until the peer's REBUILD, these name grants of the old data path: dropped,
+	 * but for a claim on one of ours. After it (REBUILD_CONNECTED): grants bound again on the new one. */
+	if (rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED)
+		return m->type == RSEC_MSG_VERIFY && rsec_gt_ours(&c->gt, m->u.verify.grant_id)
+			       ? claim_while_stopped(c, &m->u.verify)
+			       : 0;
 	switch (m->type) {
 	case RSEC_MSG_REVOKE:
 		rsec_gt_remote_revoke(&c->gt, m->u.revoke.grant_id);
@@ -675,6 +733,10 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 			return 0; /* revoked or expired meanwhile: its verifier got RSEC_E_GRANT */
 		return rc < 0 ? rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants") : 0;
 	default:
+		if (rsec_gt_peer_stale(&c->gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
+			rc = rsec_gt_remote_rebind(&c->gt, &m->u.grant);
+			return rc < 0 ? rsec_conn_fail(c, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
+		}
 		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
 			return rsec_conn_fail(c, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
@@ -728,6 +790,10 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 		return RSEC_E_GRANT;
 	if (cap < g->len)
 		return RSEC_E_RANGE;
+	/* Bound again after a rebuild, its MAC came again under the new keys. */
+	struct rsec_remote_grant now;
+	if (rsec_gt_resolve(&c->gt, g, &now))
+		g = &now;
 	/* Whatever fails, unverified bytes never stay in buf. */
 	int rc = rsec_read(c, g, 0, buf, g->len, timeout_ms);
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
@@ -852,8 +918,31 @@ void rsec_grant_close(struct rsec_conn *c)
 		bool freed = grant_release(g) == 0;
 		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
 		settle_sealed_read(c, g, freed || qp_stopped);
+		if (!g->busy)
+			drop_region(c, g);
 		c->stats.grants_revoked++;
 	}
+}
+
+/*
+ * A live grant through a rebuild, when the peer takes grants bound again:
+ * a plain one is bound again on the new QP (rsec_grant_rebind); one the
+ * peer already claimed (single use, written) is not, its claim checked now
+ * under the keys it was made with, the range out of reach. Sealed grants
+ * go: their keys derive from their ids.
+ */
+static bool outlives_rebuild(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	if (!g->live || g->sealed || !rsec_rebind_possible(c))
+		return false;
+	if (g->claim) {
+		int rc;
+		g->claim_ok = check_claim(c, g, &rc);
+		g->claim_checked = true;
+	}
+	g->rebind = !g->claim;
+	g->announce = false;
+	return true;
 }
 
 int rsec_grant_reset(struct rsec_conn *c, const char *why)
@@ -862,8 +951,14 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 	bool all_freed = true;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
-		bool freed = true;
-		if (g->live) {
+		bool freed = true, kept = outlives_rebuild(c, g);
+		if (kept) {
+			freed = grant_release(g) == 0;
+			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed",
+				    g->rebind ? "data path rebuilt; bound again on the new one"
+					      : "data path rebuilt; claimed already: checked now, out of the peer's reach",
+				    0, 0);
+		} else if (g->live) {
 			g->live = false;
 			freed = grant_release(g) == 0;
 			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
@@ -875,16 +970,49 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 		if (g->busy) {
 			g->busy = false;
 			c->binds_inflight--;
-			rsec_region_unuse(c, g->region);
-			g->region = NULL;
 		}
+		if (!g->live)
+			drop_region(c, g);
 		(void)!grant_release(g);
 	}
-	/* The peer does the same with its own: what it granted us is gone too. */
-	rsec_gt_forget_peer(&c->gt);
+	/* The peer does the same with its own: what it granted us is gone, or comes again. */
+	rsec_gt_forget_peer(&c->gt, rsec_rebind_possible(c));
 	rsec_sealed_peer_clear(c);
 	if (!all_freed)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+	return 0;
+}
+
+/* A grant that could not be bound again: gone, and the peer told. */
+static RSEC_MUST_CHECK int rebind_failed(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	g->live = g->rebind = false;
+	(void)!grant_release(g);
+	drop_region(c, g);
+	audit_grant(c, RSEC_AUDIT_REVOKE, g, "failed", "could not be bound again after a rebuild", 0, 0);
+	c->stats.grants_revoked++;
+	return send_revoke(c, g->id);
+}
+
+int rsec_grant_rebind(struct rsec_conn *c)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		struct rsec_local_grant *g = &c->gt.local[i];
+		if (!g->live || !g->rebind)
+			continue;
+		int rc = g->by_mr     ? expose_by_registration(c, g)
+			 : g->region ? bind_window(c, g->region, i)
+				     : RSEC_E_VERBS;
+		if (rc < 0)
+			rc = rebind_failed(c, g);
+		else if (g->busy)
+			g->announce = true; /* when the bind completes */
+		else
+			rc = announce(c, g);
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot bind grant %#llx again after the rebuild",
+					      (unsigned long long)g->id);
+	}
 	return 0;
 }
 
@@ -896,11 +1024,10 @@ void rsec_grant_teardown(struct rsec_conn *c)
 		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
 		if (g->busy) {
 			g->busy = false;
-			c->binds_inflight--;
-			rsec_region_unuse(c, g->region); /* the QP is gone: its binds will never complete */
-			g->region = NULL;
+			c->binds_inflight--; /* the QP is gone: its binds will never complete */
 		}
 		(void)!grant_release(g);
+		drop_region(c, g);
 	}
 	while (c->dying) {
 		struct rsec_region *r = c->dying;

@@ -120,18 +120,10 @@ int rsec_gt_pending_mac(struct rsec_grant_table *t, const struct rsec_msg_verify
 	return RSEC_E_PROTO;
 }
 
-int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
+/* rg from the peer's GRANT g, with the MAC or prefix announced for it (consumed). */
+static RSEC_MUST_CHECK int fill_remote(struct rsec_grant_table *t, const struct rsec_msg_grant *g,
+				       struct rsec_remote_grant *rg)
 {
-	if (rsec_gt_ours(t, g->grant_id) || rsec_gt_id_lane(g->grant_id) != t->lane)
-		return RSEC_E_PROTO;
-	unsigned i = 0;
-	while (i < RSEC_MAX_GRANTS && t->remote_live[i])
-		i++;
-	if (i == RSEC_MAX_GRANTS)
-		return RSEC_E_LIMIT;
-	if (g->grant_id > t->peer_max_id)
-		t->peer_max_id = g->grant_id;
-	struct rsec_remote_grant *rg = &t->remote[i];
 	bool sealed = g->access & RSEC_WIRE_ACCESS_SEALED;
 	*rg = (struct rsec_remote_grant){
 		.id = g->grant_id, .tag = g->tag, .len = g->len,
@@ -157,16 +149,106 @@ int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *
 		OPENSSL_cleanse(rg, sizeof(*rg));
 		return RSEC_E_PROTO;
 	}
+	return 0;
+}
+
+int rsec_gt_remote_add(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
+{
+	if (rsec_gt_ours(t, g->grant_id) || rsec_gt_id_lane(g->grant_id) != t->lane)
+		return RSEC_E_PROTO;
+	unsigned i = 0;
+	while (i < RSEC_MAX_GRANTS && t->remote_live[i])
+		i++;
+	if (i == RSEC_MAX_GRANTS)
+		return RSEC_E_LIMIT;
+	if (g->grant_id > t->peer_max_id)
+		t->peer_max_id = g->grant_id;
+	RSEC_GUARD(fill_remote(t, g, &t->remote[i]));
 	t->remote_live[i] = true;
 	return 0;
+}
+
+/* The same grant, bound again: only its key, address and MAC may differ. */
+static bool same_grant(const struct rsec_remote_grant *a, const struct rsec_remote_grant *b)
+{
+	return a->id == b->id && a->tag == b->tag && a->len == b->len && a->access == b->access &&
+	       a->ttl_ms == b->ttl_ms;
+}
+
+int rsec_gt_remote_rebind(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
+{
+	/* Sealed grants' keys derive from their ids: never bound again under the same id. */
+	if (!rsec_gt_peer_stale(t, g->grant_id) || (g->access & RSEC_WIRE_ACCESS_SEALED))
+		return RSEC_E_PROTO;
+	struct rsec_remote_grant rg;
+	RSEC_GUARD(fill_remote(t, g, &rg));
+	int rc = RSEC_E_LIMIT;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS && rc == RSEC_E_LIMIT; i++) {
+		if (t->remote_live[i] && t->remote_stale[i] && t->remote[i].id == g->grant_id) {
+			rc = same_grant(&t->remote[i], &rg) ? 0 : RSEC_E_PROTO;
+			if (rc == 0) {
+				t->remote[i] = rg;
+				t->remote_stale[i] = false;
+			}
+		}
+	}
+	/* Handed out already: the handle resolves to it (or again: the peer says the latest). */
+	unsigned free_slot = RSEC_MAX_GRANTS;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS && rc == RSEC_E_LIMIT; i++) {
+		if (t->rebound_live[i] && t->rebound[i].id == g->grant_id) {
+			t->rebound[i] = rg;
+			rc = 0;
+		} else if (!t->rebound_live[i] && free_slot == RSEC_MAX_GRANTS) {
+			free_slot = i;
+		}
+	}
+	if (rc == RSEC_E_LIMIT && free_slot < RSEC_MAX_GRANTS) {
+		t->rebound[free_slot] = rg;
+		t->rebound_live[free_slot] = true;
+		rc = 0;
+	}
+	OPENSSL_cleanse(&rg, sizeof(rg));
+	return rc;
+}
+
+void rsec_gt_rebind_done(struct rsec_grant_table *t)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		if (t->remote_live[i] && t->remote_stale[i]) {
+			t->remote_live[i] = t->remote_stale[i] = false;
+			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
+		}
+	}
+}
+
+bool rsec_gt_resolve(const struct rsec_grant_table *t, const struct rsec_remote_grant *g,
+		     struct rsec_remote_grant *out)
+{
+	*out = *g;
+	if (!rsec_gt_peer_stale(t, g->id))
+		return true;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		const struct rsec_remote_grant *b = &t->rebound[i];
+		if (t->rebound_live[i] && same_grant(b, g)) {
+			out->addr = b->addr;
+			out->rkey = b->rkey;
+			memcpy(out->mac, b->mac, sizeof(out->mac));
+			return true;
+		}
+	}
+	return false;
 }
 
 void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		if (t->remote_live[i] && t->remote[i].id == grant_id) {
-			t->remote_live[i] = false;
+			t->remote_live[i] = t->remote_stale[i] = false;
 			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
+		}
+		if (t->rebound_live[i] && t->rebound[i].id == grant_id) {
+			t->rebound_live[i] = false;
+			OPENSSL_cleanse(&t->rebound[i], sizeof(t->rebound[i]));
 		}
 	}
 }
@@ -174,7 +256,7 @@ void rsec_gt_remote_revoke(struct rsec_grant_table *t, uint64_t grant_id)
 bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_remote_grant *out)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		if (t->remote_live[i] && t->remote[i].tag == tag) {
+		if (t->remote_live[i] && !t->remote_stale[i] && t->remote[i].tag == tag) {
 			*out = t->remote[i];
 			t->remote_live[i] = false;
 			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
@@ -192,13 +274,21 @@ void rsec_gt_wipe(struct rsec_grant_table *t)
 	rsec_gt_init(t, is_server, lane);
 }
 
-void rsec_gt_forget_peer(struct rsec_grant_table *t)
+void rsec_gt_forget_peer(struct rsec_grant_table *t, bool keep)
 {
-	/* The peer numbers its grants upwards: every one it issued so far is gone. */
+	/* The peer numbers its grants upwards: every one it issued so far is gone (or comes again). */
 	if (t->peer_max_id)
 		t->peer_floor = t->peer_max_id + 1;
-	OPENSSL_cleanse(t->remote, sizeof(t->remote));
-	memset(t->remote_live, 0, sizeof(t->remote_live));
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		t->remote_stale[i] = keep && t->remote_live[i];
+		if (!t->remote_stale[i]) {
+			t->remote_live[i] = false;
+			OPENSSL_cleanse(&t->remote[i], sizeof(t->remote[i]));
+		}
+	}
+	/* Bound again on the new data path, they are announced again with new keys. */
+	OPENSSL_cleanse(t->rebound, sizeof(t->rebound));
+	memset(t->rebound_live, 0, sizeof(t->rebound_live));
 	OPENSSL_cleanse(t->pending, sizeof(t->pending));
 }
 

@@ -32,6 +32,7 @@ struct rsec_local_grant {
 	bool live;     /* issued: described to the peer, or about to be once its bind completes */
 	bool busy;     /* its bind is in flight: the slot and the window stay until it completes */
 	bool announce; /* send GRANT (and the MAC of a verified READ grant) when the bind completes */
+	bool rebind;   /* live through a rebuild: bound again on the new QP and announced again, same id */
 	bool verified;
 	bool sealed;   /* RSEC_GRANT_SEALED: claims are sealed transfers (lib/sealed.h) */
 	uint64_t tag;
@@ -50,6 +51,9 @@ struct rsec_local_grant {
 	bool claim;
 	uint64_t claim_off, claim_len;
 	uint8_t claim_mac[RSEC_SEAL_DATAMAC_LEN];
+	/* A claim already in at a rebuild was checked then, under the keys it was
+	 * made with (the next epoch's differ): the result, for rsec_grant_verify. */
+	bool claim_checked, claim_ok;
 	/* A sealed READ grant: what was sealed in place (plaintext length, prefix,
 	 * the grant's key: kept so the range can be opened whatever becomes of
 	 * the TLS session), and once it ended, how turning it back into plaintext went. */
@@ -77,6 +81,12 @@ struct rsec_grant_table {
 	struct rsec_remote_grant remote[RSEC_MAX_GRANTS];
 	bool remote_live[RSEC_MAX_GRANTS];
 	struct rsec_pending_mac pending[RSEC_MAX_GRANTS];
+	/* Grants the peer bound again after a rebuild (RSEC_WIRE_FEATURE_REBIND):
+	 * their ids are stale, their handles resolve here. remote_stale: one not
+	 * yet handed out, held back until it comes again. */
+	bool remote_stale[RSEC_MAX_GRANTS];
+	struct rsec_remote_grant rebound[RSEC_MAX_GRANTS];
+	bool rebound_live[RSEC_MAX_GRANTS];
 };
 
 void rsec_gt_init(struct rsec_grant_table *t, bool is_server, uint16_t lane);
@@ -124,11 +134,29 @@ bool rsec_gt_remote_take(struct rsec_grant_table *t, uint64_t tag, struct rsec_r
 
 /*
  * Forget every grant of the peer's and every MAC it announced (its grants
- * went with a rebuilt data path): each id it issued so far is stale from now on.
+ * went with a rebuilt data path): each id it issued so far is stale from now
+ * on. keep (the peer binds its live grants again): the ones not yet handed
+ * out wait, held back, for their GRANT to come again.
  */
-void rsec_gt_forget_peer(struct rsec_grant_table *t);
+void rsec_gt_forget_peer(struct rsec_grant_table *t, bool keep);
 /* Is grant_id one of the peer's (on this lane) that a rebuild made stale? */
 bool rsec_gt_peer_stale(const struct rsec_grant_table *t, uint64_t grant_id);
+/*
+ * A GRANT for a stale id: the peer bound that grant again after a rebuild
+ * (same id, tag, range and access; a new key). Handles already handed out
+ * resolve to it, one still held back is released. Returns 0, RSEC_E_PROTO
+ * (not a stale id of the peer's, a sealed grant, another range or access),
+ * RSEC_E_LIMIT (table full).
+ */
+RSEC_MUST_CHECK int rsec_gt_remote_rebind(struct rsec_grant_table *t, const struct rsec_msg_grant *g);
+/* The rebuild is over: grants held back that did not come again are gone. */
+void rsec_gt_rebind_done(struct rsec_grant_table *t);
+/*
+ * What to use for handle g now: g itself, or for a stale id the grant as
+ * bound again (its key, address and MAC). False: stale and not bound again.
+ */
+bool rsec_gt_resolve(const struct rsec_grant_table *t, const struct rsec_remote_grant *g,
+		     struct rsec_remote_grant *out);
 
 /* Wipe everything (keys, MACs, addresses); windows and MRs must be released first. */
 void rsec_gt_wipe(struct rsec_grant_table *t);

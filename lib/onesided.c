@@ -11,6 +11,7 @@
  * buffer: when the connection fails, its QP is in the error state and the
  * operations end with the flushed completions, or when the QP is destroyed.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -138,8 +139,37 @@ static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum 
 	return 0;
 }
 
+/*
+ * A one-sided call failed because the data path was rebuilt, the connection
+ * open: rsec_conn_error says so (a closed connection keeps its own reason).
+ */
+static int rebuilt_error(struct rsec_conn *c, int code, const char *what)
+{
+	if (c->phase == PHASE_CLOSED)
+		return code;
+	const char *why = rsec_rebuilding(c) ? c->rb.reason : c->rb.done_reason;
+	snprintf(c->error, sizeof(c->error), "%.90s: the data path was rebuilt (%.130s)", what, why[0] ? why : "a fault");
+	return code;
+}
+
+/*
+ * The grant to go through, in *now: g, or g as its granter bound it again
+ * after a rebuild (a new key); RSEC_E_GRANT if it went with a rebuilt data path.
+ */
+static RSEC_MUST_CHECK int check_fresh(struct rsec_conn *c, const struct rsec_remote_grant *g,
+				       struct rsec_remote_grant *now)
+{
+	if (rsec_gt_resolve(&c->gt, g, now))
+		return 0;
+	char what[96];
+	snprintf(what, sizeof(what), "grant 0x%llx is gone, ask its granter for a new one",
+		 (unsigned long long)g->id);
+	return rebuilt_error(c, RSEC_E_GRANT, what);
+}
+
 /* *claim: the sealed write this operation carries (rsec_region_seal), or NULL. */
-static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w, struct rsec_sealed_write **claim)
+static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w, struct rsec_sealed_write **claim,
+				     struct rsec_remote_grant *now)
 {
 	*claim = NULL;
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || w->op == RSEC_OP_READ, RSEC_E_INVAL);
@@ -149,7 +179,7 @@ static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
 	bool sealed = w->grant->access & RSEC_GRANT_SEALED;
 	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, sealed));
-	RSEC_ENSURE(!rsec_gt_peer_stale(&c->gt, w->grant->id), RSEC_E_GRANT); /* gone with a rebuilt data path */
+	RSEC_GUARD(check_fresh(c, w->grant, now));
 	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
 	if (sealed)
 		RSEC_GUARD(rsec_sealed_post_check(c, w, claim));
@@ -214,7 +244,8 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 		for (; done + k < n && k < CHAIN_MAX; k++) {
 			const struct rsec_wr *x = &wr[done + k];
 			struct rsec_sealed_write *claim = NULL;
-			rc = rsec_ops_room(&c->ops) ? check_wr(c, x, &claim) : RSEC_E_AGAIN;
+			struct rsec_remote_grant now;
+			rc = rsec_ops_room(&c->ops) ? check_wr(c, x, &claim, &now) : RSEC_E_AGAIN;
 			if (rc < 0)
 				break;
 			struct rsec_op_slot op = {
@@ -224,7 +255,7 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 			if (claim)
 				claim->state = SEALED_WRITE_POSTED;
 			x->local->users++;
-			fill_wr(c, &op, x->grant, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
+			fill_wr(c, &op, &now, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
 				x->local->local_mr->lkey, &w[k], &sge[k]);
 		}
 		unsigned sent = 0;
@@ -354,7 +385,8 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
 	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
 	RSEC_GUARD(check_established(c));
-	RSEC_ENSURE(!rsec_gt_peer_stale(&c->gt, g->id), RSEC_E_GRANT); /* gone with a rebuilt data path */
+	struct rsec_remote_grant now;
+	RSEC_GUARD(check_fresh(c, g, &now));
 	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
 	uint64_t addr;
 	struct ibv_mr *mr, *own;
@@ -363,7 +395,7 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	struct ibv_send_wr w;
 	struct ibv_sge sge;
 	c->ops.waiter_done = false;
-	fill_wr(c, &slot, g, off, addr, mr->lkey, &w, &sge);
+	fill_wr(c, &slot, &now, off, addr, mr->lkey, &w, &sge);
 	unsigned sent;
 	int rc = post_chain(c, &w, 1, &sent);
 	if (rc < 0) {
@@ -381,6 +413,12 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 		return rc;
 	}
 	unstage(c, buf, len, op, c->ops.waiter_status);
+	if (c->ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(c) || c->stats.rebuilds)) {
+		char what[96];
+		snprintf(what, sizeof(what), "one-sided %s of %zu bytes ended, done or not",
+			 op == RSEC_OP_WRITE ? "WRITE" : "READ", len);
+		return rebuilt_error(c, RSEC_E_QP, what);
+	}
 	return c->ops.waiter_status;
 }
 

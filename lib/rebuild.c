@@ -10,16 +10,18 @@
  * data path over TLS, each exactly once per epoch:
  *
  *   on its own fault, or on the peer's REBUILD, a side stops: one-sided
- *   operations in flight end with RSEC_E_QP, every grant goes (ours revoked
- *   and audited, the peer's forgotten), the QP is replaced (same PD, CQs and
+ *   operations in flight end with RSEC_E_QP, every grant's key goes (ours
+ *   freed, the peer's forgotten; with RSEC_WIRE_FEATURE_REBIND plain live
+ *   grants stay, to be bound again), the QP is replaced (same PD, CQs and
  *   rings; fresh random PSN; a QP number past a random count of throwaway
  *   QPs) with all receives posted again; it sends REBUILD {epoch + 1, how
  *   many of the peer's frames it opened, its new QP};
  *
  *   with both REBUILDs in, it recovers from its send ring the data frames
  *   the peer did not open, derives epoch + 1's keys (the exporter context
- *   names lane and epoch: no nonce is ever used twice), connects the new QP
- *   and sends REBUILD_READY;
+ *   names lane and epoch: no nonce is ever used twice), connects the new QP,
+ *   binds the grants that stayed on it and, once all are announced again
+ *   (GRANT, same id, new key), sends REBUILD_READY;
  *
  *   on the peer's REBUILD_READY (the peer's QP is connected) it sends the
  *   recovered frames again, in order, then whatever waited.
@@ -67,8 +69,9 @@ static unsigned recent(const struct rsec_conn *c, uint64_t now)
 /* The audit record of the fault itself, as a closing connection would write it. */
 static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *text)
 {
-	enum rsec_audit_event ev = code == RSEC_E_MAC   ? RSEC_AUDIT_MAC_FAILURE
-				   : code == RSEC_E_SEQ ? RSEC_AUDIT_SEQ_VIOLATION
+	/* A frame that fails authentication in any way (a bad tag, a header that does not parse) is a forgery. */
+	enum rsec_audit_event ev = code == RSEC_E_SEQ ? RSEC_AUDIT_SEQ_VIOLATION
+				   : code == RSEC_E_MAC || why == RSEC_WIRE_REBUILD_AUTH ? RSEC_AUDIT_MAC_FAILURE
 				   : why == RSEC_WIRE_REBUILD_VIOLATION ? RSEC_AUDIT_PROTOCOL_VIOLATION
 									: RSEC_AUDIT_QP_ERROR;
 	rsec_conn_audit(c, ev, rsec_strerror(code), text, NULL);
@@ -266,10 +269,10 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	c->stats.local_qpn = c->qp.qp->qp_num;
 	c->stats.remote_qpn = c->remote.qpn;
 	c->rb.state = REBUILD_CONNECTED;
-	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
-	m.u.rebuild_ready.epoch = r->epoch;
-	rc = rsec_chan_send(c, &m);
-	return rc < 0 ? unsent(c, rc, "REBUILD_READY") : 0;
+	c->rb.peer_ready = false;
+	c->rb.ready_owed = true;
+	RSEC_GUARD(rsec_grant_rebind(c));
+	return rsec_rebuild_binds_settled(c);
 }
 
 static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
@@ -295,6 +298,7 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 {
 	c->rb.state = REBUILD_NONE;
+	rsec_gt_rebind_done(&c->gt); /* the peer's grants that did not come again went with the old path */
 	c->stats.rebuilds++;
 	memcpy(c->rb.done_reason, c->rb.reason, sizeof(c->rb.done_reason));
 	char note[200];
@@ -307,14 +311,37 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * Our REBUILD_READY goes once every grant bound again on the new QP is
+ * announced: GRANTs travel ahead of it on the channel, so the peer's
+ * rebuild ends with its grant handles working again.
+ */
+int rsec_rebuild_binds_settled(struct rsec_conn *c)
+{
+	if (c->rb.state != REBUILD_CONNECTED || !c->rb.ready_owed || c->binds_inflight > 0 ||
+	    c->phase == PHASE_CLOSED)
+		return 0;
+	c->rb.ready_owed = false;
+	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
+	m.u.rebuild_ready.epoch = c->rb.epoch;
+	int rc = rsec_chan_send(c, &m);
+	if (rc < 0)
+		return unsent(c, rc, "REBUILD_READY");
+	return c->rb.peer_ready ? finished(c) : 0;
+}
+
 int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	if (!rsec_rebuild_possible(c) || c->phase != PHASE_ESTABLISHED)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);
-	if (c->rb.state != REBUILD_CONNECTED || m->u.rebuild_ready.epoch != c->rb.epoch)
+	if (c->rb.state != REBUILD_CONNECTED || c->rb.peer_ready || m->u.rebuild_ready.epoch != c->rb.epoch)
 		return rsec_conn_violation(c, "REBUILD_READY out of turn");
+	if (c->rb.ready_owed) {
+		c->rb.peer_ready = true; /* ours follows our binds */
+		return 0;
+	}
 	return finished(c);
 }
 

@@ -55,6 +55,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_REBUILD 2u          /* rebuilds a failed data path (REBUILD) */
 #define RSEC_WIRE_FEATURE_RESUME 4u           /* resumes a session over a new control channel (SESSION, RESUME) */
 #define RSEC_WIRE_FEATURE_RESUME_EPOCH 8u     /* RESUME and its SESSION answer carry the data path's epoch */
+#define RSEC_WIRE_FEATURE_REBIND 16u          /* binds its live grants again after a rebuild, and takes such GRANTs */
 
 /* SESSION / RESUME */
 #define RSEC_WIRE_TOKEN_LEN 32

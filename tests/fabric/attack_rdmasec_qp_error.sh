@@ -29,7 +29,7 @@ expect_match "$work/server.log" 'event=rebuilt conn=1 .*rebuilds=1 reason="queue
 	"the server did not count the QP error and rebuild"
 expect_whole_stream
 expect_match "$work/out" '^\[h2\] client=0$' "the attacked client did not end cleanly"
-expect_match "$work/server.log" 'event=closed conn=1 .*code="connection closed" .*msgs_in=40 .*qp_errors=[1-9] .*rebuilds=1$' \
+expect_match "$work/server.log" 'event=closed conn=1 .*code="connection closed" .*msgs_in=40 .*qp_errors=[1-9] .*rebuilds=1 ' \
 	"the attacked session did not go on to its normal end"
 expect_match "$work/out" '^\[h2\] reply: bystander$' "a new connection failed after the attack"
 expect_match "$work/out" '^\[h2\] bystander=0$' "a new connection failed after the attack"

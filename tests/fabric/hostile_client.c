@@ -367,6 +367,17 @@ static int mode_oversize(const struct opts *o)
 	return post_and_report("oversize", ctx, c, &wr, "oversized SEND");
 }
 
+/* A plain SEND of 64 bytes that are no sealed frame (its header does not parse): a forgery anyone could send. */
+static int mode_garbage_send(const struct opts *o)
+{
+	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
+	struct rsec_conn *c = conn_open_or_die(ctx, o);
+	struct ibv_mr *mr = local_buf(c, 64, 0xa5);
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 64, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 };
+	return post_and_report("garbage-send", ctx, c, &wr, "garbage SEND");
+}
+
 /* ---- attacks on flow control and resources, by what we announce ---- */
 
 /*
@@ -1193,6 +1204,7 @@ static const struct mode {
 	{ "write-imm", mode_write_imm, 1, "BYTES", "RDMA WRITE WITH IMMEDIATE of BYTES through a WRITE grant" },
 	{ "send-inv", mode_send_inv, 0, "", "SEND_WITH_INV naming our own grant's key" },
 	{ "oversize", mode_oversize, 1, "BYTES", "a plain SEND of BYTES, over the server's receive buffer size" },
+	{ "garbage-send", mode_garbage_send, 0, "", "a plain SEND of 64 bytes whose frame header does not parse" },
 	{ "recv-slots-1", mode_recv_slots_1, 0, "", "announce one receive buffer, then echo" },
 	{ "no-verify", mode_no_verify, 1, "SECONDS", "WRITE_DONE without VERIFY; wait SECONDS for the reply" },
 	{ "no-read", mode_no_read, 1, "COUNT", "up to COUNT WRITE_REQs over RDMA, never reading TLS" },

@@ -12,6 +12,7 @@
 #   no-verify     WRITE_DONE and never VERIFY (runs alongside)     client7
 #   huge-ring     announces 16 x 1 MiB receive buffers             client8
 #   timeout-read  a client-side check: a timed-out READ            client9
+#   garbage-send  a SEND whose frame header does not parse          client10
 #   write-imm     RDMA WRITE WITH IMMEDIATE, 16 MiB, through a grant client2
 #                 (last: the old code's heap overflow ends the server)
 #
@@ -31,7 +32,7 @@ src=${RSEC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=$build/tools
 hostile=$build/tests/hostile_client
 server_bin=${RSEC_HOSTILE_SERVER:-$src/build-asan/tools/server/rdmasec-server}
-attacks=${HOSTILE_ATTACKS:-send-inv oversize recv-slots-1 no-read no-verify huge-ring timeout-read write-imm}
+attacks=${HOSTILE_ATTACKS:-send-inv oversize recv-slots-1 no-read no-verify huge-ring timeout-read garbage-send write-imm}
 max_gap_ms=4000 # the old code stalled everyone 5 s per blocking wait, 10 s for recv-slots-1; now about 1 s at most
 verify_ms=30000
 # Rebuilding off: each attack must close its connection. A server that heals
@@ -43,11 +44,11 @@ new_flags="--verify-timeout $verify_ms --rebuilds-per-min 0"
 [ -x "$server_bin" ] || fail "no AddressSanitizer server at $server_bin: build it first (make asan)"
 for a in $attacks; do
 	case $a in
-	write-imm | send-inv | oversize | recv-slots-1 | no-read | no-verify | huge-ring | timeout-read) ;;
+	write-imm | send-inv | oversize | recv-slots-1 | no-read | no-verify | huge-ring | timeout-read | garbage-send) ;;
 	*) fail "unknown attack '$a' in HOSTILE_ATTACKS" ;;
 	esac
 done
-"$bin/keygen/rdmasec-keygen" --clients 9 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+"$bin/keygen/rdmasec-keygen" --clients 10 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 
 cat >"$work/guest.sh" <<'EOF'
 set -u
@@ -88,7 +89,7 @@ hostile() {
 ended() { wait_for "$log" "event=(closed|handshake_failed|refused) .*peer=\"CN=$1," 30; }
 
 declare -A ident=([write-imm]=client2 [send-inv]=client3 [oversize]=client4 [recv-slots-1]=client5
-	[no-read]=client6 [no-verify]=client7 [huge-ring]=client8 [timeout-read]=client9)
+	[no-read]=client6 [no-verify]=client7 [huge-ring]=client8 [timeout-read]=client9 [garbage-send]=client10)
 declare -A args=([write-imm]=$((16 << 20)) [oversize]=8192 [no-read]=3000 [no-verify]=$((verify_ms / 1000 + 20)) [huge-ring]=5)
 
 fabric on 3 "$hostile" good "$work/pki" "$server" "$(fabric ip 3)" 3600 >"$work/good.out" 2>&1 &
@@ -178,7 +179,7 @@ show() {
 }
 
 declare -A ident=([write-imm]=client2 [send-inv]=client3 [oversize]=client4 [recv-slots-1]=client5
-	[no-read]=client6 [no-verify]=client7 [huge-ring]=client8 [timeout-read]=client9)
+	[no-read]=client6 [no-verify]=client7 [huge-ring]=client8 [timeout-read]=client9 [garbage-send]=client10)
 for a in $attacks; do
 	id=${ident[$a]}
 	show "$a" "$id"
@@ -228,6 +229,20 @@ for a in $attacks; do
 			"by $((${after:-0} - ${before:-0})) KiB once 200 KB echoes had used its buffers"
 		check "huge-ring: echoes work" has "$work/$a.out" '^RESULT huge-ring-echo=succeeded'
 		check "huge-ring: the server's memory for it stays under 4 MiB" test $((${held:-0} - ${before:-0})) -lt 4096
+		;;
+	garbage-send)
+		# A forgery that does not even parse: an authentication failure, counted, audited as one, never a QP error.
+		check "garbage-send: closed by the server" has "$work/$a.out" '^RESULT garbage-send=closed'
+		check "garbage-send: logged as a frame that does not parse" closed_with "$id" \
+			'reason="[^"]*frame whose header does not parse'
+		check "garbage-send: counted as a MAC failure and as malformed in the log" closed_with "$id" \
+			'mac_failures=1 malformed=1 seq_violations=0 qp_errors=0 protocol_violations=0'
+		check "garbage-send: counted as malformed in the metrics file" counted "$id" malformed_total
+		check "garbage-send: counted as a MAC failure in the metrics file" counted "$id" mac_failures_total
+		check "garbage-send: audited as a MAC failure naming the frame" has "$work/audit.jsonl" \
+			"\"event\": ?\"mac_failure\".*\"peer\": ?\"CN=$id,.*frame whose header does not parse"
+		check "garbage-send: not audited as a QP error" lacks "$work/audit.jsonl" \
+			"\"event\": ?\"qp_error\".*\"peer\": ?\"CN=$id,"
 		;;
 	timeout-read)
 		check "timeout-read: RSEC_E_TIMEOUT" has "$work/$a.out" '^RESULT timeout-read=timed out$'

@@ -5,20 +5,25 @@
  * a forged bad-rkey WRITE would leave it (attack_rdmasec_qp_error.sh does it
  * with a forged packet; here the test reaches into the library to do it at
  * exact moments). tests/fabric/rebuild.sh runs
- *   rebuild_check serve PKI ADDR PORT N          on host 1 (rebuilds_per_min 60)
+ *   rebuild_check serve PKI ADDR PORT N [mr]     on host 1 (rebuilds_per_min 60;
+ *                                                mr: grants by registration)
  *   rebuild_check run PKI SERVER SOURCE PORT     on host 2
+ *   rebuild_check grants PKI SERVER SOURCE PORT  on host 2: the grants scenario alone
  *
  * The server echoes every message; "msg-N!fault" makes it fail its own queue
  * pair before echoing; "grant" grants a 64 KiB READ|WRITE region under a new
- * tag and answers "granted TAG"; "check SEED" answers "ok" or "bad at
- * OFFSET"; "stats" answers "rebuilds=N". The client prints one "RESULT
+ * tag and answers "granted TAG" ("vgrant": the same region, READ only and
+ * verified); "check SEED" answers "ok" or "bad at OFFSET"; "stats" answers
+ * "rebuilds=N". The client prints one "RESULT
  * name=value" line per scenario, each on a connection of its own:
  *   stream    bursts of messages up to 200 KiB (several fragments), a fault
  *             in most bursts on one side or the other while frames are in
  *             flight: every echo arrives once, in order, intact
- *   grants    a grant works, a rebuild revokes it (refused locally after),
+ *   grants    a grant works, and goes on working through the same handle
+ *             after a rebuild of either side's making (bound again, a new
+ *             key), a verified READ grant too (its MAC announced again);
  *             a new one works; one-sided operations in flight at the fault
- *             are each reported, none lost
+ *             are each reported, none lost, and the grant works after
  *   budget    a client that allows 3 rebuilds a minute closes at the 4th
  *             fault, saying why
  *   off       a client that allows none closes at the first, as before
@@ -79,14 +84,15 @@ static void answer(struct serving *s, char *req, size_t len)
 		if (strstr(req, "!fault"))
 			fail_qp(s->c);
 		reply(s, req, len);
-	} else if (strcmp(req, "grant") == 0) {
+	} else if (strcmp(req, "grant") == 0 || strcmp(req, "vgrant") == 0) {
 		uint64_t id;
+		unsigned access = req[0] == 'v' ? RSEC_ACCESS_READ | RSEC_GRANT_VERIFIED
+						: RSEC_ACCESS_READ | RSEC_ACCESS_WRITE;
 		if (!s->r)
 			check_must(rsec_region_alloc(s->c, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &s->r), "region",
 				   s->c);
 		s->tag++;
-		check_must(rsec_grant(s->c, s->r, 0, REGION, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, s->tag, &id), "grant",
-			   s->c);
+		check_must(rsec_grant(s->c, s->r, 0, REGION, access, 0, s->tag, &id), "grant", s->c);
 		snprintf(out, sizeof(out), "granted %" PRIu64, s->tag);
 		reply(s, out, strlen(out));
 	} else if (sscanf(req, "check %u", &seed) == 1) {
@@ -130,6 +136,10 @@ static struct rsec_conn *accept_one(struct rsec_listener *l)
 static int serve(char **argv)
 {
 	struct rsec_ctx_attr attr = { .is_server = 1, .comp_mask = RSEC_CTX_ATTR_REBUILDS, .rebuilds_per_min = 60 };
+	if (argv[6] && strcmp(argv[6], "mr") == 0) {
+		attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE;
+		attr.grant_mode = RSEC_GRANT_MR;
+	}
 	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
 	struct rsec_listener *l;
 	check_must(rsec_listen(ctx, argv[3], (uint16_t)atoi(argv[4]), 8, &l), "listen", NULL);
@@ -138,6 +148,8 @@ static int serve(char **argv)
 		check_die("out of memory");
 	for (int n = atoi(argv[5]); n > 0; n--) {
 		struct serving s = { .c = accept_one(l) };
+		const char *how = rsec_conn_grant_mechanism(s.c);
+		printf("server: grants by %s\n", how ? how : "(not set up)");
 		int rc = 0;
 		while (rc == 0) {
 			size_t len;
@@ -273,10 +285,10 @@ static void stream(struct run *r)
 	hang_up(c, ctx);
 }
 
-static struct rsec_remote_grant get_grant(struct run *r, struct rsec_conn *c)
+static struct rsec_remote_grant get_grant(struct run *r, struct rsec_conn *c, const char *kind)
 {
 	struct rsec_remote_grant g;
-	ask(r, c, "grant");
+	ask(r, c, kind);
 	uint64_t tag = strtoull(r->buf + strlen("granted "), NULL, 10);
 	check_must(rsec_grant_wait(c, tag, &g, TIMEOUT_MS), "grant_wait", c);
 	return g;
@@ -294,24 +306,61 @@ static const char *write_and_check(struct run *r, struct rsec_conn *c, const str
 	return r->buf;
 }
 
+static const char *rc_text(int rc)
+{
+	return rc == 0 ? "ok" : rsec_strerror(rc);
+}
+
+/* Write seed's pattern through g, have the server check it, read it back: "write W, check C, read R". */
+static void through(struct run *r, struct rsec_conn *c, const struct rsec_remote_grant *g, unsigned seed,
+		    uint8_t *src, uint8_t *dst, char *out, size_t cap)
+{
+	char req[32];
+	check_pattern_fill(src, REGION, seed);
+	int w = rsec_write(c, g, 0, src, REGION, TIMEOUT_MS);
+	if (w < 0)
+		fprintf(stderr, "grants: write: %s: %s\n", rsec_strerror(w), rsec_conn_error(c));
+	snprintf(req, sizeof(req), "check %u", seed);
+	ask(r, c, req);
+	memset(dst, 0, REGION);
+	int rd = rsec_read(c, g, 0, dst, REGION, TIMEOUT_MS);
+	if (rd == 0 && memcmp(dst, src, REGION) != 0)
+		rd = RSEC_E_MAC;
+	snprintf(out, cap, "write %s, check %s, read %s", rc_text(w), r->buf, rc_text(rd));
+}
+
 static void grants(struct run *r)
 {
 	struct rsec_ctx *ctx;
 	struct rsec_conn *c = dial(r, 60, &ctx);
-	uint8_t *src = malloc(REGION);
-	if (!src)
+	uint8_t *src = malloc(REGION), *dst = malloc(REGION);
+	if (!src || !dst)
 		check_die("out of memory");
-	struct rsec_remote_grant g1 = get_grant(r, c);
-	char first[32];
+	struct rsec_remote_grant g1 = get_grant(r, c, "grant");
+	char first[32], mine[80], theirs[80];
 	snprintf(first, sizeof(first), "%s", write_and_check(r, c, &g1, 1, src));
+	uint64_t n = rebuilds_of(c);
+	/* The same handle after a rebuild of ours, then of the server's making: bound again, a new key. */
 	fail_qp(c);
 	ask(r, c, "msg-after");
-	uint64_t n = rebuilds_of(c);
-	int stale = rsec_write(c, &g1, 0, src, REGION, TIMEOUT_MS);
-	struct rsec_remote_grant g2 = get_grant(r, c);
+	through(r, c, &g1, 3, src, dst, mine, sizeof(mine));
+	ask(r, c, "msg-after!fault");
+	ask(r, c, "msg-after");
+	through(r, c, &g1, 4, src, dst, theirs, sizeof(theirs));
+	/* A verified READ grant: its MAC comes again under the new keys. */
+	struct rsec_remote_grant vg = get_grant(r, c, "vgrant");
+	int v1 = rsec_read_verified(c, &vg, dst, REGION, TIMEOUT_MS);
+	fail_qp(c);
+	ask(r, c, "msg-after");
+	int v2 = rsec_read_verified(c, &vg, dst, REGION, TIMEOUT_MS);
+	if (v2 < 0)
+		fprintf(stderr, "grants: verified read: %s: %s\n", rsec_strerror(v2), rsec_conn_error(c));
+	struct rsec_remote_grant g2 = get_grant(r, c, "grant");
 	const char *second = write_and_check(r, c, &g2, 2, src);
-	check_result("grants", "%s; after a rebuild: old grant %s, %" PRIu64 " rebuilds; new grant %s", first,
-		     rsec_strerror(stale), rebuilds_of(c) - n + 1, second);
+	check_result("grants",
+		     "%s; after a rebuild, the same handle: %s; after the server's: %s; verified read %s, after a "
+		     "rebuild %s; %" PRIu64 " rebuilds; new grant %s",
+		     first, mine, theirs, rc_text(v1), rc_text(v2), rebuilds_of(c) - n, second);
 
 	/* Posted operations in flight when the queue pair fails: each one reported. */
 	struct rsec_region *local;
@@ -339,11 +388,14 @@ static void grants(struct run *r)
 		}
 	}
 	ask(r, c, "msg-goes-on");
-	check_result("inflight", "%u posted: %u reported (%u failed, %u other), %u in flight; then %s", posted, seen,
-		     failed, other, rsec_inflight(c), r->buf);
+	char goes_on[32];
+	snprintf(goes_on, sizeof(goes_on), "%s", r->buf);
+	check_result("inflight", "%u posted: %u reported (%u failed, %u other), %u in flight; then %s, the grant %s",
+		     posted, seen, failed, other, rsec_inflight(c), goes_on, write_and_check(r, c, &g2, 5, src));
 	(void)ok;
 	rsec_region_free(local);
 	free(src);
+	free(dst);
 	hang_up(c, ctx);
 }
 
@@ -429,10 +481,18 @@ static int run(char **argv)
 int main(int argc, char **argv)
 {
 	check_prog = "rebuild_check";
-	if (argc == 6 && strcmp(argv[1], "serve") == 0)
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "serve") == 0)
 		return serve(argv);
 	if (argc == 6 && strcmp(argv[1], "run") == 0)
 		return run(argv);
-	fprintf(stderr, "usage: rebuild_check serve PKI ADDR PORT N | run PKI SERVER SOURCE PORT\n");
+	if (argc == 6 && strcmp(argv[1], "grants") == 0) {
+		struct run r = { .argv = argv, .buf = malloc(MSG_MAX + 1) };
+		if (!r.buf)
+			check_die("out of memory");
+		grants(&r);
+		free(r.buf);
+		return 0;
+	}
+	fprintf(stderr, "usage: rebuild_check serve PKI ADDR PORT N [mr] | run|grants PKI SERVER SOURCE PORT\n");
 	return 2;
 }

@@ -91,7 +91,7 @@ expect_match "$work/a-client.out" '^exit=0 ' "(a) the client failed"
 	fail "(a) the server did not rebuild session 1 three times over a resumed channel"
 [ "$(grep -c 'event=resumed .* tls=resumed reason="handed over: the session of connection 1 resumed on it"' "$work/a-server.log")" = 3 ] ||
 	fail "(a) three new channels (TLS resumed, no certificates) were not handed to session 1"
-expect_match "$work/a-server.log" 'event=closed conn=1 .*reason="peer disconnected: client quit" msgs_in=61 .*rebuilds=3$' \
+expect_match "$work/a-server.log" 'event=closed conn=1 .*reason="peer disconnected: client quit" msgs_in=61 .*rebuilds=3 ' \
 	"(a) session 1 did not end normally with all 60 messages"
 expect_match "$work/audit-7471.jsonl" '"event":"resume","role":"server","conn":1,.*"result":"ok"' "(a) no resume in the audit log"
 # Recovery, from the server's audit log: the channel lost ("resume" "lost") to the session's

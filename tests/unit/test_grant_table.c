@@ -248,7 +248,7 @@ static void forgotten_grants_stay_stale(void **state)
 	assert_int_equal(rsec_gt_remote_add(&t, &g7), 0);
 	assert_true(rsec_gt_remote_take(&t, 1, &out)); /* the application holds grant 5 */
 	assert_false(rsec_gt_peer_stale(&t, s | 5));
-	rsec_gt_forget_peer(&t);
+	rsec_gt_forget_peer(&t, false);
 	assert_false(rsec_gt_remote_take(&t, 2, &out)); /* 7 was never taken: gone */
 	assert_true(rsec_gt_peer_stale(&t, s | 5));
 	assert_true(rsec_gt_peer_stale(&t, s | 7));
@@ -259,11 +259,71 @@ static void forgotten_grants_stay_stale(void **state)
 	assert_int_equal(rsec_gt_remote_add(&t, &g8), 0);
 	assert_true(rsec_gt_remote_take(&t, 3, &out));
 	/* A second rebuild: 8 goes too. */
-	rsec_gt_forget_peer(&t);
+	rsec_gt_forget_peer(&t, false);
 	assert_true(rsec_gt_peer_stale(&t, s | 8));
 	/* Before any rebuild nothing is stale. */
 	rsec_gt_init(&t, false, 0);
 	assert_false(rsec_gt_peer_stale(&t, s | 1));
+}
+
+/*
+ * A peer that binds its grants again after a rebuild: a handle handed out
+ * resolves to the new key, one held back comes back with it; a grant not
+ * bound again, a sealed one, or a GRANT for an id never stale is refused.
+ */
+static void rebound_grants_resolve(void **state)
+{
+	(void)state;
+	rsec_gt_init(&t, false, 0);
+	uint64_t s = RSEC_GRANT_ID_SERVER;
+	struct rsec_remote_grant held, out, now;
+	struct rsec_msg_grant g5 = grant_msg(s | 5, 1, 64, RSEC_ACCESS_READ), g7 = grant_msg(s | 7, 2, 64, RSEC_ACCESS_WRITE);
+	struct rsec_msg_grant g9 = grant_msg(s | 9, 3, 64, RSEC_ACCESS_WRITE);
+	assert_int_equal(rsec_gt_remote_add(&t, &g5), 0);
+	assert_int_equal(rsec_gt_remote_add(&t, &g7), 0);
+	assert_int_equal(rsec_gt_remote_add(&t, &g9), 0);
+	assert_true(rsec_gt_remote_take(&t, 1, &held));
+	assert_true(rsec_gt_remote_take(&t, 3, &out));
+	rsec_gt_forget_peer(&t, true);
+	assert_false(rsec_gt_resolve(&t, &held, &now)); /* not bound again yet */
+	assert_false(rsec_gt_remote_take(&t, 2, &out)); /* held back until it comes again */
+	g5.rkey = 0x654321;
+	g5.addr = 0x20000;
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g5), 0);
+	assert_true(rsec_gt_resolve(&t, &held, &now));
+	assert_int_equal(now.rkey, 0x654321);
+	assert_int_equal(now.addr, 0x20000);
+	assert_int_equal(now.id, held.id);
+	/* The same id with another range is not the same grant. */
+	struct rsec_remote_grant other = held;
+	other.len = 32;
+	assert_false(rsec_gt_resolve(&t, &other, &now));
+	g7.rkey = 0x777777;
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g7), 0);
+	assert_true(rsec_gt_remote_take(&t, 2, &out));
+	assert_int_equal(out.rkey, 0x777777);
+	/* Refused: an id never issued before the rebuild, a sealed grant, a held-back one changed. */
+	struct rsec_msg_grant g11 = grant_msg(s | 11, 4, 64, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g11), RSEC_E_PROTO);
+	g9.access |= RSEC_WIRE_ACCESS_SEALED;
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g9), RSEC_E_PROTO);
+	/* Revoked: the handle no longer resolves. */
+	rsec_gt_remote_revoke(&t, s | 5);
+	assert_false(rsec_gt_resolve(&t, &held, &now));
+	/* A held-back grant that never came again is gone when the rebuild ends. */
+	struct rsec_msg_grant g12 = grant_msg(s | 12, 5, 64, RSEC_ACCESS_READ);
+	assert_int_equal(rsec_gt_remote_add(&t, &g12), 0);
+	rsec_gt_forget_peer(&t, true);
+	rsec_gt_rebind_done(&t);
+	g12.rkey = 1;
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g12), 0); /* too late to be handed out: a handle's only */
+	assert_false(rsec_gt_remote_take(&t, 5, &out));
+	/* Fresh grants still count against the table, rebound ones do not: bounded. */
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS + 1; i++) {
+		struct rsec_msg_grant r = grant_msg(s | 5, 1, 64, RSEC_ACCESS_READ);
+		r.rkey = i;
+		assert_int_equal(rsec_gt_remote_rebind(&t, &r), 0); /* the same id again: updated in place */
+	}
 }
 
 static void sealed_claims_and_grants(void **state)
@@ -337,6 +397,7 @@ int main(void)
 		cmocka_unit_test(wipe_forgets_everything),
 		cmocka_unit_test(sealed_claims_and_grants),
 		cmocka_unit_test(forgotten_grants_stay_stale),
+		cmocka_unit_test(rebound_grants_resolve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

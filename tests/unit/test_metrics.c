@@ -87,17 +87,23 @@ static void counts_per_peer(void **state)
 	assert_int_equal(got.qp_errors, 4);
 	assert_int_equal(got.protocol_violations, 5);
 	assert_int_equal(got.refused_handshakes, 1);
+	/* A session whose only trouble was forgeries that did not parse, healed: still counted. */
+	metrics_add(m, "CN=forged", &(struct peer_counters){ .malformed = 7, .rebuilds = 6, .resumes = 1 });
+	assert_string_equal(metrics_lookup(m, "CN=forged", &got), "CN=forged");
+	assert_int_equal(got.malformed, 7);
+	assert_int_equal(got.rebuilds, 6);
+	assert_int_equal(got.resumes, 1);
 	assert_string_equal(metrics_lookup(m, "CN=b", &got), "CN=b");
 	assert_int_equal(got.connections, 1);
 	assert_int_equal(got.mac_failures, 0);
 	/* Unknown while there is room: zero, under its own name. */
 	assert_string_equal(metrics_lookup(m, "CN=c", &got), "CN=c");
 	assert_int_equal(got.connections + got.refused_handshakes, 0);
-	assert_int_equal(metrics_peers(m), 2);
+	assert_int_equal(metrics_peers(m), 3);
 	/* Zero updates change nothing and take no slot. */
 	uint64_t gen = metrics_generation(m);
 	metrics_add(m, "CN=zero", &(struct peer_counters){ 0 });
-	assert_int_equal(metrics_peers(m), 2);
+	assert_int_equal(metrics_peers(m), 3);
 	assert_int_equal(metrics_generation(m), gen);
 	metrics_free(m);
 }
@@ -159,7 +165,9 @@ static void renders_prometheus_text(void **state)
 	(void)state;
 	struct metrics *m = metrics_new(8);
 	assert_non_null(m);
-	metrics_add(m, "CN=client1,O=rdmasec-test", &(struct peer_counters){ .connections = 3, .mac_failures = 1 });
+	metrics_add(m, "CN=client1,O=rdmasec-test",
+		    &(struct peer_counters){ .connections = 3, .mac_failures = 7, .malformed = 6, .rebuilds = 6,
+					     .resumes = 2, .protocol_violations = 1 });
 	metrics_add(m, "addr:10.77.0.3", &one_refusal);
 	metrics_add(m, "psk:a\"b\\c\nd", &one_conn);
 	struct server_counters n = { .accepted = 5, .established = 4, .refused_auth = 1, .messages = 12,
@@ -169,7 +177,14 @@ static void renders_prometheus_text(void **state)
 	assert_non_null(strstr(text, "# HELP rdmasec_server_mac_failures_total "));
 	assert_non_null(strstr(text, "# TYPE rdmasec_server_mac_failures_total counter\n"));
 	assert_non_null(strstr(text, "rdmasec_server_connections_total{peer=\"CN=client1,O=rdmasec-test\"} 3\n"));
-	assert_non_null(strstr(text, "rdmasec_server_mac_failures_total{peer=\"CN=client1,O=rdmasec-test\"} 1\n"));
+	assert_non_null(strstr(text, "rdmasec_server_mac_failures_total{peer=\"CN=client1,O=rdmasec-test\"} 7\n"));
+	/* Every counter the library keeps about a peer's forgeries and healing is exported. */
+	assert_non_null(strstr(text, "# TYPE rdmasec_server_malformed_total counter\n"));
+	assert_non_null(strstr(text, "rdmasec_server_malformed_total{peer=\"CN=client1,O=rdmasec-test\"} 6\n"));
+	assert_non_null(strstr(text, "rdmasec_server_rebuilds_total{peer=\"CN=client1,O=rdmasec-test\"} 6\n"));
+	assert_non_null(strstr(text, "rdmasec_server_resumes_total{peer=\"CN=client1,O=rdmasec-test\"} 2\n"));
+	assert_non_null(
+		strstr(text, "rdmasec_server_protocol_violations_total{peer=\"CN=client1,O=rdmasec-test\"} 1\n"));
 	assert_non_null(strstr(text, "rdmasec_server_refused_handshakes_total{peer=\"addr:10.77.0.3\"} 1\n"));
 	/* Backslash, double quote and newline escaped as the format says. */
 	assert_non_null(strstr(text, "rdmasec_server_connections_total{peer=\"psk:a\\\"b\\\\c\\nd\"} 1\n"));

@@ -16,6 +16,7 @@ struct client {
 	size_t buf_cap;
 	uint8_t *last;    /* what the last write sent, for read to compare */
 	size_t last_len;
+	int last_rc;      /* the library's code of the latest failed call */
 };
 
 /* Runs one command line; 0 if it succeeded. */

@@ -27,6 +27,7 @@ static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
 
 static int fail_conn(struct client *cl, const char *what, int rc)
 {
+	cl->last_rc = rc;
 	fprintf(stderr, "%s: %s", what, rsec_strerror(rc));
 	const char *why = rsec_conn_error(cl->conn);
 	if (why && *why)
@@ -157,7 +158,7 @@ static bool sealed_flag(const char **args)
 	return true;
 }
 
-static int cmd_write(struct client *cl, const char *args)
+static int write_once(struct client *cl, const char *args)
 {
 	bool sealed = sealed_flag(&args);
 	uint8_t *data;
@@ -208,7 +209,7 @@ fail:
 	return -1;
 }
 
-static int cmd_read(struct client *cl, const char *args)
+static int read_once(struct client *cl, const char *args)
 {
 	bool sealed = sealed_flag(&args);
 	if (*args) {
@@ -244,6 +245,12 @@ static int cmd_read(struct client *cl, const char *args)
 		    : rsec_read_verified(cl->conn, &g, data, m.len, cl->timeout_ms);
 	if (rc < 0) {
 		fail_conn(cl, "read", rc);
+		if (!cl->closed) { /* the server lets the grant go and may grant again */
+			struct app_msg done = { .op = APP_READ_DONE, .tag = m.tag }, ack;
+			if (send_app(cl, &done, "read") == 0)
+				(void)recv_app(cl, APP_READ_RESULT, &ack, "read: the failed read's grant");
+			cl->last_rc = rc;
+		}
 		goto out;
 	}
 	if (got != m.len) {
@@ -270,6 +277,33 @@ static int cmd_read(struct client *cl, const char *args)
 out:
 	free(data);
 	return status;
+}
+
+/*
+ * A forged packet rebuilds the data path (rdmasec(7)): grants go with it, and
+ * an operation in flight ends with RSEC_E_QP. The connection goes on, so a
+ * command whose grant went with it asks for a new one, once.
+ */
+static int healed(struct client *cl, int (*once)(struct client *, const char *), const char *args,
+		  const char *what)
+{
+	cl->last_rc = 0;
+	if (once(cl, args) == 0)
+		return 0;
+	if (cl->closed || (cl->last_rc != RSEC_E_GRANT && cl->last_rc != RSEC_E_QP))
+		return -1;
+	fprintf(stderr, "%s: again with a new grant\n", what);
+	return once(cl, args);
+}
+
+static int cmd_write(struct client *cl, const char *args)
+{
+	return healed(cl, write_once, args, "write");
+}
+
+static int cmd_read(struct client *cl, const char *args)
+{
+	return healed(cl, read_once, args, "read");
 }
 
 static int cmd_stats(struct client *cl, const char *args)

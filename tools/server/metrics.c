@@ -83,7 +83,7 @@ static void cut_key(char out[static METRICS_KEY_MAX], const char *key)
 static bool counters_zero(const struct peer_counters *d)
 {
 	return !(d->connections | d->mac_failures | d->seq_violations | d->qp_errors | d->refused_handshakes |
-		 d->protocol_violations);
+		 d->protocol_violations | d->malformed | d->rebuilds | d->resumes);
 }
 
 void metrics_add(struct metrics *m, const char *key, const struct peer_counters *d)
@@ -113,6 +113,9 @@ void metrics_add(struct metrics *m, const char *key, const struct peer_counters 
 	e->c.qp_errors += d->qp_errors;
 	e->c.refused_handshakes += d->refused_handshakes;
 	e->c.protocol_violations += d->protocol_violations;
+	e->c.malformed += d->malformed;
+	e->c.rebuilds += d->rebuilds;
+	e->c.resumes += d->resumes;
 	m->generation++;
 }
 
@@ -213,8 +216,11 @@ static const struct peer_family {
 } peer_families[] = {
 	{ "rdmasec_server_connections_total", "Connections that got a queue pair, counted when they end.",
 	  offsetof(struct peer_counters, connections) },
-	{ "rdmasec_server_mac_failures_total", "Messages and verified transfers that failed authentication.",
+	{ "rdmasec_server_mac_failures_total",
+	  "Messages and verified transfers that failed authentication, malformed frames included.",
 	  offsetof(struct peer_counters, mac_failures) },
+	{ "rdmasec_server_malformed_total", "Of those, data frames whose header did not parse (forged or corrupt).",
+	  offsetof(struct peer_counters, malformed) },
 	{ "rdmasec_server_seq_violations_total", "Messages replayed or out of sequence.",
 	  offsetof(struct peer_counters, seq_violations) },
 	{ "rdmasec_server_qp_errors_total", "Queue pairs that went to the error state.",
@@ -223,6 +229,10 @@ static const struct peer_family {
 	  "Connections closed for a completion rdmasec never asks for: a WRITE WITH IMMEDIATE, a SEND_WITH_INV, "
 	  "an oversized frame.",
 	  offsetof(struct peer_counters, protocol_violations) },
+	{ "rdmasec_server_rebuilds_total", "Data paths rebuilt under the same session (self-healing).",
+	  offsetof(struct peer_counters, rebuilds) },
+	{ "rdmasec_server_resumes_total", "Sessions that went on over a new control channel.",
+	  offsetof(struct peer_counters, resumes) },
 	{ "rdmasec_server_refused_handshakes_total",
 	  "Connections refused before any RDMA resource: failed authentication, max_per_identity, max_clients.",
 	  offsetof(struct peer_counters, refused_handshakes) },

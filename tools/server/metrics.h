@@ -27,6 +27,8 @@ struct peer_counters {
 	uint64_t mac_failures, seq_violations, qp_errors;
 	uint64_t refused_handshakes; /* failed authentication, over a limit */
 	uint64_t protocol_violations; /* completions rdmasec never asks for (WRITE WITH IMMEDIATE, ...) */
+	uint64_t malformed;          /* of mac_failures: data frames whose header did not parse */
+	uint64_t rebuilds, resumes;  /* self-healing: data paths rebuilt, sessions resumed */
 };
 
 struct metrics;

@@ -146,24 +146,31 @@ static void log_rebuilds(struct session *s)
 	s->rebuilds = st.rebuilds;
 	const char *why = rsec_conn_rebuild_reason(s->conn);
 	log_event("warn", "rebuilt",
-		  "conn=%llu peer=%s rebuilds=%llu reason=%s local_qpn=%u mac_failures=%llu qp_errors=%llu "
-		  "protocol_violations=%llu",
+		  "conn=%llu peer=%s rebuilds=%llu reason=%s local_qpn=%u mac_failures=%llu malformed=%llu "
+		  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu",
 		  (unsigned long long)s->id, log_q(s->peer), (unsigned long long)st.rebuilds, log_q(why ? why : ""),
-		  st.local_qpn, (unsigned long long)st.mac_failures, (unsigned long long)st.qp_errors,
+		  st.local_qpn, (unsigned long long)st.mac_failures, (unsigned long long)st.malformed,
+		  (unsigned long long)st.seq_violations, (unsigned long long)st.qp_errors,
 		  (unsigned long long)st.protocol_violations);
 }
 
-/* An established session's end: its counters in the log. */
+/* An established session's end: every counter the library keeps, in the log. */
 static void log_closed(const struct session *s, int rc, const char *why, const struct rsec_conn_stats *st)
 {
 	log_event(rc == RSEC_E_CLOSED || rc == 0 ? "info" : "warn", "closed",
-		  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu mac_failures=%llu "
-		  "seq_violations=%llu qp_errors=%llu protocol_violations=%llu rebuilds=%llu",
+		  "conn=%llu peer=%s code=%s reason=%s msgs_in=%llu msgs_out=%llu bytes_in=%llu bytes_out=%llu "
+		  "mac_failures=%llu malformed=%llu seq_violations=%llu qp_errors=%llu protocol_violations=%llu "
+		  "rebuilds=%llu resumes=%llu grants_issued=%llu grants_revoked=%llu grants_expired=%llu "
+		  "rdma_writes=%llu rdma_reads=%llu",
 		  (unsigned long long)s->id, log_q(s->peer), log_q(rsec_strerror(rc)), log_q(why),
 		  (unsigned long long)st->msgs_received, (unsigned long long)st->msgs_sent,
-		  (unsigned long long)st->mac_failures, (unsigned long long)st->seq_violations,
-		  (unsigned long long)st->qp_errors, (unsigned long long)st->protocol_violations,
-		  (unsigned long long)st->rebuilds);
+		  (unsigned long long)st->bytes_received, (unsigned long long)st->bytes_sent,
+		  (unsigned long long)st->mac_failures, (unsigned long long)st->malformed,
+		  (unsigned long long)st->seq_violations, (unsigned long long)st->qp_errors,
+		  (unsigned long long)st->protocol_violations, (unsigned long long)st->rebuilds,
+		  (unsigned long long)st->resumes, (unsigned long long)st->grants_issued,
+		  (unsigned long long)st->grants_revoked, (unsigned long long)st->grants_expired,
+		  (unsigned long long)st->rdma_writes, (unsigned long long)st->rdma_reads);
 }
 
 /* A set-up that ended: refused, failed, or handed over to the session it resumed. */
@@ -207,10 +214,16 @@ static void session_end(struct session *s, int rc)
 		srv->n.seq_violations += st.seq_violations;
 		srv->n.qp_errors += st.qp_errors;
 		srv->n.protocol_violations += st.protocol_violations;
+		srv->n.malformed += st.malformed;
+		srv->n.rebuilds += st.rebuilds;
+		srv->n.resumes += st.resumes;
 		per_peer.mac_failures = st.mac_failures;
 		per_peer.seq_violations = st.seq_violations;
 		per_peer.qp_errors = st.qp_errors;
 		per_peer.protocol_violations = st.protocol_violations;
+		per_peer.malformed = st.malformed;
+		per_peer.rebuilds = st.rebuilds;
+		per_peer.resumes = st.resumes;
 	}
 	const char *why = rsec_conn_error(s->conn);
 	if (s->established) {
@@ -445,6 +458,8 @@ static int finish_read_done(struct session *s)
 		s->data_len = 0;
 		return reply_error(s, "read: the sealed buffer changed while granted; discarded");
 	}
+	if (s->job.rc == RSEC_E_GRANT) /* it went with a rebuilt data path, or expired: the client may ask again */
+		return reply_error(s, "read: the grant is gone");
 	if (s->job.rc < 0)
 		return s->job.rc;
 	s->srv->n.rdma_reads++;
@@ -831,7 +846,7 @@ static void log_counters(struct server *srv)
 		  "accept_paused=%llu log_suppressed=%llu "
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
-		  "protocol_violations=%llu "
+		  "protocol_violations=%llu malformed=%llu rebuilds=%llu resumes=%llu "
 		  "audit_errors=%llu",
 		  clients_now(srv), (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
@@ -845,7 +860,8 @@ static void log_counters(struct server *srv)
 		  (unsigned long long)n->messages, (unsigned long long)n->rdma_writes,
 		  (unsigned long long)n->rdma_reads, (unsigned long long)n->mac_failures,
 		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors,
-		  (unsigned long long)n->protocol_violations,
+		  (unsigned long long)n->protocol_violations, (unsigned long long)n->malformed,
+		  (unsigned long long)n->rebuilds, (unsigned long long)n->resumes,
 		  (unsigned long long)n->audit_errors);
 }
 

@@ -28,6 +28,8 @@ struct server_counters {
 	uint64_t verify_failed;     /* verified writes whose data MAC did not match (or never came) */
 	uint64_t mac_failures, seq_violations, qp_errors;
 	uint64_t protocol_violations; /* peers closed for completions rdmasec never asks for */
+	uint64_t malformed;         /* of mac_failures: data frames whose header did not parse */
+	uint64_t rebuilds, resumes; /* self-healing: data paths rebuilt, sessions resumed */
 	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
 };
 
