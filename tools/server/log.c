@@ -20,9 +20,9 @@ int log_verbose(void)
 
 const char *log_q(const char *s)
 {
-	/* Four rotating buffers: enough for the values of one log line. */
-	static char bufs[4][600];
-	static unsigned next;
+	/* Four rotating buffers, each thread its own: enough for the values of one log line. */
+	static _Thread_local char bufs[4][600];
+	static _Thread_local unsigned next;
 	char *out = bufs[next++ % 4];
 	size_t n = 0;
 	out[n++] = '"';
@@ -47,6 +47,7 @@ void log_event(const char *level, const char *event, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	flockfile(stderr); /* one line at a time, whichever thread writes it */
 	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000, level, event);
 	if (fmt && *fmt) {
 		va_list ap;
@@ -56,4 +57,5 @@ void log_event(const char *level, const char *event, const char *fmt, ...)
 		va_end(ap);
 	}
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
