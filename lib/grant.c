@@ -320,7 +320,11 @@ static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rse
 	} else {
 		m.u.verify.len = g->len;
 		m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-		rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
+		/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
+		if (g->read_mac_ready && !g->rebind)
+			memcpy(m.u.verify.mac, g->read_mac, sizeof(m.u.verify.mac));
+		else
+			rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
 	}
 	if (rc == 0)
 		rc = rsec_chan_send(c, &m);
@@ -472,6 +476,9 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
 	if (grant_id)
 		*grant_id = g->id;
+	/* The pass over the bytes belongs to the caller of rsec_grant, not to the completion that announces it. */
+	if (verified && rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
+		g->read_mac_ready = true;
 	if (g->busy) {
 		g->announce = true; /* when the bind completes */
 		return 0;

@@ -34,6 +34,10 @@ struct rsec_local_grant {
 	bool announce; /* send GRANT (and the MAC of a verified READ grant) when the bind completes */
 	bool rebind;   /* live through a rebuild: bound again on the new QP and announced again, same id */
 	bool verified;
+	/* A verified READ grant: the MAC of its bytes, taken by rsec_grant itself, so that announcing it
+	 * when the bind completes (inside rsec_conn_process) costs no pass over the bytes. */
+	bool read_mac_ready;
+	uint8_t read_mac[RSEC_SEAL_DATAMAC_LEN];
 	bool sealed;   /* RSEC_GRANT_SEALED: claims are sealed transfers (lib/sealed.h) */
 	uint64_t tag;
 	struct rsec_region *region; /* window mode: the region the window is bound in */
