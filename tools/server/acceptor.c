@@ -107,8 +107,10 @@ static void listener_gate(struct acceptor *a, bool flipped)
 	if (a->gate.paused) {
 		(void)epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
 		COUNT(a, accept_paused);
-		log_event("warn", "accept_paused", "fds=%llu fd_limit=%llu", (unsigned long long)fds_in_use(a),
-			  (unsigned long long)a->gate.soft);
+		log_event("warn", "accept_paused", "clients=%zu fds=%llu fd_limit=%llu",
+			  __atomic_load_n(&a->handshaking, __ATOMIC_RELAXED) +
+				  __atomic_load_n(&a->sh->sessions, __ATOMIC_RELAXED),
+			  (unsigned long long)fds_in_use(a), (unsigned long long)a->gate.soft);
 		return;
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &a->listener };
@@ -338,9 +340,11 @@ static const char *verdict(struct acceptor *a, const char *addr)
 static void refuse(struct acceptor *a, struct rsec_conn *conn, const char *why)
 {
 	count_refused(a, conn);
+	size_t clients = __atomic_load_n(&a->handshaking, __ATOMIC_RELAXED) +
+			 __atomic_load_n(&a->sh->sessions, __ATOMIC_RELAXED);
 	if (ratelog_allow(a->rlog, "refused", monotonic_ms()))
-		log_event("warn", "refused", "addr=%s reason=%s qp_created=no", log_q(rsec_conn_peer_addr(conn)),
-			  log_q(why));
+		log_event("warn", "refused", "addr=%s reason=%s clients=%zu qp_created=no",
+			  log_q(rsec_conn_peer_addr(conn)), log_q(why), clients);
 	(void)rsec_conn_close(conn, why); /* the reason goes to the audit log */
 	rsec_conn_free(conn);
 }

@@ -2,8 +2,8 @@
 /*
  * mem-access against rdmasec-server: the attacker is a second authenticated
  * client. It learns its own grants (the window key and address the library
- * keeps in struct rsec_remote_grant) by asking the server for two WRITE
- * grants, then makes each guess as an rsec_read() through a grant descriptor
+ * keeps in struct rsec_remote_grant) by asking the server for a WRITE grant
+ * on each of two connections, then makes each guess as an rsec_read() through a grant descriptor
  * it forged with the guessed key and address. A refused guess breaks the
  * attacker's own connection (RSEC_E_QP), so each guess needs a new one: a
  * full TLS handshake.
@@ -112,11 +112,13 @@ static int rsec_atk_calibrate(void *state, struct memacc_own own[2])
 	struct rsec_remote_grant g[2];
 	char status[96];
 
-	if (reconnect(a, status)) {
-		fprintf(stderr, "%s mem-access: %s\n", PROG, status);
-		return -1;
-	}
+	/* One connection each: the server keeps one buffer per session, so two grants of one
+	 * connection share an address and tell nothing of the allocator's stride. */
 	for (int i = 0; i < 2; i++) {
+		if (reconnect(a, status)) {
+			fprintf(stderr, "%s mem-access: %s\n", PROG, status);
+			return -1;
+		}
 		if (own_grant(a, MEMACC_READ_MAX, &g[i]))
 			return -1;
 		own[i].rkey = g[i].rkey;
