@@ -157,6 +157,36 @@ static void stop_hands_back_what_did_not_run(void **state)
 	offload_free(o);
 }
 
+static void a_queued_job_can_be_taken_back(void **state)
+{
+	(void)state;
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct item it[4];
+	struct offload *o = offload_new(1, 4);
+	assert_non_null(o);
+	for (int i = 0; i < 4; i++) {
+		it[i] = (struct item){ .log = &l, .id = i };
+		assert_int_equal(offload_submit(o, i < 3 ? "flood" : "other", run, &it[i]), 0);
+	}
+	/* Job 0 may be running (held at the gate): it cannot be taken back once a worker has it. */
+	assert_true(offload_cancel(o, "flood", &it[2]));
+	assert_false(offload_cancel(o, "flood", &it[2]));  /* once */
+	assert_false(offload_cancel(o, "other", &it[1]));  /* under its own key only */
+	assert_true(offload_cancel(o, "other", &it[3]));   /* the last of its key: the key goes */
+	assert_int_equal(offload_pending(o), 2);
+	open_gate(&l);
+	assert_int_equal(take(o, 2), 2);
+	assert_false(it[2].ran);
+	assert_false(it[3].ran);
+	assert_true(it[0].ran && it[1].ran);
+	assert_null(offload_take_done(o));
+	/* A new job of a dropped key queues as before. */
+	assert_int_equal(offload_submit(o, "other", run, &it[3]), 0);
+	assert_int_equal(take(o, 1), 1);
+	assert_true(it[3].ran);
+	offload_free(o);
+}
+
 static void bad_arguments(void **state)
 {
 	(void)state;
@@ -177,6 +207,7 @@ int main(void)
 		cmocka_unit_test(a_flood_does_not_hold_back_another_key),
 		cmocka_unit_test(the_job_limit_holds),
 		cmocka_unit_test(stop_hands_back_what_did_not_run),
+		cmocka_unit_test(a_queued_job_can_be_taken_back),
 		cmocka_unit_test(bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

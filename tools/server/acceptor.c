@@ -258,8 +258,12 @@ static bool evict_for(struct acceptor *a, uint32_t mine)
 {
 	int looked = 0;
 	for (struct pending *p = a->head; p && looked < EVICT_SCAN; p = p->next, looked++) {
-		if (p->away || admission_in_progress(a->adm, rsec_conn_peer_addr(p->conn)) <= mine)
+		if (admission_in_progress(a->adm, rsec_conn_peer_addr(p->conn)) <= mine)
 			continue;
+		/* One waiting for a worker gives way too (in a flood, most do); one on a worker cannot. */
+		if (p->away && !offload_cancel(a->work, p->source, p))
+			continue;
+		p->away = false;
 		COUNT(a, handshakes_evicted);
 		if (ratelog_allow(a->rlog, "evicted", monotonic_ms()))
 			log_event("warn", "evicted", "conn=%llu addr=%s reason=%s", (unsigned long long)p->id,

@@ -227,6 +227,48 @@ int offload_submit(struct offload *o, const char *key, offload_fn run, void *arg
 	return rc;
 }
 
+/* Unlinks k from the ring (its queue is empty), and frees it. */
+static void key_drop(struct offload *o, struct key *k)
+{
+	struct key **p = &o->ring_head, *prev = NULL;
+	while (*p && *p != k) {
+		prev = *p;
+		p = &(*p)->next;
+	}
+	if (!*p)
+		return;
+	*p = k->next;
+	if (o->ring_tail == k)
+		o->ring_tail = prev;
+	free(k);
+}
+
+bool offload_cancel(struct offload *o, const char *key, void *arg)
+{
+	pthread_mutex_lock(&o->lock);
+	struct key *k = o->ring_head;
+	while (k && strncmp(k->name, key, sizeof(k->name) - 1) != 0)
+		k = k->next;
+	struct job *j = NULL, *prev = NULL;
+	for (j = k ? k->head : NULL; j && j->arg != arg; j = j->next)
+		prev = j;
+	if (j) {
+		if (prev)
+			prev->next = j->next;
+		else
+			k->head = j->next;
+		if (k->tail == j)
+			k->tail = prev;
+		if (!k->head)
+			key_drop(o, k);
+		o->jobs--;
+	}
+	pthread_mutex_unlock(&o->lock);
+	bool found = j != NULL;
+	free(j);
+	return found;
+}
+
 int offload_fd(const struct offload *o)
 {
 	return o->efd;

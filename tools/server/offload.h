@@ -16,6 +16,7 @@
 #ifndef RSEC_SERVER_OFFLOAD_H
 #define RSEC_SERVER_OFFLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define OFFLOAD_KEY_MAX 256 /* key text, NUL included; longer keys are cut */
@@ -32,6 +33,11 @@ void offload_free(struct offload *o);
 
 /* Queue run(arg) under key. 0, or -EAGAIN when max_jobs are queued or running, -EINVAL after offload_stop. */
 int offload_submit(struct offload *o, const char *key, offload_fn run, void *arg);
+/*
+ * Take back a job still queued under key (one not running yet): true, and
+ * run(arg) will not happen; false if it runs, ran, or was never there.
+ */
+bool offload_cancel(struct offload *o, const char *key, void *arg);
 /* Readable (an eventfd) while a done job waits to be taken. */
 int offload_fd(const struct offload *o);
 /* A done job's arg, oldest first, or NULL: call until NULL when offload_fd() is readable. */
