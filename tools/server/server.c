@@ -494,6 +494,15 @@ static unsigned identity_jobs(const struct server *srv, const char *peer)
 	return n;
 }
 
+/* A new connection of this identity waits (session_hold): its identity's jobs drain first. */
+static bool identity_held(const struct server *srv, const char *peer)
+{
+	for (const struct session *t = srv->sessions; t; t = t->next)
+		if (t->held && strcmp(rsec_conn_peer(t->conn), peer) == 0)
+			return true;
+	return false;
+}
+
 /* Back from a worker: the reply, then the next request (unless it waits for the VERIFY: its fd or the tick). */
 static void job_back(struct session *s)
 {
@@ -513,7 +522,8 @@ static void job_back(struct session *s)
 static void job_offload(struct session *s)
 {
 	struct server *srv = s->srv;
-	if (identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && session_send_away(s, s->peer, job_run, job_back) == 0) {
+	if (identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && !identity_held(srv, s->peer) &&
+	    session_send_away(s, s->peer, job_run, job_back) == 0) {
 		s->job.queued = true;
 		return;
 	}
@@ -527,7 +537,8 @@ static void jobs_retry_waiting(struct server *srv)
 {
 	for (struct session *s = srv->sessions; s; s = s->next)
 		if (s->away && s->job.kind != JOB_NONE && !s->job.queued &&
-		    identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && offload_submit(srv->work, s->peer, job_run, s) == 0)
+		    identity_jobs(srv, s->peer) < JOBS_PER_IDENTITY && !identity_held(srv, s->peer) &&
+		    offload_submit(srv->work, s->peer, job_run, s) == 0)
 			s->job.queued = true;
 }
 
@@ -656,24 +667,16 @@ static int on_message(struct session *s, uint8_t *buf, size_t len)
 	}
 }
 
-/* Everything one connection can do now; false once it has ended. */
-/* A session of this identity is on a worker (held ones are not). */
-static bool identity_away(const struct server *srv, const char *peer)
-{
-	for (const struct session *t = srv->sessions; t; t = t->next)
-		if (t->away && !t->held && strcmp(t->peer, peer) == 0)
-			return true;
-	return false;
-}
-
 /*
  * A new connection's set-up may carry a RESUME naming a session of its
  * identity, which the library would then take over from this thread: while
- * such a session is on a worker, the newcomer waits, unwatched.
+ * a job of that identity is on a worker, the newcomer waits, unwatched, and
+ * the identity's further jobs wait for it (so it waits for at most
+ * JOBS_PER_IDENTITY jobs, however busy the identity is).
  */
 static bool session_hold(struct session *s)
 {
-	if (s->established || !identity_away(s->srv, rsec_conn_peer(s->conn)))
+	if (s->established || identity_jobs(s->srv, rsec_conn_peer(s->conn)) == 0)
 		return false;
 	if (epoll_ctl(s->srv->epfd, EPOLL_CTL_DEL, rsec_conn_fd(s->conn), NULL) < 0)
 		return false; /* watched still: it is tried again on its next event */
@@ -686,7 +689,7 @@ static void release_held(struct server *srv)
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
-		if (s->held && !identity_away(srv, rsec_conn_peer(s->conn))) {
+		if (s->held && identity_jobs(srv, rsec_conn_peer(s->conn)) == 0) {
 			s->held = false;
 			if (session_come_back(s) < 0)
 				session_end(s, RSEC_E_IO);
@@ -697,6 +700,7 @@ static void release_held(struct server *srv)
 	}
 }
 
+/* Everything one connection can do now; false once it has ended. */
 static bool session_step(struct session *s)
 {
 	struct server *srv = s->srv;
@@ -812,8 +816,8 @@ static void jobs_back(struct server *srv)
 		}
 		s->back(s);
 	}
+	release_held(srv); /* first: while one is held, its identity's waiting jobs stay waiting */
 	jobs_retry_waiting(srv); /* their identities' shares may have room again */
-	release_held(srv);
 }
 
 /* This loop's counters and the acceptor's, added up. */
@@ -920,8 +924,8 @@ static void tick_all(struct server *srv)
 		(void)session_step(s);
 		s = next;
 	}
-	jobs_retry_waiting(srv);
 	release_held(srv);
+	jobs_retry_waiting(srv);
 }
 
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
