@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "tls.h"
 #include "wire.h"
@@ -43,6 +44,15 @@ static inline void test_tls_pair(struct test_tls_pair *p, const uint8_t *psk, si
 	}
 	assert_int_equal(rc, 0);
 	assert_int_equal(rs, 0);
+}
+
+/* What test_tls_pair made, but the server's SSL and socket (a connection under test owns those). */
+static inline void test_tls_pair_free(struct test_tls_pair *p)
+{
+	SSL_free(p->client);
+	SSL_CTX_free(p->cctx);
+	SSL_CTX_free(p->sctx);
+	close(p->fds[0]);
 }
 
 /*

@@ -51,10 +51,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	rsec_conn_free(f->root);
-	SSL_free(f->tls.client);
-	SSL_CTX_free(f->tls.cctx);
-	SSL_CTX_free(f->tls.sctx);
-	close(f->tls.fds[0]);
+	test_tls_pair_free(&f->tls);
 	free(f);
 	return 0;
 }

@@ -63,10 +63,7 @@ static int teardown(void **state)
 	f->c->dev = f->c->qp.dev = NULL; /* stand-ins: nothing to destroy */
 	f->c->qp.qp = NULL;
 	rsec_conn_free(f->c);
-	SSL_free(f->tls.client);
-	SSL_CTX_free(f->tls.cctx);
-	SSL_CTX_free(f->tls.sctx);
-	close(f->tls.fds[0]);
+	test_tls_pair_free(&f->tls);
 	free(f);
 	return 0;
 }

@@ -820,6 +820,8 @@ static void jobs_back(struct server *srv)
 	jobs_retry_waiting(srv); /* their identities' shares may have room again */
 }
 
+_Static_assert(sizeof(struct server_counters) % sizeof(uint64_t) == 0, "server_counters: uint64_t fields only");
+
 /* This loop's counters and the acceptor's, added up. */
 static void counters_total(struct server *srv, struct server_counters *out)
 {
