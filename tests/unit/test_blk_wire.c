@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-blk's messages (tools/blk/proto/blk_wire.c): round trips, the
+ * byte layout docs/blk.md gives, and every bound the decoders enforce. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "blk_wire.h"
+
+static const struct blk_open_reply good_reply = {
+	.status = BLK_S_OK, .flags = BLK_EXPORT_FLUSH | BLK_EXPORT_FUA, .queue_depth = 32, .queues = 4,
+	.block_size = 4096, .max_transfer = 1u << 20, .max_inline = 16384, .size = 64u << 20,
+};
+
+static void open_round_trip_and_layout(void **state)
+{
+	(void)state;
+	struct blk_open in = { .flags = BLK_OPEN_WRITE, .queue_depth = 32, .queues = 4, .name = "disk-1.a_b" }, out;
+	uint8_t buf[BLK_OPEN_MAX];
+	size_t n = blk_open_encode(&in, buf, sizeof(buf));
+	const char *why = NULL;
+	assert_int_equal(n, BLK_OPEN_HDR + strlen(in.name));
+	const uint8_t hdr[] = { BLK_OPEN, BLK_VERSION, 0, 1, 0, 32, 4, 10 };
+	assert_memory_equal(buf, hdr, sizeof(hdr));
+	assert_true(blk_open_decode(buf, n, &out, &why));
+	assert_memory_equal(&in, &out, sizeof(in));
+	/* Every byte the header bounds, broken one at a time. */
+	uint8_t bad[BLK_OPEN_MAX];
+	const struct { size_t at; uint8_t v; } breaks[] = {
+		{ 1, 2 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
+	};
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
+		memcpy(bad, buf, n);
+		bad[breaks[i].at] = breaks[i].v;
+		assert_false(blk_open_decode(bad, n, &out, &why));
+	}
+	assert_false(blk_open_decode(buf, n - 1, &out, &why));
+	assert_false(blk_open_decode(buf, 0, &out, &why));
+}
+
+static void open_names(void **state)
+{
+	(void)state;
+	char long_name[BLK_NAME_MAX + 2];
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	assert_false(blk_name_valid(long_name));
+	long_name[BLK_NAME_MAX] = '\0';
+	assert_true(blk_name_valid(long_name));
+	assert_false(blk_name_valid(""));
+	assert_false(blk_name_valid("a b"));
+	assert_false(blk_name_valid("../x"));
+	assert_false(blk_name_valid(NULL));
+	struct blk_open in = { .queue_depth = 1, .queues = 1 };
+	uint8_t buf[BLK_OPEN_MAX];
+	strcpy(in.name, "x/y");
+	assert_int_equal(blk_open_encode(&in, buf, sizeof(buf)), 0);
+	strcpy(in.name, "ok");
+	assert_int_equal(blk_open_encode(&in, buf, BLK_OPEN_HDR + 1), 0);
+	assert_int_equal(blk_open_encode(&in, buf, BLK_OPEN_HDR + 2), BLK_OPEN_HDR + 2);
+}
+
+static void open_reply_bounds(void **state)
+{
+	(void)state;
+	uint8_t buf[BLK_OPEN_REPLY_LEN];
+	struct blk_open_reply out;
+	const char *why;
+	assert_int_equal(blk_open_reply_encode(&good_reply, buf, sizeof(buf)), BLK_OPEN_REPLY_LEN);
+	assert_true(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
+	assert_memory_equal(&good_reply, &out, sizeof(out));
+	assert_int_equal(buf[31], 0);
+	assert_int_equal(buf[28], 0x04); /* size 64 MiB, big-endian at 24..31 */
+	struct blk_open_reply r;
+	const struct blk_open_reply bads[] = {
+		{ .status = BLK_S_MAX + 1 },
+		{ .status = BLK_S_DENIED, .size = 1 },
+	};
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++)
+		assert_int_equal(blk_open_reply_encode(&bads[i], buf, sizeof(buf)), 0);
+	r = good_reply, r.block_size = 1024;
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), 0);
+	r = good_reply, r.max_transfer = 4096 + 512;
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), 0);
+	r = good_reply, r.max_inline = BLK_INLINE_MAX + 4096;
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), 0);
+	r = good_reply, r.size = (64u << 20) + 512;
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), 0);
+	r = good_reply, r.queue_depth = 0;
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), 0);
+	/* A refusal carries its status and nothing else. */
+	r = (struct blk_open_reply){ .status = BLK_S_DENIED };
+	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), BLK_OPEN_REPLY_LEN);
+	assert_true(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
+	assert_int_equal(out.status, BLK_S_DENIED);
+	buf[10] = 1; /* reserved */
+	assert_false(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
+}
+
+static size_t encode_cmd(const struct blk_cmd *c, uint8_t *buf, size_t cap)
+{
+	size_t n = blk_cmd_encode_hdr(c, buf, cap);
+	if (n && (c->flags & BLK_CMD_INLINE)) {
+		memcpy(buf + n, c->data, c->length);
+		n += c->length;
+	}
+	return n;
+}
+
+static void cmd_round_trips(void **state)
+{
+	(void)state;
+	static uint8_t data[4096];
+	memset(data, 0x5a, sizeof(data));
+	const struct blk_cmd cmds[] = {
+		{ .opcode = BLK_OP_READ, .cid = 0, .offset = 4096, .length = 4096, .tag = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_FUA, .cid = 31, .offset = 0, .length = 1u << 20, .tag = ~0ull },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .cid = 255, .offset = 512, .length = 4096, .data = data },
+		{ .opcode = BLK_OP_FLUSH, .cid = 7 },
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		uint8_t buf[BLK_CMD_HDR + sizeof(data)];
+		struct blk_cmd out;
+		const char *why = NULL;
+		size_t n = encode_cmd(&cmds[i], buf, sizeof(buf));
+		assert_int_not_equal(n, 0);
+		assert_int_equal(buf[0], BLK_CMD);
+		assert_true(blk_cmd_decode(buf, n, &out, &why));
+		assert_int_equal(out.opcode, cmds[i].opcode);
+		assert_int_equal(out.flags, cmds[i].flags);
+		assert_int_equal(out.cid, cmds[i].cid);
+		assert_int_equal(out.offset, cmds[i].offset);
+		assert_int_equal(out.length, cmds[i].length);
+		assert_int_equal(out.tag, cmds[i].tag);
+		if (cmds[i].flags & BLK_CMD_INLINE) {
+			assert_ptr_equal(out.data, buf + BLK_CMD_HDR);
+			/* Data one byte short or long: refused. */
+			assert_false(blk_cmd_decode(buf, n - 1, &out, &why));
+		} else {
+			assert_null(out.data);
+			assert_false(blk_cmd_decode(buf, n + 1, &out, &why));
+		}
+	}
+}
+
+static void cmd_stateless_rules(void **state)
+{
+	(void)state;
+	const struct blk_cmd bad[] = {
+		{ .opcode = 0, .length = 512, .tag = 1 },
+		{ .opcode = 4, .length = 512, .tag = 1 },
+		{ .opcode = BLK_OP_READ, .length = 512, .tag = 0 },
+		{ .opcode = BLK_OP_READ, .length = 0, .tag = 1 },
+		{ .opcode = BLK_OP_READ, .flags = BLK_CMD_FUA, .length = 512, .tag = 1 },
+		{ .opcode = BLK_OP_WRITE, .length = 512, .tag = 0 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 512, .tag = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = BLK_INLINE_MAX + 512 },
+		{ .opcode = BLK_OP_WRITE, .flags = 0x8, .length = 512, .tag = 1 },
+		{ .opcode = BLK_OP_WRITE, .length = BLK_TRANSFER_MAX + 512, .tag = 1 },
+		{ .opcode = BLK_OP_FLUSH, .offset = 512 },
+		{ .opcode = BLK_OP_FLUSH, .flags = BLK_CMD_FUA },
+		{ .opcode = BLK_OP_READ, .cid = BLK_QD_MAX, .length = 512, .tag = 1 },
+	};
+	uint8_t buf[BLK_CMD_HDR];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(blk_cmd_encode_hdr(&bad[i], buf, sizeof(buf)), 0);
+	/* The decoder refuses the same, and a reserved byte set. */
+	struct blk_cmd ok = { .opcode = BLK_OP_READ, .cid = 1, .length = 512, .tag = 1 }, out;
+	const char *why;
+	assert_int_equal(blk_cmd_encode_hdr(&ok, buf, sizeof(buf)), BLK_CMD_HDR);
+	buf[1] = 4;
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[1] = BLK_OP_READ;
+	buf[6] = 1;
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[6] = 0;
+	buf[20] = 1;
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[20] = 0;
+	buf[0] = BLK_CPL;
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+}
+
+static void cmd_check_against_session(void **state)
+{
+	(void)state;
+	const struct blk_limits l = { .size = 1u << 20, .block_size = 4096, .max_transfer = 65536,
+				      .max_inline = 8192, .queue_depth = 32 };
+	struct blk_cmd c = { .opcode = BLK_OP_READ, .cid = 31, .offset = (1u << 20) - 4096, .length = 4096, .tag = 1 };
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
+	c.cid = 32;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
+	c.cid = 0;
+	c.offset = 1u << 20;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_RANGE);
+	c.offset = UINT64_MAX - 4095; /* offset + length wraps */
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_RANGE);
+	c.offset = 512;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
+	c.offset = 0;
+	c.length = 65536 + 4096;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
+	c = (struct blk_cmd){ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 12288 };
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
+	c.length = 8192;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
+	c = (struct blk_cmd){ .opcode = BLK_OP_FLUSH, .cid = 3 };
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
+}
+
+static void cpl_bounds(void **state)
+{
+	(void)state;
+	struct blk_cpl in = { .cid = 9, .status = BLK_S_OK, .length = 131072 }, out;
+	uint8_t buf[BLK_CPL_LEN];
+	const char *why;
+	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), BLK_CPL_LEN);
+	const uint8_t want[] = { BLK_CPL, 0, 0, 9, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0 };
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_true(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	assert_memory_equal(&in, &out, sizeof(in));
+	buf[5] = BLK_S_IO; /* an error with a length */
+	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	buf[5] = BLK_S_MAX + 1;
+	buf[9] = 0;
+	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	assert_false(blk_cpl_decode(buf, sizeof(buf) - 1, &out, &why));
+	in.status = BLK_S_IO;
+	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), 0);
+	assert_string_equal(blk_status_name(BLK_S_RANGE), "out of range");
+	assert_string_equal(blk_status_name(999), "unknown status");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(open_round_trip_and_layout),
+		cmocka_unit_test(open_names),
+		cmocka_unit_test(open_reply_bounds),
+		cmocka_unit_test(cmd_round_trips),
+		cmocka_unit_test(cmd_stateless_rules),
+		cmocka_unit_test(cmd_check_against_session),
+		cmocka_unit_test(cpl_bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include "blk_wire.h"
+
+/* Reads advance a cursor that never passes the end: one guarded read per field. */
+struct cursor {
+	const uint8_t *p;
+	size_t left;
+};
+
+static bool get_u8(struct cursor *c, uint8_t *v)
+{
+	if (c->left < 1)
+		return false;
+	*v = c->p[0];
+	c->p++;
+	c->left--;
+	return true;
+}
+
+static bool get_be(struct cursor *c, unsigned n, uint64_t *v)
+{
+	if (c->left < n)
+		return false;
+	*v = 0;
+	for (unsigned i = 0; i < n; i++)
+		*v = *v << 8 | c->p[i];
+	c->p += n;
+	c->left -= n;
+	return true;
+}
+
+static bool get_u16(struct cursor *c, uint16_t *v)
+{
+	uint64_t x;
+	if (!get_be(c, 2, &x))
+		return false;
+	*v = (uint16_t)x;
+	return true;
+}
+
+static bool get_u32(struct cursor *c, uint32_t *v)
+{
+	uint64_t x;
+	if (!get_be(c, 4, &x))
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+static bool get_u64(struct cursor *c, uint64_t *v)
+{
+	return get_be(c, 8, v);
+}
+
+static bool get_zero(struct cursor *c, unsigned n)
+{
+	uint64_t x;
+	return get_be(c, n, &x) && x == 0;
+}
+
+static uint8_t *put_be(uint8_t *out, unsigned n, uint64_t v)
+{
+	for (unsigned i = n; i-- > 0; v >>= 8)
+		out[i] = (uint8_t)v;
+	return out + n;
+}
+
+static bool fail(const char **why, const char *text)
+{
+	*why = text;
+	return false;
+}
+
+static bool name_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+	       ch == '_' || ch == '-';
+}
+
+static bool name_bytes_valid(const char *name, size_t n)
+{
+	if (n == 0 || n > BLK_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!name_char(name[i]))
+			return false;
+	return true;
+}
+
+bool blk_name_valid(const char *name)
+{
+	return name && name_bytes_valid(name, strnlen(name, BLK_NAME_MAX + 1));
+}
+
+uint8_t blk_type_of(const uint8_t *in, size_t len)
+{
+	return len ? in[0] : 0;
+}
+
+static bool open_valid(const struct blk_open *m)
+{
+	return (m->flags & ~BLK_OPEN_WRITE) == 0 && m->queue_depth >= 1 && m->queue_depth <= BLK_QD_MAX &&
+	       m->queues >= 1 && m->queues <= BLK_QUEUES_MAX && blk_name_valid(m->name);
+}
+
+size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap)
+{
+	if (!open_valid(m))
+		return 0;
+	size_t n = strlen(m->name), total = BLK_OPEN_HDR + n;
+	if (cap < total)
+		return 0;
+	uint8_t *p = out;
+	*p++ = BLK_OPEN;
+	*p++ = BLK_VERSION;
+	p = put_be(p, 2, m->flags);
+	p = put_be(p, 2, m->queue_depth);
+	*p++ = (uint8_t)m->queues;
+	*p++ = (uint8_t)n;
+	memcpy(p, m->name, n);
+	return total;
+}
+
+bool blk_open_decode(const uint8_t *in, size_t len, struct blk_open *m, const char **why)
+{
+	struct cursor c = { in, len };
+	uint8_t type, version, queues, name_len;
+	memset(m, 0, sizeof(*m));
+	if (!get_u8(&c, &type) || type != BLK_OPEN)
+		return fail(why, "not an OPEN");
+	if (!get_u8(&c, &version) || version != BLK_VERSION)
+		return fail(why, "unknown protocol version");
+	if (!get_u16(&c, &m->flags) || (m->flags & ~BLK_OPEN_WRITE))
+		return fail(why, "unknown OPEN flags");
+	if (!get_u16(&c, &m->queue_depth) || m->queue_depth < 1 || m->queue_depth > BLK_QD_MAX)
+		return fail(why, "queue depth out of range");
+	if (!get_u8(&c, &queues) || queues < 1 || queues > BLK_QUEUES_MAX)
+		return fail(why, "queue count out of range");
+	m->queues = queues;
+	if (!get_u8(&c, &name_len) || c.left != name_len)
+		return fail(why, "export name length does not match the message");
+	if (!name_bytes_valid((const char *)c.p, name_len))
+		return fail(why, "export name empty, too long or not [A-Za-z0-9._-]");
+	memcpy(m->name, c.p, name_len);
+	m->name[name_len] = '\0';
+	return true;
+}
+
+static bool is_multiple(uint64_t v, uint32_t unit)
+{
+	return unit && v % unit == 0;
+}
+
+static bool open_reply_valid(const struct blk_open_reply *m)
+{
+	if (m->status > BLK_S_MAX)
+		return false;
+	if (m->status != BLK_S_OK)
+		return m->flags == 0 && m->queue_depth == 0 && m->queues == 0 && m->block_size == 0 &&
+		       m->max_transfer == 0 && m->max_inline == 0 && m->size == 0;
+	return (m->flags & ~(BLK_EXPORT_READ_ONLY | BLK_EXPORT_FLUSH | BLK_EXPORT_FUA)) == 0 &&
+	       m->queue_depth >= 1 && m->queue_depth <= BLK_QD_MAX && m->queues >= 1 &&
+	       m->queues <= BLK_QUEUES_MAX && (m->block_size == BLK_BLOCK_MIN || m->block_size == BLK_BLOCK_MAX) &&
+	       m->max_transfer >= m->block_size && m->max_transfer <= BLK_TRANSFER_MAX &&
+	       is_multiple(m->max_transfer, m->block_size) && m->max_inline <= BLK_INLINE_MAX &&
+	       m->max_inline <= m->max_transfer && is_multiple(m->max_inline, m->block_size) &&
+	       m->size <= BLK_SIZE_MAX && is_multiple(m->size, m->block_size);
+}
+
+size_t blk_open_reply_encode(const struct blk_open_reply *m, uint8_t *out, size_t cap)
+{
+	if (!open_reply_valid(m) || cap < BLK_OPEN_REPLY_LEN)
+		return 0;
+	uint8_t *p = out;
+	*p++ = BLK_OPEN_REPLY;
+	*p++ = BLK_VERSION;
+	p = put_be(p, 2, m->status);
+	p = put_be(p, 2, m->flags);
+	p = put_be(p, 2, m->queue_depth);
+	p = put_be(p, 2, m->queues);
+	p = put_be(p, 2, 0);
+	p = put_be(p, 4, m->block_size);
+	p = put_be(p, 4, m->max_transfer);
+	p = put_be(p, 4, m->max_inline);
+	put_be(p, 8, m->size);
+	return BLK_OPEN_REPLY_LEN;
+}
+
+bool blk_open_reply_decode(const uint8_t *in, size_t len, struct blk_open_reply *m, const char **why)
+{
+	struct cursor c = { in, len };
+	uint8_t type, version;
+	memset(m, 0, sizeof(*m));
+	if (len != BLK_OPEN_REPLY_LEN)
+		return fail(why, "OPEN_REPLY has the wrong length");
+	if (!get_u8(&c, &type) || type != BLK_OPEN_REPLY)
+		return fail(why, "not an OPEN_REPLY");
+	if (!get_u8(&c, &version) || version != BLK_VERSION)
+		return fail(why, "unknown protocol version");
+	if (!get_u16(&c, &m->status) || !get_u16(&c, &m->flags) || !get_u16(&c, &m->queue_depth) ||
+	    !get_u16(&c, &m->queues) || !get_zero(&c, 2) || !get_u32(&c, &m->block_size) ||
+	    !get_u32(&c, &m->max_transfer) || !get_u32(&c, &m->max_inline) || !get_u64(&c, &m->size))
+		return fail(why, "OPEN_REPLY reserved field not zero");
+	if (!open_reply_valid(m))
+		return fail(why, "OPEN_REPLY field out of range");
+	return true;
+}
+
+/* The stateless rules of a command (docs/blk.md, "Command capsule"). */
+static bool cmd_valid(const struct blk_cmd *m, const char **why)
+{
+	bool inl = m->flags & BLK_CMD_INLINE;
+	switch (m->opcode) {
+	case BLK_OP_READ:
+		if (m->flags)
+			return fail(why, "READ takes no flags");
+		if (m->length == 0 || m->tag == 0)
+			return fail(why, "READ needs a length and a grant tag");
+		break;
+	case BLK_OP_WRITE:
+		if (m->flags & ~(BLK_CMD_FUA | BLK_CMD_INLINE))
+			return fail(why, "unknown WRITE flags");
+		if (m->length == 0)
+			return fail(why, "WRITE needs a length");
+		if (inl ? m->tag != 0 || m->length > BLK_INLINE_MAX : m->tag == 0)
+			return fail(why, inl ? "in-capsule WRITE with a grant tag or over BLK_INLINE_MAX"
+					     : "WRITE without data needs a grant tag");
+		break;
+	case BLK_OP_FLUSH:
+		if (m->flags || m->offset || m->length || m->tag)
+			return fail(why, "FLUSH takes no flags, offset, length or tag");
+		break;
+	default:
+		return fail(why, "unknown opcode");
+	}
+	if (m->length > BLK_TRANSFER_MAX)
+		return fail(why, "length over BLK_TRANSFER_MAX");
+	if (m->cid >= BLK_QD_MAX)
+		return fail(why, "command id over BLK_QD_MAX");
+	return true;
+}
+
+size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap)
+{
+	const char *why;
+	if (!cmd_valid(m, &why) || cap < BLK_CMD_HDR)
+		return 0;
+	uint8_t *p = out;
+	*p++ = BLK_CMD;
+	*p++ = m->opcode;
+	p = put_be(p, 2, m->flags);
+	p = put_be(p, 2, m->cid);
+	p = put_be(p, 2, 0);
+	p = put_be(p, 8, m->offset);
+	p = put_be(p, 4, m->length);
+	p = put_be(p, 4, 0);
+	put_be(p, 8, m->tag);
+	return BLK_CMD_HDR;
+}
+
+bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char **why)
+{
+	struct cursor c = { in, len };
+	uint8_t type;
+	memset(m, 0, sizeof(*m));
+	if (len < BLK_CMD_HDR)
+		return fail(why, "command shorter than its header");
+	if (!get_u8(&c, &type) || type != BLK_CMD)
+		return fail(why, "not a command");
+	if (!get_u8(&c, &m->opcode) || !get_u16(&c, &m->flags) || !get_u16(&c, &m->cid) || !get_zero(&c, 2) ||
+	    !get_u64(&c, &m->offset) || !get_u32(&c, &m->length) || !get_zero(&c, 4) || !get_u64(&c, &m->tag))
+		return fail(why, "command reserved field not zero");
+	if (!cmd_valid(m, why))
+		return false;
+	if (m->flags & BLK_CMD_INLINE) {
+		if (c.left != m->length)
+			return fail(why, "in-capsule data length does not match the command");
+		m->data = c.p;
+	} else if (c.left != 0) {
+		return fail(why, "data after a command that carries none");
+	}
+	return true;
+}
+
+size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
+{
+	if (m->status > BLK_S_MAX || (m->status != BLK_S_OK && m->length) || m->cid >= BLK_QD_MAX ||
+	    cap < BLK_CPL_LEN)
+		return 0;
+	uint8_t *p = out;
+	*p++ = BLK_CPL;
+	*p++ = 0;
+	p = put_be(p, 2, m->cid);
+	p = put_be(p, 2, m->status);
+	p = put_be(p, 2, 0);
+	p = put_be(p, 4, m->length);
+	put_be(p, 4, 0);
+	return BLK_CPL_LEN;
+}
+
+bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char **why)
+{
+	struct cursor c = { in, len };
+	uint8_t type;
+	memset(m, 0, sizeof(*m));
+	if (len != BLK_CPL_LEN)
+		return fail(why, "completion has the wrong length");
+	if (!get_u8(&c, &type) || type != BLK_CPL)
+		return fail(why, "not a completion");
+	if (!get_zero(&c, 1) || !get_u16(&c, &m->cid) || !get_u16(&c, &m->status) || !get_zero(&c, 2) ||
+	    !get_u32(&c, &m->length) || !get_zero(&c, 4))
+		return fail(why, "completion reserved field not zero");
+	if (m->status > BLK_S_MAX)
+		return fail(why, "unknown completion status");
+	if (m->status != BLK_S_OK && m->length)
+		return fail(why, "failed completion with a length");
+	if (m->cid >= BLK_QD_MAX)
+		return fail(why, "command id over BLK_QD_MAX");
+	return true;
+}
+
+enum blk_status blk_cmd_check(const struct blk_cmd *m, const struct blk_limits *l)
+{
+	if (m->cid >= l->queue_depth)
+		return BLK_S_INVALID;
+	if (m->opcode == BLK_OP_FLUSH)
+		return BLK_S_OK;
+	if (!is_multiple(m->offset, l->block_size) || !is_multiple(m->length, l->block_size) ||
+	    m->length > l->max_transfer)
+		return BLK_S_INVALID;
+	if ((m->flags & BLK_CMD_INLINE) && m->length > l->max_inline)
+		return BLK_S_INVALID;
+	if (m->offset > l->size || m->length > l->size - m->offset)
+		return BLK_S_RANGE;
+	return BLK_S_OK;
+}
+
+const char *blk_status_name(uint16_t status)
+{
+	static const char *const names[] = {
+		[BLK_S_OK] = "ok",
+		[BLK_S_INVALID] = "invalid field",
+		[BLK_S_RANGE] = "out of range",
+		[BLK_S_READ_ONLY] = "read-only",
+		[BLK_S_IO] = "I/O error",
+		[BLK_S_NO_SPACE] = "no space",
+		[BLK_S_DENIED] = "access denied",
+		[BLK_S_TRANSFER] = "transfer failed",
+		[BLK_S_NO_EXPORT] = "no such export",
+		[BLK_S_LIMIT] = "limit reached",
+		[BLK_S_VERSION] = "protocol version not supported",
+	};
+	return status <= BLK_S_MAX ? names[status] : "unknown status";
+}
+
+const char *blk_opcode_name(uint8_t opcode)
+{
+	switch (opcode) {
+	case BLK_OP_READ: return "read";
+	case BLK_OP_WRITE: return "write";
+	case BLK_OP_FLUSH: return "flush";
+	default: return "unknown";
+	}
+}

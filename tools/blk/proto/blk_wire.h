@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-blk's protocol (docs/blk.md): the messages between rdmasec-blkd
+ * and its clients, each carried as one of librdmasec's sealed messages. Fixed
+ * big-endian fields, never raw structs. Both directions check every field
+ * against the limits below, and the encoder refuses what the decoder would
+ * reject: decode(encode(m)) == m for every message the encoder accepts.
+ *
+ * Checks that need the session's state (a command id in use, an offset past
+ * the export, a length over the negotiated max_transfer) are the caller's:
+ * blk_cmd_check() does them against a struct blk_limits.
+ */
+#ifndef RSEC_BLK_WIRE_H
+#define RSEC_BLK_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLK_VERSION 1
+#define BLK_DEFAULT_PORT 7472
+
+enum blk_type {
+	BLK_OPEN = 0x01,       /* client -> target, first message of a session's first queue pair */
+	BLK_OPEN_REPLY = 0x02, /* target -> client, the answer to BLK_OPEN */
+	BLK_CMD = 0x10,        /* client -> target, a command capsule (any queue pair, after OPEN) */
+	BLK_CPL = 0x11,        /* target -> client, a command's completion, on the queue pair of its command */
+};
+
+enum blk_opcode {
+	BLK_OP_READ = 1,
+	BLK_OP_WRITE = 2,
+	BLK_OP_FLUSH = 3,
+};
+
+/* BLK_OPEN flags */
+#define BLK_OPEN_WRITE 0x0001u /* the client wants to write */
+/* BLK_OPEN_REPLY flags */
+#define BLK_EXPORT_READ_ONLY 0x0001u /* this client may not write (the export is read-only, or for this identity) */
+#define BLK_EXPORT_FLUSH 0x0002u     /* FLUSH reaches stable storage (fdatasync) */
+#define BLK_EXPORT_FUA 0x0004u       /* a WRITE with BLK_CMD_FUA is on stable storage when completed */
+/* BLK_CMD flags */
+#define BLK_CMD_FUA 0x0001u    /* WRITE: complete only once the data is on stable storage */
+#define BLK_CMD_INLINE 0x0002u /* WRITE: the data follows the capsule's header */
+
+enum blk_status {
+	BLK_S_OK = 0,
+	BLK_S_INVALID = 1,   /* a field the protocol allows but this export does not (alignment, length) */
+	BLK_S_RANGE = 2,     /* offset + length past the end of the export */
+	BLK_S_READ_ONLY = 3, /* a WRITE on a session opened read-only */
+	BLK_S_IO = 4,        /* the backing store failed the I/O */
+	BLK_S_NO_SPACE = 5,  /* the backing store is full */
+	BLK_S_DENIED = 6,    /* OPEN: this identity may not use this export */
+	BLK_S_TRANSFER = 7,  /* the one-sided transfer failed: grant missing, expired, or its data not authentic */
+	BLK_S_NO_EXPORT = 8, /* OPEN: no export of that name */
+	BLK_S_LIMIT = 9,     /* OPEN: too many sessions on this export or target */
+	BLK_S_VERSION = 10,  /* OPEN: protocol version not spoken */
+};
+#define BLK_S_MAX BLK_S_VERSION
+
+/* Bounds every message is checked against. */
+#define BLK_NAME_MAX 64u          /* export name: 1..64 of [A-Za-z0-9._-] */
+#define BLK_QD_MAX 256u           /* commands in flight per queue pair */
+#define BLK_QUEUES_MAX 64u        /* queue pairs per session (RSEC_MAX_QPS) */
+#define BLK_BLOCK_MIN 512u
+#define BLK_BLOCK_MAX 4096u
+#define BLK_TRANSFER_MAX (8u << 20) /* max_transfer the target may offer */
+#define BLK_INLINE_MAX (60u << 10)  /* max_inline the target may offer: a capsule fits one 64 KiB slot */
+#define BLK_SIZE_MAX (UINT64_C(1) << 60)
+
+#define BLK_OPEN_HDR 8u
+#define BLK_OPEN_MAX (BLK_OPEN_HDR + BLK_NAME_MAX)
+#define BLK_OPEN_REPLY_LEN 32u
+#define BLK_CMD_HDR 32u
+#define BLK_CMD_MAX (BLK_CMD_HDR + BLK_INLINE_MAX)
+#define BLK_CPL_LEN 16u
+
+struct blk_open {
+	uint16_t flags;       /* BLK_OPEN_* */
+	uint16_t queue_depth; /* asked for, per queue pair: 1..BLK_QD_MAX */
+	uint16_t queues;      /* queue pairs the client will open, the first included: 1..BLK_QUEUES_MAX */
+	char name[BLK_NAME_MAX + 1];
+};
+
+struct blk_open_reply {
+	uint16_t status;      /* enum blk_status; anything else than OK: the target closes */
+	uint16_t flags;       /* BLK_EXPORT_* */
+	uint16_t queue_depth; /* granted: 1..the asked depth */
+	uint16_t queues;      /* granted: 1..the asked number */
+	uint32_t block_size;  /* 512 or 4096 */
+	uint32_t max_transfer; /* bytes per command: a multiple of block_size, up to BLK_TRANSFER_MAX */
+	uint32_t max_inline;  /* in-capsule write bytes: 0 or a multiple of block_size, up to BLK_INLINE_MAX */
+	uint64_t size;        /* the export's bytes: a multiple of block_size */
+};
+
+struct blk_cmd {
+	uint8_t opcode;    /* enum blk_opcode */
+	uint16_t flags;    /* BLK_CMD_* */
+	uint16_t cid;      /* command id: < the session's queue depth, unique among this queue pair's commands in flight */
+	uint64_t offset;   /* bytes */
+	uint32_t length;   /* bytes; 0 for FLUSH */
+	uint64_t tag;      /* the client's grant for the transfer (READ; WRITE without INLINE); else 0 */
+	const uint8_t *data; /* INLINE: length bytes, pointing into the decoded buffer */
+};
+
+struct blk_cpl {
+	uint16_t cid;
+	uint16_t status; /* enum blk_status */
+	uint32_t length; /* bytes transferred (0 on error) */
+};
+
+/* What a session negotiated: the bounds blk_cmd_check applies. */
+struct blk_limits {
+	uint64_t size;
+	uint32_t block_size, max_transfer, max_inline;
+	uint16_t queue_depth;
+};
+
+/* The message type of an encoded message, or 0 if it is empty. */
+uint8_t blk_type_of(const uint8_t *in, size_t len);
+
+/* Encoders: bytes written, or 0 if m breaks a bound or cap is short. */
+size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap);
+size_t blk_open_reply_encode(const struct blk_open_reply *m, uint8_t *out, size_t cap);
+/* The header only; an INLINE command's length bytes of data follow it in the same message. */
+size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap);
+size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap);
+
+/* Decoders: false (and *why, a constant string) if malformed. */
+bool blk_open_decode(const uint8_t *in, size_t len, struct blk_open *m, const char **why);
+bool blk_open_reply_decode(const uint8_t *in, size_t len, struct blk_open_reply *m, const char **why);
+bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char **why);
+bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char **why);
+
+/*
+ * A decoded command against the session's limits: BLK_S_OK, or the status of
+ * its error completion (BLK_S_INVALID, BLK_S_RANGE). cid >= queue_depth is
+ * BLK_S_INVALID here; a cid already in flight is the caller's to find (it
+ * is a protocol violation, not a command error).
+ */
+enum blk_status blk_cmd_check(const struct blk_cmd *m, const struct blk_limits *l);
+
+const char *blk_status_name(uint16_t status);
+const char *blk_opcode_name(uint8_t opcode);
+/* 1..BLK_NAME_MAX bytes of [A-Za-z0-9._-], NUL-terminated within BLK_NAME_MAX + 1. */
+bool blk_name_valid(const char *name);
+
+#endif
