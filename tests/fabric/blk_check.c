@@ -9,7 +9,7 @@
  *
  * MODE: io OUTDIR (writes, reads back, FLUSH, errors, many in flight, two
  * queues; what it wrote in OUTDIR/writes.txt and OUTDIR/w*.bin), ro, open,
- * hostile. Prints "RESULT name=value" lines.
+ * hostile, fill (write 1 MiB blocks until the store is full). Prints "RESULT name=value" lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +304,31 @@ static int mode_io(const char *outdir)
 	return 0;
 }
 
+/* An export on a store smaller than itself: writes until it is full get `no space`, and the session goes on. */
+static int mode_fill(void)
+{
+	struct client cl;
+	uint16_t st;
+	if (open_session(&cl, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	uint8_t *data = malloc(1u << 20);
+	if (!data)
+		check_die("out of memory");
+	random_bytes(data, 1u << 20);
+	unsigned ok = 0, full = 0, other = 0;
+	for (uint64_t off = 0; off + (1u << 20) <= cl.r.size; off += 1u << 20) {
+		st = do_write(&cl, 0, off, data, 1u << 20, false);
+		ok += st == BLK_S_OK;
+		full += st == BLK_S_NO_SPACE;
+		other += st != BLK_S_OK && st != BLK_S_NO_SPACE;
+	}
+	check_result("fill", "%s ok=%u", full && !other ? "no space" : "not refused", ok);
+	check_result("after-full", "%s", blk_status_name(do_read(&cl, 0, 0, 4096, data, 0)));
+	free(data);
+	close_session(&cl);
+	return 0;
+}
+
 static int mode_ro(void)
 {
 	struct client cl;
@@ -401,7 +426,7 @@ int main(int argc, char **argv)
 {
 	check_prog = "blk_check";
 	if (argc < 7) {
-		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile\n");
+		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill\n");
 		return 2;
 	}
 	struct rsec_ctx_attr attr = { .local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
@@ -413,6 +438,8 @@ int main(int argc, char **argv)
 	int rc = 2;
 	if (!strcmp(mode, "io") && argc == 8)
 		rc = mode_io(argv[7]);
+	else if (!strcmp(mode, "fill"))
+		rc = mode_fill();
 	else if (!strcmp(mode, "ro"))
 		rc = mode_ro();
 	else if (!strcmp(mode, "open"))

@@ -9,7 +9,8 @@
 # identity not listed and an unknown export are refused at OPEN; a malformed
 # capsule, a duplicate cid, a command before OPEN and a second OPEN each close
 # their session while another session goes on; the audit log and the metrics
-# file hold it all.
+# file hold it all. A store that fills up answers `no space`, and the session
+# goes on.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -27,13 +28,15 @@ cat >"$work/guest.sh" <<'GUEST'
 set -u
 blkd=$1 check=$2 work=$3 writer=$4 reader=$5
 server=$(fabric ip 1)
+# A store smaller than its export: a 1 MiB tmpfs under a 4 MiB file.
+mkdir -p /tmp/blk-small && mount -t tmpfs -o size=1m tmpfs /tmp/blk-small || exit 1
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
 	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K \
 	--export "disk=$work/disk.img,size=16M" --rw "$writer" --ro "$reader" \
-	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" -v 2>"$work/blkd.log" &
+	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" \
+	--export "small=/tmp/blk-small/small.img,size=4M" --rw "$writer" -v 2>"$work/blkd.log" &
 tpid=$!
 fabric wait-port 7472 60 || { cat "$work/blkd.log"; exit 1; }
-# Read-only files for the read-only export: it is never created by the target.
 run() { local id=$1 name=$2; shift 2; fabric on 2 "$check" "$work/pki" "$id" "$server" "$(fabric ip 2)" "$@" \
 	>"$work/$name.out" 2>&1; echo "$name=$?"; }
 run client io disk io "$work/out"
@@ -42,6 +45,7 @@ run client ro-export rodisk ro
 run client3 stranger disk open
 run client unknown nosuch open
 run client hostile disk hostile
+run client fill small fill
 kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
@@ -53,11 +57,11 @@ start=$SECONDS
 	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
-for f in io ro-id ro-export stranger unknown hostile; do echo "--- $f"; cat "$work/$f.out"; done
+for f in io ro-id ro-export stranger unknown hostile fill; do echo "--- $f"; cat "$work/$f.out"; done
 echo "--- blkd.log"
 tail -n 40 "$work/blkd.log"
 
-for f in io ro-id ro-export stranger unknown hostile blkd; do
+for f in io ro-id ro-export stranger unknown hostile fill blkd; do
 	expect_match "$work/run.out" "^$f=0$" "$f did not exit 0"
 done
 io=$work/io.out
@@ -94,6 +98,8 @@ expect_each "$work/hostile.out" "" <<'EOF'
 ^RESULT second-open=closed \(.*protocol violation: message type 0x01 out of turn	a second OPEN did not close its session
 ^RESULT survivor=ok ok same$	the other session did not go on
 EOF
+expect_match "$work/fill.out" '^RESULT fill=no space ok=[0-3]$' "a full store did not answer no space"
+expect_match "$work/fill.out" '^RESULT after-full=ok$' "the session did not survive a full store"
 
 # Every block written is in the backing file, byte for byte.
 n=0
