@@ -151,14 +151,23 @@ static struct audit_who who(const struct session *s)
 
 /* ---- session teardown ---- */
 
+/* The command slots go (after the operations in flight over them, which closing ends). */
+static void queue_free_slots(struct target *t, struct queue *q)
+{
+	if (!q->region)
+		return;
+	rsec_region_free(q->region);
+	q->region = NULL;
+	q->mem = NULL;
+	t->mem_used -= q->mem_len;
+	q->mem_len = 0;
+}
+
 static void queue_free(struct target *t, struct queue *q)
 {
 	if (q->watched)
 		epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL);
-	if (q->region) {
-		rsec_region_free(q->region);
-		t->mem_used -= q->mem_len;
-	}
+	queue_free_slots(t, q);
 	rsec_conn_free(q->conn);
 	free(q);
 }
@@ -175,6 +184,9 @@ static void session_close(struct session *s, const char *reason)
 	}
 	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
 		 s->established ? s->peer : "", reason);
+	/* Regions first: closing tears the protection domains down, which a live registration would keep. */
+	for (unsigned i = 0; i < s->nq; i++)
+		queue_free_slots(s->t, s->q[i]);
 	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
 		(void)rsec_conn_close(s->q[0]->conn, reason); /* it may fail only for a connection gone already */
 	if (s->opened) {
