@@ -165,8 +165,10 @@ static void queue_free_slots(struct target *t, struct queue *q)
 
 static void queue_free(struct target *t, struct queue *q)
 {
-	if (q->watched)
-		epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL);
+	/* Its fd stays open until rsec_conn_free: this cannot hit another connection's. */
+	if (q->watched && epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL) != 0)
+		blkd_log("warn", "epoll", "session=%llu queue=%u error=\"%s\"", (unsigned long long)q->s->id, q->index,
+			 strerror(errno));
 	queue_free_slots(t, q);
 	rsec_conn_free(q->conn);
 	free(q);
@@ -860,12 +862,9 @@ static int open_context(struct target *t)
 static int open_events(struct target *t)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+	if (sigemptyset(&set) != 0 || sigaddset(&set, SIGINT) != 0 || sigaddset(&set, SIGTERM) != 0 ||
+	    sigprocmask(SIG_BLOCK, &set, NULL) != 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		return -1;
-	signal(SIGPIPE, SIG_IGN);
 	t->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (t->sigfd < 0 || t->epfd < 0)
