@@ -142,6 +142,12 @@ struct blk_expect {
  */
 const char *blk_cpl_violation(const struct blk_cpl *c, const struct blk_expect *inflight, unsigned depth);
 
+/* The verify pattern (rdmasec-blk bench --verify): every 8-byte word a function of
+ * its byte offset in the export and a seed. len and offset multiples of 8. */
+void blk_pattern_fill(void *buf, size_t len, uint64_t offset, uint64_t seed);
+/* The offset in buf of the first word that differs, or len if none does. */
+size_t blk_pattern_check(const void *buf, size_t len, uint64_t offset, uint64_t seed);
+
 /* A client-side check of an I/O against the session, before anything is sent:
  * 0 or a negative errno. */
 int blk_io_check(const struct blk_io *io, const struct blk_open_reply *info, uint32_t io_max);
