@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-blkd's configuration: the INI file (inih, strict: unknown sections
+ * and keys, numbers out of range, duplicate single keys and over-long lines
+ * are errors naming the line and quoting the input) and the command-line
+ * flags, which set the same keys. The format is in rdmasec-blkd(8).
+ */
+#ifndef RSEC_BLKD_CONF_H
+#define RSEC_BLKD_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blk_wire.h"
+
+#define BLKD_EXPORTS_MAX 64u
+#define BLKD_IDS_MAX 32u     /* identities per list (rw, ro) of one export */
+#define BLKD_ID_LEN 256u     /* an identity (rsec_conn_peer), NUL included */
+#define BLKD_PATH_LEN 4096u
+#define BLKD_ANY_ID "*"      /* any authenticated identity */
+
+struct blkd_export_conf {
+	char name[BLK_NAME_MAX + 1];
+	char path[BLKD_PATH_LEN];
+	uint64_t size;          /* 0: the existing file's or device's size */
+	uint32_t block_size;    /* 512 or 4096 */
+	bool read_only;
+	bool direct;            /* try O_DIRECT */
+	uint32_t max_sessions;
+	char rw_ids[BLKD_IDS_MAX][BLKD_ID_LEN];
+	char ro_ids[BLKD_IDS_MAX][BLKD_ID_LEN];
+	unsigned n_rw, n_ro;
+};
+
+struct blkd_conf {
+	/* [target] */
+	char listen_addr[64];
+	uint16_t listen_port;
+	char device[64];
+	char audit_log[BLKD_PATH_LEN];
+	char metrics_file[BLKD_PATH_LEN];
+	uint32_t queue_depth;   /* per queue pair, the most granted */
+	uint32_t queues;        /* queue pairs per session, the most granted */
+	uint32_t max_transfer;  /* bytes per command */
+	uint32_t max_inline;    /* in-capsule write bytes */
+	uint32_t max_sessions;  /* sessions at once, all exports (connections before OPEN included) */
+	uint64_t memory_limit;  /* registered command buffers, all sessions */
+	uint32_t open_timeout_ms;  /* a connection without OPEN is closed after this */
+	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
+	uint32_t rebuilds_per_min;
+	/* [tls] */
+	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN];
+	/* [export NAME] */
+	struct blkd_export_conf exports[BLKD_EXPORTS_MAX];
+	unsigned n_exports;
+};
+
+/* A fresh configuration with the defaults (heap: it is large). NULL if out of memory. */
+struct blkd_conf *blkd_conf_new(void);
+
+/* The settings of the INI file at path on top of c; on error c may be half set and err says where. 0 or -1. */
+int blkd_conf_parse_file(struct blkd_conf *c, const char *path, char *err, size_t errlen);
+int blkd_conf_parse_string(struct blkd_conf *c, const char *text, char *err, size_t errlen);
+
+/* One key (the CLI's flags): section "target", "tls", or "export NAME". 0 or -1. */
+int blkd_conf_set(struct blkd_conf *c, const char *section, const char *key, const char *value, char *err,
+		  size_t errlen);
+
+/*
+ * The CLI's short form of one export: NAME=PATH[,size=SIZE][,bs=512|4096]
+ * [,ro][,buffered][,max-sessions=N]. Adds the export; 0 or -1.
+ */
+int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size_t errlen);
+
+/* Cross-key checks once everything is in (credentials, at least one export, inline <= transfer). 0 or -1. */
+int blkd_conf_check(const struct blkd_conf *c, char *err, size_t errlen);
+
+/* A byte count with an optional K, M, G or T (binary) suffix, in [min, max]. */
+bool blkd_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif

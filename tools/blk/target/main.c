@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-blkd: options and configuration, then the event loop (target.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "conf.h"
+#include "target.h"
+
+#define SHORT_OPTS "f:C:l:d:e:vh"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rdmasec-blkd [OPTIONS]\n"
+		"\n"
+		"Serves block devices (exports: files or block devices) over librdmasec to authenticated\n"
+		"identities, with NVMe-oF's flow: sealed command capsules and completions, data moved by\n"
+		"sealed one-sided RDMA (docs/blk.md). Every OPEN, READ, WRITE and FLUSH is audited.\n"
+		"\n"
+		"  -f, --config FILE           INI configuration (see rdmasec-blkd(8)); flags override it\n"
+		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
+		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
+		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
+		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
+		"                              serve PATH (a file, created at SIZE if missing, or a block\n"
+		"                              device) as NAME; ro: nobody writes; buffered: no O_DIRECT\n"
+		"      --rw ID                 identity (a certificate subject as the audit log shows it,\n"
+		"                              such as 'CN=client,O=rdmasec-test'; '*': any) that may read\n"
+		"                              and write the last --export; repeat for more\n"
+		"      --ro ID                 identity that may only read the last --export; repeat\n"
+		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
+		"      --metrics FILE          per-export counters in Prometheus text format, rewritten\n"
+		"                              atomically at most once a second after a change\n"
+		"      --queue-depth N         commands in flight per queue pair, at most (default 32, 1..256)\n"
+		"      --queues N              queue pairs per session, at most (default 4, 1..64)\n"
+		"      --max-transfer BYTES    bytes per command (default 1M, a multiple of 4K up to 8M)\n"
+		"      --max-inline BYTES      in-capsule write bytes (default 32K, a multiple of 4K up to 60K)\n"
+		"      --max-sessions N        connections at once, all exports (default 64)\n"
+		"      --memory-limit BYTES    command buffers of all sessions (default 1G)\n"
+		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
+		"  -v, --verbose               debug events in the log\n"
+		"  -h, --help\n"
+		"\n"
+		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n",
+		BLK_DEFAULT_PORT);
+}
+
+struct args {
+	struct blkd_conf *conf;
+	const char *last_export; /* the export --rw and --ro apply to */
+	char err[600];
+};
+
+static bool set(struct args *a, const char *section, const char *key, const char *value)
+{
+	if (blkd_conf_set(a->conf, section, key, value, a->err, sizeof(a->err)) == 0)
+		return true;
+	fprintf(stderr, "rdmasec-blkd: %s\n", a->err);
+	return false;
+}
+
+static bool set_certs_dir(struct args *a, const char *dir)
+{
+	char path[4096];
+	return cli_join(path, sizeof(path), dir, "ca.pem") && set(a, "tls", "ca", path) &&
+	       cli_join(path, sizeof(path), dir, "server.pem") && set(a, "tls", "cert", path) &&
+	       cli_join(path, sizeof(path), dir, "server.key") && set(a, "tls", "key", path);
+}
+
+static bool add_export(struct args *a, const char *spec)
+{
+	if (blkd_conf_export_spec(a->conf, spec, a->err, sizeof(a->err)) < 0) {
+		fprintf(stderr, "rdmasec-blkd: %s\n", a->err);
+		return false;
+	}
+	a->last_export = a->conf->exports[a->conf->n_exports - 1].name;
+	return true;
+}
+
+static bool add_id(struct args *a, const char *key, const char *id)
+{
+	if (!a->last_export) {
+		fprintf(stderr, "rdmasec-blkd: --%s must follow the --export it applies to\n", key);
+		return false;
+	}
+	char section[BLK_NAME_MAX + 16];
+	snprintf(section, sizeof(section), "export %s", a->last_export);
+	return set(a, section, key, id);
+}
+
+/* The configuration file, however getopt spells it (the last one wins), or NULL. */
+static const char *config_path(int argc, char **argv, const struct option *opts)
+{
+	const char *path = NULL;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
+		if (c == 'f')
+			path = optarg;
+	opterr = 1;
+	optind = 0;
+	return path;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
+	       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'f' },
+		{ "certs", required_argument, NULL, 'C' },
+		{ "ca", required_argument, NULL, OPT_CA },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "export", required_argument, NULL, 'e' },
+		{ "rw", required_argument, NULL, OPT_RW },
+		{ "ro", required_argument, NULL, OPT_RO },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "queue-depth", required_argument, NULL, OPT_QD },
+		{ "queues", required_argument, NULL, OPT_QUEUES },
+		{ "max-transfer", required_argument, NULL, OPT_MAX_TRANSFER },
+		{ "max-inline", required_argument, NULL, OPT_MAX_INLINE },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+		{ "memory-limit", required_argument, NULL, OPT_MEMORY },
+		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct args a = { .conf = blkd_conf_new() };
+	if (!a.conf) {
+		fprintf(stderr, "rdmasec-blkd: out of memory\n");
+		return 1;
+	}
+	int status = 2;
+	const char *file = config_path(argc, argv, opts);
+	if (file && blkd_conf_parse_file(a.conf, file, a.err, sizeof(a.err)) < 0) {
+		fprintf(stderr, "rdmasec-blkd: %s: %s\n", file, a.err);
+		goto out;
+	}
+	int c;
+	bool ok = true;
+	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': break;
+		case 'C': ok = set_certs_dir(&a, optarg); break;
+		case OPT_CA: ok = set(&a, "tls", "ca", optarg); break;
+		case OPT_CERT: ok = set(&a, "tls", "cert", optarg); break;
+		case OPT_KEY: ok = set(&a, "tls", "key", optarg); break;
+		case 'l': ok = set(&a, "target", "listen", optarg); break;
+		case 'd': ok = set(&a, "target", "device", optarg); break;
+		case 'e': ok = add_export(&a, optarg); break;
+		case OPT_RW: ok = add_id(&a, "rw", optarg); break;
+		case OPT_RO: ok = add_id(&a, "ro", optarg); break;
+		case OPT_AUDIT: ok = set(&a, "target", "audit_log", optarg); break;
+		case OPT_METRICS: ok = set(&a, "target", "metrics_file", optarg); break;
+		case OPT_QD: ok = set(&a, "target", "queue_depth", optarg); break;
+		case OPT_QUEUES: ok = set(&a, "target", "queues", optarg); break;
+		case OPT_MAX_TRANSFER: ok = set(&a, "target", "max_transfer", optarg); break;
+		case OPT_MAX_INLINE: ok = set(&a, "target", "max_inline", optarg); break;
+		case OPT_MAX_SESSIONS: ok = set(&a, "target", "max_sessions", optarg); break;
+		case OPT_MEMORY: ok = set(&a, "target", "memory_limit", optarg); break;
+		case OPT_REBUILDS: ok = set(&a, "target", "rebuilds_per_min", optarg); break;
+		case 'v': blkd_verbose = 1; break;
+		case 'h': usage(stdout); status = 0; goto out;
+		default: usage(stderr); goto out;
+		}
+	}
+	if (!ok)
+		goto out;
+	if (optind != argc) {
+		fprintf(stderr, "rdmasec-blkd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		goto out;
+	}
+	if (blkd_conf_check(a.conf, a.err, sizeof(a.err)) < 0) {
+		fprintf(stderr, "rdmasec-blkd: %s\n", a.err);
+		goto out;
+	}
+	status = target_run(a.conf);
+out:
+	free(a.conf);
+	return status;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+#define PREFIX "rdmasec_blkd_"
+
+struct family {
+	const char *name, *type, *help;
+	size_t off; /* in struct export_counters */
+};
+
+static const struct family families[] = {
+	{ "reads_total", "counter", "READ commands completed, any status", offsetof(struct export_counters, reads) },
+	{ "writes_total", "counter", "WRITE commands completed, any status", offsetof(struct export_counters, writes) },
+	{ "flushes_total", "counter", "FLUSH commands completed, any status", offsetof(struct export_counters, flushes) },
+	{ "read_bytes_total", "counter", "bytes read by successful READs", offsetof(struct export_counters, bytes_read) },
+	{ "written_bytes_total", "counter", "bytes written by successful WRITEs",
+	  offsetof(struct export_counters, bytes_written) },
+	{ "sessions_total", "counter", "sessions opened", offsetof(struct export_counters, sessions_total) },
+	{ "sessions", "gauge", "sessions open now", offsetof(struct export_counters, sessions_open) },
+	{ "opens_refused_total", "counter", "OPENs refused (access denied, read-only, limit)",
+	  offsetof(struct export_counters, opens_refused) },
+};
+
+static uint64_t field(const struct export_counters *c, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)c + off, sizeof(v));
+	return v;
+}
+
+/* Export names are [A-Za-z0-9._-]: nothing to escape in a label. */
+static void render(FILE *f, const struct metrics_source *m)
+{
+	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		const struct family *fam = &families[k];
+		fprintf(f, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", fam->name, fam->help, fam->name, fam->type);
+		for (size_t i = 0; i < m->n; i++)
+			fprintf(f, PREFIX "%s{export=\"%s\"} %llu\n", fam->name, m->names[i],
+				(unsigned long long)field(m->exports[i], fam->off));
+	}
+	fprintf(f, "# HELP " PREFIX "errors_total commands completed with an error, by status\n"
+		   "# TYPE " PREFIX "errors_total counter\n");
+	for (size_t i = 0; i < m->n; i++)
+		for (unsigned s = 1; s <= BLK_S_MAX; s++)
+			if (m->exports[i]->errors[s])
+				fprintf(f, PREFIX "errors_total{export=\"%s\",status=\"%s\"} %llu\n", m->names[i],
+					blk_status_name((uint16_t)s), (unsigned long long)m->exports[i]->errors[s]);
+	const struct target_counters *t = m->target;
+	fprintf(f,
+		"# HELP " PREFIX "connections_total connections accepted\n# TYPE " PREFIX "connections_total counter\n"
+		PREFIX "connections_total %llu\n"
+		"# HELP " PREFIX "violations_total sessions closed for a protocol violation\n"
+		"# TYPE " PREFIX "violations_total counter\n" PREFIX "violations_total %llu\n"
+		"# HELP " PREFIX "opens_unknown_export_total OPENs of an export that does not exist\n"
+		"# TYPE " PREFIX "opens_unknown_export_total counter\n" PREFIX "opens_unknown_export_total %llu\n"
+		"# HELP " PREFIX "audit_errors_total audit records that could not be written\n"
+		"# TYPE " PREFIX "audit_errors_total counter\n" PREFIX "audit_errors_total %llu\n",
+		(unsigned long long)t->connections, (unsigned long long)t->violations,
+		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors);
+}
+
+int metrics_write(const char *path, const struct metrics_source *m, char *err, size_t errlen)
+{
+	char tmp[4200];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "metrics path too long");
+		return -ENAMETOOLONG;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
+		return -e;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
+		return -e;
+	}
+	render(f, m);
+	errno = EIO;
+	bool ok = !ferror(f) && fflush(f) == 0;
+	int e = errno;
+	if (fclose(f) != 0 && ok) {
+		ok = false;
+		e = errno;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = false;
+		e = errno;
+	}
+	if (!ok) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		unlink(tmp);
+		return -e;
+	}
+	return 0;
+}

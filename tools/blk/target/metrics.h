@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-blkd's Prometheus counters, per export, and the file they are rewritten to atomically. */
+#ifndef RSEC_BLKD_METRICS_H
+#define RSEC_BLKD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blk_wire.h"
+
+struct export_counters {
+	uint64_t reads, writes, flushes, bytes_read, bytes_written;
+	uint64_t errors[BLK_S_MAX + 1]; /* completions by status, BLK_S_OK unused */
+	uint64_t sessions_total, sessions_open, opens_refused;
+};
+
+struct target_counters {
+	uint64_t connections, violations, opens_unknown_export, audit_errors;
+};
+
+struct metrics_source {
+	const char *const *names; /* export names */
+	const struct export_counters *const *exports;
+	size_t n;
+	const struct target_counters *target;
+};
+
+/* Render all counters to path (via path.tmp and rename). 0, or -errno with err set. */
+int metrics_write(const char *path, const struct metrics_source *m, char *err, size_t errlen);
+
+#endif

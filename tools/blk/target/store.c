@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static uint16_t status_of(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EFBIG ? BLK_S_NO_SPACE : BLK_S_IO;
+}
+
+static int open_fds(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen)
+{
+	int flags = (x->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW;
+	s->fd = open(x->path, flags);
+	if (s->fd < 0 && errno == ENOENT && !x->read_only && x->size) {
+		s->fd = open(x->path, flags | O_CREAT | O_EXCL, 0600);
+		if (s->fd >= 0 && ftruncate(s->fd, (off_t)x->size) != 0) {
+			snprintf(err, errlen, "cannot size '%s' to %llu bytes: %s", x->path, (unsigned long long)x->size,
+				 strerror(errno));
+			close(s->fd);
+			s->fd = -1;
+			return -1;
+		}
+	}
+	if (s->fd < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s", x->path, strerror(errno));
+		return -1;
+	}
+	/* tmpfs and some others refuse O_DIRECT: buffered I/O then, still fdatasync'd on FLUSH. */
+	s->fd_direct = x->direct ? open(x->path, flags | O_DIRECT) : -1;
+	return 0;
+}
+
+static int store_size(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(s->fd, &st) != 0) {
+		snprintf(err, errlen, "cannot stat '%s': %s", x->path, strerror(errno));
+		return -1;
+	}
+	uint64_t have;
+	if (S_ISBLK(st.st_mode)) {
+		s->is_device = true;
+		if (ioctl(s->fd, BLKGETSIZE64, &have) != 0) {
+			snprintf(err, errlen, "cannot size device '%s': %s", x->path, strerror(errno));
+			return -1;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		have = (uint64_t)st.st_size;
+	} else {
+		snprintf(err, errlen, "'%s' is neither a regular file nor a block device", x->path);
+		return -1;
+	}
+	/* A regular file grows to the size asked for (sparse); a device must hold it. */
+	if (x->size && have < x->size && !s->is_device && !x->read_only) {
+		if (ftruncate(s->fd, (off_t)x->size) != 0) {
+			snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s", x->path,
+				 (unsigned long long)x->size, strerror(errno));
+			return -1;
+		}
+		have = x->size;
+	}
+	s->size = x->size ? x->size : have - have % x->block_size;
+	if (s->size > have || s->size == 0) {
+		snprintf(err, errlen, "'%s' holds %llu bytes, fewer than the export's %llu", x->path,
+			 (unsigned long long)have, (unsigned long long)s->size);
+		return -1;
+	}
+	return 0;
+}
+
+int store_open(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen)
+{
+	s->fd = s->fd_direct = -1;
+	s->is_device = false;
+	if (open_fds(s, x, err, errlen) < 0 || store_size(s, x, err, errlen) < 0) {
+		store_close(s);
+		return -1;
+	}
+	return 0;
+}
+
+void store_close(struct store *s)
+{
+	if (s->fd_direct >= 0)
+		close(s->fd_direct);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = s->fd_direct = -1;
+}
+
+/* O_DIRECT refuses what is not aligned to the device's own block: fall back to the page cache for good. */
+static bool direct_refused(struct store *s, int err)
+{
+	if (err != EINVAL || s->fd_direct < 0)
+		return false;
+	close(s->fd_direct);
+	s->fd_direct = -1;
+	return true;
+}
+
+uint16_t store_read(struct store *s, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		int fd = s->fd_direct >= 0 ? s->fd_direct : s->fd;
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && direct_refused(s, errno))
+			continue;
+		if (n < 0)
+			return status_of(errno);
+		if (n == 0) /* a file cut short under us: the rest reads as zeroes */
+			break;
+		done += (size_t)n;
+	}
+	memset((char *)buf + done, 0, len - done);
+	return BLK_S_OK;
+}
+
+uint16_t store_write(struct store *s, const void *buf, size_t len, uint64_t off, bool fua)
+{
+	size_t done = 0;
+	while (done < len) {
+		int fd = s->fd_direct >= 0 ? s->fd_direct : s->fd;
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && direct_refused(s, errno))
+			continue;
+		if (n < 0)
+			return status_of(errno);
+		if (n == 0)
+			return BLK_S_NO_SPACE;
+		done += (size_t)n;
+	}
+	return fua ? store_flush(s) : BLK_S_OK;
+}
+
+uint16_t store_flush(struct store *s)
+{
+	/* One inode behind both descriptors: this reaches what either wrote. */
+	while (fdatasync(s->fd) != 0) {
+		if (errno != EINTR)
+			return status_of(errno);
+	}
+	return BLK_S_OK;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An export's backing store: a regular file (created at its configured size
+ * if missing) or a block device, opened with O_DIRECT where it allows it.
+ * Every call maps the system's error to the protocol's status.
+ */
+#ifndef RSEC_BLKD_STORE_H
+#define RSEC_BLKD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+
+struct store {
+	int fd;          /* buffered (or the only one) */
+	int fd_direct;   /* O_DIRECT, -1 if the store refused it */
+	uint64_t size;
+	bool is_device;
+};
+
+/* Open (or create) x's backing store; its size is x->size or the store's own. 0, or -1 with err set. */
+int store_open(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen);
+void store_close(struct store *s);
+
+/* Whole transfers: BLK_S_OK, BLK_S_IO, BLK_S_NO_SPACE. buf is page-aligned when O_DIRECT may be used. */
+uint16_t store_read(struct store *s, void *buf, size_t len, uint64_t off);
+uint16_t store_write(struct store *s, const void *buf, size_t len, uint64_t off, bool fua);
+uint16_t store_flush(struct store *s);
+
+#endif

@@ -1,0 +1,988 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-blkd's event loop (docs/blk.md). One thread drives every session
+ * and every queue pair of it, as librdmasec asks (a session's queue pairs
+ * share its control channel; resume wants one thread per context). Nothing
+ * waits: messages are taken with rsec_recv(0), grants with rsec_grant_wait(0)
+ * retried until their deadline, one-sided transfers posted with rsec_post and
+ * reaped with rsec_poll(0), completions sent with rsec_send(0) and retried
+ * while the previous one waits for credits. Work per turn is bounded per
+ * queue pair, so no client can keep the loop on itself.
+ *
+ * A command's life: FREE -> (GRANT -> SEAL -> POST -> INFLIGHT) -> CPL -> FREE;
+ * in-capsule writes and FLUSH go straight to CPL. Each queue pair has one
+ * registered buffer slot per command id below its queue depth, large enough
+ * for a sealed max_transfer.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "blk_wire.h"
+#include "metrics.h"
+#include "rdmasec.h"
+#include "store.h"
+#include "target.h"
+
+#define TICK_MS 250
+#define MSGS_PER_TURN 32     /* messages taken from one queue pair per turn */
+#define ACCEPTS_PER_TURN 16
+#define WCS_PER_POLL 32
+#define REFUSAL_LINGER_MS 1000 /* after a refused OPEN, time for the reply to land before we close */
+#define METRICS_INTERVAL_MS 1000
+#define PAGE 4096u
+
+int blkd_verbose;
+
+enum cmd_state { CMD_FREE, CMD_GRANT, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
+
+struct cmd {
+	enum cmd_state state;
+	struct blk_cmd m; /* m.data is never kept: it pointed into the receive buffer */
+	struct rsec_remote_grant g;
+	uint64_t deadline_ms;
+	uint8_t cpl[BLK_CPL_LEN];
+};
+
+struct export {
+	const struct blkd_export_conf *conf;
+	struct store store;
+	struct export_counters n;
+};
+
+struct session;
+
+struct queue {
+	struct session *s;
+	struct rsec_conn *conn;
+	unsigned index;
+	struct rsec_region *region;
+	uint8_t *mem;
+	size_t mem_len;
+	bool watched;
+	bool more;     /* stopped at the per-turn cap with messages left */
+	unsigned busy; /* commands not FREE */
+	struct cmd cmds[BLK_QD_MAX];
+};
+
+struct session {
+	struct target *t;
+	uint64_t id;
+	struct export *x;
+	char peer[256], addr[64];
+	bool established, opened, read_only, write_asked;
+	bool dead;              /* to be freed at the end of the turn */
+	bool kick;              /* its fd fired: step it this turn */
+	uint64_t deadline_ms;   /* before OPEN: its deadline; after a refusal: when to close */
+	bool refused;
+	struct blk_limits lim;
+	size_t slot_len;
+	unsigned queues_granted, nq;
+	struct queue *q[BLK_QUEUES_MAX];
+	struct session *prev, *next;
+};
+
+struct target {
+	const struct blkd_conf *conf;
+	struct rsec_ctx *ctx;
+	struct rsec_listener *listener;
+	int epfd, sigfd;
+	char listener_tag, signal_tag; /* their addresses mark their epoll events */
+	struct export *exports;
+	unsigned n_exports;
+	struct session *sessions;
+	unsigned n_sessions;
+	uint64_t next_session;
+	uint64_t mem_used;
+	struct target_counters n;
+	bool metrics_dirty;
+	uint64_t metrics_last_ms;
+	bool stop;
+	uint8_t *msg; /* one receive buffer */
+	size_t msg_cap;
+};
+
+void blkd_log(const char *level, const char *event, const char *fmt, ...)
+{
+	if (strcmp(level, "debug") == 0 && !blkd_verbose)
+		return;
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	flockfile(stderr);
+	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000, level, event);
+	if (fmt && *fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		fputc(' ', stderr);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct audit_who who(const struct session *s)
+{
+	return (struct audit_who){ s->id, s->established ? s->peer : NULL, s->addr,
+				   s->x ? s->x->conf->name : NULL };
+}
+
+/* ---- session teardown ---- */
+
+static void queue_free(struct target *t, struct queue *q)
+{
+	if (q->watched)
+		epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL);
+	if (q->region) {
+		rsec_region_free(q->region);
+		t->mem_used -= q->mem_len;
+	}
+	rsec_conn_free(q->conn);
+	free(q);
+}
+
+/* Close the session (all its queue pairs) with reason; it is freed at the end of the turn. */
+static void session_close(struct session *s, const char *reason)
+{
+	if (s->dead)
+		return;
+	s->dead = true;
+	if (s->established) {
+		struct audit_who w = who(s);
+		audit_session_end(&w, reason);
+	}
+	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
+		 s->established ? s->peer : "", reason);
+	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
+		(void)rsec_conn_close(s->q[0]->conn, reason); /* it may fail only for a connection gone already */
+	if (s->opened) {
+		s->x->n.sessions_open--;
+		s->t->metrics_dirty = true;
+	}
+}
+
+/* A protocol violation: the session ends, nothing else does. */
+static void violation(struct session *s, unsigned queue, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void violation(struct session *s, unsigned queue, const char *fmt, ...)
+{
+	char reason[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	struct audit_who w = who(s);
+	audit_violation(&w, queue, reason);
+	s->t->n.violations++;
+	s->t->metrics_dirty = true;
+	char why[240];
+	snprintf(why, sizeof(why), "protocol violation: %s", reason);
+	session_close(s, why);
+}
+
+static void session_free(struct target *t, struct session *s)
+{
+	for (unsigned i = s->nq; i-- > 1;)
+		queue_free(t, s->q[i]);
+	queue_free(t, s->q[0]);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		t->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	t->n_sessions--;
+	free(s);
+}
+
+/* ---- queues ---- */
+
+static int queue_watch(struct target *t, struct queue *q)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = q };
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, rsec_conn_fd(q->conn), &ev) == 0) {
+		q->watched = true;
+		return 0;
+	}
+	/* A queue pair that shares its session's fd is woken through the first one's. */
+	return errno == EEXIST ? 0 : -1;
+}
+
+static struct queue *queue_new(struct session *s, struct rsec_conn *c, unsigned index)
+{
+	struct queue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->s = s;
+	q->conn = c;
+	q->index = index;
+	return q;
+}
+
+/* The queue's command slots: registered once, one sealed max_transfer per command id. */
+static int queue_alloc_slots(struct session *s, struct queue *q)
+{
+	size_t len = s->slot_len * s->lim.queue_depth;
+	int rc = rsec_region_alloc(q->conn, len, RSEC_ACCESS_LOCAL, &q->region);
+	if (rc < 0) {
+		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=\"%s\"", (unsigned long long)s->id,
+			 q->index, len, rsec_strerror(rc));
+		return rc;
+	}
+	q->mem = rsec_region_addr(q->region);
+	q->mem_len = len;
+	s->t->mem_used += len;
+	return 0;
+}
+
+static uint8_t *slot(const struct queue *q, uint16_t cid)
+{
+	return q->mem + (size_t)cid * q->s->slot_len;
+}
+
+/* ---- commands ---- */
+
+static void count(struct session *s, const struct cmd *c, uint16_t status)
+{
+	struct export_counters *n = &s->x->n;
+	switch (c->m.opcode) {
+	case BLK_OP_READ:
+		n->reads++;
+		n->bytes_read += status == BLK_S_OK ? c->m.length : 0;
+		break;
+	case BLK_OP_WRITE:
+		n->writes++;
+		n->bytes_written += status == BLK_S_OK ? c->m.length : 0;
+		break;
+	default:
+		n->flushes++;
+	}
+	if (status != BLK_S_OK && status <= BLK_S_MAX)
+		n->errors[status]++;
+	s->t->metrics_dirty = true;
+}
+
+static void try_send_cpl(struct queue *q, struct cmd *c)
+{
+	int rc = rsec_send(q->conn, c->cpl, sizeof(c->cpl), 0);
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT)
+		return; /* another completion still waits for credits: again next turn */
+	/* Sent, or the connection is gone (the session step finds out). */
+	c->state = CMD_FREE;
+	q->busy--;
+}
+
+static void complete(struct queue *q, struct cmd *c, uint16_t status)
+{
+	struct session *s = q->s;
+	struct blk_cpl cpl = { .cid = c->m.cid, .status = status, .length = status == BLK_S_OK ? c->m.length : 0 };
+	if (blk_cpl_encode(&cpl, c->cpl, sizeof(c->cpl)) != BLK_CPL_LEN)
+		abort(); /* every field is ours and in range */
+	struct audit_who w = who(s);
+	audit_io(&w, blk_opcode_name(c->m.opcode), q->index, c->m.cid, c->m.offset, c->m.length,
+		 (c->m.flags & BLK_CMD_FUA) != 0, blk_status_name(status));
+	count(s, c, status);
+	if (c->state == CMD_FREE)
+		q->busy++;
+	c->state = CMD_CPL;
+	try_send_cpl(q, c);
+}
+
+static bool grant_fits(const struct cmd *c)
+{
+	size_t sealed = rsec_sealed_len(c->m.length);
+	unsigned want = c->m.opcode == BLK_OP_READ ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ;
+	if (!(c->g.access & RSEC_GRANT_SEALED) || !(c->g.access & want) || sealed == 0)
+		return false;
+	/* A READ's data goes at the grant's start; a pulled WRITE reads the whole grant. */
+	return c->m.opcode == BLK_OP_READ ? c->g.len >= sealed : c->g.len == sealed;
+}
+
+/* Seal a READ's data for its grant, or go on to posting a pulled WRITE's RDMA READ. */
+static void cmd_seal(struct queue *q, struct cmd *c)
+{
+	if (c->m.opcode == BLK_OP_READ) {
+		int rc = rsec_region_seal(q->conn, &c->g, 0, q->region, (size_t)c->m.cid * q->s->slot_len, c->m.length);
+		if (rc == RSEC_E_AGAIN || rc == RSEC_E_LIMIT)
+			return;
+		if (rc < 0) {
+			complete(q, c, BLK_S_TRANSFER);
+			return;
+		}
+	}
+	c->state = CMD_POST;
+}
+
+static void cmd_post(struct queue *q, struct cmd *c)
+{
+	size_t off = (size_t)c->m.cid * q->s->slot_len;
+	int rc = c->m.opcode == BLK_OP_READ
+			 ? rsec_post_write(q->conn, &c->g, 0, q->region, off, (uint32_t)rsec_sealed_len(c->m.length), c->m.cid)
+			 : rsec_post_read(q->conn, &c->g, 0, q->region, off, (uint32_t)c->g.len, c->m.cid);
+	if (rc == RSEC_E_AGAIN)
+		return;
+	if (rc < 0) {
+		complete(q, c, BLK_S_TRANSFER);
+		return;
+	}
+	c->state = CMD_INFLIGHT;
+}
+
+/* The grant came: a READ reads the store and seals; a WRITE pulls. */
+static void cmd_granted(struct queue *q, struct cmd *c)
+{
+	if (!grant_fits(c)) {
+		complete(q, c, BLK_S_TRANSFER);
+		return;
+	}
+	if (c->m.opcode == BLK_OP_READ) {
+		uint16_t st = store_read(&q->s->x->store, slot(q, c->m.cid), c->m.length, c->m.offset);
+		if (st != BLK_S_OK) {
+			complete(q, c, st);
+			return;
+		}
+	}
+	c->state = CMD_SEAL;
+	cmd_seal(q, c);
+	if (c->state == CMD_POST)
+		cmd_post(q, c);
+}
+
+static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
+{
+	int rc = rsec_grant_wait(q->conn, c->m.tag, &c->g, 0);
+	if (rc == 0) {
+		cmd_granted(q, c);
+		return;
+	}
+	if (rc != RSEC_E_AGAIN || now >= c->deadline_ms)
+		complete(q, c, BLK_S_TRANSFER);
+}
+
+/* A posted transfer ended: a READ's data is with the client; a WRITE's is here, to open and store. */
+static void cmd_transferred(struct queue *q, struct cmd *c, int status)
+{
+	if (status != 0) {
+		complete(q, c, BLK_S_TRANSFER);
+		return;
+	}
+	if (c->m.opcode == BLK_OP_READ) {
+		complete(q, c, BLK_S_OK);
+		return;
+	}
+	size_t plain = 0, off = (size_t)c->m.cid * q->s->slot_len;
+	int rc = rsec_region_open(q->conn, &c->g, q->region, off, &plain);
+	if (rc < 0 || plain != c->m.length) {
+		complete(q, c, BLK_S_TRANSFER);
+		return;
+	}
+	complete(q, c, store_write(&q->s->x->store, slot(q, c->m.cid), c->m.length, c->m.offset,
+				   (c->m.flags & BLK_CMD_FUA) != 0));
+}
+
+static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
+{
+	struct session *s = q->s;
+	struct blk_cmd m;
+	const char *why = NULL;
+	if (!blk_cmd_decode(buf, len, &m, &why)) {
+		violation(s, q->index, "malformed command: %s", why);
+		return;
+	}
+	struct cmd *c = &q->cmds[m.cid];
+	if (c->state != CMD_FREE) {
+		violation(s, q->index, "cid %u already in flight on queue %u", m.cid, q->index);
+		return;
+	}
+	const uint8_t *data = m.data;
+	c->m = m;
+	c->m.data = NULL;
+	uint16_t st = blk_cmd_check(&m, &s->lim);
+	if (st == BLK_S_OK && m.opcode == BLK_OP_WRITE && s->read_only)
+		st = BLK_S_READ_ONLY;
+	if (st != BLK_S_OK) {
+		complete(q, c, st);
+		return;
+	}
+	struct store *store = &s->x->store;
+	if (m.opcode == BLK_OP_FLUSH) {
+		complete(q, c, store_flush(store));
+	} else if (m.opcode == BLK_OP_WRITE && (m.flags & BLK_CMD_INLINE)) {
+		/* Through the slot: O_DIRECT wants an aligned buffer. */
+		memcpy(slot(q, m.cid), data, m.length);
+		complete(q, c, store_write(store, slot(q, m.cid), m.length, m.offset, (m.flags & BLK_CMD_FUA) != 0));
+	} else {
+		c->state = CMD_GRANT;
+		q->busy++;
+		uint64_t now = now_ms();
+		c->deadline_ms = now + s->t->conf->grant_timeout_ms;
+		cmd_try_grant(q, c, now);
+	}
+}
+
+/* ---- OPEN ---- */
+
+static bool id_listed(const char list[][BLKD_ID_LEN], unsigned n, const char *peer)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(list[i], BLKD_ANY_ID) == 0 || strcmp(list[i], peer) == 0)
+			return true;
+	return false;
+}
+
+static struct export *export_named(struct target *t, const char *name)
+{
+	for (unsigned i = 0; i < t->n_exports; i++)
+		if (strcmp(t->exports[i].conf->name, name) == 0)
+			return &t->exports[i];
+	return NULL;
+}
+
+/* Answer the OPEN with a refusal, audit it, and close once the reply had time to land. */
+static void refuse_open(struct session *s, const struct blk_open *m, uint16_t status, const char *reason)
+{
+	struct blk_open_reply r = { .status = status };
+	uint8_t out[BLK_OPEN_REPLY_LEN];
+	if (blk_open_reply_encode(&r, out, sizeof(out)) == BLK_OPEN_REPLY_LEN)
+		(void)rsec_send(s->q[0]->conn, out, sizeof(out), 0); /* if it fails, the close tells the client */
+	struct audit_who w = who(s);
+	audit_open_result(&w, m && (m->flags & BLK_OPEN_WRITE), blk_status_name(status), reason);
+	blkd_log("info", "open_refused", "session=%llu peer=\"%s\" export=\"%s\" status=\"%s\"",
+		 (unsigned long long)s->id, s->peer, m ? m->name : "", blk_status_name(status));
+	if (s->x)
+		s->x->n.opens_refused++;
+	else
+		s->t->n.opens_unknown_export++;
+	s->t->metrics_dirty = true;
+	s->refused = true;
+	s->deadline_ms = now_ms() + REFUSAL_LINGER_MS;
+}
+
+/* What the session may do: its queue depth and queues within the configuration and the memory limit. */
+static uint16_t open_size(struct session *s, const struct blk_open *m)
+{
+	const struct blkd_conf *conf = s->t->conf;
+	s->slot_len = (rsec_sealed_len(conf->max_transfer) + PAGE - 1) / PAGE * PAGE;
+	unsigned qd = m->queue_depth < conf->queue_depth ? m->queue_depth : conf->queue_depth;
+	unsigned queues = m->queues < conf->queues ? m->queues : conf->queues;
+	uint64_t per_queue = (uint64_t)s->slot_len * qd;
+	while (queues > 0 && s->t->mem_used + per_queue * queues > conf->memory_limit)
+		queues--;
+	if (queues == 0)
+		return BLK_S_LIMIT;
+	s->lim = (struct blk_limits){ .size = s->x->store.size, .block_size = s->x->conf->block_size,
+				      .max_transfer = conf->max_transfer, .max_inline = conf->max_inline,
+				      .queue_depth = (uint16_t)qd };
+	s->queues_granted = queues;
+	return BLK_S_OK;
+}
+
+static uint16_t open_access(struct session *s, const struct blk_open *m)
+{
+	const struct blkd_export_conf *x = s->x->conf;
+	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
+	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
+	if (!may_read)
+		return BLK_S_DENIED;
+	if ((m->flags & BLK_OPEN_WRITE) && !may_write)
+		return BLK_S_READ_ONLY;
+	unsigned open_now = 0;
+	for (struct session *o = s->t->sessions; o; o = o->next)
+		open_now += o->opened && !o->dead && o->x == s->x;
+	if (open_now >= x->max_sessions)
+		return BLK_S_LIMIT;
+	s->read_only = !may_write;
+	return BLK_S_OK;
+}
+
+static void handle_open(struct session *s, const uint8_t *buf, size_t len)
+{
+	struct blk_open m;
+	const char *why = NULL;
+	if (len >= 2 && buf[0] == BLK_OPEN && buf[1] != BLK_VERSION) {
+		refuse_open(s, NULL, BLK_S_VERSION, "protocol version not spoken");
+		return;
+	}
+	if (!blk_open_decode(buf, len, &m, &why)) {
+		violation(s, 0, "malformed OPEN: %s", why);
+		return;
+	}
+	s->write_asked = (m.flags & BLK_OPEN_WRITE) != 0;
+	s->x = export_named(s->t, m.name);
+	if (!s->x) {
+		refuse_open(s, &m, BLK_S_NO_EXPORT, "no such export");
+		return;
+	}
+	uint16_t st = open_access(s, &m);
+	if (st == BLK_S_OK)
+		st = open_size(s, &m);
+	if (st == BLK_S_OK && queue_alloc_slots(s, s->q[0]) < 0)
+		st = BLK_S_LIMIT;
+	if (st != BLK_S_OK) {
+		refuse_open(s, &m, st, st == BLK_S_DENIED ? "identity not allowed on this export" : NULL);
+		return;
+	}
+	struct blk_open_reply r = {
+		.status = BLK_S_OK,
+		.flags = (uint16_t)((s->read_only ? BLK_EXPORT_READ_ONLY : 0) | BLK_EXPORT_FLUSH | BLK_EXPORT_FUA),
+		.queue_depth = s->lim.queue_depth,
+		.queues = (uint16_t)s->queues_granted,
+		.block_size = s->lim.block_size,
+		.max_transfer = s->lim.max_transfer,
+		.max_inline = s->lim.max_inline,
+		.size = s->lim.size,
+	};
+	uint8_t out[BLK_OPEN_REPLY_LEN];
+	if (blk_open_reply_encode(&r, out, sizeof(out)) != BLK_OPEN_REPLY_LEN) {
+		session_close(s, "cannot encode the OPEN reply"); /* an export the checks should have refused */
+		return;
+	}
+	int rc = rsec_send(s->q[0]->conn, out, sizeof(out), 0);
+	if (rc < 0) {
+		session_close(s, rsec_strerror(rc));
+		return;
+	}
+	s->opened = true;
+	s->nq = 1;
+	s->x->n.sessions_total++;
+	s->x->n.sessions_open++;
+	s->t->metrics_dirty = true;
+	struct audit_who w = who(s);
+	audit_open_result(&w, s->write_asked, "ok", s->read_only ? "read-only" : "read-write");
+	blkd_log("info", "open", "session=%llu peer=\"%s\" export=\"%s\" mode=%s queue_depth=%u queues=%u",
+		 (unsigned long long)s->id, s->peer, m.name, s->read_only ? "ro" : "rw", s->lim.queue_depth,
+		 s->queues_granted);
+}
+
+/* ---- stepping a session ---- */
+
+static void handle_msg(struct queue *q, const uint8_t *buf, size_t len)
+{
+	struct session *s = q->s;
+	uint8_t type = blk_type_of(buf, len);
+	if (s->refused)
+		violation(s, q->index, "a message after a refused OPEN");
+	else if (!s->opened && q->index == 0 && type == BLK_OPEN)
+		handle_open(s, buf, len);
+	else if (s->opened && type == BLK_CMD)
+		handle_cmd(q, buf, len);
+	else
+		violation(s, q->index, "message type 0x%02x out of turn", type);
+}
+
+static void queue_reap(struct queue *q)
+{
+	struct rsec_wc wc[WCS_PER_POLL];
+	int n = rsec_poll(q->conn, wc, WCS_PER_POLL, 0);
+	for (int i = 0; i < n && !q->s->dead; i++) {
+		struct cmd *c = wc[i].user_id < BLK_QD_MAX ? &q->cmds[wc[i].user_id] : NULL;
+		if (c && c->state == CMD_INFLIGHT)
+			cmd_transferred(q, c, wc[i].status);
+	}
+	if (n < 0)
+		session_close(q->s, rsec_conn_error(q->conn)[0] ? rsec_conn_error(q->conn) : rsec_strerror(n));
+}
+
+/* Commands waiting on something outside them: a grant, the seal budget, the send queue, credits. */
+static void queue_retry(struct queue *q, uint64_t now)
+{
+	for (unsigned cid = 0; cid < BLK_QD_MAX && q->busy && !q->s->dead; cid++) {
+		struct cmd *c = &q->cmds[cid];
+		switch (c->state) {
+		case CMD_GRANT: cmd_try_grant(q, c, now); break;
+		case CMD_SEAL:
+			cmd_seal(q, c);
+			if (c->state == CMD_POST)
+				cmd_post(q, c);
+			break;
+		case CMD_POST: cmd_post(q, c); break;
+		case CMD_CPL: try_send_cpl(q, c); break;
+		default: break;
+		}
+	}
+}
+
+static bool cpl_waiting(const struct queue *q)
+{
+	for (unsigned cid = 0; cid < BLK_QD_MAX && q->busy; cid++)
+		if (q->cmds[cid].state == CMD_CPL)
+			return true;
+	return false;
+}
+
+static void queue_recv(struct queue *q)
+{
+	struct target *t = q->s->t;
+	q->more = false;
+	for (unsigned i = 0; i < MSGS_PER_TURN && !q->s->dead; i++) {
+		/* Completions that wait for credits hold back new commands: the client's pace. */
+		if (q->busy && cpl_waiting(q))
+			return;
+		size_t len = 0;
+		int rc = rsec_recv(q->conn, t->msg, t->msg_cap, &len, 0);
+		if (rc == RSEC_E_AGAIN)
+			return;
+		if (rc == RSEC_E_RANGE) {
+			violation(q->s, q->index, "a message over %zu bytes", t->msg_cap);
+			return;
+		}
+		if (rc < 0) {
+			session_close(q->s, rsec_conn_error(q->conn)[0] ? rsec_conn_error(q->conn) : rsec_strerror(rc));
+			return;
+		}
+		handle_msg(q, t->msg, len);
+	}
+	q->more = true;
+}
+
+/* The queue pairs the client adds after OPEN: up to the number granted, and not one more. */
+static void session_add_queues(struct session *s)
+{
+	for (;;) {
+		struct rsec_conn *c = NULL;
+		int rc = rsec_conn_add_qp(s->q[0]->conn, 0, &c);
+		if (rc == RSEC_E_AGAIN)
+			return;
+		if (rc < 0) {
+			session_close(s, rsec_strerror(rc));
+			return;
+		}
+		if (s->nq >= s->queues_granted) {
+			rsec_conn_free(c);
+			violation(s, s->nq, "a queue pair beyond the %u granted", s->queues_granted);
+			return;
+		}
+		struct queue *q = queue_new(s, c, s->nq);
+		if (!q) {
+			rsec_conn_free(c);
+			session_close(s, "out of memory");
+			return;
+		}
+		s->q[s->nq++] = q;
+		if (queue_watch(s->t, q) < 0 || queue_alloc_slots(s, q) < 0) {
+			session_close(s, "cannot set up a queue pair");
+			return;
+		}
+		blkd_log("debug", "queue", "session=%llu queue=%u", (unsigned long long)s->id, q->index);
+	}
+}
+
+static void session_established(struct session *s)
+{
+	struct rsec_conn *c = s->q[0]->conn;
+	s->established = true;
+	snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(c));
+	snprintf(s->addr, sizeof(s->addr), "%s", rsec_conn_peer_addr(c));
+	s->deadline_ms = now_ms() + s->t->conf->open_timeout_ms;
+	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
+		 s->addr);
+}
+
+static void session_step(struct session *s, uint64_t now)
+{
+	struct rsec_conn *c = s->q[0]->conn;
+	int rc = rsec_conn_process(c);
+	if (rc == RSEC_E_AGAIN && !s->established)
+		return;
+	if (rc < 0 && rc != RSEC_E_AGAIN) {
+		session_close(s, rsec_conn_error(c)[0] ? rsec_conn_error(c) : rsec_strerror(rc));
+		return;
+	}
+	if (!s->established)
+		session_established(s);
+	if (s->refused || !s->opened) {
+		if (now >= s->deadline_ms) {
+			session_close(s, s->refused ? "OPEN refused" : "no OPEN in time");
+			return;
+		}
+	} else {
+		session_add_queues(s);
+	}
+	for (unsigned i = 0; i < (s->opened ? s->nq : 1) && !s->dead; i++) {
+		struct queue *q = s->q[i];
+		if (q->busy)
+			queue_reap(q);
+		if (q->busy && !s->dead)
+			queue_retry(q, now);
+		if (!s->dead)
+			queue_recv(q);
+	}
+}
+
+/* Whether the session needs a turn without an event: work left over, or commands that wait. */
+static bool session_pending(const struct session *s)
+{
+	for (unsigned i = 0; i < s->nq; i++)
+		if (s->q[i]->more || s->q[i]->busy)
+			return true;
+	return false;
+}
+
+/* ---- accepting ---- */
+
+static void accept_some(struct target *t)
+{
+	for (unsigned i = 0; i < ACCEPTS_PER_TURN; i++) {
+		struct rsec_conn *c = NULL;
+		int rc = rsec_accept(t->listener, &c);
+		if (rc == RSEC_E_AGAIN)
+			return;
+		if (rc < 0) {
+			blkd_log("warn", "accept", "error=\"%s\"", rsec_strerror(rc));
+			return;
+		}
+		t->n.connections++;
+		t->metrics_dirty = true;
+		if (t->n_sessions >= t->conf->max_sessions) {
+			blkd_log("warn", "refused", "reason=\"max_sessions reached\" sessions=%u", t->n_sessions);
+			rsec_conn_free(c);
+			continue;
+		}
+		struct session *s = calloc(1, sizeof(*s));
+		struct queue *q = s ? queue_new(s, c, 0) : NULL;
+		if (!q) {
+			free(s);
+			rsec_conn_free(c);
+			continue;
+		}
+		s->t = t;
+		s->id = ++t->next_session;
+		s->q[0] = q;
+		s->nq = 1;
+		s->next = t->sessions;
+		if (t->sessions)
+			t->sessions->prev = s;
+		t->sessions = s;
+		t->n_sessions++;
+		if (queue_watch(t, q) < 0) {
+			session_close(s, "cannot watch the connection");
+			continue;
+		}
+		session_step(s, now_ms());
+	}
+}
+
+/* ---- set-up ---- */
+
+static int open_exports(struct target *t)
+{
+	t->exports = calloc(t->conf->n_exports, sizeof(*t->exports));
+	if (!t->exports)
+		return -1;
+	for (unsigned i = 0; i < t->conf->n_exports; i++) {
+		struct export *x = &t->exports[i];
+		char err[512];
+		x->conf = &t->conf->exports[i];
+		if (store_open(&x->store, x->conf, err, sizeof(err)) < 0) {
+			blkd_log("error", "export", "export=\"%s\" error=\"%s\"", x->conf->name, err);
+			for (unsigned j = 0; j < i; j++)
+				store_close(&t->exports[j].store);
+			return -1;
+		}
+		t->n_exports = i + 1;
+		blkd_log("info", "export", "export=\"%s\" path=\"%s\" size=%llu block_size=%u mode=%s direct=%s",
+			 x->conf->name, x->conf->path, (unsigned long long)x->store.size, x->conf->block_size,
+			 x->conf->read_only ? "ro" : "rw", x->store.fd_direct >= 0 ? "yes" : "no");
+	}
+	return 0;
+}
+
+static int open_context(struct target *t)
+{
+	const struct blkd_conf *conf = t->conf;
+	struct rsec_ctx_attr attr = {
+		.is_server = 1,
+		.device = conf->device[0] ? conf->device : NULL,
+		.ca_file = conf->ca,
+		.cert_file = conf->cert,
+		.key_file = conf->key,
+		/* A capsule takes one receive buffer; a client may have queue_depth of them in flight. */
+		.recv_slots = conf->queue_depth + 8,
+		.slot_size = 65536,
+		.max_msg = 65536,
+		.comp_mask = RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_REBUILDS,
+		.max_qps = conf->queues,
+		.max_inflight = conf->queue_depth > 128 ? conf->queue_depth : 128,
+		.rebuilds_per_min = conf->rebuilds_per_min,
+	};
+	if (conf->audit_log[0]) {
+		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
+		attr.audit_path = conf->audit_log;
+	}
+	char err[512] = "";
+	int rc = rsec_ctx_new(&attr, &t->ctx, err, sizeof(err));
+	if (rc < 0) {
+		blkd_log("error", "context", "error=\"%s\" reason=\"%s\"", rsec_strerror(rc), err);
+		return -1;
+	}
+	rc = rsec_listen(t->ctx, conf->listen_addr, conf->listen_port, 128, &t->listener);
+	if (rc < 0) {
+		blkd_log("error", "listen", "addr=%s port=%u error=\"%s\"", conf->listen_addr, conf->listen_port,
+			 rsec_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int open_events(struct target *t)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	t->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->sigfd < 0 || t->epfd < 0)
+		return -1;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &t->signal_tag };
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->sigfd, &ev) != 0)
+		return -1;
+	ev.data.ptr = &t->listener_tag;
+	return epoll_ctl(t->epfd, EPOLL_CTL_ADD, rsec_listener_fd(t->listener), &ev);
+}
+
+static void write_metrics(struct target *t, uint64_t now, bool force)
+{
+	if (!t->conf->metrics_file[0] || (!force && (!t->metrics_dirty || now - t->metrics_last_ms < METRICS_INTERVAL_MS)))
+		return;
+	const char *names[BLKD_EXPORTS_MAX];
+	const struct export_counters *counters[BLKD_EXPORTS_MAX];
+	for (unsigned i = 0; i < t->n_exports; i++) {
+		names[i] = t->exports[i].conf->name;
+		counters[i] = &t->exports[i].n;
+	}
+	t->n.audit_errors = audit_errors() + rsec_ctx_audit_errors(t->ctx);
+	struct metrics_source m = { names, counters, t->n_exports, &t->n };
+	char err[512];
+	if (metrics_write(t->conf->metrics_file, &m, err, sizeof(err)) < 0)
+		blkd_log("error", "metrics", "error=\"%s\"", err);
+	t->metrics_dirty = false;
+	t->metrics_last_ms = now;
+}
+
+/* ---- the loop ---- */
+
+static void drain_signals(struct target *t)
+{
+	struct signalfd_siginfo si;
+	while (read(t->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		blkd_log("info", "signal", "signo=%u", si.ssi_signo);
+		t->stop = true;
+	}
+}
+
+static int loop_timeout(const struct target *t)
+{
+	int timeout = TICK_MS;
+	for (const struct session *s = t->sessions; s; s = s->next) {
+		if (!s->opened)
+			continue;
+		for (unsigned i = 0; i < s->nq; i++) {
+			if (s->q[i]->more)
+				return 0;
+			if (s->q[i]->busy)
+				timeout = 1; /* a grant, credits or the device: soon, without spinning */
+		}
+	}
+	return timeout;
+}
+
+static void turn(struct target *t)
+{
+	struct epoll_event ev[64];
+	int n = epoll_wait(t->epfd, ev, 64, loop_timeout(t));
+	if (n < 0 && errno != EINTR) {
+		blkd_log("error", "epoll", "error=\"%s\"", strerror(errno));
+		t->stop = true;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.ptr == &t->signal_tag)
+			drain_signals(t);
+		else if (ev[i].data.ptr == &t->listener_tag)
+			accept_some(t);
+		else
+			((struct queue *)ev[i].data.ptr)->s->kick = true;
+	}
+	uint64_t now = now_ms();
+	static uint64_t last_sweep;
+	bool sweep = now - last_sweep >= TICK_MS;
+	if (sweep)
+		last_sweep = now;
+	for (struct session *s = t->sessions; s; s = s->next) {
+		if (!s->dead && (s->kick || sweep || session_pending(s)))
+			session_step(s, now);
+		s->kick = false;
+	}
+	for (struct session *s = t->sessions, *next; s; s = next) {
+		next = s->next;
+		if (s->dead)
+			session_free(t, s);
+	}
+	write_metrics(t, now, false);
+}
+
+int target_run(const struct blkd_conf *conf)
+{
+	struct target t = { .conf = conf, .epfd = -1, .sigfd = -1 };
+	int status = 1;
+	t.msg_cap = BLK_CMD_MAX;
+	t.msg = malloc(t.msg_cap);
+	if (audit_open(conf->audit_log) < 0) {
+		blkd_log("error", "audit", "path=\"%s\" error=\"%s\"", conf->audit_log, strerror(errno));
+		goto out;
+	}
+	if (!t.msg || open_exports(&t) < 0 || open_context(&t) < 0)
+		goto out;
+	if (open_events(&t) < 0) {
+		blkd_log("error", "events", "error=\"%s\"", strerror(errno));
+		goto out;
+	}
+	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
+		 t.n_exports);
+	write_metrics(&t, now_ms(), true);
+	while (!t.stop)
+		turn(&t);
+	for (struct session *s = t.sessions; s; s = s->next)
+		session_close(s, "target shutting down");
+	while (t.sessions)
+		session_free(&t, t.sessions);
+	write_metrics(&t, now_ms(), true);
+	status = 0;
+out:
+	if (t.listener)
+		rsec_listener_free(t.listener);
+	if (t.ctx)
+		rsec_ctx_free(t.ctx);
+	for (unsigned i = 0; i < t.n_exports; i++)
+		store_close(&t.exports[i].store);
+	free(t.exports);
+	if (t.epfd >= 0)
+		close(t.epfd);
+	if (t.sigfd >= 0)
+		close(t.sigfd);
+	audit_close();
+	free(t.msg);
+	return status;
+}
