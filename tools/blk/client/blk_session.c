@@ -23,6 +23,8 @@ struct cmd_slot {
 	unsigned tries;
 	bool has_grant;
 	bool resend; /* its transfer failed: send it again when the queue lets us */
+	bool awaiting_claim; /* a READ completed: its data is ours once the target's claim of the write came */
+	uint64_t claim_deadline_ms;
 };
 
 struct queue {
@@ -32,7 +34,7 @@ struct queue {
 	struct blk_cids free;
 	struct blk_expect expect[BLK_QD_MAX];
 	struct cmd_slot cmd[BLK_QD_MAX];
-	unsigned inflight, resends;
+	unsigned inflight, resends, claims;
 	uint64_t next_tag;
 	uint8_t *tx; /* one capsule: header + in-capsule data */
 	size_t tx_cap;
@@ -395,21 +397,28 @@ static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16
 	(void)blk_cids_give(&q->free, cid);
 }
 
-/* A completed READ: its data is ours once the grant opens. 0, EIO (not authentic), EAGAIN (send again). */
+/*
+ * A completed READ: its data is ours once the grant opens, which needs the
+ * target's claim of its write (over TLS, it may trail the completion): never
+ * waited for here, so one slow claim holds up no other command. 0, EIO (not
+ * authentic), EAGAIN (send again), EINPROGRESS (no claim yet).
+ */
 static int open_read(struct blk_session *s, struct queue *q, uint16_t cid)
 {
 	struct cmd_slot *c = &q->cmd[cid];
 	uint64_t off = 0, len = 0;
+	int rc = rsec_grant_open(q->conn, c->grant_id, &off, &len, 0);
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT) {
+		if (now_ms() <= c->claim_deadline_ms)
+			return EINPROGRESS;
+		end_session(s, "protocol violation by the target: READ cid %u completed but its data never came", cid);
+		return EIO;
+	}
 	c->has_grant = false;
-	int rc = rsec_grant_open(q->conn, c->grant_id, &off, &len, s->timeout_ms);
 	if (rc == RSEC_E_MAC)
 		return EIO;
 	if (rc == RSEC_E_GRANT)
 		return EAGAIN; /* a rebuild revoked it: its bytes are gone, the command can go again */
-	if (rc == RSEC_E_TIMEOUT) {
-		end_session(s, "protocol violation by the target: READ cid %u completed but its data never came", cid);
-		return EIO;
-	}
 	if (rc < 0) {
 		(void)after_failure(s, q, rc, "opening a READ's data");
 		return EIO;
@@ -441,10 +450,17 @@ static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, con
 {
 	struct cmd_slot *c = &q->cmd[cpl->cid];
 	int error = blk_status_errno(cpl->status);
-	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ)
+	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ) {
+		c->claim_deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
 		error = open_read(s, q, cpl->cid);
-	else
+		if (error == EINPROGRESS) {
+			c->awaiting_claim = true;
+			q->claims++;
+			return 0;
+		}
+	} else {
 		drop_grant(q, c);
+	}
 	bool transient = cpl->status == BLK_S_TRANSFER || error == EAGAIN;
 	if (transient && !s->ended && try_again(q, cpl->cid))
 		return 0;
@@ -494,6 +510,27 @@ static unsigned drain_queue(struct blk_session *s, unsigned qi, struct blk_done 
 	return n;
 }
 
+/* READs whose completion came before the target's claim of their data: open those whose claim came since. */
+static unsigned claim_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
+{
+	struct queue *q = &s->q[qi];
+	unsigned n = 0;
+	for (unsigned cid = 0; cid < q->free.depth && q->claims && n < max && !s->ended; cid++) {
+		struct cmd_slot *c = &q->cmd[cid];
+		if (!c->awaiting_claim)
+			continue;
+		int error = open_read(s, q, (uint16_t)cid);
+		if (error == EINPROGRESS)
+			continue;
+		c->awaiting_claim = false;
+		q->claims--;
+		if (error == EAGAIN && !s->ended && try_again(q, (uint16_t)cid))
+			continue;
+		finish(q, qi, (uint16_t)cid, error == EAGAIN ? EIO : error, BLK_S_OK, &d[n++]);
+	}
+	return n;
+}
+
 /* Commands whose transfer failed go out again as soon as their queue allows. */
 static unsigned resend_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
 {
@@ -527,6 +564,9 @@ static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned ma
 			q->cmd[cid].has_grant = false; /* closing revoked it */
 			if (q->cmd[cid].resend)
 				q->resends--;
+			if (q->cmd[cid].awaiting_claim)
+				q->claims--;
+			q->cmd[cid].awaiting_claim = false;
 			finish(q, qi, (uint16_t)cid, EIO, BLK_S_IO, &d[n++]);
 		}
 	}
@@ -538,7 +578,8 @@ static void check_deadlines(struct blk_session *s)
 	uint64_t now = now_ms();
 	for (unsigned qi = 0; qi < s->nq; qi++)
 		for (unsigned cid = 0; cid < s->q[qi].free.depth; cid++)
-			if (s->q[qi].expect[cid].busy && !s->q[qi].cmd[cid].resend && now > s->q[qi].cmd[cid].deadline_ms) {
+			if (s->q[qi].expect[cid].busy && !s->q[qi].cmd[cid].resend && !s->q[qi].cmd[cid].awaiting_claim &&
+			    now > s->q[qi].cmd[cid].deadline_ms) {
 				end_session(s, "command %u of queue %u got no completion within %d ms", cid, qi,
 					    s->timeout_ms);
 				return;
@@ -567,6 +608,7 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++) {
 			n += resend_queue(s, qi, d + n, max - n);
 			n += drain_queue(s, qi, d + n, max - n);
+			n += claim_queue(s, qi, d + n, max - n);
 		}
 		if (n)
 			return (int)n;
