@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# rdmasec-blk's and the nbdkit plugin's command lines, without a device:
+# every case fails (or prints help) before any connection, each with its
+# reason, and exit status 2 for bad usage.
+set -u
+blk=$1 plugin=${2-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect STATUS REGEX ARGS...: rdmasec-blk ARGS exits STATUS and says REGEX.
+expect() {
+	local want=$1 re=$2
+	shift 2
+	"$blk" "$@" >"$work/out" 2>&1
+	local got=$?
+	[ "$got" = "$want" ] || fail "rdmasec-blk $*: exit $got, not $want: $(cat "$work/out")"
+	grep -Eq -- "$re" "$work/out" || fail "rdmasec-blk $*: no \"$re\" in: $(cat "$work/out")"
+}
+
+conn=(--server 192.0.2.1 --certs "$work" --export disk)
+expect 0 "--iodepth" --help
+expect 0 "randwrite" bench --help
+expect 2 "usage" 
+expect 2 'unknown command "frob"' frob
+expect 2 "give --server, --certs and --export" bench --server 192.0.2.1
+expect 2 'rw: "sequential" is not' bench "${conn[@]}" --rw sequential
+expect 2 "bs: '3x' is not a number" bench "${conn[@]}" --bs 3x
+expect 2 "bs: '256' is not a number in 512" bench "${conn[@]}" --bs 256
+expect 2 "iodepth: '0' is not a number in 1..256" bench "${conn[@]}" --iodepth 0
+expect 2 "iodepth: '257'" bench "${conn[@]}" --iodepth 257
+expect 2 "queues: '65'" bench "${conn[@]}" --queues 65
+expect 2 "runtime: '0'" bench "${conn[@]}" --runtime 0
+expect 2 "port: '70000'" bench --server 192.0.2.1:70000 --certs "$work" --export disk
+expect 2 "is not ADDR" bench --server '[::1' --certs "$work" --export disk
+expect 2 'unexpected argument "extra"' info "${conn[@]}" extra
+expect 2 "read needs --length" read "${conn[@]}" --offset 0
+expect 2 "unrecognized option" bench "${conn[@]}" --no-such-flag
+# Valid options get as far as the credentials.
+expect 1 "cannot load CA $work/ca.pem" info "${conn[@]}"
+
+if [ -n "$plugin" ]; then
+	command -v nbdkit >/dev/null || fail "nbdkit is missing (scripts/install-deps installs it)"
+	nbdkit "$plugin" --help >"$work/out" 2>&1 || fail "nbdkit $plugin --help failed: $(cat "$work/out")"
+	grep -q "server=HOST" "$work/out" || fail "the plugin's help lacks server=: $(cat "$work/out")"
+	nbdkit "$plugin" --dump-plugin >"$work/out" 2>&1 || fail "--dump-plugin failed"
+	grep -q "^thread_model=parallel" "$work/out" || fail "the plugin is not parallel: $(cat "$work/out")"
+	grep -q "^api_version=2" "$work/out" || fail "the plugin is not API v2"
+	for args in "server=192.0.2.1" "server=192.0.2.1 certs=$work export=bad/name" \
+		"server=192.0.2.1 certs=$work export=d queues=65" "server=192.0.2.1 certs=$work export=d frob=1" \
+		"server=192.0.2.1 certs=$work export=d max-io=100"; do
+		# shellcheck disable=SC2086 # the parameters split into words on purpose
+		timeout 20 nbdkit -f "$plugin" $args >"$work/out" 2>&1 && fail "nbdkit accepted $args"
+		grep -q "error" "$work/out" || fail "$args: no error said: $(cat "$work/out")"
+	done
+fi
+echo "blk_cli: ok"

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/* The asynchronous core: a session, its queues, commands in flight. */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blk_client.h"
+#include "rdmasec.h"
+
+#define DEFAULT_DEPTH 32u
+#define DEFAULT_TIMEOUT_MS 30000
+#define WAIT_SLICE_MS 100 /* the longest one poll() sleeps: deadlines are checked between */
+#define PAGE 4096u
+
+struct cmd_slot {
+	struct blk_io io;
+	uint64_t grant_id;
+	uint64_t deadline_ms;
+	unsigned tries;
+	bool has_grant;
+	bool resend; /* its transfer failed: send it again when the queue lets us */
+	bool awaiting_claim; /* a READ completed: its data is ours once the target's claim of the write came */
+	uint64_t claim_deadline_ms;
+};
+
+struct queue {
+	struct rsec_conn *conn;
+	struct rsec_region *region; /* one slot per cid */
+	uint8_t *base;
+	struct blk_cids free;
+	struct blk_expect expect[BLK_QD_MAX];
+	struct cmd_slot cmd[BLK_QD_MAX];
+	unsigned inflight, resends, claims;
+	uint64_t next_tag;
+	uint8_t *tx; /* one capsule: header + in-capsule data */
+	size_t tx_cap;
+};
+
+struct blk_session {
+	struct rsec_ctx *ctx;
+	struct queue *q;
+	unsigned nq;
+	struct blk_open_reply info;
+	uint32_t io_max;
+	size_t slot_size;
+	int timeout_ms;
+	bool busy_poll;
+	bool ended;
+	char error[256];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* End the session once, with its reason; every command in flight is then reported failed. */
+static void end_session(struct blk_session *s, const char *fmt, ...)
+{
+	if (s->ended)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->error, sizeof(s->error), fmt, ap);
+	va_end(ap);
+	s->ended = true;
+	if (s->q && s->q[0].conn && rsec_conn_state(s->q[0].conn) != RSEC_CONN_CLOSED)
+		(void)rsec_conn_close(s->q[0].conn, s->error);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static const char *conn_why(struct rsec_conn *c, int rc)
+{
+	return c && *rsec_conn_error(c) ? rsec_conn_error(c) : rsec_strerror(rc);
+}
+
+static int make_ctx(const struct blk_client_opts *o, uint16_t depth, uint16_t queues, struct rsec_ctx **ctx,
+		    char *err, size_t errlen)
+{
+	char ca[4096], cert[4096], key[4096];
+	if (!o->certs_dir || snprintf(ca, sizeof(ca), "%s/ca.pem", o->certs_dir) >= (int)sizeof(ca) ||
+	    snprintf(cert, sizeof(cert), "%s/client.pem", o->certs_dir) >= (int)sizeof(cert) ||
+	    snprintf(key, sizeof(key), "%s/client.key", o->certs_dir) >= (int)sizeof(key)) {
+		set_err(err, errlen, "no certificate directory, or its path is too long");
+		return -EINVAL;
+	}
+	struct rsec_ctx_attr a = {
+		.device = o->device, .local_addr = o->source, .ca_file = ca, .cert_file = cert, .key_file = key,
+		/* Completions are 16 bytes: small receive buffers, one per command in flight and some. */
+		.recv_slots = depth + 8u < 16u ? 16u : depth + 8u, .slot_size = 4096,
+		.handshake_timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS,
+	};
+	a.comp_mask |= RSEC_CTX_ATTR_QPS;
+	a.max_qps = queues;
+	if (o->busy_poll) {
+		a.comp_mask |= RSEC_CTX_ATTR_POLL;
+		a.poll_mode = RSEC_POLL_BUSY;
+	}
+	char why[256] = "";
+	int rc = rsec_ctx_new(&a, ctx, why, sizeof(why));
+	if (rc < 0) {
+		set_err(err, errlen, "%s (%s)", why[0] ? why : "cannot set up RDMA and TLS", rsec_strerror(rc));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The reply must be one the target may give to what we asked. */
+static const char *reply_violation(const struct blk_open_reply *r, const struct blk_open *asked)
+{
+	if (r->queue_depth > asked->queue_depth || r->queues > asked->queues)
+		return "OPEN_REPLY grants more than was asked";
+	if ((asked->flags & BLK_OPEN_WRITE) && (r->flags & BLK_EXPORT_READ_ONLY))
+		return "OPEN_REPLY accepts a write-open as read-only";
+	return NULL;
+}
+
+static int exchange_open(struct blk_session *s, struct rsec_conn *c, const struct blk_open *m, char *err,
+			 size_t errlen)
+{
+	uint8_t buf[BLK_OPEN_MAX];
+	size_t n = blk_open_encode(m, buf, sizeof(buf));
+	if (!n) {
+		set_err(err, errlen, "export name \"%s\" is not 1..%u of [A-Za-z0-9._-]", m->name, BLK_NAME_MAX);
+		return -EINVAL;
+	}
+	int rc = rsec_send(c, buf, n, s->timeout_ms);
+	uint8_t rx[BLK_OPEN_REPLY_LEN + 1];
+	size_t len = 0;
+	if (rc == 0)
+		rc = rsec_recv(c, rx, sizeof(rx), &len, s->timeout_ms);
+	if (rc < 0) {
+		set_err(err, errlen, "OPEN of \"%s\" failed: %s", m->name, conn_why(c, rc));
+		return -EIO;
+	}
+	const char *why = NULL;
+	if (!blk_open_reply_decode(rx, len, &s->info, &why) ||
+	    (s->info.status == BLK_S_OK && (why = reply_violation(&s->info, m)))) {
+		set_err(err, errlen, "protocol violation by the target: %s", why);
+		return -EPROTO;
+	}
+	if (s->info.status != BLK_S_OK) {
+		set_err(err, errlen, "the target refused export \"%s\": %s", m->name, blk_status_name(s->info.status));
+		return -blk_status_errno(s->info.status);
+	}
+	return 0;
+}
+
+static size_t round_up(size_t v, size_t unit)
+{
+	return (v + unit - 1) / unit * unit;
+}
+
+static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t errlen)
+{
+	blk_cids_init(&q->free, s->info.queue_depth);
+	q->next_tag = 1;
+	q->tx_cap = BLK_CMD_HDR + s->info.max_inline;
+	q->tx = malloc(q->tx_cap);
+	int rc = q->tx ? rsec_region_alloc(q->conn, s->slot_size * s->info.queue_depth,
+					   RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &q->region)
+		       : RSEC_E_NOMEM;
+	if (rc < 0) {
+		set_err(err, errlen, "cannot register %zu bytes of I/O slots: %s", s->slot_size * s->info.queue_depth,
+			conn_why(q->conn, rc));
+		return -ENOMEM;
+	}
+	q->base = rsec_region_addr(q->region);
+	return 0;
+}
+
+static int add_queues(struct blk_session *s, char *err, size_t errlen)
+{
+	for (unsigned i = 1; i < s->nq; i++) {
+		int rc = rsec_conn_add_qp(s->q[0].conn, s->timeout_ms, &s->q[i].conn);
+		if (rc < 0) {
+			set_err(err, errlen, "cannot add I/O queue %u: %s", i, conn_why(s->q[0].conn, rc));
+			return -EIO;
+		}
+	}
+	for (unsigned i = 0; i < s->nq; i++) {
+		int rc = queue_setup(s, &s->q[i], err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void limits_from_reply(struct blk_session *s, const struct blk_client_opts *o)
+{
+	uint32_t want = o->io_max ? o->io_max : BLK_CLIENT_IO_MAX_DEFAULT;
+	uint32_t io_max = want < s->info.max_transfer ? want : s->info.max_transfer;
+	io_max -= io_max % s->info.block_size;
+	s->io_max = io_max ? io_max : s->info.block_size;
+	s->slot_size = round_up(rsec_sealed_len(s->io_max), PAGE);
+	s->nq = s->info.queues;
+}
+
+int blk_session_open(const struct blk_client_opts *o, struct blk_session **out, char *err, size_t errlen)
+{
+	struct blk_open m = { .flags = o->write ? BLK_OPEN_WRITE : 0, .queue_depth = o->queue_depth ? o->queue_depth : DEFAULT_DEPTH,
+			      .queues = o->queues ? o->queues : 1 };
+	*out = NULL;
+	if (!o->host || !o->export_name || strlen(o->export_name) > BLK_NAME_MAX || m.queue_depth > BLK_QD_MAX ||
+	    m.queues > BLK_QUEUES_MAX) {
+		set_err(err, errlen, "bad session options (host, export name, queue depth 1..%u, queues 1..%u)",
+			BLK_QD_MAX, BLK_QUEUES_MAX);
+		return -EINVAL;
+	}
+	memcpy(m.name, o->export_name, strlen(o->export_name) + 1);
+	struct blk_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	s->busy_poll = o->busy_poll;
+	s->q = calloc(m.queues, sizeof(*s->q));
+	int rc = s->q ? make_ctx(o, m.queue_depth, m.queues, &s->ctx, err, errlen) : -ENOMEM;
+	if (rc == 0) {
+		uint16_t port = o->port ? o->port : BLK_DEFAULT_PORT;
+		int crc = rsec_connect(s->ctx, o->host, port, o->server_name, s->timeout_ms, &s->q[0].conn);
+		if (crc < 0) {
+			set_err(err, errlen, "cannot connect to %s:%u: %s", o->host, port, conn_why(s->q[0].conn, crc));
+			rc = -ECONNREFUSED;
+		}
+	}
+	if (rc == 0)
+		rc = exchange_open(s, s->q[0].conn, &m, err, errlen);
+	if (rc == 0) {
+		limits_from_reply(s, o);
+		rc = add_queues(s, err, errlen);
+	}
+	if (rc < 0) {
+		s->ended = true;
+		blk_session_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void blk_session_close(struct blk_session *s)
+{
+	if (!s)
+		return;
+	if (s->q && s->q[0].conn && !s->ended)
+		(void)rsec_conn_close(s->q[0].conn, "client done");
+	unsigned n = !s->q ? 0 : s->nq ? s->nq : 1; /* queue 0 may exist before OPEN_REPLY said how many */
+	for (unsigned i = n; i-- > 0;) {
+		rsec_region_free(s->q[i].region);
+		rsec_conn_free(s->q[i].conn);
+		free(s->q[i].tx);
+	}
+	free(s->q);
+	rsec_ctx_free(s->ctx);
+	free(s);
+}
+
+const struct blk_open_reply *blk_session_info(const struct blk_session *s)
+{
+	return &s->info;
+}
+
+unsigned blk_session_queues(const struct blk_session *s)
+{
+	return s->nq;
+}
+
+uint32_t blk_session_io_max(const struct blk_session *s)
+{
+	return s->io_max;
+}
+
+const char *blk_session_error(const struct blk_session *s)
+{
+	return s->error;
+}
+
+const char *blk_session_peer(const struct blk_session *s)
+{
+	return rsec_conn_peer(s->q[0].conn);
+}
+
+unsigned blk_queue_inflight(const struct blk_session *s, unsigned q)
+{
+	return q < s->nq ? s->q[q].inflight : 0;
+}
+
+/* A library failure of a call that touches the connection: retry later, or the session is over. */
+static int after_failure(struct blk_session *s, struct queue *q, int rc, const char *what)
+{
+	if (rc == RSEC_E_AGAIN)
+		return -EAGAIN;
+	end_session(s, "%s failed: %s", what, conn_why(q->conn, rc));
+	return -EIO;
+}
+
+/* Sealed grant of the command's slot: READ grants let the target write into it, WRITE grants let it read. */
+static int grant_slot(struct blk_session *s, struct queue *q, uint16_t cid, unsigned access, uint64_t *tag)
+{
+	struct cmd_slot *c = &q->cmd[cid];
+	*tag = q->next_tag++;
+	int rc = rsec_grant(q->conn, q->region, (size_t)cid * s->slot_size, rsec_sealed_len(c->io.length),
+			    access | RSEC_GRANT_SEALED, 0, *tag, &c->grant_id);
+	if (rc < 0)
+		return after_failure(s, q, rc, "a grant");
+	c->has_grant = true;
+	return 0;
+}
+
+static void drop_grant(struct queue *q, struct cmd_slot *c)
+{
+	if (!c->has_grant)
+		return;
+	c->has_grant = false;
+	/* RSEC_E_GRANT: a rebuild revoked it already; anything worse closes the connection, seen on the next call. */
+	(void)rsec_revoke(q->conn, c->grant_id);
+}
+
+/* Build and send the capsule of the command under cid (its slot filled in). */
+static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
+{
+	struct cmd_slot *c = &q->cmd[cid];
+	struct blk_cmd m = { .opcode = c->io.opcode, .flags = c->io.flags, .cid = cid, .offset = c->io.offset,
+			     .length = c->io.length };
+	size_t data = 0;
+	int rc = 0;
+	if (m.opcode == BLK_OP_WRITE && m.length <= s->info.max_inline) {
+		m.flags |= BLK_CMD_INLINE;
+		memcpy(q->tx + BLK_CMD_HDR, c->io.buf, m.length);
+		data = m.length;
+	} else if (m.opcode == BLK_OP_WRITE) {
+		memcpy(q->base + (size_t)cid * s->slot_size, c->io.buf, m.length);
+		rc = grant_slot(s, q, cid, RSEC_ACCESS_READ, &m.tag);
+	} else if (m.opcode == BLK_OP_READ) {
+		rc = grant_slot(s, q, cid, RSEC_ACCESS_WRITE, &m.tag);
+	}
+	if (rc < 0)
+		return rc;
+	size_t n = blk_cmd_encode_hdr(&m, q->tx, q->tx_cap);
+	rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
+	if (rc < 0) {
+		drop_grant(q, c);
+		return rc == RSEC_E_INVAL ? -EINVAL : after_failure(s, q, rc, "sending a command");
+	}
+	c->deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
+	return 0;
+}
+
+int blk_queue_submit(struct blk_session *s, unsigned qi, const struct blk_io *io)
+{
+	if (s->ended)
+		return -EIO;
+	if (qi >= s->nq)
+		return -EINVAL;
+	int rc = blk_io_check(io, &s->info, s->io_max);
+	if (rc < 0)
+		return rc;
+	struct queue *q = &s->q[qi];
+	/* One capsule may wait for credits per connection: do not start what cannot leave now. */
+	if (rsec_send_queued(q->conn) || q->resends)
+		return -EAGAIN;
+	int cid = blk_cids_take(&q->free);
+	if (cid < 0)
+		return -EAGAIN;
+	q->cmd[cid] = (struct cmd_slot){ .io = *io };
+	rc = send_cmd(s, q, (uint16_t)cid);
+	if (rc < 0) {
+		(void)blk_cids_give(&q->free, (uint16_t)cid);
+		return rc;
+	}
+	q->expect[cid] = (struct blk_expect){ .busy = true, .opcode = io->opcode, .length = io->length };
+	q->inflight++;
+	return 0;
+}
+
+static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16_t status, struct blk_done *d)
+{
+	*d = (struct blk_done){ .cookie = q->cmd[cid].io.cookie, .error = error, .status = status, .queue = qi };
+	q->expect[cid].busy = false;
+	q->cmd[cid].resend = false;
+	q->inflight--;
+	(void)blk_cids_give(&q->free, cid);
+}
+
+/*
+ * A completed READ: its data is ours once the grant opens, which needs the
+ * target's claim of its write (over TLS, it may trail the completion): never
+ * waited for here, so one slow claim holds up no other command. 0, EIO (not
+ * authentic), EAGAIN (send again), EINPROGRESS (no claim yet).
+ */
+static int open_read(struct blk_session *s, struct queue *q, uint16_t cid)
+{
+	struct cmd_slot *c = &q->cmd[cid];
+	uint64_t off = 0, len = 0;
+	int rc = rsec_grant_open(q->conn, c->grant_id, &off, &len, 0);
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT) {
+		if (now_ms() <= c->claim_deadline_ms)
+			return EINPROGRESS;
+		end_session(s, "protocol violation by the target: READ cid %u completed but its data never came", cid);
+		return EIO;
+	}
+	c->has_grant = false;
+	if (rc == RSEC_E_MAC)
+		return EIO;
+	if (rc == RSEC_E_GRANT)
+		return EAGAIN; /* a rebuild revoked it: its bytes are gone, the command can go again */
+	if (rc < 0) {
+		(void)after_failure(s, q, rc, "opening a READ's data");
+		return EIO;
+	}
+	if (off != 0 || len != c->io.length) {
+		end_session(s, "protocol violation by the target: READ cid %u wrote %llu bytes at %llu, not %u at 0", cid,
+			    (unsigned long long)len, (unsigned long long)off, c->io.length);
+		return EIO;
+	}
+	memcpy(c->io.buf, q->base + (size_t)cid * s->slot_size, len);
+	return 0;
+}
+
+/* A transfer that failed for a reason a rebuild or a forged packet can cause goes again, a few times. */
+static bool try_again(struct queue *q, uint16_t cid)
+{
+	struct cmd_slot *c = &q->cmd[cid];
+	if (c->tries >= BLK_CLIENT_RETRIES)
+		return false;
+	c->tries++;
+	c->resend = true;
+	q->resends++;
+	return true;
+}
+
+/* One valid completion: 1 if it produced *d, 0 if the command goes again. */
+static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, const struct blk_cpl *cpl,
+			struct blk_done *d)
+{
+	struct cmd_slot *c = &q->cmd[cpl->cid];
+	int error = blk_status_errno(cpl->status);
+	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ) {
+		c->claim_deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
+		error = open_read(s, q, cpl->cid);
+		if (error == EINPROGRESS) {
+			c->awaiting_claim = true;
+			q->claims++;
+			return 0;
+		}
+	} else {
+		drop_grant(q, c);
+	}
+	bool transient = cpl->status == BLK_S_TRANSFER || error == EAGAIN;
+	if (transient && !s->ended && try_again(q, cpl->cid))
+		return 0;
+	finish(q, qi, cpl->cid, error == EAGAIN ? EIO : error, cpl->status, d);
+	return 1;
+}
+
+/* One message from the target on queue qi: a completion we expect, or the end of the session. */
+static int take_message(struct blk_session *s, unsigned qi, const uint8_t *msg, size_t len, struct blk_done *d)
+{
+	struct queue *q = &s->q[qi];
+	struct blk_cpl cpl;
+	const char *why = NULL;
+	if (blk_type_of(msg, len) != BLK_CPL)
+		why = "a message other than a completion";
+	else if (!blk_cpl_decode(msg, len, &cpl, &why))
+		;
+	else
+		why = blk_cpl_violation(&cpl, q->expect, q->free.depth);
+	if (why) {
+		end_session(s, "protocol violation by the target on queue %u: %s", qi, why);
+		return 0;
+	}
+	return complete_cmd(s, q, qi, &cpl, d);
+}
+
+static unsigned drain_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
+{
+	struct queue *q = &s->q[qi];
+	unsigned n = 0;
+	while (n < max && !s->ended) {
+		uint8_t msg[BLK_CPL_LEN + 1];
+		size_t len = 0;
+		int rc = rsec_recv(q->conn, msg, sizeof(msg), &len, 0);
+		if (rc == RSEC_E_AGAIN)
+			break;
+		if (rc == RSEC_E_RANGE) {
+			end_session(s, "protocol violation by the target on queue %u: a message too long", qi);
+			break;
+		}
+		if (rc < 0) {
+			end_session(s, "connection lost: %s", conn_why(q->conn, rc));
+			break;
+		}
+		n += (unsigned)take_message(s, qi, msg, len, d + n);
+	}
+	return n;
+}
+
+/* READs whose completion came before the target's claim of their data: open those whose claim came since. */
+static unsigned claim_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
+{
+	struct queue *q = &s->q[qi];
+	unsigned n = 0;
+	for (unsigned cid = 0; cid < q->free.depth && q->claims && n < max && !s->ended; cid++) {
+		struct cmd_slot *c = &q->cmd[cid];
+		if (!c->awaiting_claim)
+			continue;
+		int error = open_read(s, q, (uint16_t)cid);
+		if (error == EINPROGRESS)
+			continue;
+		c->awaiting_claim = false;
+		q->claims--;
+		if (error == EAGAIN && !s->ended && try_again(q, (uint16_t)cid))
+			continue;
+		finish(q, qi, (uint16_t)cid, error == EAGAIN ? EIO : error, BLK_S_OK, &d[n++]);
+	}
+	return n;
+}
+
+/* Commands whose transfer failed go out again as soon as their queue allows. */
+static unsigned resend_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
+{
+	struct queue *q = &s->q[qi];
+	unsigned n = 0;
+	for (unsigned cid = 0; cid < q->free.depth && q->resends && n < max && !s->ended; cid++) {
+		if (!q->cmd[cid].resend)
+			continue;
+		if (rsec_send_queued(q->conn))
+			break;
+		int rc = send_cmd(s, q, (uint16_t)cid);
+		if (rc == -EAGAIN)
+			break;
+		q->cmd[cid].resend = false;
+		q->resends--;
+		if (rc < 0)
+			finish(q, qi, (uint16_t)cid, EIO, BLK_S_TRANSFER, &d[n++]);
+	}
+	return n;
+}
+
+/* The session ended: every command still in flight is reported failed. */
+static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned max)
+{
+	unsigned n = 0;
+	for (unsigned qi = 0; qi < s->nq; qi++) {
+		struct queue *q = &s->q[qi];
+		for (unsigned cid = 0; cid < q->free.depth && n < max; cid++) {
+			if (!q->expect[cid].busy)
+				continue;
+			q->cmd[cid].has_grant = false; /* closing revoked it */
+			if (q->cmd[cid].resend)
+				q->resends--;
+			if (q->cmd[cid].awaiting_claim)
+				q->claims--;
+			q->cmd[cid].awaiting_claim = false;
+			finish(q, qi, (uint16_t)cid, EIO, BLK_S_IO, &d[n++]);
+		}
+	}
+	return n ? (int)n : -EIO;
+}
+
+static void check_deadlines(struct blk_session *s)
+{
+	uint64_t now = now_ms();
+	for (unsigned qi = 0; qi < s->nq; qi++)
+		for (unsigned cid = 0; cid < s->q[qi].free.depth; cid++)
+			if (s->q[qi].expect[cid].busy && !s->q[qi].cmd[cid].resend && !s->q[qi].cmd[cid].awaiting_claim &&
+			    now > s->q[qi].cmd[cid].deadline_ms) {
+				end_session(s, "command %u of queue %u got no completion within %d ms", cid, qi,
+					    s->timeout_ms);
+				return;
+			}
+}
+
+static void wait_any(struct blk_session *s, int ms)
+{
+	if (s->busy_poll || ms <= 0)
+		return;
+	struct pollfd p[BLK_QUEUES_MAX];
+	for (unsigned i = 0; i < s->nq; i++)
+		p[i] = (struct pollfd){ .fd = rsec_conn_fd(s->q[i].conn), .events = POLLIN };
+	(void)poll(p, s->nq, ms);
+}
+
+int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	if (!max)
+		return -EINVAL;
+	for (;;) {
+		if (s->ended)
+			return report_dropped(s, d, max);
+		unsigned n = 0;
+		for (unsigned qi = 0; qi < s->nq && n < max; qi++) {
+			n += resend_queue(s, qi, d + n, max - n);
+			n += drain_queue(s, qi, d + n, max - n);
+			n += claim_queue(s, qi, d + n, max - n);
+		}
+		if (n)
+			return (int)n;
+		if (s->ended)
+			continue;
+		check_deadlines(s);
+		uint64_t now = now_ms();
+		if (s->ended)
+			continue;
+		if (now >= deadline)
+			return 0;
+		uint64_t left = deadline - now;
+		wait_any(s, left < WAIT_SLICE_MS ? (int)left : WAIT_SLICE_MS);
+	}
+}
+
+unsigned blk_session_fds(const struct blk_session *s, int *fds, unsigned max)
+{
+	unsigned n = 0;
+	for (; n < s->nq && n < max; n++)
+		fds[n] = rsec_conn_fd(s->q[n].conn);
+	return n;
+}
