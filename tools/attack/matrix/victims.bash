@@ -87,6 +87,10 @@
 #   victim_grep FILE REGEX
 #       Prints the first line of FILE matching REGEX (ERE), cut to 200 chars,
 #       without its trailing newline; returns 1 if none.
+#   victim_nvmf_target
+#       nvmf: only the target and the kernel log's follower (a cell that
+#       connects a host itself sets NVMF_HOST_UP=1 so victim_stop
+#       disconnects it).
 #   nvmf_io_queue_qp
 #       nvmf: the target's I/O queue QPs now (rxe1, RTS; the admin queue's,
 #       the first of the connection, left out), one "QPN RQ_PSN" line each
@@ -396,14 +400,24 @@ NVMF_FIO_IOPS=${NVMF_FIO_IOPS:-60}
 
 # _victim_nvmf_follow T0: the kernel's lines after uptime T0, split into the
 # target's, the host's and all (a pipeline in the background; its last
-# process, the splitter, is VICTIM_SERVER_PID).
+# process, the splitter, is VICTIM_SERVER_PID). It outlives fio (the set-up
+# comes first), and victim_wait ends it 2 s after fio.
 _victim_nvmf_follow() {
-	timeout "$VICTIM_SECONDS" dmesg -w 2>/dev/null | awk -v t0="$1" -v srv="$VICTIM_SERVER_LOG" \
-		-v host="$VICTIM_NVMF_HOST_LOG" -v all="$VICTIM_KERNEL_LOG" '
-		{ t = $0; sub(/^\[ */, "", t); sub(/\].*/, "", t); if (t + 0 <= t0 + 0) next
-		  print >all; fflush(all)
-		  if ($0 ~ /nvmet/) { print >srv; fflush(srv) }
-		  else if ($0 ~ /nvme nvme[0-9]|nvme_rdma|nvme_fabrics|nvme-fabrics/) { print >host; fflush(host) } }' &
+	# A shell loop, not awk: Debian's mawk reads a pipe in blocks, so its
+	# lines would arrive late. Timestamps compare as integers (µs).
+	timeout $((VICTIM_SECONDS + 60)) stdbuf -oL dmesg -w 2>/dev/null | {
+		local l t us0=$((10#${1/./}))
+		while IFS= read -r l; do
+			[[ "$l" =~ ^\[\ *([0-9]+)\.([0-9]{6})\] ]] || continue
+			t=$((10#${BASH_REMATCH[1]}${BASH_REMATCH[2]}))
+			[ "$t" -gt "$us0" ] || continue
+			printf '%s\n' "$l" >>"$VICTIM_KERNEL_LOG"
+			case "$l" in
+			*nvmet*) printf '%s\n' "$l" >>"$VICTIM_SERVER_LOG" ;;
+			*"nvme nvme"[0-9]* | *nvme_rdma* | *nvme_fabrics* | *nvme-fabrics*) printf '%s\n' "$l" >>"$VICTIM_NVMF_HOST_LOG" ;;
+			esac
+		done
+	} &
 	VICTIM_SERVER_PID=$!
 }
 
@@ -426,8 +440,10 @@ _victim_nvmf_sample() {
 	NVMF_SAMPLER_PID=$!
 }
 
-_victim_nvmf_start() {
-	local t0 admin qpns
+# victim_nvmf_target: the first half of victim_start nvmf (for a cell that
+# starts the host itself): the kernel log's follower and the target on host 1.
+victim_nvmf_target() {
+	local t0
 	VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2
 	_wire_src=$VICTIM_CLIENT_IP _wire_dst=$VICTIM_SERVER_IP _wire_extra=''
 	VICTIM=nvmf VICTIM_PORT=4420 VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
@@ -443,19 +459,31 @@ _victim_nvmf_start() {
 	: >"$VICTIM_KERNEL_LOG"
 	: >"$VICTIM_CLIENT_LOG"
 	rm -f "$CELL/attack-done"
+	# A cell stopped by its timeout leaves the host and the target behind.
+	if [ -e "/sys/kernel/config/nvmet/subsystems/$VICTIM_NVMF_NQN" ]; then
+		fabric nvmf-disconnect >>"$CELL/victim-errors.log" 2>&1
+		fabric nvmf-target-stop >>"$CELL/victim-errors.log" 2>&1
+	fi
 	read -r t0 _ </proc/uptime
-	_victim_nvmf_follow "$t0"
+	# /proc/uptime has hundredths, dmesg microseconds.
+	_victim_nvmf_follow "${t0}0000"
 	NVMF_TARGET_UP=1
 	fabric on 1 fabric nvmf-target 1 --size "$NVMF_SIZE_MIB" >"$CELL/nvmf-target.txt" 2>>"$CELL/victim-errors.log" ||
 		{ echo "victims: nvmf-target failed: $(tail -n 1 "$CELL/victim-errors.log")" >&2; return 1; }
 	VICTIM_NVMF_BACKING=$(awk '$1 == "device" {print $2}' "$CELL/nvmf-target.txt")
+	export VICTIM_NVMF_BACKING VICTIM_SERVER_PID
+}
+
+_victim_nvmf_start() {
+	local admin qpns
+	victim_nvmf_target || return 1
 	NVMF_HOST_UP=1
 	fabric on 2 fabric nvmf-connect 2 1 --reconnect-delay 1 --ctrl-loss-tmo 60 >"$CELL/nvmf-connect.txt" \
 		2>>"$CELL/victim-errors.log" ||
 		{ echo "victims: nvmf-connect failed: $(tail -n 1 "$CELL/victim-errors.log")" >&2; return 1; }
 	VICTIM_NVMF_DEV=$(awk '$1 == "device" {print $2}' "$CELL/nvmf-connect.txt")
 	VICTIM_NVMF_CTRL=$(awk '$1 == "controller" {print $2}' "$CELL/nvmf-connect.txt")
-	export VICTIM_NVMF_BACKING VICTIM_NVMF_DEV VICTIM_NVMF_CTRL
+	export VICTIM_NVMF_DEV VICTIM_NVMF_CTRL
 	_victim_nvmf_sample "$VICTIM_NVMF_CTRL" "$VICTIM_NVMF_DEV"
 	# fio's verify state would go to its working directory: not wanted.
 	fabric on 2 timeout -k 5 $((VICTIM_SECONDS + 30)) fio --name=nvmf-victim --filename="$VICTIM_NVMF_DEV" \
