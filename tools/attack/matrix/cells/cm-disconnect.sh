@@ -66,6 +66,26 @@ _cell_cm_order() {
 	[ -n "$CELL_CM_CLIENT" ] && [ -z "$CELL_CM_SERVER" ]
 }
 
+# nvmf: the host (host 2) took the forged DREQ when it began error recovery
+# although the target had logged nothing that would end the connection
+# (its own disconnect or a fatal error would come first).
+_cell_cm_nvmf() {
+	local h t ht tt ev
+	cell_nvmf_recovery
+	victim_attack_done
+	h=$(victim_grep "$VICTIM_NVMF_HOST_LOG" 'error recovery|Reconnecting')
+	t=$(victim_grep "$VICTIM_SERVER_LOG" "$CELL_NVMF_HIT")
+	ht=$(sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p' <<<"$h") tt=$(sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p' <<<"$t")
+	ev=$(cell_nvmf_reaction)
+	victim_stop
+	if [ -n "$h" ] && { [ -z "$t" ] || awk -v h="$ht" -v t="$tt" 'BEGIN { exit !(h + 0 < t + 0) }'; }; then
+		matrix_result cm-disconnect nvmf succeeded "" \
+			"forged DREQ to host 2: [h2] ${ev#*\[h2\] }; [h1] had logged no error before"
+	else
+		matrix_result cm-disconnect nvmf error "" "undecided: DREQ sent; ${ev:-the host logged no recovery}"
+	fi
+}
+
 cell_cm_disconnect() {
 	local v=$1 lp n st t0 delay=0 listen=8 opts=()
 	# rping: let the pings start. ucmatose: from the REP on, a DREQ every
@@ -81,6 +101,8 @@ cell_cm_disconnect() {
 	case "$v" in
 	rping) delay=1000 listen=30 VICTIM_SECONDS=40 ;;
 	ucmatose) opts=(--count 5 --interval-us 100000) listen=30 VICTIM_SECONDS=80 ;;
+	# nvmf: the host connects after the target's set-up; fio runs within 5 s of its REP.
+	nvmf) delay=5000 listen=40 VICTIM_SECONDS=30 ;;
 	esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.
@@ -93,12 +115,21 @@ cell_cm_disconnect() {
 		kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null; victim_stop; return
 	}
 	wait "$lp"
+	if ! grep -q '"learned":true' "$CELL/learn.json" && [ "$v" = nvmf ]; then
+		victim_stop
+		matrix_result cm-disconnect nvmf error "" "the attacker learned no rdma_cm REQ/REP within $listen s: $(tail -n 1 "$CELL/learn.err")"
+		return
+	fi
 	if ! grep -q '"learned":true' "$CELL/learn.json"; then
 		cell_cm_blind "$v"
 		return
 	fi
 	t0=$SECONDS
 	echo "cm-disconnect: $(cat "$CELL/learn.json")" >&2
+	if [ "$v" = nvmf ]; then
+		_cell_cm_nvmf
+		return
+	fi
 	# What the attacked side's CM made of the DREQ, before the victim ends.
 	rdma resource show cm_id 2>/dev/null | grep "src-addr $VICTIM_CLIENT_IP:" >"$CELL/cm_ids.txt"
 	st=$(sed -n 's/.* state \([A-Z_]*\) .*/\1/p' "$CELL/cm_ids.txt" | sort -u | tr '\n' ' ')

@@ -195,3 +195,82 @@ cell_ucmatose_broken() {
 	printf '[h1] data transfers complete (receives flushed), but [h2] never sent its replies: %s' \
 		"$(tail -n 1 "$VICTIM_CLIENT_LOG")"
 }
+
+# ---- nvmf (the kernel's NVMe over Fabrics): what the target and the host showed ----
+
+# The target's kernel lines that say it took an attack (its routine lines
+# are "adding nsid", "enabling port", "creating nvm controller").
+CELL_NVMF_HIT='[Ff]atal|[Ee]rror|failed|[Dd]isconnect|reject|invalid'
+
+# _cell_nvmf_line FILE REGEX: the first matching kernel line without its timestamp.
+_cell_nvmf_line() {
+	local l
+	l=$(victim_grep "$1" "$2") || return 1
+	printf '%s' "$(sed 's/^\[ *[0-9.]*\] //' <<<"$l")"
+}
+
+# cell_nvmf_watch PID [SECONDS]: while the attack PID runs (at most SECONDS,
+# default 30), waits for the target to take the hit: its kernel logs it, or
+# rdma(8) shows the attacked QP (WIRE_QPN on rxe1) in ERR (a bogus rkey
+# breaks the QP silently; CELL_QPERR says so). Then stops PID. Returns 0 if
+# either was seen.
+cell_nvmf_watch() {
+	local end=$((SECONDS + ${2:-30})) l
+	CELL_QPERR=''
+	while [ $SECONDS -lt $end ] && kill -0 "$1" 2>/dev/null; do
+		grep -Eq "$CELL_NVMF_HIT" "$VICTIM_SERVER_LOG" && break
+		cell_qp_snapshot
+		l=$(cell_server_qp_err) && { CELL_QPERR=$l; break; }
+		sleep 0.3
+	done
+	kill "$1" 2>/dev/null
+	wait "$1"
+	grep -Eq "$CELL_NVMF_HIT" "$VICTIM_SERVER_LOG" || [ -n "$CELL_QPERR" ]
+}
+
+# cell_nvmf_recovery [SECONDS]: waits (default 45 s: a host whose target QP
+# died silently first exhausts its retries) until the host has come
+# back ("Successfully reconnected") or given the controller up, then 2 s more
+# for I/O to resume (the stretch without I/O ends there). Returns 1 if the
+# host never began to recover.
+cell_nvmf_recovery() {
+	local end=$((SECONDS + ${1:-45}))
+	while [ $SECONDS -lt $end ]; do
+		nvmf_host_log 'Successfully reconnected|Removing ctrl|[Dd]eleting' >/dev/null && break
+		sleep 0.3
+	done
+	sleep 2
+	nvmf_host_log 'error recovery|Reconnecting|reconnect|Removing ctrl' >/dev/null
+}
+
+# cell_nvmf_verdict ATTACK WHAT: after an attack on the target's I/O queue
+# (WHAT: what was sent, for a miss), waits for the host's recovery and
+# prints the cell's result: succeeded with cell_nvmf_reaction when the
+# target's kernel logged the hit or its QP was seen in ERR, else error. Stops the victim.
+cell_nvmf_verdict() {
+	local ev
+	cell_nvmf_recovery
+	victim_attack_done
+	ev=$(cell_nvmf_reaction)
+	victim_stop
+	if [ -n "$ev" ] && { grep -Eq "$CELL_NVMF_HIT" "$VICTIM_SERVER_LOG" || [ -n "${CELL_QPERR:-}" ]; }; then
+		matrix_result "$1" nvmf succeeded "" "$ev"
+	else
+		matrix_result "$1" nvmf error "" "missed: $2; ${ev:-neither the target nor the host logged anything}; fio: $(tail -n 1 "$VICTIM_CLIENT_LOG")"
+	fi
+}
+
+# cell_nvmf_reaction: "[h1] <the target's first line of the hit>; [h2] <how
+# the host recovered>; no I/O for S s", from what the kernel and the device's
+# I/O counter showed. Returns 1 if neither side showed anything.
+cell_nvmf_reaction() {
+	local t h r g
+	t=$(_cell_nvmf_line "$VICTIM_SERVER_LOG" "$CELL_NVMF_HIT") || t=${CELL_QPERR:-}
+	h=$(_cell_nvmf_line "$VICTIM_NVMF_HOST_LOG" 'error recovery|Reconnecting|I/O [0-9]* QID|reset')
+	r=$(_cell_nvmf_line "$VICTIM_NVMF_HOST_LOG" 'Successfully reconnected|Removing ctrl|[Dd]eleting|Failed reconnect')
+	[ -n "$t" ] || [ -n "$h" ] || return 1
+	g=$(nvmf_io_gap) && g="; no I/O for ${g%% *} s" || g=''
+	h=${h#nvme }
+	r=${r#nvme }
+	printf '[h1] %s; [h2] %s%s%s' "${t:-(nothing)}" "${h:-(nothing)}" "${r:+, then ${r#nvme[0-9]*: }}" "$g"
+}

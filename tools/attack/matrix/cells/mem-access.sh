@@ -105,9 +105,28 @@ _memacc_third_party() {
 	fi
 }
 
+# nvmf: the kernel target lends no memory of its own to peers: it pulls a
+# write's data with RDMA READ from the host and pushes a read's with RDMA
+# WRITE to it, at the host's buffers, which the host registers per command
+# (its rkey travels in the capsule and is invalidated at completion). rdma(8)
+# shows what either side registered while I/O ran.
+_memacc_nvmf() {
+	local t h
+	victim_start nvmf || { matrix_result mem-access nvmf error "" "victim did not start: $(tail -n 1 "$CELL/victim-errors.log" 2>/dev/null)"; victim_stop; return; }
+	sleep 2
+	rdma -d resource show mr >"$CELL/mrs.txt" 2>&1
+	rdma resource show pd >"$CELL/pds.txt" 2>&1
+	victim_stop
+	t=$(grep -c '^dev rxe1 ' "$CELL/mrs.txt") h=$(grep -c '^dev rxe2 ' "$CELL/mrs.txt")
+	matrix_result mem-access nvmf not-applicable \
+		"kernel target: no memory lent to peers (it READs write data from / WRITEs read data to the host's buffers, registered per command and invalidated at completion); no attacker QP joins its PD" \
+		"[rdma res] while fio ran: $t MR(s) on rxe1 (target), $h on rxe2 (host): $(grep -m1 '^dev rxe[12] ' "$CELL/mrs.txt" | cut -c1-90)"
+}
+
 cell_mem_access() {
 	case "$1" in
 	naive) _memacc_naive ;;
+	nvmf) _memacc_nvmf ;;
 	rdmasec) _memacc_rdmasec ;;
 	*) _memacc_third_party "$1" ;;
 	esac

@@ -8,14 +8,44 @@
 # what was learned and why it does not suffice.
 . "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
+# nvmf: while the observer listens, host 2 writes a block of its own text in
+# the pattern's part of the namespace and reads one of the pattern's blocks
+# back; a capture of the bridge then holds both texts in clear (the write's
+# data in the command capsule, the read's in the target's RDMA WRITE).
+# Prints what it found; returns 1 if it found neither.
+CELL_SNIFF_NVMF_TEXT=NVMF-BLOCK-WRITTEN-BY-HOST-2.
+_cell_sniff_nvmf_blocks() {
+	local tp w=$((NVMF_FIO_MIB * 2048 + 512)) r=$((NVMF_FIO_MIB * 2048 + 4096)) nw nr pat
+	tcpdump -i fabbr -nn -w "$CELL/blocks.pcap" 'udp port 4791' 2>"$CELL/tcpdump-blocks.err" &
+	tp=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump-blocks.err" 2>/dev/null && break; sleep 0.1; done
+	for _ in $(seq 1 160); do printf '%s' "$CELL_SNIFF_NVMF_TEXT"; done | head -c 4096 >"$CELL/block.txt"
+	fabric on 2 dd if="$CELL/block.txt" of="$VICTIM_NVMF_DEV" bs=4096 seek=$((w / 8)) oflag=direct status=none
+	fabric on 2 dd if="$VICTIM_NVMF_DEV" of=/dev/null bs=4096 skip=$((r / 8)) count=1 iflag=direct status=none
+	sleep 1
+	kill -INT $tp 2>/dev/null
+	wait $tp
+	pat=$(printf 'lba %011x' "$r")
+	nw=$(grep -a -o "$CELL_SNIFF_NVMF_TEXT" "$CELL/blocks.pcap" | wc -l)
+	nr=$(grep -a -o "$pat" "$CELL/blocks.pcap" | wc -l)
+	[ "$nw" -gt 0 ] || [ "$nr" -gt 0 ] || return 1
+	printf 'in clear: h2 wrote LBA %d (%d x "%s"), h1 returned LBA %d (%d x "%s")' \
+		"$w" "$nw" "${CELL_SNIFF_NVMF_TEXT%.}" "$r" "$nr" "$pat"
+}
+
 cell_sniff() {
-	local v=$1 sp ev
+	local v=$1 sp ev blocks=''
+	[ "$v" = nvmf ] && VICTIM_SECONDS=20
 	"$ATK" sniff -i fabbr --seconds 40 --filter 'udp port 4791 or tcp' --json="$CELL/sniff.json" \
 		>"$CELL/sniff.txt" 2>"$CELL/sniff.err" &
 	sp=$!
 	for _ in $(seq 1 100); do grep -q capturing "$CELL/sniff.err" 2>/dev/null && break; sleep 0.1; done
 	VICTIM_MODE=sniff-exchange victim_start "$v" ||
 		{ matrix_result sniff "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; kill -INT $sp; wait $sp; return; }
+	if [ "$v" = nvmf ]; then
+		blocks=$(_cell_sniff_nvmf_blocks) ||
+			{ matrix_result sniff "$v" error "" "the capture holds neither block's text"; victim_stop; kill -INT $sp; wait $sp; return; }
+	fi
 	sleep 3
 	victim_attack_done
 	kill -INT $sp 2>/dev/null
@@ -54,7 +84,7 @@ print("succeeded\t%s%s" % (seen, extra))
 PY
 	) || ev="error	sniff gave no result: $(tail -n 1 "$CELL/sniff.err")"
 	case "${ev%%	*}" in
-	succeeded) matrix_result sniff "$v" succeeded "" "${ev#*	}" ;;
+	succeeded) matrix_result sniff "$v" succeeded "" "${blocks:+$blocks; }${ev#*	}" ;;
 	blocked)
 		matrix_result sniff "$v" blocked \
 			"TLS 1.3 carries every parameter and messages are sealed: the visible QPN/PSN only allow forgeries the AEAD rejects or a QP kill that is reported (see inject, qp-error)" \
