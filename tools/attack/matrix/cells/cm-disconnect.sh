@@ -102,7 +102,7 @@ cell_cm_disconnect() {
 	rping) delay=1000 listen=30 VICTIM_SECONDS=40 ;;
 	ucmatose) opts=(--count 5 --interval-us 100000) listen=30 VICTIM_SECONDS=80 ;;
 	# nvmf: the host connects after the target's set-up; fio runs within 5 s of its REP.
-	nvmf) delay=5000 listen=40 VICTIM_SECONDS=30 ;;
+	nvmf) delay=5000 listen=40 VICTIM_SECONDS=60 ;;
 	esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.

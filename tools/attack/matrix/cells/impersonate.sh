@@ -23,7 +23,7 @@
 cell_impersonate() {
 	local v=$1 line sweep ev opts=()
 	# rdmasec's client holds its connection until the sweep ends: give both sides time.
-	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; nvmf) VICTIM_SECONDS=30 ;; esac
+	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; nvmf) VICTIM_SECONDS=60 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result impersonate "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop

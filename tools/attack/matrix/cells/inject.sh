@@ -73,7 +73,7 @@ _cell_inject_nvmf() {
 	fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
 		--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):40000" --iface fab3 --sport 4242 "${data[@]}" \
 		--json >"$CELL/attack.json" 2>"$CELL/attack.err" &
-	cell_nvmf_watch $! 15
+	cell_nvmf_watch $! 40
 	echo "inject exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
 	cell_nvmf_verdict inject "20-byte SENDs from PSN $((WIRE_PSN + 1)) at QP $WIRE_QPN"
 }
@@ -88,7 +88,7 @@ cell_inject() {
 	# timeout would end the client the way a broken one does), after a slow
 	# start-up and 30 s of rounds. ucmatose: still there when a slow start-up
 	# is over.
-	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; nvmf) VICTIM_SECONDS=30 ;; esac
+	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; nvmf) VICTIM_SECONDS=60 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop

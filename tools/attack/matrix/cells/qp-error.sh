@@ -15,7 +15,7 @@
 
 cell_qp_error() {
 	local v=$1 count=200000 line ap
-	[ "$v" = nvmf ] && VICTIM_SECONDS=30
+	[ "$v" = nvmf ] && VICTIM_SECONDS=60
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -34,7 +34,7 @@ cell_qp_error() {
 		fabric on 3 "$ATK" qp-error --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
 			--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):40000" --iface fab3 --sport 4242 \
 			--kind rkey --rkey 0x1234 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
-		cell_nvmf_watch $! 15
+		cell_nvmf_watch $! 40
 		echo "qp-error exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
 		cell_nvmf_verdict qp-error "bogus-rkey WRITEs from PSN $((WIRE_PSN + 1)) at QP $WIRE_QPN"
 		return

@@ -35,7 +35,7 @@ _cell_sniff_nvmf_blocks() {
 
 cell_sniff() {
 	local v=$1 sp ev blocks=''
-	[ "$v" = nvmf ] && VICTIM_SECONDS=20
+	[ "$v" = nvmf ] && VICTIM_SECONDS=40
 	"$ATK" sniff -i fabbr --seconds 40 --filter 'udp port 4791 or tcp' --json="$CELL/sniff.json" \
 		>"$CELL/sniff.txt" 2>"$CELL/sniff.err" &
 	sp=$!
