@@ -30,7 +30,7 @@
 static const char *const known_attacks[] = { "inject", "impersonate", "qp-error", "mem-access",
 					     "exhaust", "cm-disconnect", "sniff" };
 static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", "rping",
-					     "ucmatose", "naive",   "rdmasec" };
+					     "ucmatose", "naive",   "rdmasec",  "nvmf" };
 #define N_KNOWN(a) (sizeof(a) / sizeof((a)[0]))
 
 static void usage(FILE *f)
@@ -43,7 +43,7 @@ static void usage(FILE *f)
 		"  --attacks A,B       attacks to run (default: every one with a cell script):\n"
 		"                      inject impersonate qp-error mem-access exhaust cm-disconnect sniff\n"
 		"  --victims X,Y       victims (default all): pingpong send_bw write_bw rping ucmatose\n"
-		"                      naive rdmasec\n"
+		"                      naive rdmasec nvmf (the kernel's NVMe over Fabrics)\n"
 		"  --json              print the JSON document on stdout instead of the table\n"
 		"  --json FILE         write the JSON document to FILE (also --json=FILE)\n"
 		"  --markdown FILE     write a Markdown table to FILE\n"

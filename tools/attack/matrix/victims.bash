@@ -12,8 +12,8 @@
 #
 # API
 #   victim_names
-#       Prints the seven victim names: pingpong send_bw write_bw rping ucmatose
-#       naive rdmasec.
+#       Prints the eight victim names: pingpong send_bw write_bw rping ucmatose
+#       naive rdmasec nvmf.
 #   victim_start NAME
 #       Starts NAME's server on host 1, waits for its port, starts a capture of
 #       the first RoCE request on the bridge (client to server; ucmatose:
@@ -44,6 +44,27 @@
 #       With VICTIM_MODE=sniff-exchange, the plaintext TCP exchange of
 #       pingpong/perftest is routed across the bridge (it would go through lo
 #       on the one guest kernel), so an observer there can read it.
+#       nvmf (the kernel's NVMe over Fabrics, no user process on the data
+#       path): host 1 runs the target (fabric nvmf-target, namespace on the
+#       RAM disk VICTIM_NVMF_BACKING, NVMF_SIZE_MIB MiB, default 16, filled
+#       with the known pattern of fabric nvmf-pattern), host 2 the kernel host
+#       (fabric nvmf-connect: controller VICTIM_NVMF_CTRL, block device
+#       VICTIM_NVMF_DEV; reconnect delay 1 s, controller loss after 60 s),
+#       and on it fio writes and verifies (randwrite, 4 KiB, crc32c,
+#       verify_backlog, at most NVMF_FIO_IOPS=60 writes and reads a second)
+#       the first NVMF_FIO_MIB MiB (default 4) for VICTIM_SECONDS; every
+#       block past them keeps the pattern. VICTIM_SERVER_PID follows the
+#       kernel log: VICTIM_SERVER_LOG gets the target's new lines (nvmet),
+#       VICTIM_NVMF_HOST_LOG the host's (nvme nvmeN: ..., nvme_rdma),
+#       VICTIM_KERNEL_LOG all of them; VICTIM_CLIENT_PID is fio,
+#       VICTIM_CLIENT_LOG its output (verify errors included);
+#       VICTIM_NVMF_IO_LOG samples the device's completed I/Os every 0.2 s
+#       ("UPTIME COUNT", "UPTIME gone" without a device). The attacked
+#       direction is the target's I/O queue QPs, which receive the command
+#       capsules (DST host 1); the captured request (victim_wire_bth, also
+#       --now) is one to an I/O queue, never the admin queue. Exports
+#       VICTIM_NVMF_NQN. victim_stop also stops fio, disconnects the host and
+#       removes the target.
 #   victim_wire_bth [--now]
 #       After victim_start: reads the captured request's BTH (with --now, of
 #       a request captured now, for a current PSN of a streaming victim). Sets (and
@@ -66,6 +87,26 @@
 #   victim_grep FILE REGEX
 #       Prints the first line of FILE matching REGEX (ERE), cut to 200 chars,
 #       without its trailing newline; returns 1 if none.
+#   nvmf_io_queue_qp
+#       nvmf: the target's I/O queue QPs now (rxe1, RTS; the admin queue's,
+#       the first of the connection, left out), one "QPN RQ_PSN" line each
+#       (0x-hex QPN, decimal PSN the QP expects next), ascending.
+#   nvmf_backing_read LBA COUNT
+#       nvmf: COUNT 512-byte blocks of the target's backing store from LBA,
+#       read past any cache, on stdout.
+#   nvmf_backing_hash [LBA COUNT]
+#       nvmf: the SHA-256 (hex) of those blocks (default: the whole store).
+#   nvmf_pattern LBA COUNT
+#       The known content of those blocks (fabric nvmf-pattern).
+#   nvmf_host_log [REGEX]
+#       nvmf: the host's kernel lines since victim_start (those matching the
+#       ERE REGEX); returns 1 if none.
+#   nvmf_io_gap
+#       nvmf: the longest stretch without a completed I/O on the device,
+#       from its first I/O to the last sample: prints "SECONDS UPTIME" (one
+#       decimal; the guest uptime at which it began), e.g. "7.4 123.5".
+#       A device that disappeared counts as without I/O. Returns 1 if no
+#       I/O completed.
 #   matrix_result ATTACK VICTIM OUTCOME MECHANISM EVIDENCE
 #       Prints the one MATRIX line of a cell, JSON-escaped (evidence cut to 200
 #       characters, control characters dropped). OUTCOME: succeeded | blocked |
@@ -81,7 +122,7 @@ VICTIM_CLIENT_IP=10.77.0.2
 export VICTIM_SERVER_IP VICTIM_CLIENT_IP
 
 victim_names() {
-	echo pingpong send_bw write_bw rping ucmatose naive rdmasec
+	echo pingpong send_bw write_bw rping ucmatose naive rdmasec nvmf
 }
 
 victim_grep() {
@@ -141,6 +182,7 @@ _victim_port() {
 	rping) echo 7174 ;;
 	ucmatose | rdmasec) echo 7471 ;;
 	naive) echo 18516 ;;
+	nvmf) echo 4420 ;;
 	*) return 1 ;;
 	esac
 }
@@ -197,11 +239,12 @@ _victim_rate_unmet() {
 
 _victim_start_once() {
 	local n=$1 scmd ccmd i
+	[ "$n" = nvmf ] && { _victim_nvmf_start; return; }
 	VICTIM=$n
 	VICTIM_PORT=$(_victim_port "$n") || { echo "victims: unknown victim '$n'" >&2; return 1; }
 	VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
 	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_SERVER_RC='' VICTIM_CLIENT_RC='' VICTIM_TCPDUMP_PID=''
-	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE=''
+	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE='' _wire_extra=''
 	case "$n" in
 	ucmatose | write_bw)
 		VICTIM_DST_IP=$VICTIM_CLIENT_IP VICTIM_DST_DEV=rxe2 VICTIM_SRC_IP=$VICTIM_SERVER_IP VICTIM_SRC_DEV=rxe1 VICTIM_SRC_HOST=1
@@ -264,7 +307,7 @@ victim_wire_bth() {
 	local hex
 	if [ "${1:-}" = --now ]; then
 		timeout 8 tcpdump -i fabbr -nn -x -c 1 \
-			"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
+			"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13$_wire_extra" \
 			>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err"
 	fi
 	for _ in $(seq 1 50); do
@@ -321,6 +364,7 @@ victim_wait() {
 
 victim_stop() {
 	local p
+	[ "${VICTIM:-}" = nvmf ] && _victim_nvmf_stop
 	for p in $VICTIM_SERVER_PID $VICTIM_CLIENT_PID $VICTIM_TCPDUMP_PID; do
 		kill -TERM "$p" 2>/dev/null
 	done
@@ -342,4 +386,155 @@ victim_stop() {
 	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_TCPDUMP_PID=''
 	export VICTIM_SERVER_RC VICTIM_CLIENT_RC
 	return 0
+}
+
+# ---- nvmf: the kernel's NVMe over Fabrics (target host 1, host host 2) ----
+
+NVMF_SIZE_MIB=${NVMF_SIZE_MIB:-16}
+NVMF_FIO_MIB=${NVMF_FIO_MIB:-4}
+NVMF_FIO_IOPS=${NVMF_FIO_IOPS:-60}
+
+# _victim_nvmf_follow T0: the kernel's lines after uptime T0, split into the
+# target's, the host's and all (a pipeline in the background; its last
+# process, the splitter, is VICTIM_SERVER_PID).
+_victim_nvmf_follow() {
+	timeout "$VICTIM_SECONDS" dmesg -w 2>/dev/null | awk -v t0="$1" -v srv="$VICTIM_SERVER_LOG" \
+		-v host="$VICTIM_NVMF_HOST_LOG" -v all="$VICTIM_KERNEL_LOG" '
+		{ t = $0; sub(/^\[ */, "", t); sub(/\].*/, "", t); if (t + 0 <= t0 + 0) next
+		  print >all; fflush(all)
+		  if ($0 ~ /nvmet/) { print >srv; fflush(srv) }
+		  else if ($0 ~ /nvme nvme[0-9]|nvme_rdma|nvme_fabrics|nvme-fabrics/) { print >host; fflush(host) } }' &
+	VICTIM_SERVER_PID=$!
+}
+
+# _victim_nvmf_sample CTRL DEV: "UPTIME COMPLETED-I/Os" every 0.2 s into
+# VICTIM_NVMF_IO_LOG. With native multipath the head disk (DEV) counts
+# nothing: the controller's path disk (nvme0c0n1) does.
+_victim_nvmf_sample() {
+	local st up f
+	while :; do
+		read -r up _ </proc/uptime
+		f=/sys/block/${2#/dev/}/stat
+		for f in /sys/class/nvme/"$1"/nvme*c*n*/stat "$f"; do [ -e "$f" ] && break; done
+		if read -r -a st <"$f" 2>/dev/null; then
+			echo "$up $((st[0] + st[4]))"
+		else
+			echo "$up gone"
+		fi
+		sleep 0.2
+	done >"$VICTIM_NVMF_IO_LOG" &
+	NVMF_SAMPLER_PID=$!
+}
+
+_victim_nvmf_start() {
+	local t0 admin qpns
+	VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2
+	_wire_src=$VICTIM_CLIENT_IP _wire_dst=$VICTIM_SERVER_IP _wire_extra=''
+	VICTIM=nvmf VICTIM_PORT=4420 VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
+	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_SERVER_RC='' VICTIM_CLIENT_RC='' VICTIM_TCPDUMP_PID=''
+	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE=''
+	VICTIM_NVMF_HOST_LOG=$CELL/nvmf-host.log VICTIM_KERNEL_LOG=$CELL/kernel.log VICTIM_NVMF_IO_LOG=$CELL/nvmf-io.log
+	VICTIM_NVMF_NQN=nqn.2026-11.io.rdmasec.fabric:nvmf VICTIM_NVMF_BACKING='' VICTIM_NVMF_DEV='' VICTIM_NVMF_CTRL=''
+	NVMF_SAMPLER_PID='' NVMF_TARGET_UP='' NVMF_HOST_UP=''
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST VICTIM VICTIM_PORT
+	export VICTIM_SERVER_LOG VICTIM_CLIENT_LOG VICTIM_NVMF_HOST_LOG VICTIM_KERNEL_LOG VICTIM_NVMF_IO_LOG VICTIM_NVMF_NQN
+	: >"$VICTIM_SERVER_LOG"
+	: >"$VICTIM_NVMF_HOST_LOG"
+	: >"$VICTIM_KERNEL_LOG"
+	: >"$VICTIM_CLIENT_LOG"
+	rm -f "$CELL/attack-done"
+	read -r t0 _ </proc/uptime
+	_victim_nvmf_follow "$t0"
+	NVMF_TARGET_UP=1
+	fabric on 1 fabric nvmf-target 1 --size "$NVMF_SIZE_MIB" >"$CELL/nvmf-target.txt" 2>>"$CELL/victim-errors.log" ||
+		{ echo "victims: nvmf-target failed: $(tail -n 1 "$CELL/victim-errors.log")" >&2; return 1; }
+	VICTIM_NVMF_BACKING=$(awk '$1 == "device" {print $2}' "$CELL/nvmf-target.txt")
+	NVMF_HOST_UP=1
+	fabric on 2 fabric nvmf-connect 2 1 --reconnect-delay 1 --ctrl-loss-tmo 60 >"$CELL/nvmf-connect.txt" \
+		2>>"$CELL/victim-errors.log" ||
+		{ echo "victims: nvmf-connect failed: $(tail -n 1 "$CELL/victim-errors.log")" >&2; return 1; }
+	VICTIM_NVMF_DEV=$(awk '$1 == "device" {print $2}' "$CELL/nvmf-connect.txt")
+	VICTIM_NVMF_CTRL=$(awk '$1 == "controller" {print $2}' "$CELL/nvmf-connect.txt")
+	export VICTIM_NVMF_BACKING VICTIM_NVMF_DEV VICTIM_NVMF_CTRL
+	_victim_nvmf_sample "$VICTIM_NVMF_CTRL" "$VICTIM_NVMF_DEV"
+	# fio's verify state would go to its working directory: not wanted.
+	fabric on 2 timeout -k 5 $((VICTIM_SECONDS + 30)) fio --name=nvmf-victim --filename="$VICTIM_NVMF_DEV" \
+		--ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=4 --size="${NVMF_FIO_MIB}M" \
+		--verify=crc32c --verify_backlog=16 --verify_state_save=0 --rate_iops="$NVMF_FIO_IOPS,$NVMF_FIO_IOPS" \
+		--time_based --runtime="$VICTIM_SECONDS" --eta=never >"$VICTIM_CLIENT_LOG" 2>&1 &
+	VICTIM_CLIENT_PID=$!
+	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
+	# The request to capture: one to an I/O queue (the admin queue's QP is the connection's first).
+	qpns=$(_nvmf_target_qps | awk '{print $1}')
+	admin=$(head -n 1 <<<"$qpns")
+	[ -n "$admin" ] && [ "$(wc -l <<<"$qpns")" -ge 2 ] ||
+		{ echo "victims: the target has no I/O queue QPs: $(rdma res show qp link rxe1/1 2>&1 | head -n 3)" >&2; return 1; }
+	_wire_extra=" and (udp[12:4] & 0xffffff) != $((admin))"
+	tcpdump -i fabbr -nn -x -c 1 \
+		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13$_wire_extra" \
+		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
+	VICTIM_TCPDUMP_PID=$!
+	for _ in $(seq 1 150); do
+		grep -q '^[[:space:]]*0x0010:' "$CELL/wire-first.txt" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "victims: no command capsule to the target's I/O queues within 15 s: $(tail -n 1 "$VICTIM_CLIENT_LOG")" >&2
+	return 1
+}
+
+# _nvmf_target_qps: "0xQPN RQ_PSN" of the target's connected QPs (rxe1, RC, RTS), ascending.
+_nvmf_target_qps() {
+	rdma -d res show qp link rxe1/1 2>/dev/null |
+		awk '/ type RC / && / state RTS / {
+			for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "rq-psn") p = $(i + 1) }
+			print q, p }' | sort -n | awk '{ printf "0x%x %d\n", $1, $2 }'
+}
+
+nvmf_io_queue_qp() {
+	_nvmf_target_qps | tail -n +2
+}
+
+_victim_nvmf_stop() {
+	[ -n "${NVMF_SAMPLER_PID:-}" ] && kill "$NVMF_SAMPLER_PID" 2>/dev/null && wait "$NVMF_SAMPLER_PID" 2>/dev/null
+	NVMF_SAMPLER_PID=''
+	[ -n "${VICTIM_CLIENT_PID:-}" ] && kill -TERM "$VICTIM_CLIENT_PID" 2>/dev/null
+	# A host stuck reconnecting holds fio's I/O: the disconnect fails it.
+	if [ -n "${NVMF_HOST_UP:-}" ]; then
+		fabric on 2 fabric nvmf-disconnect >>"$CELL/victim-errors.log" 2>&1
+		NVMF_HOST_UP=''
+	fi
+	if [ -n "${NVMF_TARGET_UP:-}" ]; then
+		fabric on 1 fabric nvmf-target-stop >>"$CELL/victim-errors.log" 2>&1
+		NVMF_TARGET_UP=''
+	fi
+}
+
+nvmf_backing_read() {
+	dd if="$VICTIM_NVMF_BACKING" bs=512 skip="$1" count="$2" iflag=direct status=none
+}
+
+nvmf_backing_hash() {
+	if [ $# -ge 2 ]; then
+		nvmf_backing_read "$1" "$2" | sha256sum | cut -d' ' -f1
+	else
+		dd if="$VICTIM_NVMF_BACKING" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1
+	fi
+}
+
+nvmf_pattern() {
+	fabric nvmf-pattern "$1" "$2"
+}
+
+nvmf_host_log() {
+	grep -E -- "${1:-.}" "$VICTIM_NVMF_HOST_LOG" 2>/dev/null
+}
+
+nvmf_io_gap() {
+	# t: when I/O last completed (the count moved); a sample without progress measures the stretch since.
+	awk 'function stretch() { if (t != "" && $1 - t > gap) { gap = $1 - t; at = t } }
+		$2 == "gone" { stretch(); next }
+		last == "" { last = $2; next }
+		$2 != last { t = $1; last = $2; next }
+		{ stretch() }
+		END { if (t == "") exit 1; printf "%.1f %.1f\n", gap, at }' "$VICTIM_NVMF_IO_LOG"
 }
