@@ -12,7 +12,11 @@ cell_nvmf_only() {
 }
 
 # cell_nvmf_start ATTACK: victim_start nvmf, or the error line; returns 1 then.
+# The victim lives (fio, the kernel-log follower) until victim_stop, at most
+# CELL_NVMF_SECONDS (default 90): a loaded machine takes a minute to bring
+# NVMe-oF up.
 cell_nvmf_start() {
+	VICTIM_SECONDS=${CELL_NVMF_SECONDS:-90}
 	victim_start nvmf && return 0
 	matrix_result "$1" nvmf error "" "victim did not start: $(tail -n 1 "$CELL/victim-errors.log" 2>/dev/null)"
 	victim_stop
@@ -51,12 +55,24 @@ cell_nvmf_aim() {
 	AIM_QPN=$(printf '0x%x' "$q") AIM_PSN=$p AIM_SWEEP=$p:20000 AIM_HOW="busy I/O queue, 20000-PSN sweep"
 }
 
-# cell_nvmf_host_line [REGEX]: the host's first kernel line about the
-# attack (default: bad completions, error recovery, reconnects), "[h2] ...".
+# cell_nvmf_host_line T0 [REGEX]: the host's first kernel line after
+# uptime T0 about the attack (default: bad completions, error recovery,
+# reconnects), "[h2] ...". Read from dmesg itself: on a loaded machine the
+# victim's log follower may have ended by then.
 cell_nvmf_host_line() {
 	local l
-	l=$(nvmf_host_log "${1:-command_id|could not locate|genctr|error recovery|Reconnecting|reconnect|disconnect}" | head -n 1) ||
-		return 1
-	[ -n "$l" ] || return 1
+	l=$(dmesg 2>/dev/null | awk -v t0="$1" '{ t = $0; sub(/^\[ */, "", t); sub(/\].*/, "", t); if (t + 0 > t0 + 0) print }' |
+		grep -E 'nvme nvme[0-9]|nvme_rdma' |
+		grep -E -m1 -- "${2:-command_id|could not locate|genctr|error recovery|Reconnecting|reconnect|disconnect}") || return 1
 	printf '[h2] %s' "$(sed 's/^\[ *[0-9.]*\] //' <<<"$l" | cut -c1-90)"
+}
+
+# cell_nvmf_stall T0 T1: the longest stretch without a completed I/O between
+# uptimes T0 and T1 (the victim's sampler), in seconds, one decimal; counted
+# from the last completion before T0.
+cell_nvmf_stall() {
+	awk -v a="$1" -v b="$2" '$2 == "gone" { if ($1 > a && $1 <= b && $1 - last > gap) gap = $1 - last; next }
+		$1 <= a { if ($2 != n) last = $1; n = $2; next }
+		$1 <= b { if ($2 != n) { last = $1; n = $2 } else if ($1 - last > gap) gap = $1 - last }
+		END { printf "%.1f\n", gap }' "$VICTIM_NVMF_IO_LOG"
 }

@@ -13,12 +13,13 @@ CELL_SPOOF_PATTERN='NVMF-SPOOFED-BY-RDMASEC-ATTACK '
 
 # _spr_block: the 512 bytes the forged write puts in a block.
 _spr_block() {
-	local i
-	for i in $(seq 1 20); do printf '%s' "$CELL_SPOOF_PATTERN"; done | head -c 512
+	local s=$CELL_SPOOF_PATTERN
+	while [ ${#s} -lt 512 ]; do s=$s$s; done
+	printf '%s' "${s:0:512}"
 }
 
 cell_spoof_request() {
-	local v=$1 lba want before after line
+	local v=$1 lba want before after line t0
 	cell_nvmf_only spoof-request "$v" && return
 	cell_nvmf_start spoof-request || return
 	# A block past fio's region: it holds the known pattern, nothing else writes it.
@@ -30,6 +31,7 @@ cell_spoof_request() {
 		victim_stop
 		return
 	fi
+	read -r t0 _ </proc/uptime
 	fabric on 3 "$ATK" spoof-request --dst "$VICTIM_SERVER_IP" --src "$VICTIM_CLIENT_IP" --qpn "$AIM_QPN" \
 		--psn-sweep "$AIM_SWEEP" --slba "$lba" --pattern "$CELL_SPOOF_PATTERN" --iface fab3 --sport 4242 \
 		--json >"$CELL/attack.json" 2>"$CELL/attack.err"
@@ -39,9 +41,9 @@ cell_spoof_request() {
 		[ "$after" = "$want" ] && break
 		sleep 0.2
 	done
-	sleep 1
+	for _ in $(seq 1 10); do line=$(cell_nvmf_host_line "$t0") && break; sleep 0.5; done
 	victim_attack_done
-	line=$(cell_nvmf_host_line) || line="[h2] nothing logged"
+	[ -n "$line" ] || line="[h2] nothing logged"
 	victim_stop
 	if [ "$after" = "$want" ]; then
 		matrix_result spoof-request "$v" succeeded "" \

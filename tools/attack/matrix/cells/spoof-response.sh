@@ -24,7 +24,7 @@ _sprs_cid() {
 }
 
 cell_spoof_response() {
-	local v=$1 cid line tq fio
+	local v=$1 cid line tq fio t0
 	cell_nvmf_only spoof-response "$v" && return
 	cell_nvmf_start spoof-response || return
 	# The host's I/O queue QP whose expected PSN the forged completion takes.
@@ -41,13 +41,12 @@ cell_spoof_response() {
 	# The PSN moved on while the capsule was read: aim again, at the same QP.
 	AIM_PSN=$(_cell_qps rxe2 | awk -v q=$((AIM_QPN)) '$1 == q {print $2}')
 	[ "${AIM_SWEEP#*:}" = 1 ] && AIM_SWEEP=$AIM_PSN:1 || AIM_SWEEP=$AIM_PSN:20000
+	read -r t0 _ </proc/uptime
 	fabric on 3 "$ATK" spoof-response --dst "$VICTIM_CLIENT_IP" --src "$VICTIM_SERVER_IP" --qpn "$AIM_QPN" \
 		--psn-sweep "$AIM_SWEEP" --cid "$cid" --iface fab3 --sport 4242 --json >"$CELL/attack.json" 2>"$CELL/attack.err"
 	echo "spoof-response exit $? ($AIM_HOW: host qpn $AIM_QPN psn $AIM_PSN, cid $cid)" >&2
-	for _ in $(seq 1 30); do cell_nvmf_host_line >/dev/null && break; sleep 0.2; done
-	sleep 1
+	for _ in $(seq 1 20); do line=$(cell_nvmf_host_line "$t0") && break; line=''; sleep 0.5; done
 	victim_attack_done
-	line=$(cell_nvmf_host_line) || line=''
 	fio=$(victim_grep "$VICTIM_CLIENT_LOG" 'verify|[Ee]rror|err=') || fio=''
 	victim_stop
 	if [ -n "$line" ]; then
