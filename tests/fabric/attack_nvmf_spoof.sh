@@ -13,7 +13,7 @@
 
 rows=spoof-request,spoof-response,cnp,cm-disconnect-exhaust
 # A loaded 2-core machine takes a minute to bring NVMe-oF up in a cell.
-run_matrix --attacks "$rows" --victims nvmf --cell-timeout 240
+run_matrix --attacks "$rows" --victims nvmf --cell-timeout 360
 
 # The attacker's block: spoof-request.sh's default pattern repeated to 512 bytes.
 pat='NVMF-SPOOFED-BY-RDMASEC-ATTACK '

@@ -41,9 +41,11 @@ cell_cm_disconnect_exhaust() {
 		victim_stop
 		return
 	fi
-	# The flood: as nobody, QPs on rxe2 until refused, held 20 s.
+	# The flood: as nobody, up to 8000 QPs on rxe2 (one process tops out near
+	# 32665, vm.max_map_count; 8000 keep the cell within minutes on a loaded
+	# machine and already show rxe's limit is elsewhere), held 20 s.
 	fabric on 2 setpriv --reuid=65534 --regid=65534 --clear-groups "$ATK" exhaust --local -d rxe2 --objects qp \
-		--hold 20 --no-victim --json >"$CELL/flood.json" 2>"$CELL/flood.err" &
+		--max 8000 --hold 20 --no-victim --json >"$CELL/flood.json" 2>"$CELL/flood.err" &
 	fp=$!
 	for _ in $(seq 1 600); do grep -q holding "$CELL/flood.err" 2>/dev/null && break; kill -0 $fp 2>/dev/null || break; sleep 0.2; done
 	held=$(grep -m1 -o '[0-9]* qp[s]* created in [0-9.]* s' "$CELL/flood.err")
@@ -70,7 +72,7 @@ cell_cm_disconnect_exhaust() {
 		matrix_result cm-disconnect-exhaust "$v" error "" "the host showed no disconnect after the forged DREQ; flood: ${held:-$(tail -n 1 "$CELL/flood.err")}"
 	elif [ -n "$up" ] && grep -q holding "$CELL/flood.err"; then
 		matrix_result cm-disconnect-exhaust "$v" blocked \
-			"rxe's QP limit (max_qp 1048560) is beyond what an unprivileged process holds (vm.max_map_count stops it near 32665): the host reconnected during the flood" \
+			"rxe's QP limit (max_qp 1048560) is far beyond what an unprivileged process holds (vm.max_map_count stops one near 32665): the host reconnected during the flood" \
 			"$down; $up; flood (nobody): ${held:-?}, held; longest stretch without I/O after the DREQ ${gap} s"
 	elif [ -z "$up" ]; then
 		matrix_result cm-disconnect-exhaust "$v" succeeded "" \

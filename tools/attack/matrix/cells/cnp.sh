@@ -28,7 +28,7 @@ _cnp_sender() {
 }
 
 cell_cnp() {
-	local v=$1 qpn t0 t1 secs during st sent
+	local v=$1 qpn t0 t1 secs before during st sent host
 	[ "$v" = nvmf ] && VICTIM_SECONDS=90
 	victim_start "$v" || { matrix_result cnp "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; return; }
 	if [ "$v" = nvmf ]; then
@@ -51,7 +51,10 @@ cell_cnp() {
 	st=$(rdma -d res show qp link "$VICTIM_SRC_DEV/1" lqpn $((qpn)) 2>/dev/null | sed -n 's/.* state \([A-Z]*\) .*/\1/p')
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 	# fio is capped at NVMF_FIO_IOPS writes and as many reads a second: a slowed host falls below it.
-	[ "$v" = nvmf ] && during=$(_cnp_ios "$t0" "$t1")
+	if [ "$v" = nvmf ]; then
+		before=$(_cnp_ios "$(awk -v a="$t0" 'BEGIN { print a - 3 }')" "$t0") during=$(_cnp_ios "$t0" "$t1")
+		host=$(cell_nvmf_host_line "$(awk -v a="$t0" 'BEGIN { print a - 3 }')") || host=''
+	fi
 	victim_attack_done
 	# nvmf: the I/O went on; the others: both processes still run.
 	if [ "${sent:-0}" -gt 0 ] && [ "$st" = RTS ] &&
@@ -59,7 +62,8 @@ cell_cnp() {
 		matrix_result cnp "$v" not-applicable "$CELL_CNP_WHY" \
 			"$sent CNPs to $VICTIM_SRC_DEV QP $qpn in $secs s: QP still RTS, victim running${during:+; the host completed $during I/Os meanwhile ($(awk -v n="$during" -v s="$secs" 'BEGIN { printf "%.0f", n / (s > 0 ? s : 1) }')/s, fio capped at $((2 * ${NVMF_FIO_IOPS:-60}))/s)}"
 	else
-		matrix_result cnp "$v" error "" "sent ${sent:-0} CNPs to QP $qpn: QP state ${st:-gone}, victim running: $(cell_victim_running && echo yes || echo no)${during:+, host I/Os during: $during}"
+		# A host whose I/O had stopped before the flood says nothing about CNPs.
+		matrix_result cnp "$v" error "" "sent ${sent:-0} CNPs to QP $qpn: QP state ${st:-gone}, victim running: $(cell_victim_running && echo yes || echo no)${during:+, host I/Os in the 3 s before: $before, during: $during}${host:+; $host}"
 	fi
 	victim_stop
 }

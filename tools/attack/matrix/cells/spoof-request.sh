@@ -47,7 +47,7 @@ cell_spoof_request() {
 	victim_stop
 	if [ "$after" = "$want" ]; then
 		matrix_result spoof-request "$v" succeeded "" \
-			"[h1] $VICTIM_NVMF_BACKING block $lba: attacker's bytes (sha ${after:0:8}, was ${before:0:8}) after one forged Write capsule to QP $AIM_QPN ($AIM_HOW); $line"
+			"[h1] $VICTIM_NVMF_BACKING block $lba: attacker's bytes (sha ${after:0:8}, was ${before:0:8}) after a forged Write capsule to QP $AIM_QPN ($AIM_HOW); $line"
 	else
 		matrix_result spoof-request "$v" error "" \
 			"missed: block $lba unchanged (sha ${after:0:8}) after $AIM_HOW to QP $AIM_QPN; $line"
