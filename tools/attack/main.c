@@ -24,6 +24,9 @@ static const struct {
 	{ "mem-access", mem_access_main, "A3: guess another client's rkey and address from the model, read/write it" },
 	{ "cm-disconnect", cm_disconnect_main, "NeVerMore 4.3: forged CM Disconnect Request ends an rdma_cm connection" },
 	{ "exhaust", exhaust_main, "A4 / NeVerMore 4.4: exhaust QPs locally or through a service; rdma cgroup limits" },
+	{ "spoof-request", spoof_request_main, "NeVerMore 5.2.1: forged NVMe-oF Write capsule rewrites a chosen block" },
+	{ "spoof-response", spoof_response_main, "NeVerMore 5.2.2: forged NVMe-oF completion to the host" },
+	{ "cnp", cnp_main, "NeVerMore 5.2.4: forged RoCEv2 congestion notification packets (CNP) to a QP" },
 	{ "matrix", matrix_main, "every attack against every victim on the fabric: outcome table, JSON, SVG" },
 };
 
@@ -31,7 +34,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: %s <command> [options]\n\nCommands:\n", PROG);
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		fprintf(f, "  %-12s %s\n", subcommands[i].name, subcommands[i].description);
+		fprintf(f, "  %-14s %s\n", subcommands[i].name, subcommands[i].description);
 	fprintf(f, "\n'%s <command> --help' describes each one. Every command takes --json.\n", PROG);
 }
 

@@ -25,6 +25,9 @@ int impersonate_main(int argc, char *argv[]);
 int mem_access_main(int argc, char *argv[]);
 int cm_disconnect_main(int argc, char *argv[]);
 int exhaust_main(int argc, char *argv[]);
+int spoof_request_main(int argc, char *argv[]);
+int spoof_response_main(int argc, char *argv[]);
+int cnp_main(int argc, char *argv[]);
 int matrix_main(int argc, char *argv[]);
 
 /* Strict numbers: decimal or 0x-hex, whole string, 0..max. Print why on failure. */
@@ -65,6 +68,7 @@ struct forge_opts {
 	uint32_t dst_ip, src_ip;
 	uint32_t qpn;
 	uint32_t psn, count;     /* count 1 unless --psn-sweep */
+	bool psn_fixed;          /* every packet carries psn (CNP: the field is reserved) */
 	bool have_dst, have_src, have_qpn, have_psn;
 	const char *iface;       /* SO_BINDTODEVICE, and source address for routing */
 	uint32_t bind_ip;

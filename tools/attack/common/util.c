@@ -409,7 +409,7 @@ int forge_run(const struct forge_opts *o, struct roce_pkt *tmpl, uint64_t *sent)
 		goto out;
 	progress_start(&prog, "psn sweep", o->count);
 	for (uint32_t i = 0; i < o->count; i++) {
-		tmpl->psn = (o->psn + i) & ROCE_PSN_MAX;
+		tmpl->psn = o->psn_fixed ? o->psn : (o->psn + i) & ROCE_PSN_MAX;
 		if (++id == 0)
 			id = 1;
 		tmpl->ip_id = id;

@@ -35,6 +35,8 @@ static const struct opcode_desc opcodes[] = {
 	[ROCE_RC_SEND_ONLY_INV] = { "RC SEND Only with Invalidate", ROCE_HDR_IETH | P },
 	[ROCE_UD_SEND_ONLY] = { "UD SEND Only", ROCE_HDR_DETH | P },
 	[ROCE_UD_SEND_ONLY_IMM] = { "UD SEND Only with Immediate", ROCE_HDR_DETH | ROCE_HDR_IMM | P },
+	/* Its 16 reserved bytes travel as the payload. */
+	[ROCE_CNP] = { "CNP", P },
 };
 #undef P
 

@@ -66,6 +66,13 @@ enum roce_opcode {
 	/* Unreliable datagram (transport 011b): what carries CM MADs to QP1. */
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
+	/* RoCEv2 Congestion Notification Packet (transport 100b): BTH, 16 reserved bytes, ICRC. */
+	ROCE_CNP = 0x81,
+};
+
+enum {
+	ROCE_CNP_RESERVED_LEN = 16,
+	ROCE_BTH_BECN = 0x40, /* BTH byte 4 (resv8a): a CNP sets BECN */
 };
 
 /* Decoded fields; addresses and numbers in host byte order. */

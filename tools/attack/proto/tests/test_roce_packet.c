@@ -290,6 +290,34 @@ static void crc32_known_answer(void **state)
 	assert_int_equal(roce_crc32_update(0xffffffffu, ones, 8), 0xdebb20e3u);
 }
 
+/* A RoCEv2 CNP: BTH opcode 0x81 with BECN, 16 reserved bytes, ICRC; parses back. */
+static void build_cnp(void **state)
+{
+	static const uint8_t reserved[ROCE_CNP_RESERVED_LEN];
+	struct roce_pkt p = { .opcode = ROCE_CNP, .pkey = 0xffff, .ttl = 64, .ip_id = 1, .src_ip = 0x0a4d0002,
+			      .dst_ip = 0x0a4d0001, .udp_sport = 49152, .bth_resv8a = ROCE_BTH_BECN,
+			      .dest_qp = 0x12, .payload = reserved, .payload_len = sizeof(reserved) };
+	struct roce_pkt q;
+	uint8_t out[128];
+	size_t n = 0;
+	const char *name;
+
+	(void)state;
+	assert_int_equal(roce_opcode_info(ROCE_CNP, NULL, &name), 0);
+	assert_string_equal(name, "CNP");
+	assert_int_equal(roce_pkt_build(&p, out, sizeof(out), &n), 0);
+	assert_int_equal(n, ROCE_IPV4_LEN + ROCE_UDP_LEN + ROCE_BTH_LEN + ROCE_CNP_RESERVED_LEN + ROCE_ICRC_LEN);
+	assert_int_equal(out[28], 0x81);
+	assert_int_equal(out[32], ROCE_BTH_BECN);
+	assert_int_equal(roce_pkt_parse(out, n, &q), 0);
+	assert_true(q.icrc_ok);
+	assert_int_equal(q.opcode, ROCE_CNP);
+	assert_int_equal(q.dest_qp, 0x12);
+	assert_int_equal(q.payload_len, ROCE_CNP_RESERVED_LEN);
+	/* Opcodes between UD and CNP stay unknown. */
+	assert_int_equal(roce_opcode_info(0x80, NULL, NULL), RSEC_E_PROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +330,7 @@ int main(void)
 		cmocka_unit_test(parse_rejects_malformed),
 		cmocka_unit_test(parse_decodes_ud_deth),
 		cmocka_unit_test(build_ud_checks_src_qp),
+		cmocka_unit_test(build_cnp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
