@@ -402,8 +402,9 @@ void rsec_lanes_detach(struct rsec_conn *root);
 void rsec_lane_unlink(struct rsec_conn *c);
 /* The root's socket events changed: every lane's epoll set watches the same. */
 void rsec_lanes_watch(struct rsec_conn *root, uint32_t events);
-/* The device owning the control connection's local address (or the context's). */
-RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
+/* The data path's device (the one owning the control connection's local
+ * address, or the context's), a QP from its pool, then rsec_data_setup. */
+RSEC_MUST_CHECK int rsec_conn_data_setup(struct rsec_conn *c);
 
 /* rebuild.c */
 /*
@@ -503,7 +504,7 @@ RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
 /* The peer's frames of the current epoch we opened. */
 uint64_t rsec_data_opened(const struct rsec_conn *c);
 
-/* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
+/* Receive buffers on c->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
 /* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
 uint32_t rsec_data_send_wr(uint32_t depth);

@@ -89,11 +89,7 @@ uint32_t rsec_data_send_wr(uint32_t depth)
 int rsec_data_setup(struct rsec_conn *c)
 {
 	struct rsec_ctx *ctx = c->ctx;
-	RSEC_GUARD(rsec_conn_pick_device(c));
 	c->recv_slots = ctx->recv_slots;
-	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
-	RSEC_GUARD(rsec_ctx_take_qp(ctx, c->dev, &c->qp));
-	c->have_qp = true;
 	size_t bytes = (size_t)c->recv_slots * ctx->slot_size;
 	c->recv_ring = ring_alloc(bytes);
 	RSEC_ENSURE(c->recv_ring, RSEC_E_NOMEM);
