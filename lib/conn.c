@@ -41,9 +41,9 @@
 
 #include <openssl/crypto.h>
 
-#include "audit.h"
+#include "base/audit.h"
 #include "conn.h"
-#include "tls_resume.h"
+#include "base/tls_resume.h"
 
 #define KEEPALIVE_MS 15000u
 

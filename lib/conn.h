@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "audit.h"
-#include "clock.h"
+#include "base/audit.h"
+#include "base/clock.h"
 #include "completion.h"
 #include "dev.h"
 #include "grant_table.h"
@@ -24,11 +24,11 @@
 #include "qpool.h"
 #include "rdmasec.h"
 #include "result.h"
-#include "seal.h"
-#include "sealed.h"
+#include "base/seal.h"
+#include "base/sealed.h"
 #include "sendq.h"
-#include "tls.h"
-#include "wire.h"
+#include "base/tls.h"
+#include "base/wire.h"
 
 #define RSEC_DEFAULT_RECV_SLOTS 16u
 #define RSEC_DEFAULT_SLOT_SIZE 65536u

@@ -32,9 +32,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "audit.h"
+#include "base/audit.h"
 #include "conn.h"
-#include "sealed.h"
+#include "base/sealed.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 

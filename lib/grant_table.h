@@ -19,8 +19,8 @@
 #include "mw.h"
 #include "rdmasec.h"
 #include "result.h"
-#include "seal.h"
-#include "wire.h"
+#include "base/seal.h"
+#include "base/wire.h"
 
 #define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)

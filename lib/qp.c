@@ -6,7 +6,7 @@
 #include <openssl/rand.h>
 
 #include "qp.h"
-#include "random.h"
+#include "base/random.h"
 
 /* Scatter/gather entries per WR we ask for (clamped by the device). */
 #define RSEC_QP_MAX_SGE 4u

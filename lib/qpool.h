@@ -20,7 +20,7 @@
 
 #include "dev.h"
 #include "qp.h"
-#include "random.h"
+#include "base/random.h"
 #include "result.h"
 
 #define RSEC_QPOOL_DEFAULT 32u   /* entries, when not configured */

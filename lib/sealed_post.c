@@ -13,7 +13,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "audit.h"
+#include "base/audit.h"
 #include "conn.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
