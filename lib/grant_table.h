@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mw.h"
+#include "verbs/mw.h"
 #include "rdmasec.h"
 #include "result.h"
 #include "base/seal.h"
