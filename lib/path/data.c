@@ -18,7 +18,7 @@
 
 #include <openssl/crypto.h>
 
-#include "conn.h"
+#include "session/conn.h"
 
 /* Sends in flight: as many as the peer's buffers, up to 128 (perftest's TX
  * depth), within a 1 MiB send ring: 16 frames of 64 KiB, 128 of 8 KiB. */

@@ -14,7 +14,7 @@
 #include <openssl/rand.h>
 
 #include "base/audit.h"
-#include "conn.h"
+#include "session/conn.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
