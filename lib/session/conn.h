@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal layout of contexts and connections, shared by ctx.c (device and
- * credentials), chan.c (control messages over TLS), conn.c (set-up and
- * teardown), data.c (sealed two-sided messages) and grant.c (windows and
- * one-sided transfers).
+ * Internal layout of contexts and connections, owned by the session layer:
+ * ctx.c (device and credentials), conn.c (set-up and teardown), lane.c,
+ * rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
+ * sealed_post.c) still works on struct rsec_conn directly: an upward use
+ * lib/layers.allow lists until issue 25 gives it per-queue-pair state.
  */
 #ifndef RSEC_CONN_H
 #define RSEC_CONN_H
@@ -62,7 +63,7 @@ RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev,
 struct rsec_ctx {
 	bool is_server;
 	struct rsec_dev *dev; /* fixed device, or NULL: per connection, by local address */
-	struct rsec_qpool *pool; /* dev's QP pool (lib/qpool.c) */
+	struct rsec_qpool *pool; /* dev's QP pool (lib/verbs/qpool.c) */
 	struct rsec_qpool_opts pool_opts;
 	/* Devices opened by local address, each opened once and shared. */
 	pthread_mutex_t dev_lock;
@@ -551,7 +552,7 @@ void rsec_onesided_abort(struct rsec_conn *c, int status);
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */
 void rsec_onesided_teardown(struct rsec_conn *c);
-/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/grant.c) only. */
+/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/path/grant.c) only. */
 RSEC_MUST_CHECK int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
 					 void *buf, size_t len, int timeout_ms, enum rsec_op op);
 
