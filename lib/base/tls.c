@@ -383,19 +383,6 @@ static int left_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-int rsec_tls_handshake(SSL *ssl, int timeout_ms)
-{
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		bool want_write = false;
-		int rc = rsec_tls_handshake_step(ssl, &want_write);
-		if (rc != RSEC_E_AGAIN)
-			return rc;
-		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
-		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
-	}
-}
-
 bool rsec_tls_resumed(SSL *ssl)
 {
 	/* An external-PSK handshake counts as resumed in OpenSSL's terms; not in ours. */
