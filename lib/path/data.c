@@ -236,7 +236,8 @@ static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *w
 				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
-void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
+/* What this connection has outstanding, to check completions against. */
+static void data_posted(const struct rsec_conn *c, struct rsec_posted *out)
 {
 	*out = (struct rsec_posted){
 		.recv_slots = c->recv_slots,
@@ -252,7 +253,7 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 {
 	struct rsec_posted posted;
 	char why[160];
-	rsec_data_posted(c, &posted);
+	data_posted(c, &posted);
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
@@ -351,7 +352,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	struct rsec_posted posted;
 	uint32_t slot;
 	char why[160];
-	rsec_data_posted(c, &posted);
+	data_posted(c, &posted);
 	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
 		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
 		c->stats.protocol_violations++;

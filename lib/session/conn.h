@@ -514,8 +514,6 @@ RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops. */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
-/* What this connection has outstanding, to check completions against. */
-void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out);
 /* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */
 int rsec_conn_violation(struct rsec_conn *c, const char *why);
 
