@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "clock.h"
 #include "tls.h"
 #include "tls_resume.h"
 
@@ -372,9 +373,7 @@ static int wait_fd(SSL *ssl, bool want_write, int timeout_ms)
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return rsec_now_ns() / 1000000u;
 }
 
 static int left_ms(uint64_t deadline)

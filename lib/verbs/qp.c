@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include "qp.h"
+#include "base/clock.h"
 #include "base/random.h"
 
 /* Scatter/gather entries per WR we ask for (clamped by the device). */
@@ -286,10 +287,7 @@ int rsec_qp_state(const struct rsec_qp *q)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rsec_now_ns() / 1000000u);
 }
 
 int rsec_cq_wait(struct ibv_cq *cq, uint64_t wr_id, int timeout_ms, struct ibv_wc *wc)

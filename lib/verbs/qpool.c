@@ -9,6 +9,7 @@
 
 #include <openssl/rand.h>
 
+#include "base/clock.h"
 #include "qpool.h"
 
 struct rsec_qpool {
@@ -34,14 +35,6 @@ uint32_t rsec_qpool_size(bool given, uint32_t value, bool is_server)
 	if (given && value != 0)
 		return value;
 	return is_server ? RSEC_QPOOL_DEFAULT : RSEC_QPOOL_DEFAULT_CLIENT;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -78,11 +71,11 @@ static void *pool_worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 
 		struct rsec_qp q;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rsec_now_ns();
 		uint32_t burned = burn_qpns(p);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = rsec_now_ns();
 		int rc = rsec_qp_create(p->dev, p->o.send_wr, p->o.recv_wr, &q);
-		uint64_t t2 = now_ns();
+		uint64_t t2 = rsec_now_ns();
 
 		pthread_mutex_lock(&p->lock);
 		p->st.burned += burned;
