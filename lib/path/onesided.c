@@ -120,10 +120,9 @@ static void drain_failed(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int check_established(const struct rsec_conn *c)
 {
-	int rc = rsec_conn_established(c);
-	if (rc != 0 || c->phase == PHASE_CLOSED)
-		return rc;
-	return c->ops.ring && !rsec_rebuilding(c) ? 0 : RSEC_E_AGAIN;
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED && c->ops.ring && !rsec_rebuilding(c) ? 0 : RSEC_E_AGAIN;
 }
 
 /*

@@ -679,7 +679,9 @@ int rsec_conn_process(struct rsec_conn *c)
 		RSEC_GUARD(process_keepalive(c));
 		rsec_lanes_expire(c);
 	}
-	return rsec_conn_established(c);
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
 /*

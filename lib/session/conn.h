@@ -338,15 +338,6 @@ struct rsec_conn {
 void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
 		     const struct rsec_audit_region *region);
 
-/* The check every call on a connection starts with: 0 once established, the
- * close code once closed, RSEC_E_AGAIN before (set-up). */
-static inline RSEC_MUST_CHECK int rsec_conn_established(const struct rsec_conn *c)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
-}
-
 /* chan.c */
 /*
  * Queue one frame and write what the socket takes now; never blocks. A peer
