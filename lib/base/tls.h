@@ -39,8 +39,6 @@ RSEC_MUST_CHECK int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opt
  * authentication. RSEC_E_CLOSED: the peer went away. RSEC_E_TLS: otherwise.
  */
 RSEC_MUST_CHECK int rsec_tls_handshake_step(SSL *ssl, bool *want_write);
-/* Blocking handshake with a deadline. */
-RSEC_MUST_CHECK int rsec_tls_handshake(SSL *ssl, int timeout_ms);
 /* Whether the handshake resumed a certificate-mode session (no certificates exchanged). */
 bool rsec_tls_resumed(SSL *ssl);
 /* "CN=...,O=..." for certificates, "psk:<identity>" for PSKs. */

@@ -41,9 +41,9 @@
 
 #include <openssl/crypto.h>
 
-#include "audit.h"
+#include "base/audit.h"
 #include "conn.h"
-#include "tls_resume.h"
+#include "base/tls_resume.h"
 
 #define KEEPALIVE_MS 15000u
 
@@ -211,7 +211,7 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 
 /* The RDMA device is the one that owns the address the control connection
  * uses locally, unless the context names one. */
-int rsec_conn_pick_device(struct rsec_conn *c)
+static RSEC_MUST_CHECK int pick_device(struct rsec_conn *c)
 {
 	if (c->dev)
 		return 0;
@@ -228,6 +228,15 @@ int rsec_conn_pick_device(struct rsec_conn *c)
 	if (rc < 0)
 		snprintf(c->error, sizeof(c->error), "no RDMA device owns the local address %s", ip);
 	return rc;
+}
+
+int rsec_conn_data_setup(struct rsec_conn *c)
+{
+	RSEC_GUARD(pick_device(c));
+	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
+	RSEC_GUARD(rsec_ctx_take_qp(c->ctx, c->dev, &c->qp));
+	c->have_qp = true;
+	return rsec_data_setup(c);
 }
 
 /* A client files its TLS tickets under "host:port/name": a ticket is only
@@ -370,7 +379,7 @@ static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *
 	if (h->aead != (uint8_t)c->aead)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "server chose another AEAD");
 	RSEC_GUARD(derive_keys(c));
-	int rc = rsec_data_setup(c);
+	int rc = rsec_conn_data_setup(c);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
 	rc = rsec_conn_send_qp_info(c);
@@ -412,7 +421,7 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	c->peer_max_msg = q->max_msg;
 	if (c->is_server) {
 		/* Authenticated and admitted: only now does this peer cost RDMA resources. */
-		rc = rsec_data_setup(c);
+		rc = rsec_conn_data_setup(c);
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
 	}

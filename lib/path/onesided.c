@@ -18,7 +18,7 @@
 
 #include <openssl/crypto.h>
 
-#include "conn.h"
+#include "session/conn.h"
 
 #define CHAIN_MAX 32     /* work requests per ibv_post_send */
 #define DRAIN_MS 1000    /* how long a failed connection's flushed completions are waited for */

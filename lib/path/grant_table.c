@@ -4,7 +4,7 @@
 #include <openssl/crypto.h>
 
 #include "grant_table.h"
-#include "sealed.h"
+#include "base/sealed.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 

@@ -13,7 +13,7 @@
 
 #include <openssl/crypto.h>
 
-#include "audit.h"
+#include "base/audit.h"
 #include "conn.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)

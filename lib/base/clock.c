@@ -17,6 +17,13 @@ uint64_t rsec_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t rsec_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * The coarse clock lags the real one by up to a tick or so: a deadline
  * taken from it could pass before timeout_ms really has. Taken from the

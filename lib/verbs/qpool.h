@@ -20,6 +20,7 @@
 
 #include "dev.h"
 #include "qp.h"
+#include "base/random.h"
 #include "result.h"
 
 #define RSEC_QPOOL_DEFAULT 32u   /* entries, when not configured */
@@ -49,17 +50,6 @@ struct rsec_qpool_stats {
 
 /* Pool size from rsec_ctx_attr.qp_pool: the role's default unless given and non-zero. */
 uint32_t rsec_qpool_size(bool given, uint32_t value, bool is_server);
-
-/*
- * Is r, one draw uniform over [0, range), usable for an index below n? If
- * so, *idx = r % n. The top range % n values are rejected, so every index
- * comes from exactly range / n draws (no modulo bias). n == 0 is never
- * usable; range must be >= n.
- */
-bool rsec_uniform_accept(uint64_t r, uint64_t range, uint32_t n, uint32_t *idx);
-
-/* A uniform index below n >= 1 from RAND_bytes. Returns 0, RSEC_E_INVAL, RSEC_E_CRYPTO. */
-RSEC_MUST_CHECK int rsec_random_index(uint32_t n, uint32_t *idx);
 
 /*
  * A pool on d (one reference held) that starts filling at once in its own

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The grantee's side of sealed grants (lib/sealed.h): the keys of the
+ * The grantee's side of sealed grants (lib/base/sealed.h): the keys of the
  * peer's grants, derived once per grant from the TLS session and kept
  * keyed, and the posted form of sealed transfers: rsec_region_seal seals in
  * a registered region for one rsec_post WRITE, which claims it over TLS
@@ -13,8 +13,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "audit.h"
-#include "conn.h"
+#include "base/audit.h"
+#include "session/conn.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 

@@ -7,7 +7,7 @@
  * Frame: u8 version | u8 type | u16 lane | u32 body_len | body.
  * lane names the queue pair of the session a frame is about: 0 the
  * connection's first (and everything about the session itself), 1..
- * RSEC_WIRE_LANE_MAX the further ones of rsec_conn_add_qp (lib/lane.c);
+ * RSEC_WIRE_LANE_MAX the further ones of rsec_conn_add_qp (lib/session/lane.c);
  * only sent to a peer whose HELLO offered RSEC_WIRE_FEATURE_LANES.
  * Both directions validate every field against the limits below: the encoder
  * refuses to emit what the decoder would reject, so decode(encode(m)) == m and
@@ -84,7 +84,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_ACCESS_MASK (RSEC_WIRE_ACCESS_READ | RSEC_WIRE_ACCESS_WRITE | RSEC_WIRE_ACCESS_SEALED)
 #define RSEC_WIRE_MAC_HMAC_SHA256 1
 /* VERIFY of a sealed transfer: len is the plaintext length, the range holds
- * its sealed form (lib/sealed.h); mac = the 8-byte nonce prefix, then zeros. */
+ * its sealed form (lib/base/sealed.h); mac = the 8-byte nonce prefix, then zeros. */
 #define RSEC_WIRE_MAC_SEALED 2
 #define RSEC_WIRE_SEALED_PREFIX_LEN 8
 #define RSEC_WIRE_MAC_LEN 32
@@ -186,7 +186,7 @@ struct rsec_msg_credit {
 	uint32_t credits;
 };
 
-/* One side's half of a rebuild (lib/rebuild.c): its new QP and what it opened of the old epoch. */
+/* One side's half of a rebuild (lib/session/rebuild.c): its new QP and what it opened of the old epoch. */
 struct rsec_msg_rebuild {
 	uint32_t epoch;               /* the epoch being built, >= 1 */
 	uint8_t reason;               /* RSEC_WIRE_REBUILD_* */

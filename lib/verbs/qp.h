@@ -7,6 +7,7 @@
 #ifndef RSEC_QP_H
 #define RSEC_QP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
@@ -69,6 +70,14 @@ RSEC_MUST_CHECK int rsec_qp_connect(struct rsec_qp *q, const struct rsec_qp_peer
  * Returns 0, RSEC_E_INVAL, RSEC_E_VERBS (q->qp is NULL then), RSEC_E_CRYPTO.
  */
 RSEC_MUST_CHECK int rsec_qp_renew(struct rsec_qp *q, uint32_t burn_max);
+
+/*
+ * Create and destroy up to n minimal QPs on pd (never posted to), so the
+ * device's next QP number moves on by that many; stops early when *stop
+ * (may be NULL) becomes true or the device refuses. Returns how many.
+ */
+uint32_t rsec_qpn_burn(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq, uint32_t n,
+		       const _Atomic bool *stop);
 
 /* Move to ERR so outstanding WRs flush (orderly teardown). */
 RSEC_MUST_CHECK int rsec_qp_to_error(struct rsec_qp *q);

@@ -8,7 +8,7 @@
 
 #include <openssl/crypto.h>
 
-#include "conn.h"
+#include "session/conn.h"
 
 /*
  * Frames wait in a fixed queue until the socket takes them, so no peer can

@@ -249,7 +249,7 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 	root->lanes_opened++;
 	RSEC_GUARD(lane_new(root, root->lanes_opened, &c));
 	c->lane_taken = true; /* ours from the start: freed by the caller or below */
-	int rc = rsec_data_setup(c);
+	int rc = rsec_conn_data_setup(c);
 	if (rc == 0)
 		rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)

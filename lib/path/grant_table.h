@@ -16,11 +16,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mw.h"
+#include "verbs/mw.h"
 #include "rdmasec.h"
 #include "result.h"
-#include "seal.h"
-#include "wire.h"
+#include "base/seal.h"
+#include "base/wire.h"
 
 #define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
@@ -38,7 +38,7 @@ struct rsec_local_grant {
 	 * when the bind completes (inside rsec_conn_process) costs no pass over the bytes. */
 	bool read_mac_ready;
 	uint8_t read_mac[RSEC_SEAL_DATAMAC_LEN];
-	bool sealed;   /* RSEC_GRANT_SEALED: claims are sealed transfers (lib/sealed.h) */
+	bool sealed;   /* RSEC_GRANT_SEALED: claims are sealed transfers (lib/base/sealed.h) */
 	uint64_t tag;
 	struct rsec_region *region; /* window mode: the region the window is bound in */
 	uint64_t id;

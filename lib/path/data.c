@@ -18,7 +18,7 @@
 
 #include <openssl/crypto.h>
 
-#include "conn.h"
+#include "session/conn.h"
 
 /* Sends in flight: as many as the peer's buffers, up to 128 (perftest's TX
  * depth), within a 1 MiB send ring: 16 frames of 64 KiB, 128 of 8 KiB. */
@@ -89,11 +89,7 @@ uint32_t rsec_data_send_wr(uint32_t depth)
 int rsec_data_setup(struct rsec_conn *c)
 {
 	struct rsec_ctx *ctx = c->ctx;
-	RSEC_GUARD(rsec_conn_pick_device(c));
 	c->recv_slots = ctx->recv_slots;
-	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
-	RSEC_GUARD(rsec_ctx_take_qp(ctx, c->dev, &c->qp));
-	c->have_qp = true;
 	size_t bytes = (size_t)c->recv_slots * ctx->slot_size;
 	c->recv_ring = ring_alloc(bytes);
 	RSEC_ENSURE(c->recv_ring, RSEC_E_NOMEM);
@@ -240,7 +236,8 @@ static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *w
 				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
-void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out)
+/* What this connection has outstanding, to check completions against. */
+static void data_posted(const struct rsec_conn *c, struct rsec_posted *out)
 {
 	*out = (struct rsec_posted){
 		.recv_slots = c->recv_slots,
@@ -256,7 +253,7 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 {
 	struct rsec_posted posted;
 	char why[160];
-	rsec_data_posted(c, &posted);
+	data_posted(c, &posted);
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
 		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
@@ -355,7 +352,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	struct rsec_posted posted;
 	uint32_t slot;
 	char why[160];
-	rsec_data_posted(c, &posted);
+	data_posted(c, &posted);
 	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
 		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
 		c->stats.protocol_violations++;

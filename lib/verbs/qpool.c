@@ -9,10 +9,8 @@
 
 #include <openssl/rand.h>
 
+#include "base/clock.h"
 #include "qpool.h"
-
-/* A bad draw has probability below n / 2^32; this many in a row means the RNG is broken. */
-#define RANDOM_INDEX_TRIES 64
 
 struct rsec_qpool {
 	struct rsec_dev *dev; /* one reference */
@@ -39,44 +37,14 @@ uint32_t rsec_qpool_size(bool given, uint32_t value, bool is_server)
 	return is_server ? RSEC_QPOOL_DEFAULT : RSEC_QPOOL_DEFAULT_CLIENT;
 }
 
-bool rsec_uniform_accept(uint64_t r, uint64_t range, uint32_t n, uint32_t *idx)
-{
-	if (n == 0 || range < n || r >= range - range % n)
-		return false;
-	*idx = (uint32_t)(r % n);
-	return true;
-}
-
-int rsec_random_index(uint32_t n, uint32_t *idx)
-{
-	RSEC_ENSURE(n > 0 && idx != NULL, RSEC_E_INVAL);
-	for (int i = 0; i < RANDOM_INDEX_TRIES; i++) {
-		uint8_t b[4];
-
-		RSEC_ENSURE(RAND_bytes(b, sizeof(b)) == 1, RSEC_E_CRYPTO);
-		uint32_t r = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-		if (rsec_uniform_accept(r, UINT64_C(1) << 32, n, idx))
-			return 0;
-	}
-	return RSEC_E_CRYPTO;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
- * Advance the device's QPN counter by a random 0..burn_max: create and
- * destroy that many minimal QPs in one throwaway PD and CQ (never used for
- * traffic). Best effort: returns how many were burned.
+ * Advance the device's QPN counter by a random 0..burn_max with throwaway
+ * QPs in one PD and CQ of the pool's own (never used for traffic). Best
+ * effort: returns how many were burned.
  */
 static uint32_t burn_qpns(struct rsec_qpool *p)
 {
-	uint32_t n, done = 0;
+	uint32_t n;
 
 	if (p->o.burn_max == 0 || rsec_random_index(p->o.burn_max + 1, &n) < 0 || n == 0)
 		return 0;
@@ -86,19 +54,7 @@ static uint32_t burn_qpns(struct rsec_qpool *p)
 		p->burn_cq = ibv_create_cq(p->dev->ctx, 1, NULL, NULL, 0);
 	if (!p->burn_cq)
 		return 0;
-	struct ibv_qp_init_attr ia = {
-		.send_cq = p->burn_cq,
-		.recv_cq = p->burn_cq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	for (; done < n && !p->stop; done++) {
-		struct ibv_qp *qp = ibv_create_qp(p->burn_pd, &ia);
-
-		if (!qp || ibv_destroy_qp(qp) != 0)
-			break;
-	}
-	return done;
+	return rsec_qpn_burn(p->burn_pd, p->burn_cq, p->burn_cq, n, &p->stop);
 }
 
 /* Keep the pool full: sleep until an entry is taken, then create one replacement at a time. */
@@ -115,11 +71,11 @@ static void *pool_worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 
 		struct rsec_qp q;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rsec_now_ns();
 		uint32_t burned = burn_qpns(p);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = rsec_now_ns();
 		int rc = rsec_qp_create(p->dev, p->o.send_wr, p->o.recv_wr, &q);
-		uint64_t t2 = now_ns();
+		uint64_t t2 = rsec_now_ns();
 
 		pthread_mutex_lock(&p->lock);
 		p->st.burned += burned;

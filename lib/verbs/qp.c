@@ -6,7 +6,8 @@
 #include <openssl/rand.h>
 
 #include "qp.h"
-#include "qpool.h"
+#include "base/clock.h"
+#include "base/random.h"
 
 /* Scatter/gather entries per WR we ask for (clamped by the device). */
 #define RSEC_QP_MAX_SGE 4u
@@ -170,24 +171,32 @@ int rsec_qp_create(struct rsec_dev *d, uint32_t send_wr, uint32_t recv_wr, struc
 	return rc;
 }
 
-/* Advance the device's QP numbers by a random 0..burn_max with throwaway QPs on q's PD (never posted to). */
+uint32_t rsec_qpn_burn(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq, uint32_t n,
+		       const _Atomic bool *stop)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = send_cq,
+		.recv_cq = recv_cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	uint32_t done = 0;
+	for (; done < n && !(stop && *stop); done++) {
+		struct ibv_qp *t = ibv_create_qp(pd, &ia);
+		if (!t || ibv_destroy_qp(t) != 0)
+			break;
+	}
+	return done;
+}
+
+/* Advance the device's QP numbers by a random 0..burn_max with throwaway QPs on q's PD. */
 static void burn_qpns(struct rsec_qp *q, uint32_t burn_max)
 {
 	uint32_t n;
 	if (burn_max == 0 || rsec_random_index(burn_max + 1, &n) < 0)
 		return;
-	struct ibv_qp_init_attr ia = {
-		.send_cq = q->send_cq,
-		.recv_cq = q->recv_cq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	for (uint32_t i = 0; i < n; i++) {
-		struct ibv_qp *t = ibv_create_qp(q->pd, &ia);
-		if (t == NULL)
-			return; /* best effort: the QP's PSN is random anyway */
-		(void)ibv_destroy_qp(t);
-	}
+	/* Best effort: the QP's PSN is random anyway. */
+	(void)rsec_qpn_burn(q->pd, q->send_cq, q->recv_cq, n, NULL);
 }
 
 /* Take and drop every completion left in cq (its QP is gone). */
@@ -278,10 +287,7 @@ int rsec_qp_state(const struct rsec_qp *q)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rsec_now_ns() / 1000000u);
 }
 
 int rsec_cq_wait(struct ibv_cq *cq, uint64_t wr_id, int timeout_ms, struct ibv_wc *wc)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal layout of contexts and connections, shared by ctx.c (device and
- * credentials), chan.c (control messages over TLS), conn.c (set-up and
- * teardown), data.c (sealed two-sided messages) and grant.c (windows and
- * one-sided transfers).
+ * Internal layout of contexts and connections, owned by the session layer:
+ * ctx.c (device and credentials), conn.c (set-up and teardown), lane.c,
+ * rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
+ * sealed_post.c) still works on struct rsec_conn directly: an upward use
+ * lib/layers.allow lists until issue 25 gives it per-queue-pair state.
  */
 #ifndef RSEC_CONN_H
 #define RSEC_CONN_H
@@ -13,22 +14,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "audit.h"
-#include "clock.h"
-#include "completion.h"
-#include "dev.h"
-#include "grant_table.h"
-#include "mw.h"
-#include "ops.h"
-#include "qp.h"
-#include "qpool.h"
+#include "base/audit.h"
+#include "base/clock.h"
+#include "verbs/completion.h"
+#include "verbs/dev.h"
+#include "path/grant_table.h"
+#include "verbs/mw.h"
+#include "path/ops.h"
+#include "verbs/qp.h"
+#include "verbs/qpool.h"
 #include "rdmasec.h"
 #include "result.h"
-#include "seal.h"
-#include "sealed.h"
-#include "sendq.h"
-#include "tls.h"
-#include "wire.h"
+#include "base/seal.h"
+#include "base/sealed.h"
+#include "path/sendq.h"
+#include "base/tls.h"
+#include "base/wire.h"
 
 #define RSEC_DEFAULT_RECV_SLOTS 16u
 #define RSEC_DEFAULT_SLOT_SIZE 65536u
@@ -62,7 +63,7 @@ RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev,
 struct rsec_ctx {
 	bool is_server;
 	struct rsec_dev *dev; /* fixed device, or NULL: per connection, by local address */
-	struct rsec_qpool *pool; /* dev's QP pool (lib/qpool.c) */
+	struct rsec_qpool *pool; /* dev's QP pool (lib/verbs/qpool.c) */
 	struct rsec_qpool_opts pool_opts;
 	/* Devices opened by local address, each opened once and shared. */
 	pthread_mutex_t dev_lock;
@@ -402,8 +403,9 @@ void rsec_lanes_detach(struct rsec_conn *root);
 void rsec_lane_unlink(struct rsec_conn *c);
 /* The root's socket events changed: every lane's epoll set watches the same. */
 void rsec_lanes_watch(struct rsec_conn *root, uint32_t events);
-/* The device owning the control connection's local address (or the context's). */
-RSEC_MUST_CHECK int rsec_conn_pick_device(struct rsec_conn *c);
+/* The data path's device (the one owning the control connection's local
+ * address, or the context's), a QP from its pool, then rsec_data_setup. */
+RSEC_MUST_CHECK int rsec_conn_data_setup(struct rsec_conn *c);
 
 /* rebuild.c */
 /*
@@ -503,7 +505,7 @@ RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
 /* The peer's frames of the current epoch we opened. */
 uint64_t rsec_data_opened(const struct rsec_conn *c);
 
-/* PD, CQs, QP and receive buffers, receives posted (QP in INIT). */
+/* Receive buffers on c->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
 /* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
 uint32_t rsec_data_send_wr(uint32_t depth);
@@ -512,8 +514,6 @@ RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops. */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
-/* What this connection has outstanding, to check completions against. */
-void rsec_data_posted(const struct rsec_conn *c, struct rsec_posted *out);
 /* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */
 int rsec_conn_violation(struct rsec_conn *c, const char *why);
 
@@ -550,7 +550,7 @@ void rsec_onesided_abort(struct rsec_conn *c, int status);
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */
 void rsec_onesided_teardown(struct rsec_conn *c);
-/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/grant.c) only. */
+/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/path/grant.c) only. */
 RSEC_MUST_CHECK int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
 					 void *buf, size_t len, int timeout_ms, enum rsec_op op);
 

@@ -20,7 +20,7 @@
  * sender's data-MAC key. Grant ids carry their issuer in the top bit, so a
  * VERIFY names our grant (a write claim) or the peer's (a read MAC).
  *
- * Sealed grants (lib/sealed.h): the same VERIFY carries the plaintext length
+ * Sealed grants (lib/base/sealed.h): the same VERIFY carries the plaintext length
  * and nonce prefix of a sealed transfer instead of a MAC; the bytes in the
  * grant are AEAD ciphertext under the grant's own key.
  */
@@ -32,9 +32,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "audit.h"
-#include "conn.h"
-#include "sealed.h"
+#include "base/audit.h"
+#include "session/conn.h"
+#include "base/sealed.h"
 
 #define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
 
@@ -414,7 +414,7 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 	g->id = rsec_gt_next_id(&c->gt);
 	int rc = rsec_sealed_key(c->ssl, g->id, g->sealed_key);
 	if (rc == 0)
-		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/sealed.h) */
+		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
 	if (rc < 0)
 		OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
 	return rc;

@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "clock.h"
 #include "tls.h"
 #include "tls_resume.h"
 
@@ -372,28 +373,13 @@ static int wait_fd(SSL *ssl, bool want_write, int timeout_ms)
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return rsec_now_ns() / 1000000u;
 }
 
 static int left_ms(uint64_t deadline)
 {
 	uint64_t now = now_ms();
 	return now >= deadline ? 0 : (int)(deadline - now);
-}
-
-int rsec_tls_handshake(SSL *ssl, int timeout_ms)
-{
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		bool want_write = false;
-		int rc = rsec_tls_handshake_step(ssl, &want_write);
-		if (rc != RSEC_E_AGAIN)
-			return rc;
-		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
-		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
-	}
 }
 
 bool rsec_tls_resumed(SSL *ssl)
