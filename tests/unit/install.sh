@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 DESTDIR=$dest cmake --install "$build" --prefix /usr/local >"$dest.log" 2>&1 || { cat "$dest.log"; fail "cmake --install failed"; }
 rm -f "$dest.log"
 root=$dest/usr/local
-for p in rdmasec-server rdmasec-client rdmasec-keygen rdmasec-attack rdmasec-bench; do
+for p in rdmasec-server rdmasec-client rdmasec-keygen rdmasec-attack rdmasec-bench rdmasec-blkd; do
 	[ -x "$root/bin/$p" ] || fail "$p not installed"
 done
 [ -f "$root/include/rdmasec.h" ] || fail "rdmasec.h not installed"

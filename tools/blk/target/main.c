@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "conf.h"
+#include "blkd_conf.h"
 #include "target.h"
 
 #define SHORT_OPTS "f:C:l:d:e:vh"

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h"
+#include "blkd_conf.h"
 
 struct store {
 	int fd;          /* buffered (or the only one) */

@@ -69,7 +69,9 @@ struct queue {
 	size_t mem_len;
 	bool watched;
 	bool more;     /* stopped at the per-turn cap with messages left */
-	unsigned busy; /* commands not FREE */
+	unsigned busy;        /* commands not FREE */
+	unsigned grant_waits; /* commands in GRANT: woken by the control channel, or timed out by the sweep */
+	unsigned cpl_waits;   /* commands in CPL: their completion waits for the client's credits */
 	struct cmd cmds[BLK_QD_MAX];
 };
 
@@ -105,6 +107,7 @@ struct target {
 	struct target_counters n;
 	bool metrics_dirty;
 	uint64_t metrics_last_ms;
+	uint64_t last_sweep_ms; /* every session is stepped once per TICK_MS: deadlines */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
 	size_t msg_cap;
@@ -148,14 +151,25 @@ static struct audit_who who(const struct session *s)
 
 /* ---- session teardown ---- */
 
+/* The command slots go (after the operations in flight over them, which closing ends). */
+static void queue_free_slots(struct target *t, struct queue *q)
+{
+	if (!q->region)
+		return;
+	rsec_region_free(q->region);
+	q->region = NULL;
+	q->mem = NULL;
+	t->mem_used -= q->mem_len;
+	q->mem_len = 0;
+}
+
 static void queue_free(struct target *t, struct queue *q)
 {
-	if (q->watched)
-		epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL);
-	if (q->region) {
-		rsec_region_free(q->region);
-		t->mem_used -= q->mem_len;
-	}
+	/* Its fd stays open until rsec_conn_free: this cannot hit another connection's. */
+	if (q->watched && epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL) != 0)
+		blkd_log("warn", "epoll", "session=%llu queue=%u error=\"%s\"", (unsigned long long)q->s->id, q->index,
+			 strerror(errno));
+	queue_free_slots(t, q);
 	rsec_conn_free(q->conn);
 	free(q);
 }
@@ -172,6 +186,9 @@ static void session_close(struct session *s, const char *reason)
 	}
 	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
 		 s->established ? s->peer : "", reason);
+	/* Regions first: closing tears the protection domains down, which a live registration would keep. */
+	for (unsigned i = 0; i < s->nq; i++)
+		queue_free_slots(s->t, s->q[i]);
 	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
 		(void)rsec_conn_close(s->q[0]->conn, reason); /* it may fail only for a connection gone already */
 	if (s->opened) {
@@ -253,6 +270,15 @@ static int queue_alloc_slots(struct session *s, struct queue *q)
 	return 0;
 }
 
+/* Every state change goes through here: the queue's counts are what loop_timeout and the steps look at. */
+static void set_state(struct queue *q, struct cmd *c, enum cmd_state to)
+{
+	q->busy = q->busy + (to != CMD_FREE) - (c->state != CMD_FREE);
+	q->grant_waits = q->grant_waits + (to == CMD_GRANT) - (c->state == CMD_GRANT);
+	q->cpl_waits = q->cpl_waits + (to == CMD_CPL) - (c->state == CMD_CPL);
+	c->state = to;
+}
+
 static uint8_t *slot(const struct queue *q, uint16_t cid)
 {
 	return q->mem + (size_t)cid * q->s->slot_len;
@@ -286,8 +312,7 @@ static void try_send_cpl(struct queue *q, struct cmd *c)
 	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT)
 		return; /* another completion still waits for credits: again next turn */
 	/* Sent, or the connection is gone (the session step finds out). */
-	c->state = CMD_FREE;
-	q->busy--;
+	set_state(q, c, CMD_FREE);
 }
 
 static void complete(struct queue *q, struct cmd *c, uint16_t status)
@@ -300,9 +325,7 @@ static void complete(struct queue *q, struct cmd *c, uint16_t status)
 	audit_io(&w, blk_opcode_name(c->m.opcode), q->index, c->m.cid, c->m.offset, c->m.length,
 		 (c->m.flags & BLK_CMD_FUA) != 0, blk_status_name(status));
 	count(s, c, status);
-	if (c->state == CMD_FREE)
-		q->busy++;
-	c->state = CMD_CPL;
+	set_state(q, c, CMD_CPL);
 	try_send_cpl(q, c);
 }
 
@@ -328,7 +351,7 @@ static void cmd_seal(struct queue *q, struct cmd *c)
 			return;
 		}
 	}
-	c->state = CMD_POST;
+	set_state(q, c, CMD_POST);
 }
 
 static void cmd_post(struct queue *q, struct cmd *c)
@@ -343,7 +366,7 @@ static void cmd_post(struct queue *q, struct cmd *c)
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
-	c->state = CMD_INFLIGHT;
+	set_state(q, c, CMD_INFLIGHT);
 }
 
 /* The grant came: a READ reads the store and seals; a WRITE pulls. */
@@ -360,7 +383,7 @@ static void cmd_granted(struct queue *q, struct cmd *c)
 			return;
 		}
 	}
-	c->state = CMD_SEAL;
+	set_state(q, c, CMD_SEAL);
 	cmd_seal(q, c);
 	if (c->state == CMD_POST)
 		cmd_post(q, c);
@@ -430,8 +453,7 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 		memcpy(slot(q, m.cid), data, m.length);
 		complete(q, c, store_write(store, slot(q, m.cid), m.length, m.offset, (m.flags & BLK_CMD_FUA) != 0));
 	} else {
-		c->state = CMD_GRANT;
-		q->busy++;
+		set_state(q, c, CMD_GRANT);
 		uint64_t now = now_ms();
 		c->deadline_ms = now + s->t->conf->grant_timeout_ms;
 		cmd_try_grant(q, c, now);
@@ -620,21 +642,13 @@ static void queue_retry(struct queue *q, uint64_t now)
 	}
 }
 
-static bool cpl_waiting(const struct queue *q)
-{
-	for (unsigned cid = 0; cid < BLK_QD_MAX && q->busy; cid++)
-		if (q->cmds[cid].state == CMD_CPL)
-			return true;
-	return false;
-}
-
 static void queue_recv(struct queue *q)
 {
 	struct target *t = q->s->t;
 	q->more = false;
 	for (unsigned i = 0; i < MSGS_PER_TURN && !q->s->dead; i++) {
 		/* Completions that wait for credits hold back new commands: the client's pace. */
-		if (q->busy && cpl_waiting(q))
+		if (q->cpl_waits)
 			return;
 		size_t len = 0;
 		int rc = rsec_recv(q->conn, t->msg, t->msg_cap, &len, 0);
@@ -724,6 +738,9 @@ static void session_step(struct session *s, uint64_t now)
 			queue_retry(q, now);
 		if (!s->dead)
 			queue_recv(q);
+		/* A grant the receive pass brought in, for a command that waits for it. */
+		if (q->grant_waits && !s->dead)
+			queue_retry(q, now);
 	}
 }
 
@@ -845,12 +862,9 @@ static int open_context(struct target *t)
 static int open_events(struct target *t)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+	if (sigemptyset(&set) != 0 || sigaddset(&set, SIGINT) != 0 || sigaddset(&set, SIGTERM) != 0 ||
+	    sigprocmask(SIG_BLOCK, &set, NULL) != 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		return -1;
-	signal(SIGPIPE, SIG_IGN);
 	t->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (t->sigfd < 0 || t->epfd < 0)
@@ -899,10 +913,15 @@ static int loop_timeout(const struct target *t)
 		if (!s->opened)
 			continue;
 		for (unsigned i = 0; i < s->nq; i++) {
-			if (s->q[i]->more)
+			const struct queue *q = s->q[i];
+			if (q->more)
 				return 0;
-			if (s->q[i]->busy)
-				timeout = 1; /* a grant, credits or the device: soon, without spinning */
+			/* Credits, the seal budget or the device: soon. A grant's descriptor wakes the
+			 * control channel's fd; this only bounds a wake-up the library took in passing. */
+			if (q->busy > q->grant_waits)
+				timeout = 1;
+			else if (q->grant_waits && timeout > 5)
+				timeout = 5;
 		}
 	}
 	return timeout;
@@ -926,10 +945,9 @@ static void turn(struct target *t)
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
 	uint64_t now = now_ms();
-	static uint64_t last_sweep;
-	bool sweep = now - last_sweep >= TICK_MS;
+	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
-		last_sweep = now;
+		t->last_sweep_ms = now;
 	for (struct session *s = t->sessions; s; s = s->next) {
 		if (!s->dead && (s->kick || sweep || session_pending(s)))
 			session_step(s, now);

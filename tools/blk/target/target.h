@@ -3,7 +3,7 @@
 #ifndef RSEC_BLKD_TARGET_H
 #define RSEC_BLKD_TARGET_H
 
-#include "conf.h"
+#include "blkd_conf.h"
 
 /* Serve until SIGINT or SIGTERM. The exit status: 0, or 1 if the target could not start. */
 int target_run(const struct blkd_conf *conf);

@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <ini.h>
 
-#include "conf.h"
+#include "blkd_conf.h"
 
 #define CONF_MAX_FILE (1u << 20)
 
@@ -331,7 +331,7 @@ static int spec_option(struct blkd_export_conf *x, char *opt, char *err, size_t 
 		    quoted(q, opt));
 }
 
-int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size_t errlen)
+static int export_spec(struct blkd_conf *c, const char *spec, char *err, size_t errlen)
 {
 	char q[80];
 	char buf[BLK_NAME_MAX + BLKD_PATH_LEN + 256];
@@ -361,6 +361,16 @@ int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size
 		opts = next;
 	}
 	return 0;
+}
+
+/* All or nothing: a bad option leaves no half-made export behind. */
+int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size_t errlen)
+{
+	unsigned before = c->n_exports;
+	int rc = export_spec(c, spec, err, errlen);
+	if (rc < 0)
+		c->n_exports = before;
+	return rc;
 }
 
 struct parse_state {

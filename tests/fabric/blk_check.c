@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blk_check: a minimal synchronous rdmasec-blk client on librdmasec's public
+ * API and the protocol's codec, for tests/fabric/blk_target.sh. Unlike the
+ * real client it can send what a hostile one would: malformed capsules,
+ * duplicate command ids, commands before OPEN, grants that never come.
+ *
+ *   blk_check PKI IDENTITY SERVER SOURCE EXPORT MODE [OUTDIR]
+ *
+ * MODE: io OUTDIR (writes, reads back, FLUSH, errors, many in flight, two
+ * queues; what it wrote in OUTDIR/writes.txt and OUTDIR/w*.bin), ro, open,
+ * hostile, fill (write 1 MiB blocks until the store is full). Prints "RESULT name=value" lines.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "blk_wire.h"
+#include "check_util.h"
+#include "rdmasec.h"
+
+#define QD 16
+#define QUEUES 2
+#define TIMEOUT_MS 15000
+#define SLOT (2u << 20) /* per command: a sealed transfer of 1 MiB and its tags */
+
+struct client {
+	struct rsec_conn *conn[QUEUES];
+	struct rsec_region *region[QUEUES];
+	uint8_t *mem[QUEUES];
+	unsigned nq;
+	struct blk_open_reply r;
+	uint64_t next_tag;
+};
+
+static struct rsec_ctx *ctx;
+static const char *server, *export_name;
+
+static void send_raw(struct rsec_conn *c, const void *buf, size_t len)
+{
+	check_must(rsec_send(c, buf, len, TIMEOUT_MS), "send", c);
+}
+
+static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint16_t *status)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->next_tag = 1;
+	check_must(rsec_connect(ctx, server, BLK_DEFAULT_PORT, NULL, TIMEOUT_MS, &cl->conn[0]), "connect", NULL);
+	struct blk_open o = { .flags = flags, .queue_depth = QD, .queues = (uint16_t)queues };
+	snprintf(o.name, sizeof(o.name), "%s", export_name);
+	uint8_t buf[BLK_OPEN_MAX];
+	size_t n = blk_open_encode(&o, buf, sizeof(buf));
+	if (!n)
+		check_die("cannot encode OPEN");
+	send_raw(cl->conn[0], buf, n);
+	uint8_t in[64];
+	size_t len = 0;
+	check_must(rsec_recv(cl->conn[0], in, sizeof(in), &len, TIMEOUT_MS), "OPEN reply", cl->conn[0]);
+	const char *why = NULL;
+	if (!blk_open_reply_decode(in, len, &cl->r, &why))
+		check_die("bad OPEN reply: %s", why);
+	*status = cl->r.status;
+	if (cl->r.status != BLK_S_OK)
+		return -1;
+	cl->nq = cl->r.queues;
+	for (unsigned i = 1; i < cl->nq; i++)
+		check_must(rsec_conn_add_qp(cl->conn[0], TIMEOUT_MS, &cl->conn[i]), "add queue pair", cl->conn[0]);
+	for (unsigned i = 0; i < cl->nq; i++) {
+		check_must(rsec_region_alloc(cl->conn[i], (size_t)SLOT * QD, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE,
+					     &cl->region[i]),
+			   "region", cl->conn[i]);
+		cl->mem[i] = rsec_region_addr(cl->region[i]);
+	}
+	return 0;
+}
+
+static void close_session(struct client *cl)
+{
+	for (unsigned i = cl->nq; i-- > 0;) {
+		rsec_region_free(cl->region[i]);
+		if (i)
+			rsec_conn_free(cl->conn[i]);
+	}
+	if (cl->conn[0]) {
+		(void)rsec_conn_close(cl->conn[0], "done");
+		rsec_conn_free(cl->conn[0]);
+	}
+	memset(cl, 0, sizeof(*cl));
+}
+
+static void send_cmd(struct client *cl, unsigned q, const struct blk_cmd *m, const void *inline_data)
+{
+	static uint8_t buf[BLK_CMD_MAX + 4096];
+	size_t n = blk_cmd_encode_hdr(m, buf, sizeof(buf));
+	if (!n)
+		check_die("cannot encode a command");
+	if (inline_data) {
+		memcpy(buf + n, inline_data, m->length);
+		n += m->length;
+	}
+	send_raw(cl->conn[q], buf, n);
+}
+
+static struct blk_cpl recv_cpl(struct client *cl, unsigned q)
+{
+	uint8_t in[64];
+	size_t len = 0;
+	check_must(rsec_recv(cl->conn[q], in, sizeof(in), &len, TIMEOUT_MS), "completion", cl->conn[q]);
+	struct blk_cpl c;
+	const char *why = NULL;
+	if (!blk_cpl_decode(in, len, &c, &why))
+		check_die("bad completion: %s", why);
+	return c;
+}
+
+/* Grant the client's slot cid of queue q for one transfer: a sealed READ grant (a pulled WRITE) or WRITE grant. */
+static uint64_t grant_slot(struct client *cl, unsigned q, uint16_t cid, const void *data, uint32_t len,
+			   uint64_t tag, size_t grant_len)
+{
+	uint8_t *p = cl->mem[q] + (size_t)cid * SLOT;
+	unsigned access = data ? RSEC_ACCESS_READ | RSEC_GRANT_SEALED : RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED;
+	if (data)
+		memcpy(p, data, len);
+	uint64_t gid = 0;
+	int rc;
+	while ((rc = rsec_grant(cl->conn[q], cl->region[q], (size_t)cid * SLOT, grant_len, access, 20000, tag, &gid)) ==
+	       RSEC_E_AGAIN) {
+		int prc = rsec_conn_process(cl->conn[q]);
+		if (prc != RSEC_E_AGAIN)
+			check_must(prc, "process", cl->conn[q]);
+	}
+	check_must(rc, "grant", cl->conn[q]);
+	return gid;
+}
+
+static uint16_t do_write(struct client *cl, unsigned q, uint64_t off, const void *data, uint32_t len, bool fua)
+{
+	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 1, .offset = off, .length = len,
+			     .flags = (uint16_t)(fua ? BLK_CMD_FUA : 0) };
+	uint64_t gid = 0;
+	if (len <= cl->r.max_inline) {
+		m.flags |= BLK_CMD_INLINE;
+		send_cmd(cl, q, &m, data);
+	} else {
+		m.tag = cl->next_tag++;
+		gid = grant_slot(cl, q, m.cid, data, len, m.tag, rsec_sealed_len(len));
+		send_cmd(cl, q, &m, NULL);
+	}
+	struct blk_cpl c = recv_cpl(cl, q);
+	if (c.cid != m.cid)
+		check_die("completion for cid %u, expected %u", c.cid, m.cid);
+	if (gid)
+		check_must(rsec_revoke(cl->conn[q], gid), "revoke", cl->conn[q]);
+	if (c.status == BLK_S_OK && c.length != len)
+		check_die("write completed %u bytes of %u", c.length, len);
+	return c.status;
+}
+
+/* READ into out; with grant_len 0 the grant is the sealed length of len. */
+static uint16_t do_read(struct client *cl, unsigned q, uint64_t off, uint32_t len, uint8_t *out, size_t grant_len)
+{
+	struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = 2, .offset = off, .length = len, .tag = cl->next_tag++ };
+	uint64_t gid = grant_slot(cl, q, m.cid, NULL, len, m.tag, grant_len ? grant_len : rsec_sealed_len(len));
+	send_cmd(cl, q, &m, NULL);
+	struct blk_cpl c = recv_cpl(cl, q);
+	if (c.status != BLK_S_OK) {
+		(void)rsec_revoke(cl->conn[q], gid); /* the target never wrote: nothing to open */
+		return c.status;
+	}
+	uint64_t at = 0, got = 0;
+	check_must(rsec_grant_open(cl->conn[q], gid, &at, &got, TIMEOUT_MS), "open the read's grant", cl->conn[q]);
+	if (got != len)
+		check_die("read opened %llu bytes of %u", (unsigned long long)got, len);
+	memcpy(out, cl->mem[q] + (size_t)m.cid * SLOT + at, len);
+	return c.status;
+}
+
+static uint16_t do_flush(struct client *cl, unsigned q)
+{
+	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 3 };
+	send_cmd(cl, q, &m, NULL);
+	return recv_cpl(cl, q).status;
+}
+
+static void random_bytes(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t got = getrandom(p, n, 0);
+		if (got <= 0)
+			check_die("getrandom failed");
+		p += got;
+		n -= (size_t)got;
+	}
+}
+
+/* Writes at several offsets, in capsule and pulled, on both queues; each read back and compared. */
+static void io_writes(struct client *cl, const char *outdir)
+{
+	const uint64_t size = cl->r.size;
+	struct { uint64_t off; uint32_t len; } w[] = {
+		{ 0, 4096 }, { 7 * 4096, 16384 }, { 1u << 20, 262144 }, { 3u << 20, 100 * 1024 },
+		{ size - 131072, 131072 }, { (5u << 20) + 4096, 1u << 20 },
+	};
+	char path[512];
+	snprintf(path, sizeof(path), "%s/writes.txt", outdir);
+	FILE *list = fopen(path, "w");
+	if (!list)
+		check_die("cannot write %s", path);
+	unsigned same = 0, inline_n = 0, pulled_n = 0, n = sizeof(w) / sizeof(w[0]);
+	uint8_t *data = malloc(1u << 20), *back = malloc(1u << 20);
+	if (!data || !back)
+		check_die("out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		unsigned q = i % cl->nq;
+		random_bytes(data, w[i].len);
+		uint16_t st = do_write(cl, q, w[i].off, data, w[i].len, false);
+		if (st != BLK_S_OK)
+			check_die("write %u at %llu: %s", w[i].len, (unsigned long long)w[i].off, blk_status_name(st));
+		*(w[i].len <= cl->r.max_inline ? &inline_n : &pulled_n) += 1;
+		st = do_read(cl, (q + 1) % cl->nq, w[i].off, w[i].len, back, 0);
+		if (st != BLK_S_OK)
+			check_die("read %u at %llu: %s", w[i].len, (unsigned long long)w[i].off, blk_status_name(st));
+		same += memcmp(data, back, w[i].len) == 0;
+		snprintf(path, sizeof(path), "%s/w%u.bin", outdir, i);
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(data, 1, w[i].len, f) != w[i].len || fclose(f) != 0)
+			check_die("cannot write %s", path);
+		fprintf(list, "%llu %u %s\n", (unsigned long long)w[i].off, w[i].len, path);
+	}
+	if (fclose(list) != 0)
+		check_die("cannot write writes.txt");
+	check_result("readback", "%u of %u same (%u in capsule, %u pulled)", same, n, inline_n, pulled_n);
+	free(data);
+	free(back);
+}
+
+/* Many READs in flight on one queue, each its own grant; completions in any order. */
+static void io_inflight(struct client *cl)
+{
+	enum { N = 16 };
+	uint64_t gid[N];
+	for (uint16_t cid = 0; cid < N; cid++) {
+		struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = cid, .offset = (uint64_t)cid * 65536, .length = 65536,
+				     .tag = cl->next_tag++ };
+		gid[cid] = grant_slot(cl, 0, cid, NULL, m.length, m.tag, rsec_sealed_len(m.length));
+		send_cmd(cl, 0, &m, NULL);
+	}
+	unsigned ok = 0, seen = 0;
+	for (unsigned i = 0; i < N; i++) {
+		struct blk_cpl c = recv_cpl(cl, 0);
+		if (c.cid >= N || (seen & (1u << c.cid)))
+			check_die("completion for an unknown or finished cid %u", c.cid);
+		seen |= 1u << c.cid;
+		uint64_t at, got;
+		if (c.status == BLK_S_OK && rsec_grant_open(cl->conn[0], gid[c.cid], &at, &got, TIMEOUT_MS) == 0 &&
+		    got == 65536)
+			ok++;
+	}
+	check_result("inflight", "%u of %u", ok, (unsigned)N);
+}
+
+static void io_errors(struct client *cl)
+{
+	uint8_t *buf = calloc(1, BLK_INLINE_MAX + 8192);
+	if (!buf)
+		check_die("out of memory");
+	check_result("past-end", "%s", blk_status_name(do_read(cl, 0, cl->r.size - 4096, 8192, buf, 0)));
+	check_result("misaligned", "%s", blk_status_name(do_read(cl, 0, 100, 4096, buf, 0)));
+	check_result("too-small-grant", "%s", blk_status_name(do_read(cl, 0, 0, 8192, buf, 4096)));
+	/* In capsule, over the target's max_inline, and within what the protocol allows. */
+	if (cl->r.max_inline < BLK_INLINE_MAX) {
+		struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 4, .offset = 0, .length = BLK_INLINE_MAX,
+				     .flags = BLK_CMD_INLINE };
+		send_cmd(cl, 0, &m, buf);
+		check_result("inline-over-max", "%s", blk_status_name(recv_cpl(cl, 0).status));
+	}
+	/* A pulled WRITE whose grant never comes. */
+	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 5, .offset = 0, .length = 1u << 20, .tag = 999999 };
+	send_cmd(cl, 1 % cl->nq, &m, NULL);
+	check_result("no-grant", "%s", blk_status_name(recv_cpl(cl, 1 % cl->nq).status));
+	free(buf);
+}
+
+static int mode_io(const char *outdir)
+{
+	struct client cl;
+	uint16_t st;
+	if (open_session(&cl, BLK_OPEN_WRITE, QUEUES, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	check_result("open", "ok queues=%u queue_depth=%u size=%llu block_size=%u flags=0x%x", cl.r.queues,
+		     cl.r.queue_depth, (unsigned long long)cl.r.size, cl.r.block_size, cl.r.flags);
+	io_writes(&cl, outdir);
+	uint8_t *data = malloc(8192);
+	if (!data)
+		check_die("out of memory");
+	random_bytes(data, 8192);
+	check_result("fua", "%s", blk_status_name(do_write(&cl, 0, 12 * 4096, data, 8192, true)));
+	check_result("flush", "%s", blk_status_name(do_flush(&cl, 1 % cl.nq)));
+	free(data);
+	io_inflight(&cl);
+	io_errors(&cl);
+	close_session(&cl);
+	return 0;
+}
+
+/* An export on a store smaller than itself: writes until it is full get `no space`, and the session goes on. */
+static int mode_fill(void)
+{
+	struct client cl;
+	uint16_t st;
+	if (open_session(&cl, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	uint8_t *data = malloc(1u << 20);
+	if (!data)
+		check_die("out of memory");
+	random_bytes(data, 1u << 20);
+	unsigned ok = 0, full = 0, other = 0;
+	for (uint64_t off = 0; off + (1u << 20) <= cl.r.size; off += 1u << 20) {
+		st = do_write(&cl, 0, off, data, 1u << 20, false);
+		ok += st == BLK_S_OK;
+		full += st == BLK_S_NO_SPACE;
+		other += st != BLK_S_OK && st != BLK_S_NO_SPACE;
+	}
+	check_result("fill", "%s ok=%u", full && !other ? "no space" : "not refused", ok);
+	check_result("after-full", "%s", blk_status_name(do_read(&cl, 0, 0, 4096, data, 0)));
+	free(data);
+	close_session(&cl);
+	return 0;
+}
+
+static int mode_ro(void)
+{
+	struct client cl;
+	uint16_t st;
+	if (open_session(&cl, BLK_OPEN_WRITE, 1, &st) == 0)
+		check_die("OPEN with WRITE accepted");
+	check_result("open-write", "%s", blk_status_name(st));
+	close_session(&cl);
+	if (open_session(&cl, 0, 1, &st) < 0)
+		check_die("read-only OPEN: %s", blk_status_name(st));
+	check_result("ro-flag", "%s", (cl.r.flags & BLK_EXPORT_READ_ONLY) ? "yes" : "no");
+	uint8_t buf[4096] = { 1 };
+	check_result("ro-write", "%s", blk_status_name(do_write(&cl, 0, 0, buf, sizeof(buf), false)));
+	check_result("ro-read", "%s", blk_status_name(do_read(&cl, 0, 0, sizeof(buf), buf, 0)));
+	close_session(&cl);
+	return 0;
+}
+
+static int mode_open(void)
+{
+	struct client cl;
+	uint16_t st;
+	(void)open_session(&cl, BLK_OPEN_WRITE, 1, &st);
+	check_result("open", "%s", blk_status_name(st));
+	close_session(&cl);
+	return 0;
+}
+
+/* After a hostile message the target must close the session: what the next receive says. */
+static void expect_closed(const char *name, struct client *cl, unsigned q)
+{
+	uint8_t in[64];
+	size_t len;
+	int rc = rsec_recv(cl->conn[q], in, sizeof(in), &len, TIMEOUT_MS);
+	if (rc >= 0)
+		check_result(name, "open (got a %zu-byte message)", len);
+	else
+		check_result(name, "closed (%s)", rsec_conn_error(cl->conn[0]));
+	close_session(cl);
+}
+
+static int mode_hostile(void)
+{
+	struct client a, b;
+	uint16_t st;
+	if (open_session(&a, BLK_OPEN_WRITE, QUEUES, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	uint8_t data[8192], back[8192];
+	random_bytes(data, sizeof(data));
+
+	/* A capsule that does not decode: an unknown opcode. */
+	if (open_session(&b, BLK_OPEN_WRITE, QUEUES, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 0 };
+	uint8_t raw[BLK_CMD_HDR];
+	if (blk_cmd_encode_hdr(&m, raw, sizeof(raw)) != BLK_CMD_HDR)
+		check_die("cannot encode");
+	raw[1] = 9;
+	send_raw(b.conn[1 % b.nq], raw, sizeof(raw));
+	expect_closed("malformed", &b, 1 % b.nq);
+
+	/* A cid already in flight: a READ whose grant never comes, and the same cid again. */
+	if (open_session(&b, BLK_OPEN_WRITE, QUEUES, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	struct blk_cmd r = { .opcode = BLK_OP_READ, .cid = 7, .offset = 0, .length = 4096, .tag = 424242 };
+	send_cmd(&b, 0, &r, NULL);
+	send_cmd(&b, 0, &r, NULL);
+	expect_closed("dup-cid", &b, 0);
+
+	/* A command before OPEN. */
+	memset(&b, 0, sizeof(b));
+	check_must(rsec_connect(ctx, server, BLK_DEFAULT_PORT, NULL, TIMEOUT_MS, &b.conn[0]), "connect", NULL);
+	send_raw(b.conn[0], raw, sizeof(raw));
+	expect_closed("before-open", &b, 0);
+
+	/* A second OPEN. */
+	if (open_session(&b, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	struct blk_open o = { .flags = 0, .queue_depth = 1, .queues = 1 };
+	snprintf(o.name, sizeof(o.name), "%s", export_name);
+	uint8_t ob[BLK_OPEN_MAX];
+	send_raw(b.conn[0], ob, blk_open_encode(&o, ob, sizeof(ob)));
+	expect_closed("second-open", &b, 0);
+
+	/* Meanwhile the first session goes on, on both its queues. */
+	uint16_t w = do_write(&a, 1 % a.nq, 8u << 20, data, sizeof(data), false);
+	uint16_t rd = do_read(&a, 0, 8u << 20, sizeof(back), back, 0);
+	check_result("survivor", "%s %s %s", blk_status_name(w), blk_status_name(rd),
+		     memcmp(data, back, sizeof(data)) == 0 ? "same" : "different");
+	close_session(&a);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	check_prog = "blk_check";
+	if (argc < 7) {
+		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill\n");
+		return 2;
+	}
+	struct rsec_ctx_attr attr = { .local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
+				      .recv_slots = QD + 8 };
+	ctx = check_ctx(argv[1], argv[2], &attr);
+	server = argv[3];
+	export_name = argv[5];
+	const char *mode = argv[6];
+	int rc = 2;
+	if (!strcmp(mode, "io") && argc == 8)
+		rc = mode_io(argv[7]);
+	else if (!strcmp(mode, "fill"))
+		rc = mode_fill();
+	else if (!strcmp(mode, "ro"))
+		rc = mode_ro();
+	else if (!strcmp(mode, "open"))
+		rc = mode_open();
+	else if (!strcmp(mode, "hostile"))
+		rc = mode_hostile();
+	else
+		fprintf(stderr, "blk_check: unknown mode '%s'\n", mode);
+	rsec_ctx_free(ctx);
+	return rc;
+}

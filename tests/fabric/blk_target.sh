@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+# rdmasec-blkd on real rxe, driven by blk_check (a raw client that can also
+# misbehave): writes in capsule and pulled through sealed READ grants, on two
+# queue pairs, read back through sealed WRITE grants and compared, and found
+# byte for byte in the backing file; FUA and FLUSH; 16 READs in flight; a read
+# past the end, a misaligned one, a grant too small, an in-capsule write over
+# the target's limit and a grant that never comes each get their error
+# completion; a read-only identity and a read-only export refuse writes; an
+# identity not listed and an unknown export are refused at OPEN; a malformed
+# capsule, a duplicate cid, a command before OPEN and a second OPEN each close
+# their session while another session goes on; the audit log and the metrics
+# file hold it all. A store that fills up answers `no space`, and the session
+# goes on.
+. "$(dirname "$0")/common.bash"
+
+bin=$build/tools
+check=$build/tests/blk_check
+blkd=$bin/blk/target/rdmasec-blkd
+[ -x "$check" ] || fail "build blk_check first (missing $check)"
+[ -x "$blkd" ] || fail "build rdmasec-blkd first (missing $blkd)"
+"$bin/keygen/rdmasec-keygen" --clients 3 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+subject() { openssl x509 -in "$work/pki/$1.pem" -noout -subject -nameopt RFC2253 | sed 's/^subject=//'; }
+writer=$(subject client) reader=$(subject client2) stranger=$(subject client3)
+[ -n "$writer" ] && [ "$writer" != "$reader" ] || fail "cannot read the client identities"
+mkdir -p "$work/out"
+
+cat >"$work/guest.sh" <<'GUEST'
+set -u
+blkd=$1 check=$2 work=$3 writer=$4 reader=$5
+server=$(fabric ip 1)
+# A store smaller than its export: a 1 MiB tmpfs under a 4 MiB file.
+mkdir -p /tmp/blk-small && mount -t tmpfs -o size=1m tmpfs /tmp/blk-small || exit 1
+fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
+	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K \
+	--export "disk=$work/disk.img,size=16M" --rw "$writer" --ro "$reader" \
+	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" \
+	--export "small=/tmp/blk-small/small.img,size=4M" --rw "$writer" -v 2>"$work/blkd.log" &
+tpid=$!
+fabric wait-port 7472 60 || { cat "$work/blkd.log"; exit 1; }
+run() { local id=$1 name=$2; shift 2; fabric on 2 "$check" "$work/pki" "$id" "$server" "$(fabric ip 2)" "$@" \
+	>"$work/$name.out" 2>&1; echo "$name=$?"; }
+run client io disk io "$work/out"
+run client2 ro-id disk ro
+run client ro-export rodisk ro
+run client3 stranger disk open
+run client unknown nosuch open
+run client hostile disk hostile
+run client fill small fill
+kill -TERM $tpid
+wait $tpid
+echo "blkd=$?"
+GUEST
+
+truncate -s 4M "$work/ro.img"
+start=$SECONDS
+"$fabric" run --hosts 2 --mem 2048 --timeout 300 -- bash "$work/guest.sh" "$blkd" "$check" "$work" "$writer" \
+	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
+cat "$work/run.out"
+echo "fabric run: $((SECONDS - start)) s"
+for f in io ro-id ro-export stranger unknown hostile fill; do echo "--- $f"; cat "$work/$f.out"; done
+echo "--- blkd.log"
+tail -n 40 "$work/blkd.log"
+
+for f in io ro-id ro-export stranger unknown hostile fill blkd; do
+	expect_match "$work/run.out" "^$f=0$" "$f did not exit 0"
+done
+io=$work/io.out
+expect_each "$io" "(io)" <<'EOF'
+^RESULT open=ok queues=2 queue_depth=16 	OPEN was not granted as asked
+^RESULT readback=6 of 6 same \(2 in capsule, 4 pulled\)$	written blocks did not read back the same
+^RESULT fua=ok$	a FUA write failed
+^RESULT flush=ok$	FLUSH failed
+^RESULT inflight=16 of 16$	16 READs in flight did not all complete
+^RESULT past-end=out of range$	a read past the end was not refused
+^RESULT misaligned=invalid field$	a misaligned read was not refused
+^RESULT too-small-grant=transfer failed$	a grant too small for the read was used
+^RESULT inline-over-max=invalid field$	an in-capsule write over max_inline was taken
+^RESULT no-grant=transfer failed$	a write whose grant never came did not fail
+EOF
+expect_each "$work/ro-id.out" "(read-only identity)" <<'EOF'
+^RESULT open-write=read-only$	OPEN with WRITE was not refused
+^RESULT ro-flag=yes$	READ_ONLY was not set
+^RESULT ro-write=read-only$	the write was not refused
+^RESULT ro-read=ok$	the read failed
+EOF
+expect_each "$work/ro-export.out" "(read-only export)" <<'EOF'
+^RESULT open-write=read-only$	OPEN with WRITE was not refused
+^RESULT ro-flag=yes$	READ_ONLY was not set
+^RESULT ro-write=read-only$	the write was not refused
+^RESULT ro-read=ok$	the read failed
+EOF
+expect_match "$work/stranger.out" '^RESULT open=access denied$' "an identity not listed was not refused"
+expect_match "$work/unknown.out" '^RESULT open=no such export$' "an unknown export was not refused"
+expect_each "$work/hostile.out" "" <<'EOF'
+^RESULT malformed=closed \(.*protocol violation: malformed command	a malformed capsule did not close its session
+^RESULT dup-cid=closed \(.*protocol violation: cid 7 already in flight	a duplicate cid did not close its session
+^RESULT before-open=closed \(.*protocol violation: message type 0x10 out of turn	a command before OPEN did not close its session
+^RESULT second-open=closed \(.*protocol violation: message type 0x01 out of turn	a second OPEN did not close its session
+^RESULT survivor=ok ok same$	the other session did not go on
+EOF
+expect_match "$work/fill.out" '^RESULT fill=no space ok=[0-3]$' "a full store did not answer no space"
+expect_match "$work/fill.out" '^RESULT after-full=ok$' "the session did not survive a full store"
+
+# Every block written is in the backing file, byte for byte.
+n=0
+while read -r off len file; do
+	cmp -s <(tail -c +$((off + 1)) "$work/disk.img" | head -c "$len") "$file" ||
+		fail "the $len bytes written at $off are not in the backing file"
+	n=$((n + 1))
+done <"$work/out/writes.txt"
+[ "$n" = 6 ] || fail "expected 6 writes to compare, found $n"
+cmp -s <(head -c 4194304 /dev/zero) "$work/ro.img" || fail "the read-only export's file changed"
+
+audit=$work/audit.jsonl
+w=$(printf '%s' "$writer" | sed 's/[.[\*^$]/\\&/g')
+expect_each "$audit" "in the audit log" <<EOF
+"event":"blk_open".*"peer":"$w".*"export":"disk","mode":"rw","result":"ok"	the writer's OPEN
+"event":"blk_open".*"export":"disk","mode":"rw","result":"access denied"	the stranger's refused OPEN
+"event":"blk_open".*"export":"rodisk","mode":"rw","result":"read-only"	the refused OPEN of the read-only export
+"event":"blk_io".*"peer":"$w".*"export":"disk","op":"write","queue":[01],"cid":1,"offset":1048576,"length":262144,"result":"ok"	a pulled write
+"event":"blk_io".*"peer":"$w".*"export":"disk","op":"read",.*"offset":0,"length":4096,"result":"ok"	a read
+"event":"blk_io".*"export":"disk","op":"flush",.*"result":"ok"	the FLUSH
+"event":"blk_io".*"export":"disk","op":"write",.*"fua":true,"result":"ok"	the FUA write
+"event":"blk_io".*"export":"disk","op":"read",.*"offset":16773120,"length":8192,"result":"out of range"	the read past the end
+"event":"blk_io".*"export":"rodisk","op":"write",.*"result":"read-only"	the refused write
+"event":"blk_violation".*"reason":"malformed command	the malformed capsule
+"event":"blk_violation".*"reason":"cid 7 already in flight	the duplicate cid
+EOF
+# Each record is one whole JSON object on its line.
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$audit" || fail "the audit log is not JSON lines"
+
+expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
+^rdmasec_blkd_writes_total\{export="disk"\} [1-9]	write count
+^rdmasec_blkd_reads_total\{export="disk"\} [1-9]	read count
+^rdmasec_blkd_flushes_total\{export="disk"\} [1-9]	flush count
+^rdmasec_blkd_errors_total\{export="disk",status="out of range"\} 1$	out-of-range count
+^rdmasec_blkd_opens_refused_total\{export="disk"\} [1-9]	refused OPEN count
+^rdmasec_blkd_violations_total 4$	violation count
+^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
+EOF
+echo "blk_target: ok"

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmasec-blkd's configuration: the INI file, the CLI's export form, the cross checks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "blkd_conf.h"
+
+static const char full[] =
+	"; rdmasec-blkd\n"
+	"[target]\n"
+	"listen = [fd00::1]:9000\n"
+	"audit_log = /var/log/blkd.audit   ; inline comment\n"
+	"queue_depth = 128\n"
+	"queues = 8\n"
+	"max_transfer = 2M\n"
+	"max_inline = 60K\n"
+	"memory_limit = 4G\n"
+	"[tls]\n"
+	"ca = /etc/ca.pem\n"
+	"cert = /etc/server.pem\n"
+	"key = /etc/server.key\n"
+	"[export disk0]\n"
+	"path = /srv/disk0.img\n"
+	"size = 64G\n"
+	"block_size = 512\n"
+	"rw = CN=db1,O=example\n"
+	"rw = CN=db2,O=example\n"
+	"ro = *\n"
+	"[export ro.img]\n"
+	"path = /dev/sdb\n"
+	"read_only = yes\n"
+	"direct = no\n"
+	"ro = CN=backup\n";
+
+static struct blkd_conf *parse(const char *text, int *rc, char *err, size_t errlen)
+{
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	*rc = blkd_conf_parse_string(c, text, err, errlen);
+	return c;
+}
+
+static void full_file(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	int rc;
+	struct blkd_conf *c = parse(full, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(c->listen_addr, "fd00::1");
+	assert_int_equal(c->listen_port, 9000);
+	assert_int_equal(c->queue_depth, 128);
+	assert_int_equal(c->max_transfer, 2u << 20);
+	assert_int_equal(c->max_inline, 60u << 10);
+	assert_true(c->memory_limit == (UINT64_C(4) << 30));
+	assert_string_equal(c->audit_log, "/var/log/blkd.audit");
+	assert_int_equal(c->n_exports, 2);
+	const struct blkd_export_conf *x = &c->exports[0];
+	assert_string_equal(x->name, "disk0");
+	assert_true(x->size == (UINT64_C(64) << 30));
+	assert_int_equal(x->block_size, 512);
+	assert_int_equal(x->n_rw, 2);
+	assert_string_equal(x->rw_ids[1], "CN=db2,O=example");
+	assert_string_equal(x->ro_ids[0], "*");
+	assert_false(x->read_only);
+	assert_true(x->direct);
+	assert_true(c->exports[1].read_only);
+	assert_false(c->exports[1].direct);
+	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), 0);
+	free(c);
+}
+
+static void defaults(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	assert_int_equal(c->listen_port, BLK_DEFAULT_PORT);
+	assert_int_equal(c->queue_depth, 32);
+	assert_int_equal(c->max_transfer, 1u << 20);
+	char err[256];
+	/* No credentials, no export. */
+	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), -1);
+	free(c);
+}
+
+/* Each line is refused, naming the line and quoting the input. */
+static void invalid(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *says;
+	} cases[] = {
+		{ "[target]\nqueue_depth = 0\n", "line 2: queue_depth: '0' is not a number in 1..256" },
+		{ "[target]\nqueue_depth = 32K\n", "'32K' is not a number" },
+		{ "[target]\nmax_transfer = 9M\n", "max_transfer: '9M' is not a size" },
+		{ "[target]\nlisten = 1.2.3.4:0\n", "port '0'" },
+		{ "[target]\nlisten = nohost\n", "'nohost' is not an IP address" },
+		{ "[target]\nqueues = 2\nqueues = 3\n", "line 3: duplicate key 'queues'" },
+		{ "[target]\nfoo = 1\n", "unknown key 'foo' in [target]" },
+		{ "[nothing]\nfoo = 1\n", "unknown section '[nothing]'" },
+		{ "[export bad/name]\npath = x\n", "export name 'bad/name'" },
+		{ "[export d]\nblock_size = 1024\n", "block_size: '1024' is not 512 or 4096" },
+		{ "[export d]\nsize = 18446744073709551615K\n", "size: '18446744073709551615K'" },
+		{ "[export d]\nread_only = maybe\n", "'maybe' is not yes or no" },
+		{ "[export d]\nrw =\n", "rw: an empty identity" },
+		{ "[export d]\nwho = x\n", "unknown key 'who' in [export d]" },
+		{ "just text\n", "line 1: expected '[section]'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[256] = "";
+		int rc;
+		struct blkd_conf *c = parse(cases[i].text, &rc, err, sizeof(err));
+		if (rc != -1 || !strstr(err, cases[i].says))
+			fail_msg("case %zu: rc %d, '%s' lacks '%s'", i, rc, err, cases[i].says);
+		free(c);
+	}
+}
+
+static void long_line(void **state)
+{
+	(void)state;
+	char text[600];
+	snprintf(text, sizeof(text), "[export d]\nrw = CN=%0400d\n", 1);
+	char err[256] = "";
+	int rc;
+	struct blkd_conf *c = parse(text, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "line 2: line too long"));
+	free(c);
+}
+
+static void export_spec(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	char err[256] = "";
+	assert_int_equal(blkd_conf_export_spec(c, "d1=/tmp/x.img,size=64M,bs=512,ro,buffered,max-sessions=3", err,
+					       sizeof(err)), 0);
+	const struct blkd_export_conf *x = &c->exports[0];
+	assert_string_equal(x->path, "/tmp/x.img");
+	assert_true(x->size == (UINT64_C(64) << 20));
+	assert_int_equal(x->block_size, 512);
+	assert_true(x->read_only);
+	assert_false(x->direct);
+	assert_int_equal(x->max_sessions, 3);
+	assert_int_equal(blkd_conf_export_spec(c, "d2=/dev/sdb", err, sizeof(err)), 0);
+	assert_int_equal(c->exports[1].size, 0);
+	static const struct {
+		const char *spec, *says;
+	} bad[] = {
+		{ "d1=/tmp/y", "given twice" },
+		{ "noequals", "is not NAME=PATH" },
+		{ "=path", "is not NAME=PATH" },
+		{ "d3=", "is not NAME=PATH" },
+		{ "d3=/x,size=12Q", "size: '12Q'" },
+		{ "d3=/x,fast", "unknown option 'fast'" },
+		{ "d3=/x,ro=1", "unknown option 'ro'" },
+		{ "d 3=/x", "export name 'd 3'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (blkd_conf_export_spec(c, bad[i].spec, err, sizeof(err)) != -1 || !strstr(err, bad[i].says))
+			fail_msg("spec %zu: '%s' lacks '%s'", i, err, bad[i].says);
+	}
+	free(c);
+}
+
+static void cross_checks(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *says;
+	} cases[] = {
+		{ "[export d]\npath = /x\nrw = *\n", "no credentials" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n", "no export" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n[export d]\npath = /x\n", "no identity may use it" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n[export d]\nrw = *\n", "has no path" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n[export d]\npath=/x\nrw=*\nsize=6144\n", "not a multiple of its block size" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n[target]\nmax_transfer=4K\nmax_inline=8K\n[export d]\npath=/x\nrw=*\n",
+		  "max_inline" },
+		{ "[tls]\nca=a\ncert=b\nkey=c\n[target]\nmax_transfer=6K\n[export d]\npath=/x\nrw=*\n", "max_transfer" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[256] = "";
+		int rc;
+		struct blkd_conf *c = parse(cases[i].text, &rc, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		if (blkd_conf_check(c, err, sizeof(err)) != -1 || !strstr(err, cases[i].says))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].says);
+		free(c);
+	}
+}
+
+static void sizes(void **state)
+{
+	(void)state;
+	uint64_t v = 0;
+	assert_true(blkd_parse_size("4K", 0, UINT64_MAX, &v) && v == 4096);
+	assert_true(blkd_parse_size("1T", 0, UINT64_MAX, &v) && v == (UINT64_C(1) << 40));
+	assert_false(blkd_parse_size("", 0, UINT64_MAX, &v));
+	assert_false(blkd_parse_size("-1", 0, UINT64_MAX, &v));
+	assert_false(blkd_parse_size(" 1", 0, UINT64_MAX, &v));
+	assert_false(blkd_parse_size("1KB", 0, UINT64_MAX, &v));
+	assert_false(blkd_parse_size("99999999999999999999", 0, UINT64_MAX, &v));
+	assert_false(blkd_parse_size("17179869184G", 0, UINT64_MAX, &v)); /* 2^64: wraps */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid),
+		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks),
+		cmocka_unit_test(sizes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
