@@ -67,7 +67,7 @@ echo 3 >/proc/sys/vm/drop_caches
 mount /dev/nbd0 /tmp/mnt && cmp /tmp/file /tmp/mnt/file; echo "read-back=$?"
 umount /tmp/mnt
 timeout 120 fio --name=libaio --filename=/dev/nbd0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=32 \
-	--size=2M --verify=crc32c --output-format=terse >"$work/fio-libaio.out" 2>&1
+	--size=2M --verify=crc32c >"$work/fio-libaio.out" 2>&1
 echo "fio-libaio=$?"
 nbd-client -d /dev/nbd0 >/dev/null 2>&1; echo "nbd-detach=$?"
 
@@ -108,10 +108,10 @@ expect_match "$work/wrongseed.json" '"verify_errors":128,' "the wrong seed did n
 
 show nbdkit.log
 show nbd-client.out
+show fio-libaio.out
 for s in nbdkit nbd-client mkfs write-file read-back fio-libaio nbd-detach; do
 	expect_match "$work/run.out" "^$s=0\$" "NBD: $s failed"
 done
-show fio-libaio.out
 show fio-nbd.out
 expect_match "$work/run.out" '^fio-nbd=0$' "fio's nbd engine with verify failed"
 expect_match "$work/run.out" '^poke=0$' "rdmasec-blk write failed"
