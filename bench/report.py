@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from storage_report import print_storage, storage_rows
+
 TESTS = ("send_bw", "write_bw", "write_bw_q4", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
          "sealed_read_bw", "sealed_write_lat")
 # rdmasec-bench tests measured against another test's perftest rows.
@@ -362,8 +364,10 @@ def main(argv):
            "qp_setup": connect_row(raw, "connect-rdmasec-qp"),
            "seal": seal, "seal_fit": fits,
            "sealed_transfers": (load_json(os.path.join(raw, "seal.json")) or {}).get("sealed_transfers", []),
-           "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines()}
+           "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines(),
+           "storage": storage_rows(raw)}
     print_table(res)
+    print_storage(res["storage"])
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -6,6 +6,8 @@
 #     ib_send_lat, ib_write_lat, ib_read_lat) and rdmasec-bench with the same
 #     sizes and iterations; connection set-up, ucmatose (rdma_cm) against
 #     rdmasec-bench --op connect; then qpn-entropy (QPN guessing, docs/qpn.md).
+#     A second boot (2 hosts) for storage: the kernel's NVMe-oF with fio against
+#     rdmasec-blk (its direct client, and fio through nbdkit), bench/storage.sh.
 #  2. Natively: seal-speed (rsec_seal_frame/rsec_open_frame per AEAD and size)
 #     against `openssl speed -evp` and `openssl speed -aead -evp`.
 #  3. bench/report.py: one table of ratios, BUILD/bench/results.json and
@@ -21,8 +23,10 @@
 #                      (default 128, perftest's)
 #   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
 #   BENCH_TESTS        subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
-#                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal
+#                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage
 #                      (default: all)
+#   BENCH_STORAGE      'ROUNDS:SECONDS' of the storage rows (default 3:4: three interleaved rounds,
+#                      four seconds per run)
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,8 +39,9 @@ conns=${BENCH_CONNECTIONS:-20}
 poll=${BENCH_POLL:-busy}
 tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
-all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal
+all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage
 tests=${BENCH_TESTS:-$all_tests}
+storage=${BENCH_STORAGE:-3:4}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
 
 die() {
@@ -65,6 +70,15 @@ check_inputs() {
 			die "${v%% *}: '${v#* }' is not in 1..4096"
 		fi
 	done
+	[[ $storage =~ ^[1-9][0-9]?:[1-9][0-9]{0,2}$ ]] || die "BENCH_STORAGE: '$storage' is not ROUNDS:SECONDS"
+	if wanted storage; then
+		for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/blk/nbdkit/nbdkit-rdmasec-plugin.so; do
+			[ -f "$build/$p" ] || die "$build/$p is not built (make build)"
+		done
+		for p in fio nvme nbdkit; do
+			command -v "$p" >/dev/null || die "$p is missing (scripts/install-deps)"
+		done
+	fi
 	local t
 	for t in ${tests//,/ }; do
 		[[ ,$all_tests, == *,$t,* ]] || die "BENCH_TESTS: '$t' is not one of $all_tests"
@@ -80,13 +94,17 @@ snapshot() {
 	mkdir -p "$bin"
 	cp "$build/tools/bench/rdmasec-bench" "$build/bench/qpn-entropy" "$build/bench/seal-speed" \
 		"$build/lib/librdmasec.so.0" "$bin/" || die "cannot copy the programs into $bin"
+	if wanted storage; then
+		cp "$build/tools/blk/target/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
+			"$build/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/" || die "cannot copy the storage programs"
+	fi
 }
 
 fabric_part() {
 	# Every test but seal, which runs natively.
 	local fabric_tests='' t
 	for t in ${tests//,/ }; do
-		[ "$t" = seal ] || fabric_tests+=${fabric_tests:+,}$t
+		[ "$t" = seal ] || [ "$t" = storage ] || fabric_tests+=${fabric_tests:+,}$t
 	done
 	[ -n "$fabric_tests" ] || return 0
 	"$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
@@ -94,6 +112,16 @@ fabric_part() {
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
 		bash "$top/bench/guest.sh" "$bin" "$out/pki" "$raw" "$sizes" "$conns" "$fabric_tests" \
 		"$poll" "$tx_depth" "$cq_mod" "${qpn_args[@]}"
+}
+
+# The storage rows take a boot of their own: the kernel's NVMe-oF target and
+# rdmasec-blkd share its RAM disk.
+storage_part() {
+	wanted storage || return 0
+	[ -f "$out/pki/ca.pem" ] || "$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
+	echo "== on the fabric (a second boot): the kernel's NVMe-oF and rdmasec-blk side by side"
+	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
+		bash "$top/bench/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}"
 }
 
 # openssl speed prints the CPU time it spent; seal-speed measures CPU time too.
@@ -127,6 +155,7 @@ write_meta
 start=$SECONDS
 rc=0
 fabric_part || rc=1
+storage_part || { echo "bench: the storage part failed" >&2; rc=1; }
 native_part || { echo "bench: the native part failed" >&2; rc=1; }
 python3 "$top/bench/report.py" "$out" || rc=1
 echo "bench: done in $((SECONDS - start)) s"

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: MIT
+# make bench's storage rows, inside one fabric boot of 2 hosts (bench/run.sh
+# starts it): the kernel's NVMe over Fabrics (nvmet-rdma on host 1, nvme-rdma
+# on host 2, fio with libaio on /dev/nvmeXnY) against rdmasec-blk (rdmasec-blkd
+# on host 1; on host 2 the direct client `rdmasec-blk bench`, and fio's nbd
+# engine through nbdkit and our plugin), all on the same backing store (host
+# 1's RAM disk /dev/ram0). The three systems run each workload in turn, round
+# after round, so a slow moment of the fabric hits all of them alike.
+#
+# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S
+#   BIN: the snapshot of the programs (bench/run.sh); RAW: where the results go
+#   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
+#   guest's busy CPU ticks over the run, both ends, since all hosts share one
+#   kernel).
+set -u
+bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5
+out=$raw/storage
+s1=$(fabric ip 1) s2=$(fabric ip 2)
+port=7473
+sock=/tmp/bench-nbd.sock
+mkdir -p "$out"
+# The snapshot's librdmasec, for our programs and the plugin nbdkit loads.
+export LD_LIBRARY_PATH=$bin
+
+# NAME RW BS DEPTH
+workloads=(
+	"randread-4k-qd1 randread 4k 1"
+	"randread-4k-qd32 randread 4k 32"
+	"randwrite-4k-qd1 randwrite 4k 1"
+	"randwrite-4k-qd32 randwrite 4k 32"
+	"read-128k-qd16 read 128k 16"
+	"write-128k-qd16 write 128k 16"
+)
+# Every run covers this much of the export (it is 256 MiB).
+span=192M
+
+die() {
+	echo "storage: $*" >&2
+	exit 1
+}
+
+# The guest's busy time in clock ticks: every host's kernel work is in it.
+busy_ticks() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
+# measure FILE CMD...: runs CMD with stdout into FILE.json, and its busy ticks into FILE.cpu.
+measure() {
+	local file=$1 t0 t1 rc=0
+	shift
+	t0=$(busy_ticks)
+	"$@" >"$file.json" 2>"$file.err" || rc=$?
+	t1=$(busy_ticks)
+	echo "$((t1 - t0)) $(getconf CLK_TCK)" >"$file.cpu"
+	[ $rc = 0 ] || echo "storage: $(basename "$file") failed (exit $rc): $(tail -n 2 "$file.err" | tr '\n' ' ')" >&2
+	return $rc
+}
+
+fio_job() {
+	local rw=$1 bs=$2 depth=$3
+	shift 3
+	timeout $((runtime + 60)) fio --name=bench --rw="$rw" --bs="$bs" --iodepth="$depth" --size="$span" --runtime="$runtime" --time_based \
+		--ramp_time=1 --output-format=json "$@"
+}
+
+# The block device is the one kernel's: which host runs fio does not matter.
+nvmf_run() {
+	fio_job "$@" --filename="$nvme_dev" --ioengine=libaio --direct=1
+}
+
+blk_run() {
+	local rw=$1 bs=$2 depth=$3
+	timeout $((runtime + 60)) fabric on 2 "$bin/rdmasec-blk" bench --server "$s1:$port" --certs "$pki" --export bench --source "$s2" \
+		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --json
+}
+
+nbd_run() {
+	fio_job "$@" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+}
+
+start_nvmf() {
+	fabric nvmf-target 1 --size 256 >"$out/nvmf-target.txt" || die "the kernel's NVMe-oF target did not start"
+	fabric nvmf-connect 2 1 >"$out/nvmf-connect.txt" || die "nvme connect failed"
+	nvme_dev=$(awk '$1 == "device" { print $2 }' "$out/nvmf-connect.txt")
+	[ -b "$nvme_dev" ] || die "no NVMe-oF block device ($(cat "$out/nvmf-connect.txt"))"
+}
+
+# rdmasec-blkd serves the same RAM disk; only one of the systems does I/O at a time.
+start_blk() {
+	fabric on 1 "$bin/rdmasec-blkd" --certs "$pki" --listen "$s1:$port" --export bench=/dev/ram0 --rw '*' \
+		--audit "$out/blkd-audit.jsonl" --metrics "$out/blkd.prom" 2>"$out/blkd.log" &
+	blkd_pid=$!
+	fabric wait-port $port 60 || die "rdmasec-blkd did not listen: $(tail -n 3 "$out/blkd.log")"
+	fabric on 2 nbdkit -U "$sock" -P /tmp/bench-nbdkit.pid "$bin/nbdkit-rdmasec-plugin.so" server="$s1:$port" \
+		certs="$pki" export=bench source="$s2" 2>"$out/nbdkit.log" || die "nbdkit did not start"
+}
+
+stop_all() {
+	[ -f /tmp/bench-nbdkit.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit.pid)" 2>/dev/null
+	[ -n "${blkd_pid:-}" ] && kill -TERM "$blkd_pid" 2>/dev/null && wait "$blkd_pid" 2>/dev/null
+	fabric nvmf-disconnect >/dev/null 2>&1
+	fabric nvmf-target-stop >/dev/null 2>&1
+}
+
+trap stop_all EXIT
+start_nvmf
+start_blk
+rc=0
+for round in $(seq 1 "$rounds"); do
+	for w in "${workloads[@]}"; do
+		read -r name rw bs depth <<<"$w"
+		echo "storage: round $round, $name" >&2
+		measure "$out/nvmf-$name-r$round" nvmf_run "$rw" "$bs" "$depth" || rc=1
+		measure "$out/blk-$name-r$round" blk_run "$rw" "$bs" "$depth" || rc=1
+		measure "$out/nbd-$name-r$round" nbd_run "$rw" "$bs" "$depth" || rc=1
+	done
+done
+exit $rc
