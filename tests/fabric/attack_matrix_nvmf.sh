@@ -17,7 +17,7 @@
 # each cell; RSEC_MATRIX_KEEP=1 keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
-run_matrix --victims nvmf --cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-240}" ${RSEC_MATRIX_KEEP:+--keep}
+run_matrix --victims nvmf ${RSEC_MATRIX_CELL_TIMEOUT:+--cell-timeout "$RSEC_MATRIX_CELL_TIMEOUT"} ${RSEC_MATRIX_KEEP:+--keep}
 
 python3 - "$work/m.json" <<'PY' || fail "an nvmf cell did not decide as expected"
 import json, re, sys

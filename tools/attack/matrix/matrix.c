@@ -33,6 +33,17 @@ static const char *const known_attacks[] = { "inject",        "impersonate",    
 static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", "rping",
 					     "ucmatose", "naive",   "rdmasec",  "nvmf" };
 #define N_KNOWN(a) (sizeof(a) / sizeof((a)[0]))
+/* The kernel's NVMe-oF victim needs minutes per cell on the emulated fabric
+ * (module set-up, nvme connect, the host's error recovery): its cells get at
+ * least this long whatever --cell-timeout says (run.sh applies the same floor). */
+#define NVMF_CELL_TIMEOUT_MIN 300u
+
+static uint32_t victim_cell_timeout(const char *victim, uint32_t cell_timeout)
+{
+	if (strcmp(victim, "nvmf") == 0 && cell_timeout < NVMF_CELL_TIMEOUT_MIN)
+		return NVMF_CELL_TIMEOUT_MIN;
+	return cell_timeout;
+}
 
 static void usage(FILE *f)
 {
@@ -50,7 +61,7 @@ static void usage(FILE *f)
 		"  --json FILE         write the JSON document to FILE (also --json=FILE)\n"
 		"  --markdown FILE     write a Markdown table to FILE\n"
 		"  --svg FILE          write an SVG picture to FILE\n"
-		"  --cell-timeout S    kill a cell after S seconds (default 40)\n"
+		"  --cell-timeout S    kill a cell after S seconds (default 40; nvmf's cells: at least 300)\n"
 		"  --timeout S         the whole fabric run (default: 60 + cells x cell timeout)\n"
 		"  --mem MiB           guest memory (default 2048)\n"
 		"  --fabric PATH       rxe-fabric (default: the source tree's fabric/rxe-fabric)\n"
@@ -471,8 +482,11 @@ static void fill_run(struct run *r, struct matrix_opts *o)
 {
 	join_names(r->attacks, sizeof(r->attacks), &o->attacks);
 	join_names(r->victims, sizeof(r->victims), &o->victims);
-	if (!o->timeout)
-		o->timeout = 60 + o->cell_timeout * (uint32_t)(o->attacks.n * o->victims.n);
+	if (!o->timeout) {
+		o->timeout = 60;
+		for (size_t v = 0; v < o->victims.n; v++)
+			o->timeout += victim_cell_timeout(o->victims.v[v], o->cell_timeout) * (uint32_t)o->attacks.n;
+	}
 	snprintf(r->timeout, sizeof(r->timeout), "%u", o->timeout);
 	snprintf(r->cell_timeout, sizeof(r->cell_timeout), "%u", o->cell_timeout);
 	snprintf(r->mem, sizeof(r->mem), "%u", o->mem);

@@ -47,13 +47,16 @@ for a in $attacks; do
 			continue
 		fi
 		start=$SECONDS
+		limit=$cell_timeout
+		# matrix.c's NVMF_CELL_TIMEOUT_MIN: the kernel's NVMe-oF takes minutes per cell.
+		[ "$v" = nvmf ] && [ "$limit" -lt 300 ] && limit=300
 		# setsid: the cell leads its own process group, killed as a whole below.
 		CELL=$CELL setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" && "cell_${2//-/_}" "$3"' \
 			cell "$here" "$a" "$v" >"$CELL/stdout" 2>"$CELL/stderr" </dev/null &
 		pid=$!
 		timed_out=0
 		while kill -0 $pid 2>/dev/null; do
-			if [ $((SECONDS - start)) -ge "$cell_timeout" ]; then
+			if [ $((SECONDS - start)) -ge "$limit" ]; then
 				timed_out=1
 				break
 			fi
@@ -65,7 +68,7 @@ for a in $attacks; do
 		kill -KILL -- -$pid 2>/dev/null # anything the group spawned while dying
 		n=$(grep -c '^MATRIX ' "$CELL/stdout")
 		if [ "$timed_out" = 1 ] && [ "$n" = 0 ]; then
-			matrix_result "$a" "$v" error "" "cell timed out after ${cell_timeout} s"
+			matrix_result "$a" "$v" error "" "cell timed out after ${limit} s"
 		elif [ "$n" = 1 ]; then
 			grep '^MATRIX ' "$CELL/stdout"
 		else
