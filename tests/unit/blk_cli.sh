@@ -42,6 +42,11 @@ expect 1 "cannot load CA $work/ca.pem" info "${conn[@]}"
 
 if [ -n "$plugin" ]; then
 	command -v nbdkit >/dev/null || fail "nbdkit is missing (scripts/install-deps installs it)"
+	# A sanitizer build's plugin needs its runtime loaded first in nbdkit (which is not built with it).
+	asan=$(ldd "$plugin" | awk '/libasan/ { print $3; exit }')
+	if [ -n "$asan" ]; then
+		export LD_PRELOAD=$asan ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+	fi
 	nbdkit "$plugin" --help >"$work/out" 2>&1 || fail "nbdkit $plugin --help failed: $(cat "$work/out")"
 	grep -q "server=HOST" "$work/out" || fail "the plugin's help lacks server=: $(cat "$work/out")"
 	nbdkit "$plugin" --dump-plugin >"$work/out" 2>&1 || fail "--dump-plugin failed"
