@@ -2,6 +2,8 @@
 # Every existing attack row decides against the kernel's NVMe over Fabrics,
 # in one 3-host fabric boot: `rdmasec-attack matrix --victims nvmf` (target
 # on host 1, host on host 2 with fio writing and verifying, attacker host 3).
+# The NVMe-oF rows of their own (spoof-request, spoof-response, cnp,
+# cm-disconnect-exhaust) are attack_nvmf_spoof.sh's.
 # No cell may end in `error` or stay "not run", and the JSON names each
 # cell's evidence; the rows with a fixed expectation must show it:
 #  - inject: the target's kernel took the forged SEND at the I/O queue's PSN
@@ -13,11 +15,12 @@
 #    the target had logged nothing;
 #  - sniff: the observer found a block's text in clear;
 #  - mem-access: not-applicable, with what rdma(8) showed.
-# RSEC_MATRIX_CELL_TIMEOUT (default 240, a bound for a loaded machine) bounds
-# each cell; RSEC_MATRIX_KEEP=1 keeps the cells' logs (the path is printed).
+# RSEC_MATRIX_CELL_TIMEOUT (default: the matrix's, at least 300 s for nvmf)
+# bounds each cell; RSEC_MATRIX_KEEP=1 keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
-run_matrix --victims nvmf ${RSEC_MATRIX_CELL_TIMEOUT:+--cell-timeout "$RSEC_MATRIX_CELL_TIMEOUT"} ${RSEC_MATRIX_KEEP:+--keep}
+run_matrix --attacks inject,impersonate,qp-error,mem-access,exhaust,cm-disconnect,sniff --victims nvmf \
+	${RSEC_MATRIX_CELL_TIMEOUT:+--cell-timeout "$RSEC_MATRIX_CELL_TIMEOUT"} ${RSEC_MATRIX_KEEP:+--keep}
 
 python3 - "$work/m.json" <<'PY' || fail "an nvmf cell did not decide as expected"
 import json, re, sys
