@@ -406,7 +406,10 @@ NVMF_FIO_IOPS=${NVMF_FIO_IOPS:-60}
 _victim_nvmf_follow() {
 	# A shell loop, not awk: Debian's mawk reads a pipe in blocks, so its
 	# lines would arrive late. Timestamps compare as integers (µs).
-	timeout $((VICTIM_SECONDS + 60)) stdbuf -oL dmesg -w 2>/dev/null | {
+	# The reader's PID is kept: victim_stop ends the pipeline from its first
+	# process, else dmesg -w (idle kernel, nothing to write) keeps the cell's
+	# output open until its timeout.
+	{ echo "$BASHPID" >"$CELL/follower.pid" && exec timeout $((VICTIM_SECONDS + 60)) stdbuf -oL dmesg -w 2>/dev/null; } | {
 		local l t us0=$((10#${1/./}))
 		while IFS= read -r l; do
 			[[ "$l" =~ ^\[\ *([0-9]+)\.([0-9]{6})\] ]] || continue
@@ -524,6 +527,8 @@ nvmf_io_queue_qp() {
 }
 
 _victim_nvmf_stop() {
+	[ -s "$CELL/follower.pid" ] && kill -TERM "$(cat "$CELL/follower.pid")" 2>/dev/null
+	rm -f "$CELL/follower.pid"
 	[ -n "${NVMF_SAMPLER_PID:-}" ] && kill "$NVMF_SAMPLER_PID" 2>/dev/null && wait "$NVMF_SAMPLER_PID" 2>/dev/null
 	NVMF_SAMPLER_PID=''
 	[ -n "${VICTIM_CLIENT_PID:-}" ] && kill -TERM "$VICTIM_CLIENT_PID" 2>/dev/null
