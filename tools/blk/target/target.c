@@ -1081,7 +1081,8 @@ int target_run(const struct blkd_conf *conf)
 	}
 	if (!t.msg || open_exports(&t) < 0 || open_context(&t) < 0)
 		goto out;
-	t.pool = offload_new(conf->store_threads, STORE_JOBS_MAX);
+	/* Store I/O is on every command's path: the workers keep the loop's priority. */
+	t.pool = offload_new_nice(conf->store_threads, STORE_JOBS_MAX, 0);
 	if (!t.pool) {
 		blkd_log("error", "threads", "store_threads=%u error=\"cannot start them\"", conf->store_threads);
 		goto out;
