@@ -106,6 +106,7 @@ r0=$(rebuilds)
 for kind in qp-error inject; do
 	sniff || { echo "$kind: no RoCE request seen"; continue; }
 	t0=$SECONDS
+	echo "$kind: sweep starts at $(date -u +%T.%3N)"
 	case $kind in
 	qp-error) args=(--kind rkey --rkey 0x1234) ;;
 	inject) args=(--data-hex "$forged") ;;
@@ -115,7 +116,8 @@ for kind in qp-error inject; do
 		>"$work/$kind.json" 2>"$work/$kind.err"
 	echo "$kind=$? qpn=$qpn psn=$psn"
 	for _ in $(seq 1 100); do [ "$(rebuilds)" -gt "$r0" ] && break; sleep 0.1; done
-	echo "$kind: rebuilds $r0 -> $(rebuilds) within $((SECONDS - t0)) s of the sweep's start"
+	echo "$kind: rebuilds $r0 -> $(rebuilds) within $((SECONDS - t0)) s of the sweep's start;" \
+		"last $(grep '"event":"rebuild"' "$work/audit.jsonl" | tail -n 1 | grep -o '"time":"[^"]*"')"
 	r0=$(rebuilds)
 	sleep 3
 done
