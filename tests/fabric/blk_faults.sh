@@ -86,7 +86,7 @@ step attack
 # The verify loop on host 2, until told to stop.
 ( n=0; while [ ! -e "$work/stop" ] && [ $n -lt 40 ]; do
 	n=$((n + 1))
-	blk 120 scratch bench --rw randwrite --bs 4k --iodepth 8 --size 1M --verify --seed $n --json \
+	blk 120 scratch bench --rw randwrite --bs 4k --iodepth 8 --size 2M --verify --seed $n --json \
 		>"$work/loop-$n.json" 2>&1
 	echo "run $n=$?"
 done ) >"$work/loop.out" &
@@ -103,20 +103,23 @@ rebuilds() { grep -c '"event":"rebuild"' "$work/audit.jsonl"; }
 forged=0000000000000001000000100000030041545441434b45522d4259544553212121$(printf '%030x' 0)
 sleep 2
 r0=$(rebuilds)
+# Rounds: a sweep aimed at a session that ended meanwhile (each verify run is a session) hits nothing.
 for kind in qp-error inject; do
-	sniff || { echo "$kind: no RoCE request seen"; continue; }
-	t0=$SECONDS
-	echo "$kind: sweep starts at $(date -u +%T.%3N)"
 	case $kind in
 	qp-error) args=(--kind rkey --rkey 0x1234) ;;
 	inject) args=(--data-hex "$forged") ;;
 	esac
-	timeout 60 fabric on 3 "$atk" "$kind" --dst "$server" --src "$me" --qpn "$qpn" \
-		--psn-sweep "$(((psn + 1) & 0xffffff)):100000" --iface fab3 --sport 4242 "${args[@]}" --json \
-		>"$work/$kind.json" 2>"$work/$kind.err"
-	echo "$kind=$? qpn=$qpn psn=$psn"
-	for _ in $(seq 1 100); do [ "$(rebuilds)" -gt "$r0" ] && break; sleep 0.1; done
-	echo "$kind: rebuilds $r0 -> $(rebuilds) within $((SECONDS - t0)) s of the sweep's start;" \
+	for round in 1 2 3 4; do
+		sniff || { echo "$kind: no RoCE request seen"; continue; }
+		echo "$kind: round $round, sweep starts at $(date -u +%T.%3N)"
+		timeout 30 fabric on 3 "$atk" "$kind" --dst "$server" --src "$me" --qpn "$qpn" \
+			--psn-sweep "$(((psn + 1) & 0xffffff)):20000" --iface fab3 --sport 4242 "${args[@]}" --json \
+			>"$work/$kind.json" 2>"$work/$kind.err"
+		echo "$kind=$? qpn=$qpn psn=$psn"
+		for _ in $(seq 1 30); do [ "$(rebuilds)" -gt "$r0" ] && break; sleep 0.1; done
+		[ "$(rebuilds)" -gt "$r0" ] && break
+	done
+	echo "$kind: rebuilds $r0 -> $(rebuilds) after $round rounds;" \
 		"last $(grep '"event":"rebuild"' "$work/audit.jsonl" | tail -n 1 | grep -o '"time":"[^"]*"')"
 	r0=$(rebuilds)
 	sleep 3
