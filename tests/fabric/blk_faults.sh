@@ -209,6 +209,8 @@ expect_match "$work/run.out" '^full=1$' "writes to a full store did not fail (or
 expect_match "$work/run.out" '^beside=0$' "the other export's session did not go on"
 expect_match "$work/metrics.prom" '^rdmasec_blkd_errors_total\{export="full",status="no space"\} [1-9]' \
 	"the target did not count the no-space errors"
+echo "full store: $(jq_num "$work/full.json" 'd["errors"]') errors of $(jq_num "$work/full.json" 'd["write"]["ios"]') writes;" \
+	"$(grep -o 'status="no space"} [0-9]*' "$work/metrics.prom")"
 
 # A vanished client: its session closed, nothing of it left.
 expect_match "$work/run.out" '^streaming: qps=[1-9]' "the streaming client had no queue pair"
