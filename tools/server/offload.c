@@ -44,6 +44,7 @@ struct offload {
 	struct key *ring_head, *ring_tail;
 	struct job *done_head, *done_tail;
 	size_t jobs, max_jobs;
+	int nice; /* the workers' nice value, 0: left as it is */
 	unsigned running;
 	bool stopping;
 	int efd;
@@ -89,7 +90,8 @@ static void *worker(void *arg)
 	sigfillset(&all);
 	(void)pthread_sigmask(SIG_BLOCK, &all, NULL);
 	/* Work anyone can ask for yields the CPU to the thread serving sessions (best effort). */
-	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), OFFLOAD_NICE);
+	if (o->nice)
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), o->nice);
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
 		while (!o->stopping && !o->ring_head)
@@ -113,12 +115,18 @@ static void *worker(void *arg)
 
 struct offload *offload_new(unsigned threads, size_t max_jobs)
 {
-	if (threads < 1 || threads > OFFLOAD_THREADS_MAX || max_jobs < 1)
+	return offload_new_nice(threads, max_jobs, OFFLOAD_NICE);
+}
+
+struct offload *offload_new_nice(unsigned threads, size_t max_jobs, int nice)
+{
+	if (threads < 1 || threads > OFFLOAD_THREADS_MAX || max_jobs < 1 || nice < 0 || nice > 19)
 		return NULL;
 	struct offload *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
 	o->max_jobs = max_jobs;
+	o->nice = nice;
 	o->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int made = 0; /* of efd, lock, work, idle */
 	if (o->efd >= 0 && ++made && pthread_mutex_init(&o->lock, NULL) == 0 && ++made &&

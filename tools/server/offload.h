@@ -28,6 +28,8 @@ typedef void (*offload_fn)(void *arg);
 
 /* threads workers (1..OFFLOAD_THREADS_MAX), at most max_jobs queued or running (>= 1); NULL on failure. */
 struct offload *offload_new(unsigned threads, size_t max_jobs);
+/* The same with workers at nice (0..19; 0: the creator's priority), for work on a session's own path (store I/O). */
+struct offload *offload_new_nice(unsigned threads, size_t max_jobs, int nice);
 /* Stops (offload_stop) and frees. */
 void offload_free(struct offload *o);
 

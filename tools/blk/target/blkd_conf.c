@@ -36,6 +36,7 @@ static const struct key target_keys[] = {
 	{ "target", "open_timeout_ms", KIND_U32, FIELD(open_timeout_ms), 100, 600000 },
 	{ "target", "grant_timeout_ms", KIND_U32, FIELD(grant_timeout_ms), 100, 600000 },
 	{ "target", "rebuilds_per_min", KIND_U32, FIELD(rebuilds_per_min), 0, 60 },
+	{ "target", "store_threads", KIND_U32, FIELD(store_threads), 1, BLKD_STORE_THREADS_MAX },
 	{ "tls", "ca", KIND_STR, FIELD(ca), 0, 0 },
 	{ "tls", "cert", KIND_STR, FIELD(cert), 0, 0 },
 	{ "tls", "key", KIND_STR, FIELD(key), 0, 0 },
@@ -306,6 +307,7 @@ struct blkd_conf *blkd_conf_new(void)
 	c->open_timeout_ms = 10000;
 	c->grant_timeout_ms = 5000;
 	c->rebuilds_per_min = 6;
+	c->store_threads = 4;
 	return c;
 }
 

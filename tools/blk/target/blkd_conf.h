@@ -19,6 +19,7 @@
 #define BLKD_ID_LEN 256u     /* an identity (rsec_conn_peer), NUL included */
 #define BLKD_PATH_LEN 4096u
 #define BLKD_ANY_ID "*"      /* any authenticated identity */
+#define BLKD_STORE_THREADS_MAX 64u /* OFFLOAD_THREADS_MAX */
 
 struct blkd_export_conf {
 	char name[BLK_NAME_MAX + 1];
@@ -49,6 +50,7 @@ struct blkd_conf {
 	uint32_t open_timeout_ms;  /* a connection without OPEN is closed after this */
 	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
 	uint32_t rebuilds_per_min;
+	uint32_t store_threads; /* worker threads doing the backing stores' I/O */
 	/* [tls] */
 	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN];
 	/* [export NAME] */

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		"      --max-sessions N        connections at once, all exports (default 64)\n"
 		"      --memory-limit BYTES    command buffers of all sessions (default 1G)\n"
 		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
+		"      --store-threads N       worker threads for the backing stores' I/O (default 4)\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
@@ -109,7 +110,8 @@ static const char *config_path(int argc, char **argv, const struct option *opts)
 int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
-	       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS };
+	       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
+	       OPT_STORE_THREADS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -130,6 +132,7 @@ int main(int argc, char **argv)
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 		{ "memory-limit", required_argument, NULL, OPT_MEMORY },
 		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
+		{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -168,6 +171,7 @@ int main(int argc, char **argv)
 		case OPT_MAX_SESSIONS: ok = set(&a, "target", "max_sessions", optarg); break;
 		case OPT_MEMORY: ok = set(&a, "target", "memory_limit", optarg); break;
 		case OPT_REBUILDS: ok = set(&a, "target", "rebuilds_per_min", optarg); break;
+		case OPT_STORE_THREADS: ok = set(&a, "target", "store_threads", optarg); break;
 		case 'v': blkd_verbose = 1; break;
 		case 'h': usage(stdout); status = 0; goto out;
 		default: usage(stderr); goto out;

@@ -79,6 +79,7 @@ static int store_size(struct store *s, const struct blkd_export_conf *x, char *e
 int store_open(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen)
 {
 	s->fd = s->fd_direct = -1;
+	atomic_init(&s->direct_refused, false);
 	s->is_device = false;
 	if (open_fds(s, x, err, errlen) < 0 || store_size(s, x, err, errlen) < 0) {
 		store_close(s);
@@ -96,13 +97,20 @@ void store_close(struct store *s)
 	s->fd = s->fd_direct = -1;
 }
 
-/* O_DIRECT refuses what is not aligned to the device's own block: fall back to the page cache for good. */
-static bool direct_refused(struct store *s, int err)
+static int io_fd(struct store *s)
 {
-	if (err != EINVAL || s->fd_direct < 0)
+	return s->fd_direct >= 0 && !atomic_load(&s->direct_refused) ? s->fd_direct : s->fd;
+}
+
+/*
+ * O_DIRECT refuses what is not aligned to the device's own block: fall back to
+ * the page cache for good. The descriptor stays open: another worker may be using it.
+ */
+static bool direct_refused(struct store *s, int fd, int err)
+{
+	if (err != EINVAL || fd != s->fd_direct || fd < 0)
 		return false;
-	close(s->fd_direct);
-	s->fd_direct = -1;
+	atomic_store(&s->direct_refused, true);
 	return true;
 }
 
@@ -110,11 +118,11 @@ uint16_t store_read(struct store *s, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 	while (done < len) {
-		int fd = s->fd_direct >= 0 ? s->fd_direct : s->fd;
+		int fd = io_fd(s);
 		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && direct_refused(s, errno))
+		if (n < 0 && direct_refused(s, fd, errno))
 			continue;
 		if (n < 0)
 			return status_of(errno);
@@ -130,11 +138,11 @@ uint16_t store_write(struct store *s, const void *buf, size_t len, uint64_t off,
 {
 	size_t done = 0;
 	while (done < len) {
-		int fd = s->fd_direct >= 0 ? s->fd_direct : s->fd;
+		int fd = io_fd(s);
 		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && direct_refused(s, errno))
+		if (n < 0 && direct_refused(s, fd, errno))
 			continue;
 		if (n < 0)
 			return status_of(errno);

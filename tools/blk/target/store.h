@@ -2,11 +2,13 @@
 /*
  * An export's backing store: a regular file (created at its configured size
  * if missing) or a block device, opened with O_DIRECT where it allows it.
- * Every call maps the system's error to the protocol's status.
+ * Every call maps the system's error to the protocol's status. The I/O calls
+ * run on the target's worker threads, several at once on one store.
  */
 #ifndef RSEC_BLKD_STORE_H
 #define RSEC_BLKD_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,7 +17,8 @@
 
 struct store {
 	int fd;          /* buffered (or the only one) */
-	int fd_direct;   /* O_DIRECT, -1 if the store refused it */
+	int fd_direct;   /* O_DIRECT, -1 if the store refused it at open */
+	atomic_bool direct_refused; /* a transfer it refused: the page cache from then on (fd_direct stays open) */
 	uint64_t size;
 	bool is_device;
 };

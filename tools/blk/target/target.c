@@ -9,10 +9,15 @@
  * while the previous one waits for credits. Work per turn is bounded per
  * queue pair, so no client can keep the loop on itself.
  *
- * A command's life: FREE -> (GRANT -> SEAL -> POST -> INFLIGHT) -> CPL -> FREE;
- * in-capsule writes and FLUSH go straight to CPL. Each queue pair has one
+ * A command's life: FREE -> (GRANT -> [STORE] -> SEAL -> POST -> INFLIGHT)
+ * -> [STORE] -> CPL -> FREE; in-capsule writes and FLUSH go straight to STORE.
+ * STORE is the backing store's I/O, done by a few worker threads (the
+ * offload pool of rdmasec-server, fair per session and bounded) and handed
+ * back through an eventfd in the loop's epoll set: a slow or hung store stalls
+ * the commands waiting for it, never the loop. Each queue pair has one
  * registered buffer slot per command id below its queue depth, large enough
- * for a sealed max_transfer.
+ * for a sealed max_transfer; a session with store I/O in flight keeps its slots
+ * (and its connection) until that I/O is back, even once it is closing.
  */
 #include <errno.h>
 #include <signal.h>
@@ -28,6 +33,7 @@
 #include "audit.h"
 #include "blk_wire.h"
 #include "metrics.h"
+#include "offload.h"
 #include "rdmasec.h"
 #include "store.h"
 #include "target.h"
@@ -39,13 +45,19 @@
 #define REFUSAL_LINGER_MS 1000 /* after a refused OPEN, time for the reply to land before we close */
 #define METRICS_INTERVAL_MS 1000
 #define PAGE 4096u
+#define STORE_JOBS_MAX 1024 /* store I/O queued or running, all sessions: beyond, commands wait their turn */
 
 int blkd_verbose;
 
-enum cmd_state { CMD_FREE, CMD_GRANT, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
+/* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. */
+enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
+
+struct queue;
 
 struct cmd {
 	enum cmd_state state;
+	struct queue *q;     /* its queue, for the worker that does its store I/O */
+	uint16_t io_status;  /* the store I/O's result, set by the worker */
 	struct blk_cmd m; /* m.data is never kept: it pointed into the receive buffer */
 	struct rsec_remote_grant g;
 	uint64_t deadline_ms;
@@ -72,6 +84,7 @@ struct queue {
 	unsigned busy;        /* commands not FREE */
 	unsigned grant_waits; /* commands in GRANT: woken by the control channel, or timed out by the sweep */
 	unsigned cpl_waits;   /* commands in CPL: their completion waits for the client's credits */
+	unsigned store_waits; /* commands in STORE: woken by the pool's eventfd */
 	struct cmd cmds[BLK_QD_MAX];
 };
 
@@ -85,6 +98,9 @@ struct session {
 	bool kick;              /* its fd fired: step it this turn */
 	uint64_t deadline_ms;   /* before OPEN: its deadline; after a refusal: when to close */
 	bool refused;
+	unsigned jobs;          /* store I/O in the pool: the slots stay until it is back */
+	char why[240];          /* why it closes, for the client once the store I/O is back */
+	char key[32];           /* its fairness key in the pool */
 	struct blk_limits lim;
 	size_t slot_len;
 	unsigned queues_granted, nq;
@@ -97,7 +113,8 @@ struct target {
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
 	int epfd, sigfd;
-	char listener_tag, signal_tag; /* their addresses mark their epoll events */
+	char listener_tag, signal_tag, pool_tag; /* their addresses mark their epoll events */
+	struct offload *pool; /* store I/O */
 	struct export *exports;
 	unsigned n_exports;
 	struct session *sessions;
@@ -174,23 +191,49 @@ static void queue_free(struct target *t, struct queue *q)
 	free(q);
 }
 
-/* Close the session (all its queue pairs) with reason; it is freed at the end of the turn. */
+static void set_state(struct queue *q, struct cmd *c, enum cmd_state to);
+
+/* The slots go and the connection closes: once no store I/O uses the slots any more. */
+static void session_release(struct session *s)
+{
+	/* Regions first: closing tears the protection domains down, which a live registration would keep. */
+	for (unsigned i = 0; i < s->nq; i++)
+		queue_free_slots(s->t, s->q[i]);
+	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
+		(void)rsec_conn_close(s->q[0]->conn, s->why); /* it may fail only for a connection gone already */
+}
+
+/* Store I/O not started yet is taken back; what runs, runs to its end. */
+static void session_cancel_jobs(struct session *s)
+{
+	for (unsigned i = 0; i < s->nq; i++) {
+		struct queue *q = s->q[i];
+		for (unsigned cid = 0; cid < BLK_QD_MAX && q->store_waits; cid++) {
+			struct cmd *c = &q->cmds[cid];
+			if (c->state == CMD_STORE && offload_cancel(s->t->pool, s->key, c)) {
+				set_state(q, c, CMD_FREE);
+				s->jobs--;
+			}
+		}
+	}
+}
+
+/* Close the session (all its queue pairs) with reason; it is freed once its store I/O is back. */
 static void session_close(struct session *s, const char *reason)
 {
 	if (s->dead)
 		return;
 	s->dead = true;
+	snprintf(s->why, sizeof(s->why), "%s", reason);
 	if (s->established) {
 		struct audit_who w = who(s);
 		audit_session_end(&w, reason);
 	}
-	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
-		 s->established ? s->peer : "", reason);
-	/* Regions first: closing tears the protection domains down, which a live registration would keep. */
-	for (unsigned i = 0; i < s->nq; i++)
-		queue_free_slots(s->t, s->q[i]);
-	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
-		(void)rsec_conn_close(s->q[0]->conn, reason); /* it may fail only for a connection gone already */
+	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\" store_io_running=%u",
+		 (unsigned long long)s->id, s->established ? s->peer : "", reason, s->jobs);
+	session_cancel_jobs(s);
+	if (!s->jobs)
+		session_release(s);
 	if (s->opened) {
 		s->x->n.sessions_open--;
 		s->t->metrics_dirty = true;
@@ -276,6 +319,7 @@ static void set_state(struct queue *q, struct cmd *c, enum cmd_state to)
 	q->busy = q->busy + (to != CMD_FREE) - (c->state != CMD_FREE);
 	q->grant_waits = q->grant_waits + (to == CMD_GRANT) - (c->state == CMD_GRANT);
 	q->cpl_waits = q->cpl_waits + (to == CMD_CPL) - (c->state == CMD_CPL);
+	q->store_waits = q->store_waits + (to == CMD_STORE) - (c->state == CMD_STORE);
 	c->state = to;
 }
 
@@ -369,24 +413,75 @@ static void cmd_post(struct queue *q, struct cmd *c)
 	set_state(q, c, CMD_INFLIGHT);
 }
 
-/* The grant came: a READ reads the store and seals; a WRITE pulls. */
+/* On a worker thread: the command's store I/O, through its slot. The loop leaves the command alone meanwhile. */
+static void store_job(void *arg)
+{
+	struct cmd *c = arg;
+	struct store *st = &c->q->s->x->store;
+	uint8_t *buf = slot(c->q, c->m.cid);
+	switch (c->m.opcode) {
+	case BLK_OP_READ: c->io_status = store_read(st, buf, c->m.length, c->m.offset); break;
+	case BLK_OP_WRITE:
+		c->io_status = store_write(st, buf, c->m.length, c->m.offset, (c->m.flags & BLK_CMD_FUA) != 0);
+		break;
+	default: c->io_status = store_flush(st);
+	}
+}
+
+/* Hand the command's store I/O to the pool; when the pool is full, it waits its turn (queue_retry). */
+static void cmd_store(struct queue *q, struct cmd *c)
+{
+	c->q = q;
+	int rc = offload_submit(q->s->t->pool, q->s->key, store_job, c);
+	if (rc == -EAGAIN) {
+		set_state(q, c, CMD_STORE_WAIT);
+		return;
+	}
+	if (rc < 0) {
+		complete(q, c, BLK_S_IO);
+		return;
+	}
+	set_state(q, c, CMD_STORE);
+	q->s->jobs++;
+}
+
+static void cmd_seal_and_post(struct queue *q, struct cmd *c)
+{
+	set_state(q, c, CMD_SEAL);
+	cmd_seal(q, c);
+	if (c->state == CMD_POST)
+		cmd_post(q, c);
+}
+
+/* The store I/O is back: a READ goes on to seal and push its data; anything else completes. */
+static void cmd_stored(struct cmd *c)
+{
+	struct queue *q = c->q;
+	struct session *s = q->s;
+	s->jobs--;
+	if (s->dead) {
+		set_state(q, c, CMD_FREE);
+		if (!s->jobs)
+			session_release(s);
+		return;
+	}
+	if (c->m.opcode == BLK_OP_READ && c->io_status == BLK_S_OK)
+		cmd_seal_and_post(q, c);
+	else
+		complete(q, c, c->io_status);
+}
+
+/* The grant came: a READ reads the store, then seals; a WRITE pulls. */
 static void cmd_granted(struct queue *q, struct cmd *c)
 {
 	if (!grant_fits(c)) {
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
-	if (c->m.opcode == BLK_OP_READ) {
-		uint16_t st = store_read(&q->s->x->store, slot(q, c->m.cid), c->m.length, c->m.offset);
-		if (st != BLK_S_OK) {
-			complete(q, c, st);
-			return;
-		}
-	}
-	set_state(q, c, CMD_SEAL);
-	cmd_seal(q, c);
-	if (c->state == CMD_POST)
-		cmd_post(q, c);
+	if (c->m.opcode == BLK_OP_READ)
+		cmd_store(q, c);
+	else
+		cmd_seal_and_post(q, c);
 }
 
 static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
@@ -417,8 +512,7 @@ static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
-	complete(q, c, store_write(&q->s->x->store, slot(q, c->m.cid), c->m.length, c->m.offset,
-				   (c->m.flags & BLK_CMD_FUA) != 0));
+	cmd_store(q, c);
 }
 
 static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
@@ -445,13 +539,12 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 		complete(q, c, st);
 		return;
 	}
-	struct store *store = &s->x->store;
 	if (m.opcode == BLK_OP_FLUSH) {
-		complete(q, c, store_flush(store));
+		cmd_store(q, c);
 	} else if (m.opcode == BLK_OP_WRITE && (m.flags & BLK_CMD_INLINE)) {
-		/* Through the slot: O_DIRECT wants an aligned buffer. */
+		/* Through the slot: O_DIRECT wants an aligned buffer, and the receive buffer is reused. */
 		memcpy(slot(q, m.cid), data, m.length);
-		complete(q, c, store_write(store, slot(q, m.cid), m.length, m.offset, (m.flags & BLK_CMD_FUA) != 0));
+		cmd_store(q, c);
 	} else {
 		set_state(q, c, CMD_GRANT);
 		uint64_t now = now_ms();
@@ -630,6 +723,7 @@ static void queue_retry(struct queue *q, uint64_t now)
 		struct cmd *c = &q->cmds[cid];
 		switch (c->state) {
 		case CMD_GRANT: cmd_try_grant(q, c, now); break;
+		case CMD_STORE_WAIT: cmd_store(q, c); break;
 		case CMD_SEAL:
 			cmd_seal(q, c);
 			if (c->state == CMD_POST)
@@ -782,6 +876,7 @@ static void accept_some(struct target *t)
 		}
 		s->t = t;
 		s->id = ++t->next_session;
+		snprintf(s->key, sizeof(s->key), "session-%llu", (unsigned long long)s->id);
 		s->q[0] = q;
 		s->nq = 1;
 		s->next = t->sessions;
@@ -872,6 +967,9 @@ static int open_events(struct target *t)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &t->signal_tag };
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->sigfd, &ev) != 0)
 		return -1;
+	ev.data.ptr = &t->pool_tag;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, offload_fd(t->pool), &ev) != 0)
+		return -1;
 	ev.data.ptr = &t->listener_tag;
 	return epoll_ctl(t->epfd, EPOLL_CTL_ADD, rsec_listener_fd(t->listener), &ev);
 }
@@ -917,14 +1015,22 @@ static int loop_timeout(const struct target *t)
 			if (q->more)
 				return 0;
 			/* Credits, the seal budget or the device: soon. A grant's descriptor wakes the
-			 * control channel's fd; this only bounds a wake-up the library took in passing. */
-			if (q->busy > q->grant_waits)
+			 * control channel's fd; this only bounds a wake-up the library took in passing.
+			 * Store I/O wakes the pool's eventfd. */
+			if (q->busy > q->grant_waits + q->store_waits)
 				timeout = 1;
 			else if (q->grant_waits && timeout > 5)
 				timeout = 5;
 		}
 	}
 	return timeout;
+}
+
+/* Store I/O that is back. At most STORE_JOBS_MAX of it exists: bounded. */
+static void take_stored(struct target *t)
+{
+	for (struct cmd *c; (c = offload_take_done(t->pool));)
+		cmd_stored(c);
 }
 
 static void turn(struct target *t)
@@ -941,6 +1047,8 @@ static void turn(struct target *t)
 			drain_signals(t);
 		else if (ev[i].data.ptr == &t->listener_tag)
 			accept_some(t);
+		else if (ev[i].data.ptr == &t->pool_tag)
+			take_stored(t);
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
@@ -955,7 +1063,7 @@ static void turn(struct target *t)
 	}
 	for (struct session *s = t->sessions, *next; s; s = next) {
 		next = s->next;
-		if (s->dead)
+		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
 	write_metrics(t, now, false);
@@ -973,6 +1081,12 @@ int target_run(const struct blkd_conf *conf)
 	}
 	if (!t.msg || open_exports(&t) < 0 || open_context(&t) < 0)
 		goto out;
+	/* Store I/O is on every command's path: the workers keep the loop's priority. */
+	t.pool = offload_new_nice(conf->store_threads, STORE_JOBS_MAX, 0);
+	if (!t.pool) {
+		blkd_log("error", "threads", "store_threads=%u error=\"cannot start them\"", conf->store_threads);
+		goto out;
+	}
 	if (open_events(&t) < 0) {
 		blkd_log("error", "events", "error=\"%s\"", strerror(errno));
 		goto out;
@@ -984,11 +1098,15 @@ int target_run(const struct blkd_conf *conf)
 		turn(&t);
 	for (struct session *s = t.sessions; s; s = s->next)
 		session_close(s, "target shutting down");
+	offload_stop(t.pool); /* the store I/O that runs ends; the sessions get it back and release */
+	take_stored(&t);
 	while (t.sessions)
 		session_free(&t, t.sessions);
 	write_metrics(&t, now_ms(), true);
 	status = 0;
 out:
+	if (t.pool)
+		offload_free(t.pool);
 	if (t.listener)
 		rsec_listener_free(t.listener);
 	if (t.ctx)
