@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bconn.h"
+#include "clock.h"
 
 int bconn_init(struct bench_conn *b, struct rsec_conn *c, int timeout_ms, size_t max_payload)
 {
@@ -100,7 +101,7 @@ int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, 
 		return bconn_recv_msg(b, want, m, what);
 	if (n >= DRIVE_MAX)
 		return fail(b, what, RSEC_E_INVAL);
-	uint64_t deadline = bench_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+	uint64_t deadline = clock_mono_ns() + (uint64_t)b->timeout_ms * 1000000u;
 	for (;;) {
 		int rc = rsec_recv(b->c, b->buf, b->cap, &b->len, 0);
 		if (rc == 0)
@@ -117,7 +118,7 @@ int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, 
 			}
 			p[i + 1] = (struct pollfd){ .fd = rsec_conn_fd(more[i]), .events = POLLIN };
 		}
-		if (bench_now_ns() >= deadline)
+		if (clock_mono_ns() >= deadline)
 			return fail(b, what, RSEC_E_TIMEOUT);
 		(void)poll(p, n + 1, 100);
 	}

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 		case OPT_MEMORY: ok = set(&a, "target", "memory_limit", optarg); break;
 		case OPT_REBUILDS: ok = set(&a, "target", "rebuilds_per_min", optarg); break;
 		case OPT_STORE_THREADS: ok = set(&a, "target", "store_threads", optarg); break;
-		case 'v': blkd_verbose = 1; break;
+		case 'v': log_set_verbose(1); break;
 		case 'h': usage(stdout); status = 0; goto out;
 		default: usage(stderr); goto out;
 		}
