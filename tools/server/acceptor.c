@@ -21,8 +21,8 @@
 
 #include "acceptor.h"
 #include "admission.h"
-#include "fdlimit.h"
 #include "clock.h"
+#include "fdlimit.h"
 #include "log.h"
 #include "offload.h"
 #include "ratelog.h"

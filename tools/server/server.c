@@ -28,8 +28,8 @@
 
 #include "acceptor.h"
 #include "app_proto.h"
-#include "fdlimit.h"
 #include "clock.h"
+#include "fdlimit.h"
 #include "log.h"
 #include "metrics.h"
 #include "offload.h"
