@@ -4,6 +4,7 @@
 #ifndef RSEC_CLI_H
 #define RSEC_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,5 +30,20 @@ bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port);
 bool cli_parse_aead(const char *s, enum rsec_aead_choice *out);
 /* "DIR/name" into out; false if it does not fit. */
 bool cli_join(char *out, size_t cap, const char *dir, const char *name);
+
+/* --certs DIR: the files rdmasec-keygen writes there for one role. */
+struct cli_certs {
+	char ca[4096], cert[4096], key[4096];
+};
+/* DIR/ca.pem, DIR/ROLE.pem and DIR/ROLE.key (ROLE: "server", "client" or a client's name); false if one does not fit. */
+bool cli_certs_paths(struct cli_certs *out, const char *dir, const char *role);
+
+/*
+ * The argument of the last option whose getopt code is opt (say the 'f' of
+ * -f/--config FILE, however spelled), or NULL: a first pass over argv, so
+ * that a file is read before the flags that override it. Errors are left to
+ * the real pass, which starts afresh.
+ */
+const char *cli_prescan(int argc, char **argv, const char *shortopts, const struct option *opts, int opt);
 
 #endif

@@ -85,28 +85,9 @@ static bool set(struct rsec_conf *c, const char *section, const char *key, const
 
 static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 {
-	char path[4096];
-	return cli_join(path, sizeof(path), dir, "ca.pem") && set(c, "tls", "ca", path) &&
-	       cli_join(path, sizeof(path), dir, "server.pem") && set(c, "tls", "cert", path) &&
-	       cli_join(path, sizeof(path), dir, "server.key") && set(c, "tls", "key", path);
-}
-
-/*
- * The configuration file, however getopt spells it (-f FILE, -fFILE,
- * --config FILE, --config=FILE; the last one wins), or NULL. Errors in other
- * options are left to the real pass.
- */
-static const char *config_path(int argc, char **argv, const struct option *opts)
-{
-	const char *path = NULL;
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
-		if (c == 'f')
-			path = optarg;
-	opterr = 1;
-	optind = 0; /* glibc: start the next scan afresh */
-	return path;
+	struct cli_certs p;
+	return cli_certs_paths(&p, dir, "server") && set(c, "tls", "ca", p.ca) && set(c, "tls", "cert", p.cert) &&
+	       set(c, "tls", "key", p.key);
 }
 
 int main(int argc, char **argv)
@@ -154,7 +135,7 @@ int main(int argc, char **argv)
 	rsec_conf_defaults(&conf);
 
 	/* The file first, so that flags override it whatever their order. */
-	const char *file = config_path(argc, argv, opts);
+	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
 	if (file) {
 		char err[512];
 		if (rsec_conf_parse_file(&conf, file, err, sizeof(err)) < 0) {

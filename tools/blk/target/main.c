@@ -66,10 +66,9 @@ static bool set(struct args *a, const char *section, const char *key, const char
 
 static bool set_certs_dir(struct args *a, const char *dir)
 {
-	char path[4096];
-	return cli_join(path, sizeof(path), dir, "ca.pem") && set(a, "tls", "ca", path) &&
-	       cli_join(path, sizeof(path), dir, "server.pem") && set(a, "tls", "cert", path) &&
-	       cli_join(path, sizeof(path), dir, "server.key") && set(a, "tls", "key", path);
+	struct cli_certs p;
+	return cli_certs_paths(&p, dir, "server") && set(a, "tls", "ca", p.ca) && set(a, "tls", "cert", p.cert) &&
+	       set(a, "tls", "key", p.key);
 }
 
 static bool add_export(struct args *a, const char *spec)
@@ -91,20 +90,6 @@ static bool add_id(struct args *a, const char *key, const char *id)
 	char section[BLK_NAME_MAX + 16];
 	snprintf(section, sizeof(section), "export %s", a->last_export);
 	return set(a, section, key, id);
-}
-
-/* The configuration file, however getopt spells it (the last one wins), or NULL. */
-static const char *config_path(int argc, char **argv, const struct option *opts)
-{
-	const char *path = NULL;
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
-		if (c == 'f')
-			path = optarg;
-	opterr = 1;
-	optind = 0;
-	return path;
 }
 
 int main(int argc, char **argv)
@@ -143,7 +128,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int status = 2;
-	const char *file = config_path(argc, argv, opts);
+	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
 	if (file && blkd_conf_parse_file(a.conf, file, a.err, sizeof(a.err)) < 0) {
 		fprintf(stderr, "rdmasec-blkd: %s: %s\n", file, a.err);
 		goto out;
