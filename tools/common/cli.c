@@ -137,3 +137,11 @@ const char *cli_prescan(int argc, char **argv, const char *shortopts, const stru
 	optind = 0; /* glibc: start the next scan afresh */
 	return arg;
 }
+
+const struct cli_conf_flag *cli_conf_flag_find(const struct cli_conf_flag *table, int opt)
+{
+	for (; table->opt; table++)
+		if (table->opt == opt)
+			return table;
+	return NULL;
+}

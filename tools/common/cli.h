@@ -38,6 +38,14 @@ struct cli_certs {
 /* DIR/ca.pem, DIR/ROLE.pem and DIR/ROLE.key (ROLE: "server", "client" or a client's name); false if one does not fit. */
 bool cli_certs_paths(struct cli_certs *out, const char *dir, const char *role);
 
+/* A flag that sets one key of a daemon's configuration file: getopt's code, the key's section and name. */
+struct cli_conf_flag {
+	int opt;
+	const char *section, *key;
+};
+/* The entry of table (ended by an opt of 0) for getopt's code opt, or NULL. */
+const struct cli_conf_flag *cli_conf_flag_find(const struct cli_conf_flag *table, int opt);
+
 /*
  * The argument of the last option whose getopt code is opt (say the 'f' of
  * -f/--config FILE, however spelled), or NULL: a first pass over argv, so
