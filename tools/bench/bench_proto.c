@@ -95,8 +95,9 @@ static bool known_type(uint8_t t)
 
 static bool read_params(struct cur_in *c, struct bench_params *p)
 {
-	return cur_get_u8(c, &p->version) && cur_get_u8(c, &p->op) && cur_get_u8(c, &p->lat) && cur_get_u8(c, &p->poll) &&
-	       cur_get_u8(c, &p->sealed) && cur_get_u8(c, &p->lanes) && cur_get_u64(c, &p->size) && cur_get_u64(c, &p->iters) && cur_get_u32(c, &p->duration_ms) &&
+	return cur_get_u8(c, &p->version) && cur_get_u8(c, &p->op) && cur_get_u8(c, &p->lat) &&
+	       cur_get_u8(c, &p->poll) && cur_get_u8(c, &p->sealed) && cur_get_u8(c, &p->lanes) &&
+	       cur_get_u64(c, &p->size) && cur_get_u64(c, &p->iters) && cur_get_u32(c, &p->duration_ms) &&
 	       cur_get_u64(c, &p->round);
 }
 
@@ -164,8 +165,9 @@ bad:
 
 static bool write_params(struct cur_out *c, const struct bench_params *p)
 {
-	return cur_put_be(c, 1, p->version) && cur_put_be(c, 1, p->op) && cur_put_be(c, 1, p->lat) && cur_put_be(c, 1, p->poll) &&
-	       cur_put_be(c, 1, p->sealed) && cur_put_be(c, 1, p->lanes) && cur_put_be(c, 8, p->size) && cur_put_be(c, 8, p->iters) && cur_put_be(c, 4, p->duration_ms) &&
+	return cur_put_be(c, 1, p->version) && cur_put_be(c, 1, p->op) && cur_put_be(c, 1, p->lat) &&
+	       cur_put_be(c, 1, p->poll) && cur_put_be(c, 1, p->sealed) && cur_put_be(c, 1, p->lanes) &&
+	       cur_put_be(c, 8, p->size) && cur_put_be(c, 8, p->iters) && cur_put_be(c, 4, p->duration_ms) &&
 	       cur_put_be(c, 8, p->round);
 }
 

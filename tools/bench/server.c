@@ -143,7 +143,8 @@ static int send_result(struct bench_conn *bc, uint64_t iters, uint64_t start_ns,
 {
 	row->cpu = bench_cpu_since(cpu0, scope);
 	struct bench_msg m = { .type = BENCH_MSG_RESULT,
-			       .result = { .iters = iters, .elapsed_ns = clock_mono_ns() - start_ns, .cpu = row->cpu } };
+			       .result = { .iters = iters, .elapsed_ns = clock_mono_ns() - start_ns,
+					   .cpu = row->cpu } };
 	return bconn_send_msg(bc, &m, "send the result");
 }
 

@@ -96,6 +96,12 @@ static int run_stdin(struct client *cl)
 	return failed;
 }
 
+/* One of --ca, --cert, --key into its slot of struct cli_certs; false if it does not fit. */
+static bool copy_path(char dst[static CLI_PATH_MAX], const char *path)
+{
+	return snprintf(dst, CLI_PATH_MAX, "%s", path) < CLI_PATH_MAX;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
@@ -132,9 +138,9 @@ int main(int argc, char **argv)
 		case 'C':
 			ok = cli_certs_paths(&files, optarg, "client");
 			break;
-		case OPT_CA: ok = snprintf(files.ca, sizeof(files.ca), "%s", optarg) < (int)sizeof(files.ca); break;
-		case OPT_CERT: ok = snprintf(files.cert, sizeof(files.cert), "%s", optarg) < (int)sizeof(files.cert); break;
-		case OPT_KEY: ok = snprintf(files.key, sizeof(files.key), "%s", optarg) < (int)sizeof(files.key); break;
+		case OPT_CA: ok = copy_path(files.ca, optarg); break;
+		case OPT_CERT: ok = copy_path(files.cert, optarg); break;
+		case OPT_KEY: ok = copy_path(files.key, optarg); break;
 		case OPT_PSK_FILE: psk_file = optarg; break;
 		case OPT_PSK_ID: psk_id = optarg; break;
 		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;

@@ -32,8 +32,9 @@ bool cli_parse_aead(const char *s, enum rsec_aead_choice *out);
 bool cli_join(char *out, size_t cap, const char *dir, const char *name);
 
 /* --certs DIR: the files rdmasec-keygen writes there for one role. */
+#define CLI_PATH_MAX 4096
 struct cli_certs {
-	char ca[4096], cert[4096], key[4096];
+	char ca[CLI_PATH_MAX], cert[CLI_PATH_MAX], key[CLI_PATH_MAX];
 };
 /* DIR/ca.pem, DIR/ROLE.pem and DIR/ROLE.key (ROLE: "server", "client" or a client's name); false if one does not fit. */
 bool cli_certs_paths(struct cli_certs *out, const char *dir, const char *role);

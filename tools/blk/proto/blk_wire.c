@@ -206,8 +206,9 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 		return fail(why, "command shorter than its header");
 	if (!cur_get_u8(&c, &type) || type != BLK_CMD)
 		return fail(why, "not a command");
-	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) || !cur_get_zero(&c, 2) ||
-	    !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4) || !cur_get_u64(&c, &m->tag))
+	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) ||
+	    !cur_get_zero(&c, 2) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
+	    !cur_get_zero(&c, 4) || !cur_get_u64(&c, &m->tag))
 		return fail(why, "command reserved field not zero");
 	if (!cmd_valid(m, why))
 		return false;
