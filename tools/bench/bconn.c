@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "bconn.h"
+#include "cli.h"
+#include "clock.h"
 
 int bconn_init(struct bench_conn *b, struct rsec_conn *c, int timeout_ms, size_t max_payload)
 {
@@ -100,7 +102,7 @@ int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, 
 		return bconn_recv_msg(b, want, m, what);
 	if (n >= DRIVE_MAX)
 		return fail(b, what, RSEC_E_INVAL);
-	uint64_t deadline = bench_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+	uint64_t deadline = clock_mono_ns() + (uint64_t)b->timeout_ms * 1000000u;
 	for (;;) {
 		int rc = rsec_recv(b->c, b->buf, b->cap, &b->len, 0);
 		if (rc == 0)
@@ -117,7 +119,7 @@ int bconn_recv_msg_driving(struct bench_conn *b, struct rsec_conn *const *more, 
 			}
 			p[i + 1] = (struct pollfd){ .fd = rsec_conn_fd(more[i]), .events = POLLIN };
 		}
-		if (bench_now_ns() >= deadline)
+		if (clock_mono_ns() >= deadline)
 			return fail(b, what, RSEC_E_TIMEOUT);
 		(void)poll(p, n + 1, 100);
 	}
@@ -136,17 +138,19 @@ void bconn_send_error(struct bench_conn *b, const char *text)
 int bench_ctx_new(const struct bench_opts *o, bool server, struct rsec_ctx **ctx)
 {
 	const char *role = server ? "server" : "client";
-	char ca[BENCH_PATH_MAX + 16], cert[BENCH_PATH_MAX + 16], key[BENCH_PATH_MAX + 16], err[256] = "";
-	snprintf(ca, sizeof(ca), "%s/ca.pem", o->certs);
-	snprintf(cert, sizeof(cert), "%s/%s.pem", o->certs, role);
-	snprintf(key, sizeof(key), "%s/%s.key", o->certs, role);
+	char err[256] = "";
+	struct cli_certs files;
+	if (!cli_certs_paths(&files, o->certs, role)) {
+		fprintf(stderr, "%s: --certs: '%s' is too long\n", PROG, o->certs);
+		return RSEC_E_INVAL;
+	}
 	/* The client's one-sided tests keep tx_depth operations in flight: the
 	 * library's max_inflight, which also sizes the QP's send queue. */
 	struct rsec_ctx_attr attr = {
 		.comp_mask = RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS |
 			     (o->tx_depth ? RSEC_CTX_ATTR_DEPTH : 0),
 		.is_server = server, .device = o->device, .local_addr = o->source,
-		.ca_file = ca, .cert_file = cert, .key_file = key, .aead = o->aead,
+		.ca_file = files.ca, .cert_file = files.cert, .key_file = files.key, .aead = o->aead,
 		.handshake_timeout_ms = o->timeout_ms,
 		.max_inflight = (uint32_t)o->tx_depth,
 		.poll_mode = o->poll == BENCH_POLL_BUSY ? RSEC_POLL_BUSY : RSEC_POLL_EVENT,

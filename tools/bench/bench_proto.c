@@ -7,58 +7,7 @@
 #include <string.h>
 
 #include "bench_proto.h"
-
-struct cursor {
-	uint8_t *w;        /* writing: next byte */
-	const uint8_t *r;  /* reading: next byte */
-	size_t left;
-};
-
-static bool get_u8(struct cursor *c, uint8_t *v)
-{
-	if (c->left < 1)
-		return false;
-	*v = *c->r++;
-	c->left--;
-	return true;
-}
-
-static bool get_be(struct cursor *c, unsigned bytes, uint64_t *v)
-{
-	if (c->left < bytes)
-		return false;
-	*v = 0;
-	for (unsigned i = 0; i < bytes; i++)
-		*v = *v << 8 | c->r[i];
-	c->r += bytes;
-	c->left -= bytes;
-	return true;
-}
-
-static bool get_u32(struct cursor *c, uint32_t *v)
-{
-	uint64_t x;
-	if (!get_be(c, 4, &x))
-		return false;
-	*v = (uint32_t)x;
-	return true;
-}
-
-static bool get_u64(struct cursor *c, uint64_t *v)
-{
-	return get_be(c, 8, v);
-}
-
-static bool put_be(struct cursor *c, unsigned bytes, uint64_t v)
-{
-	if (c->left < bytes)
-		return false;
-	for (unsigned i = bytes; i-- > 0; v >>= 8)
-		c->w[i] = (uint8_t)v;
-	c->w += bytes;
-	c->left -= bytes;
-	return true;
-}
+#include "cursor.h"
 
 /* ---- limits ---- */
 
@@ -144,39 +93,38 @@ static bool known_type(uint8_t t)
 	}
 }
 
-static bool read_params(struct cursor *c, struct bench_params *p)
+static bool read_params(struct cur_in *c, struct bench_params *p)
 {
-	return get_u8(c, &p->version) && get_u8(c, &p->op) && get_u8(c, &p->lat) && get_u8(c, &p->poll) &&
-	       get_u8(c, &p->sealed) && get_u8(c, &p->lanes) && get_u64(c, &p->size) && get_u64(c, &p->iters) && get_u32(c, &p->duration_ms) &&
-	       get_u64(c, &p->round);
+	return cur_get_u8(c, &p->version) && cur_get_u8(c, &p->op) && cur_get_u8(c, &p->lat) &&
+	       cur_get_u8(c, &p->poll) && cur_get_u8(c, &p->sealed) && cur_get_u8(c, &p->lanes) &&
+	       cur_get_u64(c, &p->size) && cur_get_u64(c, &p->iters) && cur_get_u32(c, &p->duration_ms) &&
+	       cur_get_u64(c, &p->round);
 }
 
-static bool read_result(struct cursor *c, struct bench_result *r)
+static bool read_result(struct cur_in *c, struct bench_result *r)
 {
-	return get_u64(c, &r->iters) && get_u64(c, &r->elapsed_ns) && get_u64(c, &r->cpu.user_us) &&
-	       get_u64(c, &r->cpu.sys_us);
+	return cur_get_u64(c, &r->iters) && cur_get_u64(c, &r->elapsed_ns) && cur_get_u64(c, &r->cpu.user_us) &&
+	       cur_get_u64(c, &r->cpu.sys_us);
 }
 
 /* The rest of the message as text. */
-static bool read_text(struct cursor *c, char out[static BENCH_TEXT_MAX + 1])
+static bool read_text(struct cur_in *c, char out[static BENCH_TEXT_MAX + 1])
 {
 	if (c->left > BENCH_TEXT_MAX)
 		return false;
-	memcpy(out, c->r, c->left);
-	out[c->left] = '\0';
-	if (memchr(out, '\0', c->left))
-		return false; /* a NUL would hide the rest from check_msg */
-	c->r += c->left;
-	c->left = 0;
-	return true;
+	size_t n = c->left;
+	if (!cur_get_bytes(c, out, n))
+		return false;
+	out[n] = '\0';
+	return !memchr(out, '\0', n); /* a NUL would hide the rest from check_msg */
 }
 
-static bool read_body(struct cursor *c, struct bench_msg *m)
+static bool read_body(struct cur_in *c, struct bench_msg *m)
 {
 	switch (m->type) {
 	case BENCH_MSG_PARAMS: return read_params(c, &m->params);
-	case BENCH_MSG_READY: return get_u64(c, &m->tag);
-	case BENCH_MSG_END: return get_u64(c, &m->iters);
+	case BENCH_MSG_READY: return cur_get_u64(c, &m->tag);
+	case BENCH_MSG_END: return cur_get_u64(c, &m->iters);
 	case BENCH_MSG_RESULT: return read_result(c, &m->result);
 	case BENCH_MSG_ERROR: return read_text(c, m->text);
 	default: return false;
@@ -185,13 +133,13 @@ static bool read_body(struct cursor *c, struct bench_msg *m)
 
 bool bench_decode(const uint8_t *in, size_t len, struct bench_msg *m, const char **why)
 {
-	struct cursor c = { .r = in, .left = len };
+	struct cur_in c = { .p = in, .left = len };
 	memset(m, 0, sizeof(*m));
 	*why = "empty message";
-	if (!get_u8(&c, &m->type))
+	if (!cur_get_u8(&c, &m->type))
 		return false;
 	if (m->type == BENCH_MSG_DATA) {
-		m->payload = c.r;
+		m->payload = c.p;
 		m->payload_len = c.left;
 		return true;
 	}
@@ -215,37 +163,32 @@ bad:
 
 /* ---- encoding ---- */
 
-static bool write_params(struct cursor *c, const struct bench_params *p)
+static bool write_params(struct cur_out *c, const struct bench_params *p)
 {
-	return put_be(c, 1, p->version) && put_be(c, 1, p->op) && put_be(c, 1, p->lat) && put_be(c, 1, p->poll) &&
-	       put_be(c, 1, p->sealed) && put_be(c, 1, p->lanes) && put_be(c, 8, p->size) && put_be(c, 8, p->iters) && put_be(c, 4, p->duration_ms) &&
-	       put_be(c, 8, p->round);
+	return cur_put_be(c, 1, p->version) && cur_put_be(c, 1, p->op) && cur_put_be(c, 1, p->lat) &&
+	       cur_put_be(c, 1, p->poll) && cur_put_be(c, 1, p->sealed) && cur_put_be(c, 1, p->lanes) &&
+	       cur_put_be(c, 8, p->size) && cur_put_be(c, 8, p->iters) && cur_put_be(c, 4, p->duration_ms) &&
+	       cur_put_be(c, 8, p->round);
 }
 
-static bool write_result(struct cursor *c, const struct bench_result *r)
+static bool write_result(struct cur_out *c, const struct bench_result *r)
 {
-	return put_be(c, 8, r->iters) && put_be(c, 8, r->elapsed_ns) && put_be(c, 8, r->cpu.user_us) &&
-	       put_be(c, 8, r->cpu.sys_us);
+	return cur_put_be(c, 8, r->iters) && cur_put_be(c, 8, r->elapsed_ns) && cur_put_be(c, 8, r->cpu.user_us) &&
+	       cur_put_be(c, 8, r->cpu.sys_us);
 }
 
-static bool write_text(struct cursor *c, const char *text)
+static bool write_text(struct cur_out *c, const char *text)
 {
-	size_t n = strnlen(text, BENCH_TEXT_MAX + 1);
-	if (n > c->left)
-		return false;
-	memcpy(c->w, text, n);
-	c->w += n;
-	c->left -= n;
-	return true;
+	return cur_put_bytes(c, text, strnlen(text, BENCH_TEXT_MAX + 1));
 }
 
-static bool write_body(struct cursor *c, const struct bench_msg *m)
+static bool write_body(struct cur_out *c, const struct bench_msg *m)
 {
 	switch (m->type) {
 	case BENCH_MSG_PARAMS: return write_params(c, &m->params);
-	case BENCH_MSG_READY: return put_be(c, 8, m->tag);
+	case BENCH_MSG_READY: return cur_put_be(c, 8, m->tag);
 	case BENCH_MSG_DATA: return true;
-	case BENCH_MSG_END: return put_be(c, 8, m->iters);
+	case BENCH_MSG_END: return cur_put_be(c, 8, m->iters);
 	case BENCH_MSG_RESULT: return write_result(c, &m->result);
 	case BENCH_MSG_ERROR: return write_text(c, m->text);
 	default: return false;
@@ -254,8 +197,8 @@ static bool write_body(struct cursor *c, const struct bench_msg *m)
 
 size_t bench_encode(const struct bench_msg *m, uint8_t *out, size_t cap)
 {
-	struct cursor c = { .w = out, .left = cap };
-	if (check_msg(m) || !put_be(&c, 1, m->type) || !write_body(&c, m))
+	struct cur_out c = { .p = out, .left = cap };
+	if (check_msg(m) || !cur_put_be(&c, 1, m->type) || !write_body(&c, m))
 		return 0;
 	return cap - c.left;
 }

@@ -12,6 +12,7 @@
 
 #include "bconn.h"
 #include "bench.h"
+#include "clock.h"
 #include "pingpong.h"
 
 #define MAX_ROWS 32
@@ -170,7 +171,7 @@ static int run_loop(struct test *t, op_fn once, struct bench_row *row, uint64_t 
 {
 	const struct bench_params *p = t->p;
 	bool keep = p->lat && !p->duration_ms;
-	uint64_t block = block_of(p), start = bench_now_ns(), mark = start, i = 0;
+	uint64_t block = block_of(p), start = clock_mono_ns(), mark = start, i = 0;
 	uint64_t deadline = start + (uint64_t)p->duration_ms * 1000000u;
 	*best_ns = UINT64_MAX;
 	while (p->iters ? i < p->iters : mark < deadline) {
@@ -181,7 +182,7 @@ static int run_loop(struct test *t, op_fn once, struct bench_row *row, uint64_t 
 		bool last = p->iters && i == p->iters; /* -D ends on a block's end */
 		if (i % block && !last)
 			continue;
-		uint64_t now = bench_now_ns(), per_op = (now - mark) / (i % block ? i % block : block);
+		uint64_t now = clock_mono_ns(), per_op = (now - mark) / (i % block ? i % block : block);
 		if (keep)
 			t->cl->samples[i - 1] = now - mark;
 		if (per_op < *best_ns)
@@ -281,7 +282,7 @@ static int reap_qp(struct test *t, unsigned k, int timeout_ms)
 static int reap_any(struct test *t)
 {
 	struct client *cl = t->cl;
-	uint64_t deadline = bench_now_ns() + (uint64_t)cl->o->timeout_ms * 1000000u;
+	uint64_t deadline = clock_mono_ns() + (uint64_t)cl->o->timeout_ms * 1000000u;
 	for (unsigned next = 0;; next++) {
 		int got = 0;
 		for (unsigned k = 0; k <= cl->nlanes; k++) {
@@ -290,7 +291,7 @@ static int reap_any(struct test *t)
 				return n;
 			got += n;
 		}
-		if (got || bench_now_ns() >= deadline)
+		if (got || clock_mono_ns() >= deadline)
 			return got;
 		unsigned k = next % (cl->nlanes + 1);
 		if (rsec_inflight(qp_side(t, k).c) && (got = reap_qp(t, k, REAP_WAIT_MS)) != 0)
@@ -362,7 +363,7 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 	uint64_t depth = p->lat ? 1 : t->cl->o->tx_depth;
 	if (t->slots && depth > t->slots)
 		depth = t->slots;
-	uint64_t block = block_of(p), start = bench_now_ns(), now = start, mark = start;
+	uint64_t block = block_of(p), start = clock_mono_ns(), now = start, mark = start;
 	uint64_t deadline = start + (uint64_t)p->duration_ms * 1000000u;
 	uint64_t posted = 0, done = 0, mark_done = 0;
 	*best_ns = UINT64_MAX;
@@ -381,7 +382,7 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 		done = posted - inflight_all(t);
 		if (t->slots && (rc = open_sealed(t, was_done, done)) < 0)
 			return rc;
-		now = bench_now_ns();
+		now = clock_mono_ns();
 		bool finished = inflight_all(t) == 0 && (p->iters ? done == p->iters : now >= deadline);
 		uint64_t ops = done - mark_done;
 		if (ops == 0 || (ops < block && !finished))
@@ -408,13 +409,13 @@ static int run_one_sided(struct test *t, enum rsec_op op, struct bench_row *row,
 static int run_qp_setup(struct test *t, struct bench_row *row, uint64_t *best_ns)
 {
 	struct client *cl = t->cl;
-	uint64_t start = bench_now_ns(), i = 0;
+	uint64_t start = clock_mono_ns(), i = 0;
 	*best_ns = UINT64_MAX;
 	for (; i < t->p->iters; i++) {
 		struct rsec_conn *more;
-		uint64_t t0 = bench_now_ns();
+		uint64_t t0 = clock_mono_ns();
 		int rc = rsec_conn_add_qp(cl->bc.c, cl->o->timeout_ms, &more);
-		uint64_t ns = bench_now_ns() - t0;
+		uint64_t ns = clock_mono_ns() - t0;
 		if (rc < 0) {
 			fprintf(stderr, "%s: queue pair %llu: %s (%s)\n", PROG, (unsigned long long)i + 1, rsec_strerror(rc),
 				rsec_conn_error(cl->bc.c));
@@ -426,7 +427,7 @@ static int run_qp_setup(struct test *t, struct bench_row *row, uint64_t *best_ns
 			*best_ns = ns;
 	}
 	row->iters = i;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	return 0;
 }
 
@@ -449,14 +450,14 @@ static int run_write_pingpong(struct test *t, struct bench_row *row, uint64_t *b
 			rsec_strerror(rc));
 	struct pingpong pp = { .c = c, .peer = &t->g, .src = cl->region, .dst = dst, .size = (size_t)t->p->size,
 			       .timeout_ms = cl->o->timeout_ms };
-	uint64_t i = 0, start = bench_now_ns(), mark = start;
+	uint64_t i = 0, start = clock_mono_ns(), mark = start;
 	*best_ns = UINT64_MAX;
 	while (rc == 0 && i < t->p->iters) {
 		i++;
 		rc = pingpong_send(&pp, i);
 		if (rc == 0)
 			rc = pingpong_wait(&pp, i);
-		uint64_t now = bench_now_ns();
+		uint64_t now = clock_mono_ns();
 		cl->samples[i - 1] = now - mark;
 		if (now - mark < *best_ns)
 			*best_ns = now - mark;
@@ -528,7 +529,7 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 {
 	struct bench_params p = params_for(cl->o, step);
 	struct test t = { .cl = cl, .p = &p };
-	uint64_t best_ns = 0, start = bench_now_ns();
+	uint64_t best_ns = 0, start = clock_mono_ns();
 	*row = (struct bench_row){ .bytes = step->size, .lat = p.lat, .duration = p.duration_ms != 0 };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
 	int rc = start_test(&t);
@@ -553,7 +554,7 @@ static int run_size(struct client *cl, const struct client_op *op, const struct 
 	row->cpu = bench_cpu_since(&cpu0, BENCH_CPU_THREAD);
 	/* A sent message is only done once the server has it: its RESULT says so. */
 	if (op->op == BENCH_OP_SEND && !p.lat)
-		row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+		row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	figures(op, &t, row, best_ns);
 	return 0;
 }
@@ -565,9 +566,9 @@ static int connect_round(struct client *cl, uint64_t round, uint64_t *setup_ns, 
 {
 	const struct bench_opts *o = cl->o;
 	struct rsec_conn *c;
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = clock_mono_ns();
 	int rc = rsec_connect(cl->ctx, o->host, o->port, NULL, o->timeout_ms, &c);
-	*setup_ns = bench_now_ns() - t0;
+	*setup_ns = clock_mono_ns() - t0;
 	if (rc < 0) {
 		fprintf(stderr, "%s: connection %llu: %s (%s)\n", PROG, (unsigned long long)round, rsec_strerror(rc),
 			c ? rsec_conn_error(c) : "");
@@ -596,7 +597,7 @@ static int run_connect(struct client *cl, struct bench_row *row)
 	struct bench_msg last = { 0 };
 	*row = (struct bench_row){ .lat = true, .set_up = true };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_PROCESS);
-	uint64_t start = bench_now_ns();
+	uint64_t start = clock_mono_ns();
 	uint64_t n = cl->steps[0].iters;
 	for (uint64_t k = 1; k <= n; k++) {
 		int rc = connect_round(cl, k, &cl->samples[k - 1], &last, &row->resumed);
@@ -605,7 +606,7 @@ static int run_connect(struct client *cl, struct bench_row *row)
 	}
 	row->cpu = bench_cpu_since(&cpu0, BENCH_CPU_PROCESS);
 	row->iters = n;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	row->peer_cpu = last.result.cpu;
 	row->have_peer = true;
 	row->have_row = true;

@@ -8,13 +8,6 @@
 
 #define MB (1024.0 * 1024.0)
 
-uint64_t bench_now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static uint64_t tv_us(const struct timeval *tv)
 {
 	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;

@@ -18,7 +18,6 @@ struct bench_bw {
 	double peak_mbs, avg_mbs, mpps;
 };
 
-uint64_t bench_now_ns(void);
 /*
  * Whose CPU time: the data path runs entirely in the calling thread, while
  * librdmasec's QP-pool thread refills the pool after each connection, which

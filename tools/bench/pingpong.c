@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "clock.h"
 #include "pingpong.h"
 
 /* As the library's busy wait: let rxe's kernel work and the peer run on a guest's few CPUs. */
@@ -45,7 +46,7 @@ int pingpong_send(struct pingpong *pp, uint64_t round)
 int pingpong_wait(struct pingpong *pp, uint64_t round)
 {
 	volatile const uint8_t *last = (volatile const uint8_t *)rsec_region_addr(pp->dst) + pp->size - 1;
-	uint64_t deadline = bench_now_ns() + (uint64_t)pp->timeout_ms * 1000000u;
+	uint64_t deadline = clock_mono_ns() + (uint64_t)pp->timeout_ms * 1000000u;
 	for (unsigned spins = 1; *last != (uint8_t)round; spins++) {
 		if (spins % SPINS_PER_YIELD == 0)
 			(void)sched_yield();
@@ -54,7 +55,7 @@ int pingpong_wait(struct pingpong *pp, uint64_t round)
 		int rc = reap(pp, 0); /* also drives the connection: a peer that left is noticed */
 		if (rc < 0)
 			return rc;
-		if (bench_now_ns() > deadline) {
+		if (clock_mono_ns() > deadline) {
 			fprintf(stderr, "%s: the peer's write %llu did not land in %d ms\n", PROG,
 				(unsigned long long)round, pp->timeout_ms);
 			return RSEC_E_TIMEOUT;

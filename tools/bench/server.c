@@ -10,6 +10,7 @@
 
 #include "bconn.h"
 #include "bench.h"
+#include "clock.h"
 #include "pingpong.h"
 
 #define MAX_ROWS 32
@@ -142,7 +143,8 @@ static int send_result(struct bench_conn *bc, uint64_t iters, uint64_t start_ns,
 {
 	row->cpu = bench_cpu_since(cpu0, scope);
 	struct bench_msg m = { .type = BENCH_MSG_RESULT,
-			       .result = { .iters = iters, .elapsed_ns = bench_now_ns() - start_ns, .cpu = row->cpu } };
+			       .result = { .iters = iters, .elapsed_ns = clock_mono_ns() - start_ns,
+					   .cpu = row->cpu } };
 	return bconn_send_msg(bc, &m, "send the result");
 }
 
@@ -158,7 +160,7 @@ static int on_data(struct server *s, struct bench_conn *bc, const struct bench_p
 	}
 	if (!p->lat)
 		return 0; /* no clock read per message: END's arrival ends the window */
-	uint64_t now = bench_now_ns();
+	uint64_t now = clock_mono_ns();
 	if (p->iters)
 		s->samples[n] = now - *prev_ns;
 	*prev_ns = now;
@@ -173,11 +175,11 @@ static int serve_send(struct server *s, struct bench_conn *bc, const struct benc
 		rc = need_samples(s, p->iters);
 	if (rc == 0)
 		rc = bconn_send_msg(bc, &m, "send READY");
-	uint64_t start = bench_now_ns(), last = start, n = 0;
+	uint64_t start = clock_mono_ns(), last = start, n = 0;
 	while (rc == 0) {
 		rc = bconn_recv_msg(bc, 0, &m, "receive");
 		if (rc == 0 && m.type == BENCH_MSG_END && !p->lat)
-			last = bench_now_ns();
+			last = clock_mono_ns();
 		if (rc < 0 || m.type == BENCH_MSG_END)
 			break;
 		rc = m.type == BENCH_MSG_DATA ? on_data(s, bc, p, n++, &last) : refuse(bc, "expected DATA or END");
@@ -237,7 +239,7 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 			   struct bench_row *row)
 {
 	struct rsec_region *r[BENCH_LANES_MAX + 1] = { 0 };
-	uint64_t grant_id[BENCH_LANES_MAX + 1] = { 0 }, start = bench_now_ns();
+	uint64_t grant_id[BENCH_LANES_MAX + 1] = { 0 }, start = clock_mono_ns();
 	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = ++s->next_tag };
 	/* Sealed: the region's (zeroed) bytes sealed in place, tags after them. */
 	size_t span = p->sealed ? rsec_sealed_len(p->size) : p->size;
@@ -263,7 +265,7 @@ static int serve_one_sided(struct server *s, struct bench_conn *bc, const struct
 		rsec_region_free(r[k]);
 	}
 	row->iters = m.iters;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	return rc;
 }
 
@@ -277,7 +279,7 @@ static int serve_write_pingpong(struct server *s, struct bench_conn *bc, const s
 {
 	struct rsec_region *dst = NULL, *src = NULL;
 	struct rsec_remote_grant peer;
-	uint64_t grant_id = 0, start = bench_now_ns(), i = 0;
+	uint64_t grant_id = 0, start = clock_mono_ns(), i = 0;
 	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = ++s->next_tag };
 	int rc = rsec_region_alloc(bc->c, (size_t)p->size, RSEC_ACCESS_WRITE, &dst);
 	if (rc == 0)
@@ -307,7 +309,7 @@ static int serve_write_pingpong(struct server *s, struct bench_conn *bc, const s
 	rsec_region_free(src);
 	rsec_region_free(dst);
 	row->iters = rc == 0 ? m.iters : i;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	return rc;
 }
 
@@ -320,7 +322,7 @@ static int serve_sealed_write(struct server *s, struct bench_conn *bc, const str
 			      struct bench_row *row)
 {
 	struct rsec_region *r = NULL;
-	uint64_t start = bench_now_ns(), done = 0;
+	uint64_t start = clock_mono_ns(), done = 0;
 	size_t span = rsec_sealed_len(p->size);
 	struct bench_msg m = { .type = BENCH_MSG_READY, .tag = s->next_tag + 1 };
 	s->next_tag += p->iters;
@@ -344,7 +346,7 @@ static int serve_sealed_write(struct server *s, struct bench_conn *bc, const str
 		rc = bconn_recv_msg(bc, BENCH_MSG_END, &m, "wait for the client's end");
 	rsec_region_free(r);
 	row->iters = rc == 0 ? m.iters : done;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	return rc;
 }
 
@@ -353,13 +355,13 @@ static int serve_sealed_write(struct server *s, struct bench_conn *bc, const str
 static int serve_qp_setup(struct bench_conn *bc, struct bench_row *row)
 {
 	struct bench_msg m = { .type = BENCH_MSG_READY };
-	uint64_t start = bench_now_ns(), deadline = start + (uint64_t)bc->timeout_ms * 1000000u;
+	uint64_t start = clock_mono_ns(), deadline = start + (uint64_t)bc->timeout_ms * 1000000u;
 	int rc = bconn_send_msg(bc, &m, "send READY");
 	while (rc == 0) {
 		struct rsec_conn *more;
 		while ((rc = rsec_conn_add_qp(bc->c, 0, &more)) == 0) {
 			rsec_conn_free(more); /* the client closes its side as soon as it is up */
-			deadline = bench_now_ns() + (uint64_t)bc->timeout_ms * 1000000u;
+			deadline = clock_mono_ns() + (uint64_t)bc->timeout_ms * 1000000u;
 		}
 		if (rc != RSEC_E_AGAIN)
 			break;
@@ -370,7 +372,7 @@ static int serve_qp_setup(struct bench_conn *bc, struct bench_row *row)
 				return refuse(bc, "expected END");
 			break;
 		}
-		if (rc == RSEC_E_TIMEOUT && bench_now_ns() < deadline)
+		if (rc == RSEC_E_TIMEOUT && clock_mono_ns() < deadline)
 			rc = 0;
 	}
 	if (rc < 0) {
@@ -378,7 +380,7 @@ static int serve_qp_setup(struct bench_conn *bc, struct bench_row *row)
 		return rc;
 	}
 	row->iters = m.iters;
-	row->elapsed_s = (double)(bench_now_ns() - start) / 1e9;
+	row->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
 	return 0;
 }
 
@@ -386,7 +388,7 @@ static int serve_test(struct server *s, struct bench_conn *bc, const struct benc
 {
 	struct bench_row row = { .bytes = p->size, .lat = p->lat, .duration = p->duration_ms != 0 };
 	struct bench_cpu cpu0 = bench_cpu_now(BENCH_CPU_THREAD);
-	uint64_t start = bench_now_ns();
+	uint64_t start = clock_mono_ns();
 	banner(s, p);
 	int rc = p->op == BENCH_OP_SEND			   ? serve_send(s, bc, p, &row)
 		 : p->sealed && p->op == BENCH_OP_WRITE ? serve_sealed_write(s, bc, p, &row)
@@ -442,7 +444,7 @@ static int serve_round(struct server *s, struct bench_conn *bc, const struct ben
 		return rc < 0 ? rc : SERVE_MORE;
 	}
 	struct bench_row row = { .lat = true, .iters = p->iters, .have_row = true };
-	row.elapsed_s = (double)(bench_now_ns() - s->run_start_ns) / 1e9;
+	row.elapsed_s = (double)(clock_mono_ns() - s->run_start_ns) / 1e9;
 	int rc = send_result(bc, p->iters, s->run_start_ns, &s->run_cpu0, BENCH_CPU_PROCESS, &row);
 	if (rc == 0)
 		rc = wait_close(bc);
@@ -518,7 +520,7 @@ static int arrive(struct server *s, struct arrival *a)
 	if (poll(&p, 1, -1) < 0)
 		return RSEC_E_AGAIN;
 	a->cpu = bench_cpu_now(BENCH_CPU_PROCESS);
-	a->accept_ns = bench_now_ns();
+	a->accept_ns = clock_mono_ns();
 	int rc = rsec_accept(s->l, &a->c);
 	if (rc == RSEC_E_AGAIN)
 		return rc;
@@ -527,7 +529,7 @@ static int arrive(struct server *s, struct arrival *a)
 		return rc;
 	}
 	rc = establish(a->c);
-	a->established_ns = bench_now_ns();
+	a->established_ns = clock_mono_ns();
 	if (rc == 0)
 		return 0;
 	fprintf(stderr, "%s: a connection failed to set up: %s (%s)\n", PROG, rsec_strerror(rc), rsec_conn_error(a->c));

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "app_proto.h"
@@ -17,13 +16,6 @@
 #include "client.h"
 
 #define MAX_DATA (16u << 20)
-
-static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
-{
-	unsigned len = APP_SHA256_LEN;
-	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
-		memset(out, 0, APP_SHA256_LEN);
-}
 
 static int fail_conn(struct client *cl, const char *what, int rc)
 {
@@ -191,7 +183,7 @@ static int write_once(struct client *cl, const char *args)
 	if (send_app(cl, &done, "write") < 0 || recv_app(cl, APP_WRITE_RESULT, &m, "write") < 0)
 		goto fail;
 	uint8_t mine[APP_SHA256_LEN];
-	sha256(data, len, mine);
+	app_sha256(data, len, mine);
 	if (m.len != len || CRYPTO_memcmp(mine, m.sha256, sizeof(mine)) != 0) {
 		fprintf(stderr, "write: the server received other bytes than were written\n");
 		goto fail;
@@ -261,7 +253,7 @@ static int read_once(struct client *cl, const char *args)
 	if (send_app(cl, &done, "read") < 0 || recv_app(cl, APP_READ_RESULT, &ack, "read") < 0)
 		goto out;
 	uint8_t mine[APP_SHA256_LEN];
-	sha256(data, m.len, mine);
+	app_sha256(data, m.len, mine);
 	if (CRYPTO_memcmp(mine, m.sha256, sizeof(mine)) != 0) {
 		fprintf(stderr, "read: the bytes read differ from the server's\n");
 		goto out;

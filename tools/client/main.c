@@ -96,6 +96,12 @@ static int run_stdin(struct client *cl)
 	return failed;
 }
 
+/* One of --ca, --cert, --key into its slot of struct cli_certs; false if it does not fit. */
+static bool copy_path(char dst[static CLI_PATH_MAX], const char *path)
+{
+	return snprintf(dst, CLI_PATH_MAX, "%s", path) < CLI_PATH_MAX;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
@@ -119,7 +125,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char ca[4096] = "", cert[4096] = "", key[4096] = "";
+	struct cli_certs files = { "", "", "" };
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
 	const char *source = NULL, *audit = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
@@ -130,12 +136,11 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'c': script = optarg; break;
 		case 'C':
-			ok = cli_join(ca, sizeof(ca), optarg, "ca.pem") && cli_join(cert, sizeof(cert), optarg, "client.pem") &&
-			     cli_join(key, sizeof(key), optarg, "client.key");
+			ok = cli_certs_paths(&files, optarg, "client");
 			break;
-		case OPT_CA: ok = snprintf(ca, sizeof(ca), "%s", optarg) < (int)sizeof(ca); break;
-		case OPT_CERT: ok = snprintf(cert, sizeof(cert), "%s", optarg) < (int)sizeof(cert); break;
-		case OPT_KEY: ok = snprintf(key, sizeof(key), "%s", optarg) < (int)sizeof(key); break;
+		case OPT_CA: ok = copy_path(files.ca, optarg); break;
+		case OPT_CERT: ok = copy_path(files.cert, optarg); break;
+		case OPT_KEY: ok = copy_path(files.key, optarg); break;
 		case OPT_PSK_FILE: psk_file = optarg; break;
 		case OPT_PSK_ID: psk_id = optarg; break;
 		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
@@ -178,10 +183,10 @@ int main(int argc, char **argv)
 		attr.psk = psk;
 		attr.psk_len = psk_len;
 		attr.psk_identity = psk_id;
-	} else if (ca[0] && cert[0] && key[0]) {
-		attr.ca_file = ca;
-		attr.cert_file = cert;
-		attr.key_file = key;
+	} else if (files.ca[0] && files.cert[0] && files.key[0]) {
+		attr.ca_file = files.ca;
+		attr.cert_file = files.cert;
+		attr.key_file = files.key;
 	} else {
 		fprintf(stderr, "rdmasec-client: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;

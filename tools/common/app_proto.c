@@ -1,42 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "app_proto.h"
-
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool take(struct cursor *c, void *out, size_t n)
-{
-	if (n > c->left)
-		return false;
-	memcpy(out, c->p, n);
-	c->p += n;
-	c->left -= n;
-	return true;
-}
-
-static bool take_u64(struct cursor *c, uint64_t *v)
-{
-	uint8_t b[8];
-	if (!take(c, b, sizeof(b)))
-		return false;
-	*v = 0;
-	for (int i = 0; i < 8; i++)
-		*v = *v << 8 | b[i];
-	return true;
-}
-
-static void put_u64(uint8_t *out, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		out[i] = (uint8_t)v;
-}
+#include "cursor.h"
 
 /* The rest of the message as text: printable ASCII, at most APP_ERROR_TEXT_MAX bytes. */
-static bool take_text(struct cursor *c, char out[static APP_ERROR_TEXT_MAX + 1], const char **why)
+static bool take_text(struct cur_in *c, char out[static APP_ERROR_TEXT_MAX + 1], const char **why)
 {
 	if (c->left > APP_ERROR_TEXT_MAX) {
 		*why = "text too long";
@@ -77,24 +48,24 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 		break;
 	case APP_WRITE_REQ:
 	case APP_SEALED_WRITE_REQ:
-		put_u64(buf + n, m->len);
+		cur_store_be(buf + n, 8, m->len);
 		n += 8;
 		break;
 	case APP_WRITE_GRANTED:
 	case APP_WRITE_DONE:
 	case APP_READ_DONE:
-		put_u64(buf + n, m->tag);
+		cur_store_be(buf + n, 8, m->tag);
 		n += 8;
 		break;
 	case APP_WRITE_RESULT:
-		put_u64(buf + n, m->len);
+		cur_store_be(buf + n, 8, m->len);
 		n += 8;
 		memcpy(buf + n, m->sha256, APP_SHA256_LEN);
 		n += APP_SHA256_LEN;
 		break;
 	case APP_READ_GRANTED:
-		put_u64(buf + n, m->tag);
-		put_u64(buf + n + 8, m->len);
+		cur_store_be(buf + n, 8, m->tag);
+		cur_store_be(buf + n + 8, 8, m->len);
 		n += 16;
 		memcpy(buf + n, m->sha256, APP_SHA256_LEN);
 		n += APP_SHA256_LEN;
@@ -103,7 +74,7 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 		const uint64_t f[] = { m->stats.connections, m->stats.mac_failures, m->stats.seq_violations,
 				       m->stats.qp_errors, m->stats.refused_handshakes };
 		for (size_t i = 0; i < 5; i++, n += 8)
-			put_u64(buf + n, f[i]);
+			cur_store_be(buf + n, 8, f[i]);
 		n += put_text(buf + n, m->text);
 		break;
 	}
@@ -121,10 +92,10 @@ size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap)
 
 bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **why)
 {
-	struct cursor c = { in, len };
+	struct cur_in c = { in, len };
 	memset(m, 0, sizeof(*m));
 	*why = "truncated";
-	if (!take(&c, &m->op, 1))
+	if (!cur_get_bytes(&c, &m->op, 1))
 		return false;
 	bool ok;
 	switch (m->op) {
@@ -141,23 +112,23 @@ bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **w
 		break;
 	case APP_WRITE_REQ:
 	case APP_SEALED_WRITE_REQ:
-		ok = take_u64(&c, &m->len);
+		ok = cur_get_u64(&c, &m->len);
 		break;
 	case APP_WRITE_GRANTED:
 	case APP_WRITE_DONE:
 	case APP_READ_DONE:
-		ok = take_u64(&c, &m->tag);
+		ok = cur_get_u64(&c, &m->tag);
 		break;
 	case APP_WRITE_RESULT:
-		ok = take_u64(&c, &m->len) && take(&c, m->sha256, APP_SHA256_LEN);
+		ok = cur_get_u64(&c, &m->len) && cur_get_bytes(&c, m->sha256, APP_SHA256_LEN);
 		break;
 	case APP_READ_GRANTED:
-		ok = take_u64(&c, &m->tag) && take_u64(&c, &m->len) && take(&c, m->sha256, APP_SHA256_LEN);
+		ok = cur_get_u64(&c, &m->tag) && cur_get_u64(&c, &m->len) && cur_get_bytes(&c, m->sha256, APP_SHA256_LEN);
 		break;
 	case APP_STATS_REPLY:
-		if (!(take_u64(&c, &m->stats.connections) && take_u64(&c, &m->stats.mac_failures) &&
-		      take_u64(&c, &m->stats.seq_violations) && take_u64(&c, &m->stats.qp_errors) &&
-		      take_u64(&c, &m->stats.refused_handshakes)))
+		if (!(cur_get_u64(&c, &m->stats.connections) && cur_get_u64(&c, &m->stats.mac_failures) &&
+		      cur_get_u64(&c, &m->stats.seq_violations) && cur_get_u64(&c, &m->stats.qp_errors) &&
+		      cur_get_u64(&c, &m->stats.refused_handshakes)))
 			return false;
 		return take_text(&c, m->text, why);
 	case APP_ERROR:
@@ -173,6 +144,13 @@ bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **w
 		return false;
 	}
 	return true;
+}
+
+void app_sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
+{
+	unsigned len = APP_SHA256_LEN;
+	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
+		memset(out, 0, APP_SHA256_LEN);
 }
 
 const char *app_op_name(uint8_t op)

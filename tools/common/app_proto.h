@@ -55,6 +55,8 @@ struct app_msg {
 size_t app_encode(const struct app_msg *m, uint8_t *out, size_t cap);
 /* Decodes one message; false (with *why) if malformed. */
 bool app_decode(const uint8_t *in, size_t len, struct app_msg *m, const char **why);
+/* The SHA-256 of n bytes at p, as WRITE_RESULT and READ_GRANTED carry it (zeros if OpenSSL fails). */
+void app_sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN]);
 const char *app_op_name(uint8_t op);
 
 #endif

@@ -116,3 +116,32 @@ bool cli_join(char *out, size_t cap, const char *dir, const char *name)
 	int n = snprintf(out, cap, "%s/%s", dir, name);
 	return n > 0 && (size_t)n < cap;
 }
+
+bool cli_certs_paths(struct cli_certs *out, const char *dir, const char *role)
+{
+	int cert = snprintf(out->cert, sizeof(out->cert), "%s/%s.pem", dir, role);
+	int key = snprintf(out->key, sizeof(out->key), "%s/%s.key", dir, role);
+	return cli_join(out->ca, sizeof(out->ca), dir, "ca.pem") && cert > 0 && (size_t)cert < sizeof(out->cert) &&
+	       key > 0 && (size_t)key < sizeof(out->key);
+}
+
+const char *cli_prescan(int argc, char **argv, const char *shortopts, const struct option *opts, int opt)
+{
+	const char *arg = NULL;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1)
+		if (c == opt)
+			arg = optarg;
+	opterr = 1;
+	optind = 0; /* glibc: start the next scan afresh */
+	return arg;
+}
+
+const struct cli_conf_flag *cli_conf_flag_find(const struct cli_conf_flag *table, int opt)
+{
+	for (; table->opt; table++)
+		if (table->opt == opt)
+			return table;
+	return NULL;
+}

@@ -4,6 +4,7 @@
 #ifndef RSEC_CLI_H
 #define RSEC_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,5 +30,29 @@ bool cli_parse_listen(const char *s, char *addr, size_t cap, uint16_t *port);
 bool cli_parse_aead(const char *s, enum rsec_aead_choice *out);
 /* "DIR/name" into out; false if it does not fit. */
 bool cli_join(char *out, size_t cap, const char *dir, const char *name);
+
+/* --certs DIR: the files rdmasec-keygen writes there for one role. */
+#define CLI_PATH_MAX 4096
+struct cli_certs {
+	char ca[CLI_PATH_MAX], cert[CLI_PATH_MAX], key[CLI_PATH_MAX];
+};
+/* DIR/ca.pem, DIR/ROLE.pem and DIR/ROLE.key (ROLE: "server", "client" or a client's name); false if one does not fit. */
+bool cli_certs_paths(struct cli_certs *out, const char *dir, const char *role);
+
+/* A flag that sets one key of a daemon's configuration file: getopt's code, the key's section and name. */
+struct cli_conf_flag {
+	int opt;
+	const char *section, *key;
+};
+/* The entry of table (ended by an opt of 0) for getopt's code opt, or NULL. */
+const struct cli_conf_flag *cli_conf_flag_find(const struct cli_conf_flag *table, int opt);
+
+/*
+ * The argument of the last option whose getopt code is opt (say the 'f' of
+ * -f/--config FILE, however spelled), or NULL: a first pass over argv, so
+ * that a file is read before the flags that override it. Errors are left to
+ * the real pass, which starts afresh.
+ */
+const char *cli_prescan(int argc, char **argv, const char *shortopts, const struct option *opts, int opt);
 
 #endif

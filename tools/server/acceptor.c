@@ -21,6 +21,7 @@
 
 #include "acceptor.h"
 #include "admission.h"
+#include "clock.h"
 #include "fdlimit.h"
 #include "log.h"
 #include "offload.h"
@@ -74,13 +75,6 @@ struct acceptor {
 		pthread_mutex_unlock(&(a)->sh->lock); \
 	} while (0)
 
-static uint64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint64_t fds_in_use(const struct acceptor *a)
 {
 	size_t conns = __atomic_load_n(&a->handshaking, __ATOMIC_RELAXED) +
@@ -117,7 +111,7 @@ static void listener_gate(struct acceptor *a, bool flipped)
 	if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		/* Paused again, so the tick retries: accepting must not stop for good. */
 		log_event("error", "accept_resume_failed", "reason=%s", log_q(strerror(errno)));
-		(void)fdlimit_gate_exhausted(&a->gate, fds_in_use(a), monotonic_ms());
+		(void)fdlimit_gate_exhausted(&a->gate, fds_in_use(a), clock_mono_ms());
 		return;
 	}
 	log_event("info", "accept_resumed", "fds=%llu", (unsigned long long)fds_in_use(a));
@@ -163,7 +157,7 @@ static void pending_end(struct pending *p, int rc)
 	} else {
 		COUNT(a, handshake_failed);
 	}
-	if (ratelog_allow(a->rlog, event, monotonic_ms())) {
+	if (ratelog_allow(a->rlog, event, clock_mono_ms())) {
 		const char *peer = rsec_conn_peer(p->conn);
 		log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
 			  (unsigned long long)p->id, log_q(peer[0] ? peer : "unauthenticated"),
@@ -172,7 +166,7 @@ static void pending_end(struct pending *p, int rc)
 	}
 	unlink_pending(p);
 	rsec_conn_free(p->conn); /* closes its fd, which leaves the epoll set */
-	listener_gate(a, fdlimit_gate_update(&a->gate, fds_in_use(a), monotonic_ms()));
+	listener_gate(a, fdlimit_gate_update(&a->gate, fds_in_use(a), clock_mono_ms()));
 }
 
 /* Authenticated: to the event loop, which goes on with set-up (admission by identity first). */
@@ -265,7 +259,7 @@ static bool evict_for(struct acceptor *a, uint32_t mine)
 			continue;
 		p->away = false;
 		COUNT(a, handshakes_evicted);
-		if (ratelog_allow(a->rlog, "evicted", monotonic_ms()))
+		if (ratelog_allow(a->rlog, "evicted", clock_mono_ms()))
 			log_event("warn", "evicted", "conn=%llu addr=%s reason=%s", (unsigned long long)p->id,
 				  log_q(rsec_conn_peer_addr(p->conn)), log_q("max_handshakes reached"));
 		(void)rsec_conn_close(p->conn, "max_handshakes reached: its source holds more than its share");
@@ -314,7 +308,7 @@ static const char *source_verdict(struct acceptor *a, const char *addr, uint64_t
  */
 static const char *verdict(struct acceptor *a, const char *addr)
 {
-	uint64_t now = monotonic_ms();
+	uint64_t now = clock_mono_ms();
 	size_t conns = __atomic_load_n(&a->handshaking, __ATOMIC_RELAXED) +
 		       __atomic_load_n(&a->sh->sessions, __ATOMIC_RELAXED);
 	bool full = conns >= a->conf->max_clients;
@@ -346,7 +340,7 @@ static void refuse(struct acceptor *a, struct rsec_conn *conn, const char *why)
 	count_refused(a, conn);
 	size_t clients = __atomic_load_n(&a->handshaking, __ATOMIC_RELAXED) +
 			 __atomic_load_n(&a->sh->sessions, __ATOMIC_RELAXED);
-	if (ratelog_allow(a->rlog, "refused", monotonic_ms()))
+	if (ratelog_allow(a->rlog, "refused", clock_mono_ms()))
 		log_event("warn", "refused", "addr=%s reason=%s clients=%zu qp_created=no",
 			  log_q(rsec_conn_peer_addr(conn)), log_q(why), clients);
 	(void)rsec_conn_close(conn, why); /* the reason goes to the audit log */
@@ -358,7 +352,7 @@ static struct pending *pending_new(struct acceptor *a, struct rsec_conn *conn)
 	struct pending *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	*p = (struct pending){ .a = a, .conn = conn, .id = ++a->next_id, .accepted_ms = monotonic_ms() };
+	*p = (struct pending){ .a = a, .conn = conn, .id = ++a->next_id, .accepted_ms = clock_mono_ms() };
 	if (!admission_source(rsec_conn_peer_addr(conn), p->source))
 		snprintf(p->source, sizeof(p->source), "%s", rsec_conn_peer_addr(conn));
 	p->prev = a->tail;
@@ -400,13 +394,13 @@ static void accept_batch(struct acceptor *a)
 			return;
 		if (rc < 0) {
 			int err = errno;
-			if (ratelog_allow(a->rlog, "accept_failed", monotonic_ms()))
+			if (ratelog_allow(a->rlog, "accept_failed", clock_mono_ms()))
 				log_event("warn", "accept_failed", "code=%s reason=%s", log_q(rsec_strerror(rc)),
 					  log_q(strerror(err)));
 			if (rc == RSEC_E_IO && accept_error_transient(err))
 				continue; /* that connection's own trouble */
 			/* Out of fds, memory or buffers: pause rather than spin on a readable listener. */
-			listener_gate(a, fdlimit_gate_exhausted(&a->gate, fds_in_use(a), monotonic_ms()));
+			listener_gate(a, fdlimit_gate_exhausted(&a->gate, fds_in_use(a), clock_mono_ms()));
 			return;
 		}
 		COUNT(a, accepted);
@@ -421,7 +415,7 @@ static void accept_batch(struct acceptor *a)
 			refuse(a, conn, "out of memory");
 			continue;
 		}
-		listener_gate(a, fdlimit_gate_update(&a->gate, fds_in_use(a), monotonic_ms()));
+		listener_gate(a, fdlimit_gate_update(&a->gate, fds_in_use(a), clock_mono_ms()));
 		handshake_step(p);
 	}
 }
@@ -479,7 +473,7 @@ static void *acceptor_main(void *arg)
 		bury(a);
 		if (stop)
 			break;
-		uint64_t now = monotonic_ms();
+		uint64_t now = clock_mono_ms();
 		if (now - a->last_tick_ms >= TICK_MS)
 			tick(a, now);
 	}
@@ -529,7 +523,7 @@ struct acceptor *acceptor_start(const struct rsec_conf *conf, struct rsec_listen
 	a->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	a->readyfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	a->tokens = conf->handshake_rate;
-	a->refill_ms = a->last_tick_ms = monotonic_ms();
+	a->refill_ms = a->last_tick_ms = clock_mono_ms();
 	fdlimit_gate_init(&a->gate, fds->soft, fds->reserve);
 	if (!a->adm || !a->rlog || !a->work || a->epfd < 0 || a->stopfd < 0 || a->readyfd < 0 ||
 	    watch(a, rsec_listener_fd(listener), &a->listener) < 0 || watch(a, a->stopfd, &a->stopfd) < 0 ||

@@ -9,6 +9,7 @@
 #include <ini.h>
 
 #include "conf.h"
+#include "conf_util.h"
 
 enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32 };
 
@@ -82,20 +83,6 @@ __attribute__((format(printf, 2, 3))) static int conf_fail(const struct conf_err
 	return RSEC_E_CONFIG;
 }
 
-/* Quote untrusted input safely into an error message: printable ASCII only, bounded. */
-static const char *quoted(char dst[static 80], const char *s)
-{
-	size_t n = 0;
-	for (; *s && n < 64; s++)
-		dst[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
-	if (*s) {
-		memcpy(dst + n, "...", 3);
-		n += 3;
-	}
-	dst[n] = '\0';
-	return dst;
-}
-
 static const struct conf_key *find_key(const char *section, const char *name)
 {
 	for (size_t i = 0; i < N_KEYS; i++)
@@ -163,7 +150,7 @@ RSEC_MUST_CHECK static int parse_listen(struct rsec_conf *c, const char *v, cons
 	return 0;
 bad:
 	return conf_fail(e, "listen: '%s' is not ADDR:PORT (a.b.c.d:PORT or [IPv6]:PORT, PORT 1..65535)",
-			 quoted(q, orig));
+			 conf_quote(q, orig));
 }
 
 /* Is value one of the '|'-separated words in choices? */
@@ -184,7 +171,7 @@ static bool one_of(const char *value, const char *choices)
 RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key *k, const char *value,
 				     const struct conf_errbuf *e)
 {
-	char q[80];
+	char q[80], msg[256];
 	uint32_t n;
 	size_t len;
 	switch (k->kind) {
@@ -193,22 +180,18 @@ RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key 
 	case KIND_U32:
 		if (!parse_u32(value, k->min, k->max, k->zero_ok, &n)) {
 			if (k->zero_ok)
-				return conf_fail(e, "%s: '%s' is not 0 or in %u..%u", k->name, quoted(q, value), k->min,
+				return conf_fail(e, "%s: '%s' is not 0 or in %u..%u", k->name, conf_quote(q, value), k->min,
 						 k->max);
-			return conf_fail(e, "%s: '%s' is not in %u..%u", k->name, quoted(q, value), k->min, k->max);
+			return conf_fail(e, "%s: '%s' is not in %u..%u", k->name, conf_quote(q, value), k->min, k->max);
 		}
 		memcpy((char *)c + k->off, &n, sizeof(n));
 		return 0;
 	case KIND_STR:
+		if (conf_check_str(k->name, value, k->size, msg, sizeof(msg)) < 0)
+			return conf_fail(e, "%s", msg);
 		len = strlen(value);
-		if (len >= k->size)
-			return conf_fail(e, "%s: '%s' is too long (%zu bytes, max %zu)", k->name, quoted(q, value), len,
-					 k->size - 1);
-		for (size_t i = 0; i < len; i++)
-			if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f)
-				return conf_fail(e, "%s: '%s' contains a control character", k->name, quoted(q, value));
 		if (k->choices && !one_of(value, k->choices))
-			return conf_fail(e, "%s: '%s' is not one of %s", k->name, quoted(q, value), k->choices);
+			return conf_fail(e, "%s: '%s' is not one of %s", k->name, conf_quote(q, value), k->choices);
 		memcpy((char *)c + k->off, value, len + 1);
 		return 0;
 	default:
@@ -224,9 +207,9 @@ RSEC_MUST_CHECK static const struct conf_key *lookup(const char *section, const 
 	if (k)
 		return k;
 	if (!section_known(section))
-		*rc = conf_fail(e, "unknown section '[%s]'", quoted(q1, section));
+		*rc = conf_fail(e, "unknown section '[%s]'", conf_quote(q1, section));
 	else
-		*rc = conf_fail(e, "unknown key '%s' in [%s]", quoted(q1, name), quoted(q2, section));
+		*rc = conf_fail(e, "unknown key '%s' in [%s]", conf_quote(q1, name), conf_quote(q2, section));
 	return NULL;
 }
 
@@ -271,57 +254,29 @@ struct conf_parse {
 	struct rsec_conf *c;
 	char *err;
 	size_t errlen;
-	const char *text;
-	size_t pos;
-	int line;               /* the line the reader is in */
-	bool at_line_start;
-	int err_line;           /* first error we found, 0: none */
+	struct conf_text in;
+	int err_line;           /* first error a key gave, 0: none */
 	int rc;
 	bool seen[N_KEYS];
 };
 
-/* fgets-style reader over the text; counts lines and refuses those inih would cut. */
-static char *conf_reader(char *str, int num, void *stream)
-{
-	struct conf_parse *p = stream;
-	if (p->text[p->pos] == '\0' || num < 2)
-		return NULL;
-	int n = 0;
-	while (n < num - 1 && p->text[p->pos] != '\0') {
-		char ch = p->text[p->pos++];
-		str[n++] = ch;
-		if (ch == '\n')
-			break;
-	}
-	str[n] = '\0';
-	if (p->at_line_start)
-		p->line++;
-	p->at_line_start = str[n - 1] == '\n';
-	if (!p->at_line_start && p->text[p->pos] != '\0' && p->err_line == 0) {
-		struct conf_errbuf e = { p->err, p->errlen, p->line };
-		p->rc = conf_fail(&e, "line too long (max %d characters)", num - 2);
-		p->err_line = p->line;
-	}
-	return str;
-}
-
 static int conf_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct conf_parse *p = user;
-	if (p->err_line)
+	if (p->err_line || p->in.long_line)
 		return 0; /* keep the first error */
-	struct conf_errbuf e = { p->err, p->errlen, p->line };
+	struct conf_errbuf e = { p->err, p->errlen, p->in.line };
 	int rc = RSEC_E_CONFIG;
 	char q1[80], q2[80];
 	const struct conf_key *k = lookup(section, name, &e, &rc);
 	if (k && p->seen[k - conf_keys])
 		/* inih also reports indented lines as continuations of the previous key. */
-		rc = conf_fail(&e, "duplicate key '%s' in [%s]", quoted(q1, name), quoted(q2, section));
+		rc = conf_fail(&e, "duplicate key '%s' in [%s]", conf_quote(q1, name), conf_quote(q2, section));
 	else if (k)
 		rc = set_value(p->c, k, value, &e);
 	if (rc < 0) {
 		p->rc = rc;
-		p->err_line = p->line;
+		p->err_line = p->in.line;
 		return 0;
 	}
 	p->seen[k - conf_keys] = true;
@@ -341,7 +296,7 @@ static const char *line_text(char dst[static 80], const char *text, int lineno)
 		n = 70;
 	memcpy(buf, text, n);
 	buf[n] = '\0';
-	return quoted(dst, buf);
+	return conf_quote(dst, buf);
 }
 
 int rsec_conf_parse_string(struct rsec_conf *c, const char *text, char *err, size_t errlen)
@@ -357,9 +312,15 @@ int rsec_conf_parse_string(struct rsec_conf *c, const char *text, char *err, siz
 		return RSEC_E_NOMEM;
 	}
 	*tmp = *c; /* commit only a fully valid file */
-	*p = (struct conf_parse){ .c = tmp, .err = err, .errlen = errlen, .text = text, .at_line_start = true };
+	*p = (struct conf_parse){ .c = tmp, .err = err, .errlen = errlen };
+	conf_text_init(&p->in, text);
 
-	int line = ini_parse_stream(conf_reader, p, conf_handler, p), rc = 0;
+	int line = ini_parse_stream(conf_text_reader, &p->in, conf_handler, p), rc = 0;
+	if (!p->err_line && p->in.long_line) {
+		struct conf_errbuf e = { err, errlen, p->in.long_line };
+		p->rc = conf_fail(&e, "line too long (max %d characters)", p->in.long_max);
+		p->err_line = p->in.long_line;
+	}
 	if (p->err_line && (line <= 0 || p->err_line <= line)) {
 		rc = p->rc;
 	} else if (line > 0) {
@@ -376,45 +337,16 @@ int rsec_conf_parse_string(struct rsec_conf *c, const char *text, char *err, siz
 	return rc;
 }
 
-RSEC_MUST_CHECK static int read_all(const char *path, char **out, char *err, size_t errlen)
-{
-	struct conf_errbuf e = { err, errlen, 0 };
-	char q[80];
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		conf_fail(&e, "cannot open '%s': %s", quoted(q, path), strerror(errno));
-		return RSEC_E_IO;
-	}
-	char *buf = malloc(RSEC_CONF_MAX_FILE + 1);
-	if (!buf) {
-		fclose(f);
-		return RSEC_E_NOMEM;
-	}
-	size_t n = fread(buf, 1, RSEC_CONF_MAX_FILE + 1, f);
-	int rc = 0;
-	if (ferror(f)) {
-		conf_fail(&e, "cannot read '%s': %s", quoted(q, path), strerror(errno));
-		rc = RSEC_E_IO;
-	} else if (n > RSEC_CONF_MAX_FILE) {
-		rc = conf_fail(&e, "'%s' is larger than %u bytes", quoted(q, path), RSEC_CONF_MAX_FILE);
-	} else if (memchr(buf, '\0', n)) {
-		rc = conf_fail(&e, "'%s' contains a NUL byte", quoted(q, path));
-	}
-	fclose(f);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	return 0;
-}
-
 int rsec_conf_parse_file(struct rsec_conf *c, const char *path, char *err, size_t errlen)
 {
 	RSEC_ENSURE(c && path, RSEC_E_INVAL);
 	char *text = NULL;
-	RSEC_GUARD(read_all(path, &text, err, errlen));
+	switch (conf_read_text(path, RSEC_CONF_MAX_FILE, &text, err, errlen)) {
+	case 0: break;
+	case CONF_READ_IO: return RSEC_E_IO;
+	case CONF_READ_NOMEM: return RSEC_E_NOMEM;
+	default: return RSEC_E_CONFIG;
+	}
 	int rc = rsec_conf_parse_string(c, text, err, errlen);
 	free(text);
 	return rc;

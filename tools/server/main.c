@@ -85,37 +85,51 @@ static bool set(struct rsec_conf *c, const char *section, const char *key, const
 
 static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 {
-	char path[4096];
-	return cli_join(path, sizeof(path), dir, "ca.pem") && set(c, "tls", "ca", path) &&
-	       cli_join(path, sizeof(path), dir, "server.pem") && set(c, "tls", "cert", path) &&
-	       cli_join(path, sizeof(path), dir, "server.key") && set(c, "tls", "key", path);
+	struct cli_certs p;
+	return cli_certs_paths(&p, dir, "server") && set(c, "tls", "ca", p.ca) && set(c, "tls", "cert", p.cert) &&
+	       set(c, "tls", "key", p.key);
 }
 
-/*
- * The configuration file, however getopt spells it (-f FILE, -fFILE,
- * --config FILE, --config=FILE; the last one wins), or NULL. Errors in other
- * options are left to the real pass.
- */
-static const char *config_path(int argc, char **argv, const struct option *opts)
-{
-	const char *path = NULL;
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
-		if (c == 'f')
-			path = optarg;
-	opterr = 1;
-	optind = 0; /* glibc: start the next scan afresh */
-	return path;
-}
+/* Long options without a short letter: one block above the byte values getopt returns for letters. */
+enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
+       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
+       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
+       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS };
+
+/* The flags that set one key of the configuration file (which they override). */
+static const struct cli_conf_flag conf_flags[] = {
+	{ OPT_CA, "tls", "ca" },
+	{ OPT_CERT, "tls", "cert" },
+	{ OPT_KEY, "tls", "key" },
+	{ OPT_PSK_FILE, "tls", "psk_file" },
+	{ OPT_PSK_ID, "tls", "psk_identity" },
+	{ OPT_TLS_RESUME, "tls", "resume_s" },
+	{ 'l', "server", "listen" },
+	{ 'd', "server", "device" },
+	{ OPT_MAX_CLIENTS, "server", "max_clients" },
+	{ OPT_MAX_PER_ID, "server", "max_per_identity" },
+	{ OPT_HS_TIMEOUT, "server", "handshake_timeout_ms" },
+	{ OPT_HS_PER_SOURCE, "server", "max_handshakes_per_source" },
+	{ OPT_HS_RATE, "server", "handshake_rate_per_source" },
+	{ OPT_MAX_HS, "server", "max_handshakes" },
+	{ OPT_HS_RATE_TOTAL, "server", "handshake_rate" },
+	{ OPT_WORKERS, "server", "worker_threads" },
+	{ OPT_VERIFY_TIMEOUT, "grants", "verify_timeout_ms" },
+	{ OPT_MAX_MSG, "limits", "max_msg" },
+	{ OPT_RECV_SLOTS, "limits", "recv_slots" },
+	{ OPT_SLOT_SIZE, "limits", "slot_size" },
+	{ OPT_REBUILDS, "limits", "rebuilds_per_min" },
+	{ OPT_GRACE, "server", "resume_grace_ms" },
+	{ OPT_GRANT_MODE, "grants", "grant_mode" },
+	{ OPT_GRANT_TTL, "grants", "grant_ttl_ms" },
+	{ OPT_AUDIT, "server", "audit_log" },
+	{ OPT_QP_POOL, "server", "qp_pool" },
+	{ OPT_METRICS, "server", "metrics_file" },
+	{ 0 },
+};
 
 int main(int argc, char **argv)
 {
-	/* Long options without a short letter: one block above the byte values getopt returns for letters. */
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
-	       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
-	       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-	       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -154,7 +168,7 @@ int main(int argc, char **argv)
 	rsec_conf_defaults(&conf);
 
 	/* The file first, so that flags override it whatever their order. */
-	const char *file = config_path(argc, argv, opts);
+	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
 	if (file) {
 		char err[512];
 		if (rsec_conf_parse_file(&conf, file, err, sizeof(err)) < 0) {
@@ -165,36 +179,14 @@ int main(int argc, char **argv)
 	int c;
 	bool ok = true;
 	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
+		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
+		if (flag) {
+			ok = set(&conf, flag->section, flag->key, optarg);
+			continue;
+		}
 		switch (c) {
 		case 'f': break;
 		case 'C': ok = set_certs_dir(&conf, optarg); break;
-		case OPT_CA: ok = set(&conf, "tls", "ca", optarg); break;
-		case OPT_CERT: ok = set(&conf, "tls", "cert", optarg); break;
-		case OPT_KEY: ok = set(&conf, "tls", "key", optarg); break;
-		case OPT_PSK_FILE: ok = set(&conf, "tls", "psk_file", optarg); break;
-		case OPT_PSK_ID: ok = set(&conf, "tls", "psk_identity", optarg); break;
-		case OPT_TLS_RESUME: ok = set(&conf, "tls", "resume_s", optarg); break;
-		case 'l': ok = set(&conf, "server", "listen", optarg); break;
-		case 'd': ok = set(&conf, "server", "device", optarg); break;
-		case OPT_MAX_CLIENTS: ok = set(&conf, "server", "max_clients", optarg); break;
-		case OPT_MAX_PER_ID: ok = set(&conf, "server", "max_per_identity", optarg); break;
-		case OPT_HS_TIMEOUT: ok = set(&conf, "server", "handshake_timeout_ms", optarg); break;
-		case OPT_HS_PER_SOURCE: ok = set(&conf, "server", "max_handshakes_per_source", optarg); break;
-		case OPT_HS_RATE: ok = set(&conf, "server", "handshake_rate_per_source", optarg); break;
-		case OPT_MAX_HS: ok = set(&conf, "server", "max_handshakes", optarg); break;
-		case OPT_HS_RATE_TOTAL: ok = set(&conf, "server", "handshake_rate", optarg); break;
-		case OPT_WORKERS: ok = set(&conf, "server", "worker_threads", optarg); break;
-		case OPT_VERIFY_TIMEOUT: ok = set(&conf, "grants", "verify_timeout_ms", optarg); break;
-		case OPT_MAX_MSG: ok = set(&conf, "limits", "max_msg", optarg); break;
-		case OPT_RECV_SLOTS: ok = set(&conf, "limits", "recv_slots", optarg); break;
-		case OPT_SLOT_SIZE: ok = set(&conf, "limits", "slot_size", optarg); break;
-		case OPT_REBUILDS: ok = set(&conf, "limits", "rebuilds_per_min", optarg); break;
-		case OPT_GRACE: ok = set(&conf, "server", "resume_grace_ms", optarg); break;
-		case OPT_GRANT_MODE: ok = set(&conf, "grants", "grant_mode", optarg); break;
-		case OPT_GRANT_TTL: ok = set(&conf, "grants", "grant_ttl_ms", optarg); break;
-		case OPT_AUDIT: ok = set(&conf, "server", "audit_log", optarg); break;
-		case OPT_QP_POOL: ok = set(&conf, "server", "qp_pool", optarg); break;
-		case OPT_METRICS: ok = set(&conf, "server", "metrics_file", optarg); break;
 		case 'v': log_set_verbose(1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "metrics.h"
+#include "prom_file.h"
 #include "utf8.h"
 
 #define METRICS_PEERS_LIMIT (1u << 20)
@@ -337,49 +335,23 @@ int metrics_render(const struct metrics *m, const struct server_counters *n, siz
 	return put_totals(out, m, n, clients);
 }
 
+struct render_args {
+	const struct metrics *m;
+	const struct server_counters *n;
+	size_t clients;
+};
+
+static int render_file(FILE *out, const void *arg)
+{
+	const struct render_args *a = arg;
+	return metrics_render(a->m, a->n, a->clients, out);
+}
+
 int metrics_write_file(const char *path, const struct metrics *m, const struct server_counters *n, size_t clients,
 		       char *err, size_t errlen)
 {
-	char tmp[4200];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		snprintf(err, errlen, "path too long");
-		return -ENAMETOOLONG;
-	}
-	/* Counters are no secret, and node_exporter runs as another user. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
-		return -e;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-		return -e;
-	}
-	errno = EIO;
-	bool ok = metrics_render(m, n, clients, f) == 0 && fflush(f) == 0 && fsync(fd) == 0;
-	int e = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = false;
-		e = errno;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		e = errno;
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-		unlink(tmp);
-		return -e;
-	}
-	if (!ok) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	const struct render_args a = { m, n, clients };
+	return prom_file_write(path, render_file, &a, err, errlen);
 }
 
 int metrics_export_tick(struct metrics_export *x, const struct metrics *m, const struct server_counters *n,

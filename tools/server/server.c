@@ -24,11 +24,11 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "acceptor.h"
 #include "app_proto.h"
+#include "clock.h"
 #include "fdlimit.h"
 #include "log.h"
 #include "metrics.h"
@@ -102,13 +102,6 @@ struct server {
 	struct offload *work;          /* worker threads: the heavy part of large requests */
 	bool stop;
 };
-
-static uint64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int admit(void *arg, const char *peer)
 {
@@ -198,7 +191,7 @@ static void log_setup_end(struct session *s, int rc, const char *why, struct pee
 	}
 	/* Anyone can make these: counted always, logged at a bounded rate. The library knows a refused identity. */
 	const char *peer = s->peer[0] ? s->peer : rsec_conn_peer(s->conn);
-	if (s->admitted || ratelog_allow(srv->rlog, event, monotonic_ms()))
+	if (s->admitted || ratelog_allow(srv->rlog, event, clock_mono_ms()))
 		log_event("warn", event, "conn=%llu peer=%s addr=%s code=%s reason=%s qp_created=no",
 			  (unsigned long long)s->id, log_q(peer[0] ? peer : "unauthenticated"),
 			  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
@@ -279,13 +272,6 @@ static int reply_error(struct session *s, const char *text)
 	return reply(s, &m);
 }
 
-static void sha256(const uint8_t *p, size_t n, uint8_t out[APP_SHA256_LEN])
-{
-	unsigned len = APP_SHA256_LEN;
-	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
-		memset(out, 0, APP_SHA256_LEN);
-}
-
 /* At a random address, so buffers of consecutive clients are not predictable (ReDMArk V4). */
 static int region_alloc(struct session *s, size_t len)
 {
@@ -352,7 +338,7 @@ static void work_verify(struct session *s)
 	j->rc = s->grant_sealed ? rsec_grant_open(s->conn, s->grant_id, &j->off, &j->len, 0)
 				: rsec_grant_verify(s->conn, s->grant_id, &j->off, &j->len, 0);
 	if (j->rc == 0 && j->off == 0 && j->len == s->want_len)
-		sha256(s->mem, j->len, j->sha256);
+		app_sha256(s->mem, j->len, j->sha256);
 }
 
 /* A verified READ grant sends a MAC of the bytes; a sealed one seals them in place. */
@@ -409,7 +395,7 @@ static int finish_verify(struct session *s)
 {
 	int rc = s->job.rc;
 	if (rc == RSEC_E_AGAIN) {
-		if (monotonic_ms() < s->verify_deadline_ms)
+		if (clock_mono_ms() < s->verify_deadline_ms)
 			return 0;
 		rc = RSEC_E_TIMEOUT;
 	}
@@ -583,7 +569,7 @@ static int on_write_done(struct session *s, const struct app_msg *m)
 	if (!grant_matches(s, m, APP_WRITE_REQ))
 		return reply_error(s, "no such grant");
 	s->verify_pending = true;
-	s->verify_deadline_ms = monotonic_ms() + s->srv->conf->verify_timeout_ms;
+	s->verify_deadline_ms = clock_mono_ms() + s->srv->conf->verify_timeout_ms;
 	return resume_verify(s);
 }
 
@@ -879,7 +865,7 @@ static int metrics_flush(struct server *srv, bool force)
 	struct server_counters total;
 	counters_total(srv, &total);
 	pthread_mutex_lock(&srv->sh.lock);
-	int rc = metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &total, clients_now(srv), monotonic_ms(),
+	int rc = metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &total, clients_now(srv), clock_mono_ms(),
 				     force, err, sizeof(err));
 	pthread_mutex_unlock(&srv->sh.lock);
 	if (rc < 0 && !was_failing)
@@ -917,7 +903,7 @@ static void check_audit(struct server *srv)
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
-	uint64_t now = monotonic_ms();
+	uint64_t now = clock_mono_ms();
 	ratelog_tick(srv->rlog, now);
 	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
 	struct session *s = srv->sessions;
@@ -1019,7 +1005,7 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 			  (unsigned long long)room, (unsigned long long)fd_soft);
 	/* A metrics file that cannot be written is a set-up error, not a warning nobody reads. */
 	char merr[512] = "";
-	if (metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &srv->n, 0, monotonic_ms(), true, merr,
+	if (metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &srv->n, 0, clock_mono_ms(), true, merr,
 				sizeof(merr)) < 0) {
 		fprintf(stderr, "rdmasec-server: metrics: %s\n", merr);
 		return RSEC_E_IO;
@@ -1072,7 +1058,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 				}
 			}
 		}
-		uint64_t now = monotonic_ms();
+		uint64_t now = clock_mono_ms();
 		if (now - last_tick >= TICK_MS) {
 			/* Deadlines, keepalives and grant expiry need time to pass, not events. */
 			tick_all(&srv);
@@ -1092,7 +1078,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 		session_end(s, RSEC_E_CLOSED);
 	}
 	check_audit(&srv);
-	ratelog_flush(srv.rlog, monotonic_ms());
+	ratelog_flush(srv.rlog, clock_mono_ms());
 	srv.n.log_suppressed = ratelog_suppressed_total(srv.rlog);
 	log_counters(&srv);
 	(void)metrics_flush(&srv, true);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "common/attack.h"
 #include "exhaust.h"
 #include "mem_access/memacc_model.h"
@@ -181,19 +182,18 @@ static int naive_probe(const struct exh_remote_cfg *cfg)
 /* One legitimate rdmasec client (TLS with a client certificate, then the QP). */
 static int rdmasec_probe(const struct exh_remote_cfg *cfg, char *why, size_t cap)
 {
-	char ca[512], cert[512], key[512], err[256] = "", host[16];
+	char err[256] = "", host[16];
+	struct cli_certs files;
 	struct rsec_ctx *ctx = NULL;
 	struct rsec_conn *conn = NULL;
 	int rc;
 
-	if (snprintf(ca, sizeof(ca), "%s/ca.pem", cfg->certs) >= (int)sizeof(ca) ||
-	    snprintf(cert, sizeof(cert), "%s/%s.pem", cfg->certs, cfg->identity) >= (int)sizeof(cert) ||
-	    snprintf(key, sizeof(key), "%s/%s.key", cfg->certs, cfg->identity) >= (int)sizeof(key)) {
+	if (!cli_certs_paths(&files, cfg->certs, cfg->identity)) {
 		snprintf(why, cap, "--certs path too long");
 		return -1;
 	}
-	struct rsec_ctx_attr attr = { .local_addr = cfg->source, .ca_file = ca, .cert_file = cert,
-				      .key_file = key, .handshake_timeout_ms = cfg->timeout_ms };
+	struct rsec_ctx_attr attr = { .local_addr = cfg->source, .ca_file = files.ca, .cert_file = files.cert,
+				      .key_file = files.key, .handshake_timeout_ms = cfg->timeout_ms };
 	if ((rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err))) < 0) {
 		snprintf(why, cap, "rdmasec context: %s", err);
 		return -1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "app_proto.h"
+#include "cli.h"
 #include "common/attack.h"
 #include "memacc.h"
 #include "rdmasec.h"
@@ -39,7 +40,8 @@ static void rsec_atk_close(void *state)
 static int rsec_atk_open(const struct memacc_cfg *cfg, void **state)
 {
 	struct rsec_atk *a = calloc(1, sizeof(*a));
-	char ca[512], cert[512], key[512], err[256] = "";
+	char err[256] = "";
+	struct cli_certs files;
 	int rc;
 
 	if (!a || !(a->buf = calloc(1, MEMACC_READ_MAX)))
@@ -49,14 +51,12 @@ static int rsec_atk_open(const struct memacc_cfg *cfg, void **state)
 		fprintf(stderr, "%s mem-access: --victim rdmasec needs --certs DIR\n", PROG);
 		goto fail;
 	}
-	if (snprintf(ca, sizeof(ca), "%s/ca.pem", cfg->certs) >= (int)sizeof(ca) ||
-	    snprintf(cert, sizeof(cert), "%s/%s.pem", cfg->certs, cfg->identity) >= (int)sizeof(cert) ||
-	    snprintf(key, sizeof(key), "%s/%s.key", cfg->certs, cfg->identity) >= (int)sizeof(key)) {
+	if (!cli_certs_paths(&files, cfg->certs, cfg->identity)) {
 		fprintf(stderr, "%s mem-access: --certs path too long\n", PROG);
 		goto fail;
 	}
-	struct rsec_ctx_attr attr = { .local_addr = cfg->source, .ca_file = ca, .cert_file = cert,
-				      .key_file = key, .handshake_timeout_ms = cfg->timeout_ms };
+	struct rsec_ctx_attr attr = { .local_addr = cfg->source, .ca_file = files.ca, .cert_file = files.cert,
+				      .key_file = files.key, .handshake_timeout_ms = cfg->timeout_ms };
 	if ((rc = rsec_ctx_new(&attr, &a->ctx, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s mem-access: rdmasec context: %s (%s)\n", PROG, err, rsec_strerror(rc));
 		goto fail;

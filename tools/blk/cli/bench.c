@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "blk_cli.h"
+#include "clock.h"
 
 enum pattern { SEQ, RANDOM };
 
@@ -47,13 +48,6 @@ struct job {
 	uint64_t first_bad;
 	bool failed;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -141,7 +135,7 @@ static int issue(struct job *j, unsigned q, unsigned i)
 		blk_pattern_fill(sl->buf, j->bs, sl->offset, j->seed);
 	struct blk_io io = { .opcode = sl->opcode, .offset = sl->offset, .length = (uint32_t)j->bs, .buf = sl->buf,
 			     .cookie = q * j->depth + i };
-	sl->start_ns = now_ns();
+	sl->start_ns = clock_mono_ns();
 	int rc = blk_queue_submit(j->s, q, &io);
 	if (rc == 0)
 		j->next++;
@@ -150,7 +144,7 @@ static int issue(struct job *j, unsigned q, unsigned i)
 
 static bool may_issue(const struct job *j)
 {
-	return !j->failed && j->next < j->limit && now_ns() < j->deadline_ns;
+	return !j->failed && j->next < j->limit && clock_mono_ns() < j->deadline_ns;
 }
 
 static void note_error(struct job *j, int error)
@@ -223,7 +217,7 @@ static int run_phase(struct job *j)
 			j->failed = true;
 			break;
 		}
-		uint64_t now = now_ns();
+		uint64_t now = clock_mono_ns();
 		for (int k = 0; k < n; k++) {
 			completed(j, &d[k], now);
 			unsigned q = (unsigned)(d[k].cookie / j->depth);
@@ -381,13 +375,13 @@ int blk_bench_main(struct blk_cli *c)
 		goto out;
 	struct rusage r0, r1;
 	getrusage(RUSAGE_SELF, &r0);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 	j.limit = j.verify ? j.nblocks : UINT64_MAX;
 	j.deadline_ns = j.verify ? UINT64_MAX : t0 + c->runtime_s * 1000000000u;
 	int rc = run_phase(&j);
 	if (rc == 0 && j.verify && j.read_pct < 100 && !j.failed)
 		rc = verify_pass(&j);
-	double secs = (double)(now_ns() - t0) / 1e9;
+	double secs = (double)(clock_mono_ns() - t0) / 1e9;
 	getrusage(RUSAGE_SELF, &r1);
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-blk: %s\n", strerror(-rc));

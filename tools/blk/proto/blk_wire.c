@@ -2,70 +2,7 @@
 #include <string.h>
 
 #include "blk_wire.h"
-
-/* Reads advance a cursor that never passes the end: one guarded read per field. */
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool get_u8(struct cursor *c, uint8_t *v)
-{
-	if (c->left < 1)
-		return false;
-	*v = c->p[0];
-	c->p++;
-	c->left--;
-	return true;
-}
-
-static bool get_be(struct cursor *c, unsigned n, uint64_t *v)
-{
-	if (c->left < n)
-		return false;
-	*v = 0;
-	for (unsigned i = 0; i < n; i++)
-		*v = *v << 8 | c->p[i];
-	c->p += n;
-	c->left -= n;
-	return true;
-}
-
-static bool get_u16(struct cursor *c, uint16_t *v)
-{
-	uint64_t x;
-	if (!get_be(c, 2, &x))
-		return false;
-	*v = (uint16_t)x;
-	return true;
-}
-
-static bool get_u32(struct cursor *c, uint32_t *v)
-{
-	uint64_t x;
-	if (!get_be(c, 4, &x))
-		return false;
-	*v = (uint32_t)x;
-	return true;
-}
-
-static bool get_u64(struct cursor *c, uint64_t *v)
-{
-	return get_be(c, 8, v);
-}
-
-static bool get_zero(struct cursor *c, unsigned n)
-{
-	uint64_t x;
-	return get_be(c, n, &x) && x == 0;
-}
-
-static uint8_t *put_be(uint8_t *out, unsigned n, uint64_t v)
-{
-	for (unsigned i = n; i-- > 0; v >>= 8)
-		out[i] = (uint8_t)v;
-	return out + n;
-}
+#include "cursor.h"
 
 static bool fail(const char **why, const char *text)
 {
@@ -115,8 +52,8 @@ size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap)
 	uint8_t *p = out;
 	*p++ = BLK_OPEN;
 	*p++ = BLK_VERSION;
-	p = put_be(p, 2, m->flags);
-	p = put_be(p, 2, m->queue_depth);
+	p = cur_store_be(p, 2, m->flags);
+	p = cur_store_be(p, 2, m->queue_depth);
 	*p++ = (uint8_t)m->queues;
 	*p++ = (uint8_t)n;
 	memcpy(p, m->name, n);
@@ -125,21 +62,21 @@ size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap)
 
 bool blk_open_decode(const uint8_t *in, size_t len, struct blk_open *m, const char **why)
 {
-	struct cursor c = { in, len };
+	struct cur_in c = { in, len };
 	uint8_t type, version, queues, name_len;
 	memset(m, 0, sizeof(*m));
-	if (!get_u8(&c, &type) || type != BLK_OPEN)
+	if (!cur_get_u8(&c, &type) || type != BLK_OPEN)
 		return fail(why, "not an OPEN");
-	if (!get_u8(&c, &version) || version != BLK_VERSION)
+	if (!cur_get_u8(&c, &version) || version != BLK_VERSION)
 		return fail(why, "unknown protocol version");
-	if (!get_u16(&c, &m->flags) || (m->flags & ~BLK_OPEN_WRITE))
+	if (!cur_get_u16(&c, &m->flags) || (m->flags & ~BLK_OPEN_WRITE))
 		return fail(why, "unknown OPEN flags");
-	if (!get_u16(&c, &m->queue_depth) || m->queue_depth < 1 || m->queue_depth > BLK_QD_MAX)
+	if (!cur_get_u16(&c, &m->queue_depth) || m->queue_depth < 1 || m->queue_depth > BLK_QD_MAX)
 		return fail(why, "queue depth out of range");
-	if (!get_u8(&c, &queues) || queues < 1 || queues > BLK_QUEUES_MAX)
+	if (!cur_get_u8(&c, &queues) || queues < 1 || queues > BLK_QUEUES_MAX)
 		return fail(why, "queue count out of range");
 	m->queues = queues;
-	if (!get_u8(&c, &name_len) || c.left != name_len)
+	if (!cur_get_u8(&c, &name_len) || c.left != name_len)
 		return fail(why, "export name length does not match the message");
 	if (!name_bytes_valid((const char *)c.p, name_len))
 		return fail(why, "export name empty, too long or not [A-Za-z0-9._-]");
@@ -176,32 +113,32 @@ size_t blk_open_reply_encode(const struct blk_open_reply *m, uint8_t *out, size_
 	uint8_t *p = out;
 	*p++ = BLK_OPEN_REPLY;
 	*p++ = BLK_VERSION;
-	p = put_be(p, 2, m->status);
-	p = put_be(p, 2, m->flags);
-	p = put_be(p, 2, m->queue_depth);
-	p = put_be(p, 2, m->queues);
-	p = put_be(p, 2, 0);
-	p = put_be(p, 4, m->block_size);
-	p = put_be(p, 4, m->max_transfer);
-	p = put_be(p, 4, m->max_inline);
-	put_be(p, 8, m->size);
+	p = cur_store_be(p, 2, m->status);
+	p = cur_store_be(p, 2, m->flags);
+	p = cur_store_be(p, 2, m->queue_depth);
+	p = cur_store_be(p, 2, m->queues);
+	p = cur_store_be(p, 2, 0);
+	p = cur_store_be(p, 4, m->block_size);
+	p = cur_store_be(p, 4, m->max_transfer);
+	p = cur_store_be(p, 4, m->max_inline);
+	cur_store_be(p, 8, m->size);
 	return BLK_OPEN_REPLY_LEN;
 }
 
 bool blk_open_reply_decode(const uint8_t *in, size_t len, struct blk_open_reply *m, const char **why)
 {
-	struct cursor c = { in, len };
+	struct cur_in c = { in, len };
 	uint8_t type, version;
 	memset(m, 0, sizeof(*m));
 	if (len != BLK_OPEN_REPLY_LEN)
 		return fail(why, "OPEN_REPLY has the wrong length");
-	if (!get_u8(&c, &type) || type != BLK_OPEN_REPLY)
+	if (!cur_get_u8(&c, &type) || type != BLK_OPEN_REPLY)
 		return fail(why, "not an OPEN_REPLY");
-	if (!get_u8(&c, &version) || version != BLK_VERSION)
+	if (!cur_get_u8(&c, &version) || version != BLK_VERSION)
 		return fail(why, "unknown protocol version");
-	if (!get_u16(&c, &m->status) || !get_u16(&c, &m->flags) || !get_u16(&c, &m->queue_depth) ||
-	    !get_u16(&c, &m->queues) || !get_zero(&c, 2) || !get_u32(&c, &m->block_size) ||
-	    !get_u32(&c, &m->max_transfer) || !get_u32(&c, &m->max_inline) || !get_u64(&c, &m->size))
+	if (!cur_get_u16(&c, &m->status) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->queue_depth) ||
+	    !cur_get_u16(&c, &m->queues) || !cur_get_zero(&c, 2) || !cur_get_u32(&c, &m->block_size) ||
+	    !cur_get_u32(&c, &m->max_transfer) || !cur_get_u32(&c, &m->max_inline) || !cur_get_u64(&c, &m->size))
 		return fail(why, "OPEN_REPLY reserved field not zero");
 	if (!open_reply_valid(m))
 		return fail(why, "OPEN_REPLY field out of range");
@@ -250,27 +187,28 @@ size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap)
 	uint8_t *p = out;
 	*p++ = BLK_CMD;
 	*p++ = m->opcode;
-	p = put_be(p, 2, m->flags);
-	p = put_be(p, 2, m->cid);
-	p = put_be(p, 2, 0);
-	p = put_be(p, 8, m->offset);
-	p = put_be(p, 4, m->length);
-	p = put_be(p, 4, 0);
-	put_be(p, 8, m->tag);
+	p = cur_store_be(p, 2, m->flags);
+	p = cur_store_be(p, 2, m->cid);
+	p = cur_store_be(p, 2, 0);
+	p = cur_store_be(p, 8, m->offset);
+	p = cur_store_be(p, 4, m->length);
+	p = cur_store_be(p, 4, 0);
+	cur_store_be(p, 8, m->tag);
 	return BLK_CMD_HDR;
 }
 
 bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char **why)
 {
-	struct cursor c = { in, len };
+	struct cur_in c = { in, len };
 	uint8_t type;
 	memset(m, 0, sizeof(*m));
 	if (len < BLK_CMD_HDR)
 		return fail(why, "command shorter than its header");
-	if (!get_u8(&c, &type) || type != BLK_CMD)
+	if (!cur_get_u8(&c, &type) || type != BLK_CMD)
 		return fail(why, "not a command");
-	if (!get_u8(&c, &m->opcode) || !get_u16(&c, &m->flags) || !get_u16(&c, &m->cid) || !get_zero(&c, 2) ||
-	    !get_u64(&c, &m->offset) || !get_u32(&c, &m->length) || !get_zero(&c, 4) || !get_u64(&c, &m->tag))
+	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) ||
+	    !cur_get_zero(&c, 2) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
+	    !cur_get_zero(&c, 4) || !cur_get_u64(&c, &m->tag))
 		return fail(why, "command reserved field not zero");
 	if (!cmd_valid(m, why))
 		return false;
@@ -292,25 +230,25 @@ size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
 	uint8_t *p = out;
 	*p++ = BLK_CPL;
 	*p++ = 0;
-	p = put_be(p, 2, m->cid);
-	p = put_be(p, 2, m->status);
-	p = put_be(p, 2, 0);
-	p = put_be(p, 4, m->length);
-	put_be(p, 4, 0);
+	p = cur_store_be(p, 2, m->cid);
+	p = cur_store_be(p, 2, m->status);
+	p = cur_store_be(p, 2, 0);
+	p = cur_store_be(p, 4, m->length);
+	cur_store_be(p, 4, 0);
 	return BLK_CPL_LEN;
 }
 
 bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char **why)
 {
-	struct cursor c = { in, len };
+	struct cur_in c = { in, len };
 	uint8_t type;
 	memset(m, 0, sizeof(*m));
 	if (len != BLK_CPL_LEN)
 		return fail(why, "completion has the wrong length");
-	if (!get_u8(&c, &type) || type != BLK_CPL)
+	if (!cur_get_u8(&c, &type) || type != BLK_CPL)
 		return fail(why, "not a completion");
-	if (!get_zero(&c, 1) || !get_u16(&c, &m->cid) || !get_u16(&c, &m->status) || !get_zero(&c, 2) ||
-	    !get_u32(&c, &m->length) || !get_zero(&c, 4))
+	if (!cur_get_zero(&c, 1) || !cur_get_u16(&c, &m->cid) || !cur_get_u16(&c, &m->status) || !cur_get_zero(&c, 2) ||
+	    !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4))
 		return fail(why, "completion reserved field not zero");
 	if (m->status > BLK_S_MAX)
 		return fail(why, "unknown completion status");

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "clock.h"
 
 #define LINE_MAX_BYTES 4096
 
@@ -87,16 +87,11 @@ static void put_str(struct line *l, const char *key, const char *s)
 
 static void start(struct line *l, const char *event, const struct audit_who *w)
 {
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	char when[CLOCK_STAMP_LEN];
 	l->len = 0;
 	l->cut = false;
-	put(l, "{\"time\":\"%s.%03ldZ\",\"event\":\"%s\",\"role\":\"target\",\"session\":%llu", when,
-	    ts.tv_nsec / 1000000, event, (unsigned long long)w->session);
+	put(l, "{\"time\":\"%s\",\"event\":\"%s\",\"role\":\"target\",\"session\":%llu", clock_utc_stamp(when),
+	    event, (unsigned long long)w->session);
 	put_str(l, "peer", w->peer);
 	if (w->peer_addr && w->peer_addr[0])
 		put_str(l, "peer_addr", w->peer_addr);

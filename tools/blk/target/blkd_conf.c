@@ -9,6 +9,7 @@
 #include <ini.h>
 
 #include "blkd_conf.h"
+#include "conf_util.h"
 
 #define CONF_MAX_FILE (1u << 20)
 
@@ -52,20 +53,6 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 		va_end(ap);
 	}
 	return -1;
-}
-
-/* Untrusted input in an error message: printable ASCII only, bounded. */
-static const char *quoted(char dst[static 80], const char *s)
-{
-	size_t n = 0;
-	for (; *s && n < 64; s++)
-		dst[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
-	if (*s) {
-		memcpy(dst + n, "...", 3);
-		n += 3;
-	}
-	dst[n] = '\0';
-	return dst;
 }
 
 bool blkd_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -112,14 +99,9 @@ static bool parse_bool(const char *s, bool *out)
 
 static int copy_str(char *dst, size_t cap, const char *what, const char *v, char *err, size_t errlen)
 {
-	char q[80];
-	size_t len = strlen(v);
-	if (len >= cap)
-		return fail(err, errlen, "%s: '%s' is too long (%zu bytes, max %zu)", what, quoted(q, v), len, cap - 1);
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-			return fail(err, errlen, "%s: '%s' contains a control character", what, quoted(q, v));
-	memcpy(dst, v, len + 1);
+	if (conf_check_str(what, v, cap, err, errlen) < 0)
+		return -1;
+	memcpy(dst, v, strlen(v) + 1);
 	return 0;
 }
 
@@ -131,27 +113,27 @@ static int set_listen(struct blkd_conf *c, const char *v, char *err, size_t errl
 	if (v[0] == '[') {
 		const char *close = strchr(v, ']');
 		if (!close || (close[1] && close[1] != ':'))
-			return fail(err, errlen, "listen: '%s' is not ADDR[:PORT] or [IPV6][:PORT]", quoted(q, v));
+			return fail(err, errlen, "listen: '%s' is not ADDR[:PORT] or [IPV6][:PORT]", conf_quote(q, v));
 		hlen = (size_t)(close - v - 1);
 		v++;
 		port_str = close[1] ? close + 2 : NULL;
 	} else {
 		const char *colon = strchr(v, ':');
 		if (colon && strchr(colon + 1, ':'))
-			return fail(err, errlen, "listen: '%s': put an IPv6 address in brackets", quoted(q, v));
+			return fail(err, errlen, "listen: '%s': put an IPv6 address in brackets", conf_quote(q, v));
 		hlen = colon ? (size_t)(colon - v) : strlen(v);
 		port_str = colon ? colon + 1 : NULL;
 	}
 	if (hlen == 0 || hlen >= sizeof(host))
-		return fail(err, errlen, "listen: '%s' has no usable address", quoted(q, v));
+		return fail(err, errlen, "listen: '%s' has no usable address", conf_quote(q, v));
 	memcpy(host, v, hlen);
 	host[hlen] = '\0';
 	unsigned char bin[16];
 	if (inet_pton(AF_INET, host, bin) != 1 && inet_pton(AF_INET6, host, bin) != 1)
-		return fail(err, errlen, "listen: '%s' is not an IP address", quoted(q, host));
+		return fail(err, errlen, "listen: '%s' is not an IP address", conf_quote(q, host));
 	uint64_t port = c->listen_port;
 	if (port_str && !blkd_parse_size(port_str, 1, 65535, &port))
-		return fail(err, errlen, "listen: port '%s' is not in 1..65535", quoted(q, port_str));
+		return fail(err, errlen, "listen: port '%s' is not in 1..65535", conf_quote(q, port_str));
 	memcpy(c->listen_addr, host, hlen + 1);
 	c->listen_port = (uint16_t)port;
 	return 0;
@@ -172,7 +154,7 @@ static int set_target_key(struct blkd_conf *c, const struct key *k, const char *
 		/* A plain count takes no suffix. */
 		if ((k->kind == KIND_U32 && strspn(v, "0123456789") != strlen(v)) ||
 		    !blkd_parse_size(v, k->min, k->max, &n))
-			return fail(err, errlen, "%s: '%s' is not %s in %llu..%llu", k->name, quoted(q, v),
+			return fail(err, errlen, "%s: '%s' is not %s in %llu..%llu", k->name, conf_quote(q, v),
 				    k->kind == KIND_U32 ? "a number" : "a size", (unsigned long long)k->min,
 				    (unsigned long long)k->max);
 		if (k->kind == KIND_SIZE64)
@@ -199,14 +181,14 @@ static struct blkd_export_conf *export_for(struct blkd_conf *c, const char *name
 {
 	char q[80];
 	if (!blk_name_valid(name)) {
-		fail(err, errlen, "export name '%s' is not 1..%u of [A-Za-z0-9._-]", quoted(q, name), BLK_NAME_MAX);
+		fail(err, errlen, "export name '%s' is not 1..%u of [A-Za-z0-9._-]", conf_quote(q, name), BLK_NAME_MAX);
 		return NULL;
 	}
 	struct blkd_export_conf *x = find_export(c, name);
 	if (x)
 		return x;
 	if (c->n_exports == BLKD_EXPORTS_MAX) {
-		fail(err, errlen, "export '%s': at most %u exports", quoted(q, name), BLKD_EXPORTS_MAX);
+		fail(err, errlen, "export '%s': at most %u exports", conf_quote(q, name), BLKD_EXPORTS_MAX);
 		return NULL;
 	}
 	x = &c->exports[c->n_exports++];
@@ -224,7 +206,7 @@ static int add_id(char list[][BLKD_ID_LEN], unsigned *n, const char *what, const
 	if (!v[0])
 		return fail(err, errlen, "%s: an empty identity", what);
 	if (*n == BLKD_IDS_MAX)
-		return fail(err, errlen, "%s: '%s': at most %u identities", what, quoted(q, v), BLKD_IDS_MAX);
+		return fail(err, errlen, "%s: '%s': at most %u identities", what, conf_quote(q, v), BLKD_IDS_MAX);
 	if (copy_str(list[*n], BLKD_ID_LEN, what, v, err, errlen) < 0)
 		return -1;
 	(*n)++;
@@ -239,26 +221,26 @@ static int set_export_key(struct blkd_export_conf *x, const char *key, const cha
 		return copy_str(x->path, sizeof(x->path), key, v, err, errlen);
 	if (!strcmp(key, "size")) {
 		if (!blkd_parse_size(v, BLK_BLOCK_MIN, BLK_SIZE_MAX, &n))
-			return fail(err, errlen, "size: '%s' is not a size in 512..2^60", quoted(q, v));
+			return fail(err, errlen, "size: '%s' is not a size in 512..2^60", conf_quote(q, v));
 		x->size = n;
 		return 0;
 	}
 	if (!strcmp(key, "block_size")) {
 		if (!blkd_parse_size(v, 512, 4096, &n) || (n != 512 && n != 4096))
-			return fail(err, errlen, "block_size: '%s' is not 512 or 4096", quoted(q, v));
+			return fail(err, errlen, "block_size: '%s' is not 512 or 4096", conf_quote(q, v));
 		x->block_size = (uint32_t)n;
 		return 0;
 	}
 	if (!strcmp(key, "max_sessions")) {
 		if (strspn(v, "0123456789") != strlen(v) || !blkd_parse_size(v, 1, 4096, &n))
-			return fail(err, errlen, "max_sessions: '%s' is not a number in 1..4096", quoted(q, v));
+			return fail(err, errlen, "max_sessions: '%s' is not a number in 1..4096", conf_quote(q, v));
 		x->max_sessions = (uint32_t)n;
 		return 0;
 	}
 	if (!strcmp(key, "read_only") || !strcmp(key, "direct")) {
 		bool b;
 		if (!parse_bool(v, &b))
-			return fail(err, errlen, "%s: '%s' is not yes or no", key, quoted(q, v));
+			return fail(err, errlen, "%s: '%s' is not yes or no", key, conf_quote(q, v));
 		*(!strcmp(key, "direct") ? &x->direct : &x->read_only) = b;
 		return 0;
 	}
@@ -266,7 +248,7 @@ static int set_export_key(struct blkd_export_conf *x, const char *key, const cha
 		return add_id(x->rw_ids, &x->n_rw, key, v, err, errlen);
 	if (!strcmp(key, "ro"))
 		return add_id(x->ro_ids, &x->n_ro, key, v, err, errlen);
-	return fail(err, errlen, "unknown key '%s' in [export %s]", quoted(q, key), x->name);
+	return fail(err, errlen, "unknown key '%s' in [export %s]", conf_quote(q, key), x->name);
 }
 
 int blkd_conf_set(struct blkd_conf *c, const char *section, const char *key, const char *value, char *err,
@@ -287,8 +269,8 @@ int blkd_conf_set(struct blkd_conf *c, const char *section, const char *key, con
 	}
 	if (!known)
 		return fail(err, errlen, "unknown section '[%s]' (expected [target], [tls] or [export NAME])",
-			    quoted(q1, section));
-	return fail(err, errlen, "unknown key '%s' in [%s]", quoted(q1, key), quoted(q2, section));
+			    conf_quote(q1, section));
+	return fail(err, errlen, "unknown key '%s' in [%s]", conf_quote(q1, key), conf_quote(q2, section));
 }
 
 struct blkd_conf *blkd_conf_new(void)
@@ -330,7 +312,7 @@ static int spec_option(struct blkd_export_conf *x, char *opt, char *err, size_t 
 	if (!strcmp(opt, "max-sessions") && v)
 		return set_export_key(x, "max_sessions", v, err, errlen);
 	return fail(err, errlen, "--export: unknown option '%s' (size=, bs=, ro, buffered, max-sessions=)",
-		    quoted(q, opt));
+		    conf_quote(q, opt));
 }
 
 static int export_spec(struct blkd_conf *c, const char *spec, char *err, size_t errlen)
@@ -338,14 +320,14 @@ static int export_spec(struct blkd_conf *c, const char *spec, char *err, size_t 
 	char q[80];
 	char buf[BLK_NAME_MAX + BLKD_PATH_LEN + 256];
 	if (strlen(spec) >= sizeof(buf))
-		return fail(err, errlen, "--export: '%s' is too long", quoted(q, spec));
+		return fail(err, errlen, "--export: '%s' is too long", conf_quote(q, spec));
 	memcpy(buf, spec, strlen(spec) + 1);
 	char *eq = strchr(buf, '=');
 	if (!eq || eq == buf || !eq[1] || eq[1] == ',')
-		return fail(err, errlen, "--export: '%s' is not NAME=PATH[,OPTION...]", quoted(q, spec));
+		return fail(err, errlen, "--export: '%s' is not NAME=PATH[,OPTION...]", conf_quote(q, spec));
 	*eq = '\0';
 	if (find_export(c, buf))
-		return fail(err, errlen, "--export: export '%s' given twice", quoted(q, buf));
+		return fail(err, errlen, "--export: export '%s' given twice", conf_quote(q, buf));
 	struct blkd_export_conf *x = export_for(c, buf, err, errlen);
 	if (!x)
 		return -1;
@@ -379,37 +361,10 @@ struct parse_state {
 	struct blkd_conf *c;
 	char *err;
 	size_t errlen;
-	const char *text;
-	size_t pos;
-	int line;
-	bool at_line_start;
+	struct conf_text in;
 	bool failed;
 	char seen[N_TARGET_KEYS];
 };
-
-/* fgets over the text that counts lines and refuses those inih would cut. */
-static char *reader(char *str, int num, void *stream)
-{
-	struct parse_state *p = stream;
-	if (p->text[p->pos] == '\0' || num < 2)
-		return NULL;
-	int n = 0;
-	while (n < num - 1 && p->text[p->pos] != '\0') {
-		char ch = p->text[p->pos++];
-		str[n++] = ch;
-		if (ch == '\n')
-			break;
-	}
-	str[n] = '\0';
-	if (p->at_line_start)
-		p->line++;
-	p->at_line_start = str[n - 1] == '\n';
-	if (!p->at_line_start && p->text[p->pos] != '\0' && !p->failed) {
-		fail(p->err, p->errlen, "line %d: line too long (max %d characters)", p->line, num - 2);
-		p->failed = true;
-	}
-	return str;
-}
 
 /* A single-valued key given twice in one file is a mistake; rw and ro repeat. */
 static bool duplicate(struct parse_state *p, const char *section, const char *name)
@@ -426,16 +381,16 @@ static bool duplicate(struct parse_state *p, const char *section, const char *na
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_state *p = user;
-	if (p->failed)
+	if (p->failed || p->in.long_line)
 		return 0;
 	char msg[512], q[80];
 	int rc;
 	if (duplicate(p, section, name))
-		rc = fail(msg, sizeof(msg), "duplicate key '%s' in [%s]", quoted(q, name), section);
+		rc = fail(msg, sizeof(msg), "duplicate key '%s' in [%s]", conf_quote(q, name), section);
 	else
 		rc = blkd_conf_set(p->c, section, name, value, msg, sizeof(msg));
 	if (rc < 0) {
-		fail(p->err, p->errlen, "line %d: %s", p->line, msg);
+		fail(p->err, p->errlen, "line %d: %s", p->in.line, msg);
 		p->failed = true;
 		return 0;
 	}
@@ -447,11 +402,14 @@ int blkd_conf_parse_string(struct blkd_conf *c, const char *text, char *err, siz
 	struct parse_state *p = calloc(1, sizeof(*p));
 	if (!p)
 		return fail(err, errlen, "out of memory");
-	*p = (struct parse_state){ .c = c, .err = err, .errlen = errlen, .text = text, .at_line_start = true };
-	int line = ini_parse_stream(reader, p, handler, p);
+	*p = (struct parse_state){ .c = c, .err = err, .errlen = errlen };
+	conf_text_init(&p->in, text);
+	int line = ini_parse_stream(conf_text_reader, &p->in, handler, p);
 	int rc = 0;
 	if (p->failed)
 		rc = -1;
+	else if (p->in.long_line)
+		rc = fail(err, errlen, "line %d: line too long (max %d characters)", p->in.long_line, p->in.long_max);
 	else if (line > 0)
 		rc = fail(err, errlen, "line %d: expected '[section]' or 'key = value'", line);
 	else if (line < 0)
@@ -462,29 +420,11 @@ int blkd_conf_parse_string(struct blkd_conf *c, const char *text, char *err, siz
 
 int blkd_conf_parse_file(struct blkd_conf *c, const char *path, char *err, size_t errlen)
 {
-	char q[80];
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return fail(err, errlen, "cannot open '%s': %s", quoted(q, path), strerror(errno));
-	char *buf = malloc(CONF_MAX_FILE + 1);
-	if (!buf) {
-		fclose(f);
-		return fail(err, errlen, "out of memory");
-	}
-	size_t n = fread(buf, 1, CONF_MAX_FILE + 1, f);
-	int rc = 0;
-	if (ferror(f))
-		rc = fail(err, errlen, "cannot read '%s': %s", quoted(q, path), strerror(errno));
-	else if (n > CONF_MAX_FILE)
-		rc = fail(err, errlen, "'%s' is larger than %u bytes", quoted(q, path), CONF_MAX_FILE);
-	else if (memchr(buf, '\0', n))
-		rc = fail(err, errlen, "'%s' contains a NUL byte", quoted(q, path));
-	fclose(f);
-	if (rc == 0) {
-		buf[n] = '\0';
-		rc = blkd_conf_parse_string(c, buf, err, errlen);
-	}
-	free(buf);
+	char *text = NULL;
+	if (conf_read_text(path, CONF_MAX_FILE, &text, err, errlen) < 0)
+		return -1;
+	int rc = blkd_conf_parse_string(c, text, err, errlen);
+	free(text);
 	return rc;
 }
 

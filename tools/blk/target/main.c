@@ -66,10 +66,9 @@ static bool set(struct args *a, const char *section, const char *key, const char
 
 static bool set_certs_dir(struct args *a, const char *dir)
 {
-	char path[4096];
-	return cli_join(path, sizeof(path), dir, "ca.pem") && set(a, "tls", "ca", path) &&
-	       cli_join(path, sizeof(path), dir, "server.pem") && set(a, "tls", "cert", path) &&
-	       cli_join(path, sizeof(path), dir, "server.key") && set(a, "tls", "key", path);
+	struct cli_certs p;
+	return cli_certs_paths(&p, dir, "server") && set(a, "tls", "ca", p.ca) && set(a, "tls", "cert", p.cert) &&
+	       set(a, "tls", "key", p.key);
 }
 
 static bool add_export(struct args *a, const char *spec)
@@ -93,25 +92,33 @@ static bool add_id(struct args *a, const char *key, const char *id)
 	return set(a, section, key, id);
 }
 
-/* The configuration file, however getopt spells it (the last one wins), or NULL. */
-static const char *config_path(int argc, char **argv, const struct option *opts)
-{
-	const char *path = NULL;
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
-		if (c == 'f')
-			path = optarg;
-	opterr = 1;
-	optind = 0;
-	return path;
-}
+/* Long options without a short letter: above the byte values getopt returns for letters. */
+enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
+       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
+       OPT_STORE_THREADS };
+
+/* The flags that set one key of the configuration file (which they override). */
+static const struct cli_conf_flag conf_flags[] = {
+	{ OPT_CA, "tls", "ca" },
+	{ OPT_CERT, "tls", "cert" },
+	{ OPT_KEY, "tls", "key" },
+	{ 'l', "target", "listen" },
+	{ 'd', "target", "device" },
+	{ OPT_AUDIT, "target", "audit_log" },
+	{ OPT_METRICS, "target", "metrics_file" },
+	{ OPT_QD, "target", "queue_depth" },
+	{ OPT_QUEUES, "target", "queues" },
+	{ OPT_MAX_TRANSFER, "target", "max_transfer" },
+	{ OPT_MAX_INLINE, "target", "max_inline" },
+	{ OPT_MAX_SESSIONS, "target", "max_sessions" },
+	{ OPT_MEMORY, "target", "memory_limit" },
+	{ OPT_REBUILDS, "target", "rebuilds_per_min" },
+	{ OPT_STORE_THREADS, "target", "store_threads" },
+	{ 0 },
+};
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
-	       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
-	       OPT_STORE_THREADS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -143,7 +150,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int status = 2;
-	const char *file = config_path(argc, argv, opts);
+	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
 	if (file && blkd_conf_parse_file(a.conf, file, a.err, sizeof(a.err)) < 0) {
 		fprintf(stderr, "rdmasec-blkd: %s: %s\n", file, a.err);
 		goto out;
@@ -151,28 +158,18 @@ int main(int argc, char **argv)
 	int c;
 	bool ok = true;
 	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
+		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
+		if (flag) {
+			ok = set(&a, flag->section, flag->key, optarg);
+			continue;
+		}
 		switch (c) {
 		case 'f': break;
 		case 'C': ok = set_certs_dir(&a, optarg); break;
-		case OPT_CA: ok = set(&a, "tls", "ca", optarg); break;
-		case OPT_CERT: ok = set(&a, "tls", "cert", optarg); break;
-		case OPT_KEY: ok = set(&a, "tls", "key", optarg); break;
-		case 'l': ok = set(&a, "target", "listen", optarg); break;
-		case 'd': ok = set(&a, "target", "device", optarg); break;
 		case 'e': ok = add_export(&a, optarg); break;
 		case OPT_RW: ok = add_id(&a, "rw", optarg); break;
 		case OPT_RO: ok = add_id(&a, "ro", optarg); break;
-		case OPT_AUDIT: ok = set(&a, "target", "audit_log", optarg); break;
-		case OPT_METRICS: ok = set(&a, "target", "metrics_file", optarg); break;
-		case OPT_QD: ok = set(&a, "target", "queue_depth", optarg); break;
-		case OPT_QUEUES: ok = set(&a, "target", "queues", optarg); break;
-		case OPT_MAX_TRANSFER: ok = set(&a, "target", "max_transfer", optarg); break;
-		case OPT_MAX_INLINE: ok = set(&a, "target", "max_inline", optarg); break;
-		case OPT_MAX_SESSIONS: ok = set(&a, "target", "max_sessions", optarg); break;
-		case OPT_MEMORY: ok = set(&a, "target", "memory_limit", optarg); break;
-		case OPT_REBUILDS: ok = set(&a, "target", "rebuilds_per_min", optarg); break;
-		case OPT_STORE_THREADS: ok = set(&a, "target", "store_threads", optarg); break;
-		case 'v': blkd_verbose = 1; break;
+		case 'v': log_set_verbose(1); break;
 		case 'h': usage(stdout); status = 0; goto out;
 		default: usage(stderr); goto out;
 		}

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "metrics.h"
+#include "prom_file.h"
 
 #define PREFIX "rdmasec_blkd_"
 
@@ -36,8 +33,9 @@ static uint64_t field(const struct export_counters *c, size_t off)
 }
 
 /* Export names are [A-Za-z0-9._-]: nothing to escape in a label. */
-static void render(FILE *f, const struct metrics_source *m)
+static int render(FILE *f, const void *arg)
 {
+	const struct metrics_source *m = arg;
 	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
 		const struct family *fam = &families[k];
 		fprintf(f, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", fam->name, fam->help, fam->name, fam->type);
@@ -64,45 +62,10 @@ static void render(FILE *f, const struct metrics_source *m)
 		"# TYPE " PREFIX "audit_errors_total counter\n" PREFIX "audit_errors_total %llu\n",
 		(unsigned long long)t->connections, (unsigned long long)t->violations,
 		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors);
+	return 0;
 }
 
 int metrics_write(const char *path, const struct metrics_source *m, char *err, size_t errlen)
 {
-	char tmp[4200];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		snprintf(err, errlen, "metrics path too long");
-		return -ENAMETOOLONG;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
-		return -e;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
-		return -e;
-	}
-	render(f, m);
-	errno = EIO;
-	bool ok = !ferror(f) && fflush(f) == 0;
-	int e = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = false;
-		e = errno;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		e = errno;
-	}
-	if (!ok) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
-		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	return prom_file_write(path, render, m, err, errlen);
 }

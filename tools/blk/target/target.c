@@ -32,6 +32,7 @@
 
 #include "audit.h"
 #include "blk_wire.h"
+#include "clock.h"
 #include "metrics.h"
 #include "offload.h"
 #include "rdmasec.h"
@@ -46,8 +47,6 @@
 #define METRICS_INTERVAL_MS 1000
 #define PAGE 4096u
 #define STORE_JOBS_MAX 1024 /* store I/O queued or running, all sessions: beyond, commands wait their turn */
-
-int blkd_verbose;
 
 /* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. */
 enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
@@ -130,34 +129,9 @@ struct target {
 	size_t msg_cap;
 };
 
-void blkd_log(const char *level, const char *event, const char *fmt, ...)
-{
-	if (strcmp(level, "debug") == 0 && !blkd_verbose)
-		return;
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	flockfile(stderr);
-	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000, level, event);
-	if (fmt && *fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		fputc(' ', stderr);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-	}
-	fputc('\n', stderr);
-	funlockfile(stderr);
-}
-
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clock_mono_ms();
 }
 
 static struct audit_who who(const struct session *s)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Structured log: one logfmt line per event on stderr. */
-#ifndef RSEC_SERVER_LOG_H
-#define RSEC_SERVER_LOG_H
+/* Structured log of the daemons (rdmasec-server, rdmasec-blkd): one logfmt line per event on stderr. */
+#ifndef RSEC_TOOLS_LOG_H
+#define RSEC_TOOLS_LOG_H
 
 void log_set_verbose(int verbose);
 /* fmt adds key=value pairs after ts, level and event; use log_q() for free text. */

@@ -2,8 +2,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 static int verbose;
@@ -41,14 +41,10 @@ void log_event(const char *level, const char *event, const char *fmt, ...)
 {
 	if (strcmp(level, "debug") == 0 && !verbose)
 		return;
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	char when[CLOCK_STAMP_LEN];
+	clock_utc_stamp(when);
 	flockfile(stderr); /* one line at a time, whichever thread writes it */
-	fprintf(stderr, "ts=%s.%03ldZ level=%s event=%s", when, ts.tv_nsec / 1000000, level, event);
+	fprintf(stderr, "ts=%s level=%s event=%s", when, level, event);
 	if (fmt && *fmt) {
 		va_list ap;
 		va_start(ap, fmt);
