@@ -132,7 +132,8 @@ struct target {
 	bool metrics_dirty;
 	uint64_t metrics_last_ms;
 	uint64_t last_sweep_ms; /* every session is stepped once per TICK_MS: deadlines */
-	unsigned quiet_turns;   /* turns in a row that no event woke: how long the next one may sleep */
+	unsigned quiet_turns;   /* turns in a row with no event and no command moving: how long the next may sleep */
+	uint64_t moves;         /* command state changes, ever: a turn that changed none was quiet */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
 	size_t msg_cap;
@@ -347,6 +348,7 @@ static void set_state(struct queue *q, struct cmd *c, enum cmd_state to)
 	q->cpl_waits = q->cpl_waits + (to == CMD_CPL) - (c->state == CMD_CPL);
 	q->store_waits = q->store_waits + (to == CMD_STORE) - (c->state == CMD_STORE);
 	c->state = to;
+	q->s->t->moves++;
 }
 
 static uint8_t *slot(const struct queue *q, uint16_t cid)
@@ -1083,7 +1085,8 @@ static void drain_signals(struct target *t)
  * How long the next turn may sleep. What commands wait for (a grant's descriptor, credits, the seal
  * budget, the device) wakes the connection's fd; a wake-up the library took in passing does not, so
  * a session with waiting commands is stepped again soon: after 1 ms, then twice as long each quiet
- * turn, up to WAIT_BACKOFF_MAX_MS, never a spin. Store I/O wakes the pool's eventfd.
+ * turn (no event, no command moved), up to WAIT_BACKOFF_MAX_MS, never a spin. Store I/O wakes the
+ * pool's eventfd.
  */
 static int loop_timeout(const struct target *t)
 {
@@ -1121,7 +1124,6 @@ static void turn(struct target *t)
 		t->stop = true;
 		return;
 	}
-	t->quiet_turns = n > 0 ? 0 : t->quiet_turns + (t->quiet_turns < 16);
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.ptr == &t->signal_tag)
 			drain_signals(t);
@@ -1132,7 +1134,7 @@ static void turn(struct target *t)
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), moves = t->moves;
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
@@ -1146,6 +1148,8 @@ static void turn(struct target *t)
 		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
+	bool quiet = n <= 0 && t->moves == moves;
+	t->quiet_turns = quiet ? t->quiet_turns + (t->quiet_turns < 16) : 0;
 	write_metrics(t, now, false);
 }
 
