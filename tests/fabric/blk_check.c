@@ -9,12 +9,14 @@
  *
  * MODE: io OUTDIR (writes, reads back, FLUSH, errors, many in flight, two
  * queues; what it wrote in OUTDIR/writes.txt and OUTDIR/w*.bin), ro, open,
- * hostile, fill (write 1 MiB blocks until the store is full). Prints "RESULT name=value" lines.
+ * hostile, fill (write 1 MiB blocks until the store is full), budget (memory_limit reserved whole at
+ * OPEN, given back at close). Prints "RESULT name=value" lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "blk_wire.h"
 #include "check_util.h"
@@ -422,11 +424,65 @@ static int mode_hostile(void)
 	return 0;
 }
 
+/* OPEN asking for queues, and nothing more: no queue pair added. The reply's status, 0xffff if none came. */
+static uint16_t open_bare(struct rsec_conn **c, unsigned queues, struct blk_open_reply *r)
+{
+	*c = NULL;
+	if (rsec_connect(ctx, server, BLK_DEFAULT_PORT, NULL, TIMEOUT_MS, c) < 0)
+		return 0xffff;
+	struct blk_open o = { .flags = BLK_OPEN_WRITE, .queue_depth = QD, .queues = (uint16_t)queues };
+	snprintf(o.name, sizeof(o.name), "%s", export_name);
+	uint8_t buf[BLK_OPEN_MAX], in[64];
+	size_t n = blk_open_encode(&o, buf, sizeof(buf)), len = 0;
+	const char *why = NULL;
+	if (!n || rsec_send(*c, buf, n, TIMEOUT_MS) < 0 || rsec_recv(*c, in, sizeof(in), &len, TIMEOUT_MS) < 0 ||
+	    !blk_open_reply_decode(in, len, r, &why))
+		return 0xffff;
+	return r->status;
+}
+
+static void close_bare(struct rsec_conn *c)
+{
+	if (c && rsec_conn_state(c) != RSEC_CONN_CLOSED)
+		(void)rsec_conn_close(c, "done");
+	rsec_conn_free(c);
+}
+
+/*
+ * The target's memory_limit holds two queues (and a half): a session granted two holds both from its
+ * OPEN on, before it adds its second queue pair, so a second one gets nothing; closed, it gives them back.
+ */
+static int mode_budget(void)
+{
+	struct rsec_conn *a, *b;
+	struct blk_open_reply ra = { 0 }, rb = { 0 };
+	uint16_t st = open_bare(&a, QUEUES, &ra);
+	check_result("first", "%s queues=%u", st == 0xffff ? "no reply" : blk_status_name(st), ra.queues);
+	st = open_bare(&b, QUEUES, &rb);
+	check_result("second", "%s", st == 0xffff ? "no reply" : blk_status_name(st));
+	close_bare(b);
+	close_bare(a);
+	/* The target frees them once it saw the close: a few tries. */
+	for (unsigned i = 0; i < 40; i++) {
+		st = open_bare(&a, QUEUES, &ra);
+		if (st == BLK_S_OK && ra.queues == QUEUES)
+			break;
+		close_bare(a);
+		a = NULL;
+		struct timespec pause = { 0, 250 * 1000 * 1000 };
+		nanosleep(&pause, NULL);
+	}
+	check_result("after-close", "%s queues=%u", st == 0xffff ? "no reply" : blk_status_name(st),
+		     st == BLK_S_OK ? ra.queues : 0);
+	close_bare(a);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	check_prog = "blk_check";
 	if (argc < 7) {
-		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill\n");
+		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill|budget\n");
 		return 2;
 	}
 	struct rsec_ctx_attr attr = { .local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
@@ -446,6 +502,8 @@ int main(int argc, char **argv)
 		rc = mode_open();
 	else if (!strcmp(mode, "hostile"))
 		rc = mode_hostile();
+	else if (!strcmp(mode, "budget"))
+		rc = mode_budget();
 	else
 		fprintf(stderr, "blk_check: unknown mode '%s'\n", mode);
 	rsec_ctx_free(ctx);

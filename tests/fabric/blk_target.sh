@@ -10,7 +10,10 @@
 # capsule, a duplicate cid, a command before OPEN and a second OPEN each close
 # their session while another session goes on; the audit log and the metrics
 # file hold it all. A store that fills up answers `no space`, and the session
-# goes on.
+# goes on. A second target, with room for two sessions and two queues: two
+# connections that never start TLS take no session's place; a session granted
+# two queues holds their memory from its OPEN on (a second one is refused,
+# audited), and gives it back when it closes.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -49,6 +52,18 @@ run client fill small fill
 kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
+# 64 KiB transfers at depth 16: 16 slots of 68 KiB a queue, and room for two and a half queues.
+fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit2.jsonl" --max-sessions 2 \
+	--memory-limit 2720K --max-transfer 64K --queue-depth 16 --queues 2 \
+	--export "disk=$work/disk.img" --rw "$writer" -v 2>"$work/blkd2.log" &
+tpid=$!
+fabric wait-port 7472 60 || { cat "$work/blkd2.log"; exit 1; }
+exec 3<>"/dev/tcp/$server/7472" 4<>"/dev/tcp/$server/7472"
+run client budget disk budget
+exec 3<&- 4<&-
+kill -TERM $tpid
+wait $tpid
+echo "blkd2=$?"
 GUEST
 
 truncate -s 4M "$work/ro.img"
@@ -57,11 +72,13 @@ start=$SECONDS
 	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
-for f in io ro-id ro-export stranger unknown hostile fill; do echo "--- $f"; cat "$work/$f.out"; done
+for f in io ro-id ro-export stranger unknown hostile fill budget; do echo "--- $f"; cat "$work/$f.out"; done
 echo "--- blkd.log"
 tail -n 40 "$work/blkd.log"
+echo "--- blkd2.log"
+tail -n 20 "$work/blkd2.log"
 
-for f in io ro-id ro-export stranger unknown hostile fill blkd; do
+for f in io ro-id ro-export stranger unknown hostile fill blkd budget blkd2; do
 	expect_match "$work/run.out" "^$f=0$" "$f did not exit 0"
 done
 io=$work/io.out
@@ -138,4 +155,11 @@ expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
 ^rdmasec_blkd_violations_total 4$	violation count
 ^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
 EOF
+expect_each "$work/budget.out" "(memory_limit)" <<'EOF'
+^RESULT first=ok queues=2$	the first session was not granted its two queues (connections before TLS took its place?)
+^RESULT second=limit reached$	a second session was granted memory the first holds
+^RESULT after-close=ok queues=2$	the memory of closed sessions was not given back
+EOF
+expect_match "$work/audit2.jsonl" '"event":"blk_open".*"result":"limit reached".*memory_limit reached' \
+	"the OPEN refused for memory_limit was not audited with its reason"
 echo "blk_target: ok"

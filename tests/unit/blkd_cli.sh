@@ -35,6 +35,7 @@ expect 2 "no credentials" --export "d=$work/d.img,size=1M" --rw '*'
 expect 2 "no export" "${certs[@]}"
 expect 2 "max_inline" "${certs[@]}" --max-transfer 8K --max-inline 16K --export "d=$work/d.img" --rw '*'
 expect 2 "queue_depth: '257'" "${certs[@]}" --queue-depth 257
+expect 2 "queue_depth: '65' is not a number in 1..64" "${certs[@]}" --queue-depth 65
 expect 2 "store_threads: '65'" "${certs[@]}" --store-threads 65
 expect 2 "unexpected argument 'extra'" "${certs[@]}" extra
 expect 2 "usage:" --no-such-flag

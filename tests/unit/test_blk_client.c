@@ -71,6 +71,14 @@ static void completion_checked_against_inflight(void **state)
 	assert_null(blk_cpl_violation(&flush, in, 4));
 	flush.length = 512;
 	assert_non_null(blk_cpl_violation(&flush, in, 4));
+	/* A command answered already (a READ awaiting its data's claim, or one to send again): a second
+	 * completion for it is a violation, never a second result. */
+	in[1].answered = true;
+	assert_non_null(blk_cpl_violation(&ok, in, 4));
+	c = (struct blk_cpl){ .cid = 1, .status = BLK_S_TRANSFER };
+	assert_non_null(blk_cpl_violation(&c, in, 4));
+	in[1].answered = false;
+	assert_null(blk_cpl_violation(&ok, in, 4));
 }
 
 static void io_checked_before_sending(void **state)

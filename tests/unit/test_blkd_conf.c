@@ -16,7 +16,7 @@ static const char full[] =
 	"[target]\n"
 	"listen = [fd00::1]:9000\n"
 	"audit_log = /var/log/blkd.audit   ; inline comment\n"
-	"queue_depth = 128\n"
+	"queue_depth = 64\n"
 	"queues = 8\n"
 	"max_transfer = 2M\n"
 	"max_inline = 60K\n"
@@ -55,7 +55,7 @@ static void full_file(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(c->listen_addr, "fd00::1");
 	assert_int_equal(c->listen_port, 9000);
-	assert_int_equal(c->queue_depth, 128);
+	assert_int_equal(c->queue_depth, 64);
 	assert_int_equal(c->max_transfer, 2u << 20);
 	assert_int_equal(c->max_inline, 60u << 10);
 	assert_true(c->memory_limit == (UINT64_C(4) << 30));
@@ -97,7 +97,9 @@ static void invalid(void **state)
 	static const struct {
 		const char *text, *says;
 	} cases[] = {
-		{ "[target]\nqueue_depth = 0\n", "line 2: queue_depth: '0' is not a number in 1..256" },
+		{ "[target]\nqueue_depth = 0\n", "line 2: queue_depth: '0' is not a number in 1..64" },
+		/* Over librdmasec's 64 live grants per connection: refused, never met at run time. */
+		{ "[target]\nqueue_depth = 65\n", "line 2: queue_depth: '65' is not a number in 1..64" },
 		{ "[target]\nqueue_depth = 32K\n", "'32K' is not a number" },
 		{ "[target]\nmax_transfer = 9M\n", "max_transfer: '9M' is not a size" },
 		{ "[target]\nlisten = 1.2.3.4:0\n", "port '0'" },
@@ -198,6 +200,57 @@ static void cross_checks(void **state)
 	}
 }
 
+/* An identity librdmasec may have cut short (255 characters or more) is refused, never truncated. */
+static void identity_length(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	char id[BLKD_ID_LEN + 8], err[256] = "";
+	memset(id, 'a', sizeof(id) - 1);
+	id[sizeof(id) - 1] = '\0';
+	for (size_t len = BLKD_ID_MAX + 1; len < sizeof(id); len++) {
+		id[len] = '\0';
+		err[0] = '\0';
+		assert_int_equal(blkd_conf_set(c, "export d", "rw", id, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "characters long, over 254"));
+		id[len] = 'a';
+	}
+	id[BLKD_ID_MAX] = '\0';
+	assert_int_equal(blkd_conf_set(c, "export d", "ro", id, err, sizeof(err)), 0);
+	assert_string_equal(c->exports[0].ro_ids[0], id);
+	assert_int_equal(c->exports[0].n_rw, 0);
+	free(c);
+}
+
+/* An OPEN's share of memory_limit covers every queue it is granted, and the queue depth the grant table allows. */
+static void open_budget(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	c->queue_depth = 64;
+	c->queues = 4;
+	c->memory_limit = 10u << 20;
+	const size_t slot = 64u << 10;
+	struct blkd_open_budget b;
+	/* Asked for 256: granted the 64 a connection's grants allow; 4 queues of 4 MiB do not fit in 10 MiB. */
+	assert_true(blkd_open_budget(c, 256, 8, slot, 0, &b));
+	assert_int_equal(b.queue_depth, 64);
+	assert_int_equal(b.queues, 2);
+	assert_true(b.bytes == (UINT64_C(8) << 20));
+	/* With those 8 MiB reserved, a second session asking for the same gets nothing. */
+	assert_false(blkd_open_budget(c, 256, 8, slot, b.bytes, &b));
+	/* A smaller one still fits in the 2 MiB left. */
+	assert_true(blkd_open_budget(c, 16, 1, slot, UINT64_C(8) << 20, &b));
+	assert_int_equal(b.queue_depth, 16);
+	assert_int_equal(b.queues, 1);
+	assert_true(b.bytes == (UINT64_C(1) << 20));
+	/* Reserved past the limit (a configuration lowered under it): nothing, and no wrap-around. */
+	assert_false(blkd_open_budget(c, 1, 1, slot, UINT64_C(11) << 20, &b));
+	free(c);
+}
+
 static void sizes(void **state)
 {
 	(void)state;
@@ -217,7 +270,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid),
 		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks),
-		cmocka_unit_test(sizes),
+		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(open_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,8 @@ const char *blk_cpl_violation(const struct blk_cpl *c, const struct blk_expect *
 {
 	if (c->cid >= depth || !inflight[c->cid].busy)
 		return "completion for a command id not in flight";
+	if (inflight[c->cid].answered)
+		return "a second completion for a command (its data awaited, or not yet sent again)";
 	if (c->status > BLK_S_MAX || !status_of_command(c->status))
 		return "completion with a status commands never get";
 	if (c->status == BLK_S_OK && c->length != inflight[c->cid].length)

@@ -125,6 +125,8 @@ static const char *reply_violation(const struct blk_open_reply *r, const struct 
 {
 	if (r->queue_depth > asked->queue_depth || r->queues > asked->queues)
 		return "OPEN_REPLY grants more than was asked";
+	if (r->queue_depth > BLK_QD_GRANT_MAX)
+		return "OPEN_REPLY grants a queue depth over the 64 grants a connection holds";
 	if ((asked->flags & BLK_OPEN_WRITE) && (r->flags & BLK_EXPORT_READ_ONLY))
 		return "OPEN_REPLY accepts a write-open as read-only";
 	return NULL;
@@ -316,6 +318,8 @@ static int grant_slot(struct blk_session *s, struct queue *q, uint16_t cid, unsi
 	*tag = q->next_tag++;
 	int rc = rsec_grant(q->conn, q->region, (size_t)cid * s->slot_size, rsec_sealed_len(c->io.length),
 			    access | RSEC_GRANT_SEALED, 0, *tag, &c->grant_id);
+	if (rc == RSEC_E_LIMIT)
+		return -EAGAIN; /* the grant table is full until a revoked grant's window is invalidated: later */
 	if (rc < 0)
 		return after_failure(s, q, rc, "a grant");
 	c->has_grant = true;
@@ -392,6 +396,7 @@ static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16
 {
 	*d = (struct blk_done){ .cookie = q->cmd[cid].io.cookie, .error = error, .status = status, .queue = qi };
 	q->expect[cid].busy = false;
+	q->expect[cid].answered = false;
 	q->cmd[cid].resend = false;
 	q->inflight--;
 	(void)blk_cids_give(&q->free, cid);
@@ -444,11 +449,13 @@ static bool try_again(struct queue *q, uint16_t cid)
 	return true;
 }
 
-/* One valid completion: 1 if it produced *d, 0 if the command goes again. */
+/* One valid completion: 1 if it produced *d, 0 if the command waits for its data or goes again. Until
+ * it is sent again or finished, another completion for it is a violation (blk_cpl_violation). */
 static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, const struct blk_cpl *cpl,
 			struct blk_done *d)
 {
 	struct cmd_slot *c = &q->cmd[cpl->cid];
+	q->expect[cpl->cid].answered = true;
 	int error = blk_status_errno(cpl->status);
 	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ) {
 		c->claim_deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
@@ -545,6 +552,7 @@ static unsigned resend_queue(struct blk_session *s, unsigned qi, struct blk_done
 		if (rc == -EAGAIN)
 			break;
 		q->cmd[cid].resend = false;
+		q->expect[cid].answered = false; /* out again: its next completion is due */
 		q->resends--;
 		if (rc < 0)
 			finish(q, qi, (uint16_t)cid, EIO, BLK_S_TRANSFER, &d[n++]);

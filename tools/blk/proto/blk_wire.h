@@ -60,7 +60,10 @@ enum blk_status {
 
 /* Bounds every message is checked against. */
 #define BLK_NAME_MAX 64u          /* export name: 1..64 of [A-Za-z0-9._-] */
-#define BLK_QD_MAX 256u           /* commands in flight per queue pair */
+#define BLK_QD_MAX 256u           /* commands in flight per queue pair: what an OPEN may ask for */
+/* What a target grants at most: one live grant per command, and librdmasec holds 64 per connection
+ * (RSEC_MAX_GRANTS; rsec_grant and the peer's grant table refuse a 65th). */
+#define BLK_QD_GRANT_MAX 64u
 #define BLK_QUEUES_MAX 64u        /* queue pairs per session (RSEC_MAX_QPS) */
 #define BLK_BLOCK_MIN 512u
 #define BLK_BLOCK_MAX 4096u

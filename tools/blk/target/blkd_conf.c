@@ -28,11 +28,14 @@ static const struct key target_keys[] = {
 	{ "target", "device", KIND_STR, FIELD(device), 0, 0 },
 	{ "target", "audit_log", KIND_STR, FIELD(audit_log), 0, 0 },
 	{ "target", "metrics_file", KIND_STR, FIELD(metrics_file), 0, 0 },
-	{ "target", "queue_depth", KIND_U32, FIELD(queue_depth), 1, BLK_QD_MAX },
+	{ "target", "queue_depth", KIND_U32, FIELD(queue_depth), 1, BLK_QD_GRANT_MAX },
 	{ "target", "queues", KIND_U32, FIELD(queues), 1, BLK_QUEUES_MAX },
 	{ "target", "max_transfer", KIND_SIZE32, FIELD(max_transfer), BLK_BLOCK_MAX, BLK_TRANSFER_MAX },
 	{ "target", "max_inline", KIND_SIZE32, FIELD(max_inline), 0, BLK_INLINE_MAX },
 	{ "target", "max_sessions", KIND_U32, FIELD(max_sessions), 1, 4096 },
+	{ "target", "max_handshakes", KIND_U32, FIELD(max_handshakes), 1, 65536 },
+	{ "target", "max_handshakes_per_source", KIND_U32, FIELD(max_handshakes_per_source), 1, 65536 },
+	{ "target", "handshake_rate_per_source", KIND_U32, FIELD(handshake_rate_per_source), 1, 1000000 },
 	{ "target", "memory_limit", KIND_SIZE64, FIELD(memory_limit), 1u << 20, UINT64_C(1) << 40 },
 	{ "target", "open_timeout_ms", KIND_U32, FIELD(open_timeout_ms), 100, 600000 },
 	{ "target", "grant_timeout_ms", KIND_U32, FIELD(grant_timeout_ms), 100, 600000 },
@@ -207,6 +210,9 @@ static int add_id(char list[][BLKD_ID_LEN], unsigned *n, const char *what, const
 		return fail(err, errlen, "%s: an empty identity", what);
 	if (*n == BLKD_IDS_MAX)
 		return fail(err, errlen, "%s: '%s': at most %u identities", what, conf_quote(q, v), BLKD_IDS_MAX);
+	if (strlen(v) > BLKD_ID_MAX)
+		return fail(err, errlen, "%s: '%s' is %zu characters long, over %u (longer identities reach the target cut short)",
+			    what, conf_quote(q, v), strlen(v), BLKD_ID_MAX);
 	if (copy_str(list[*n], BLKD_ID_LEN, what, v, err, errlen) < 0)
 		return -1;
 	(*n)++;
@@ -285,6 +291,9 @@ struct blkd_conf *blkd_conf_new(void)
 	c->max_transfer = 1u << 20;
 	c->max_inline = 32u << 10;
 	c->max_sessions = 64;
+	c->max_handshakes = 256;
+	c->max_handshakes_per_source = 32;
+	c->handshake_rate_per_source = 100;
 	c->memory_limit = UINT64_C(1) << 30;
 	c->open_timeout_ms = 10000;
 	c->grant_timeout_ms = 5000;
@@ -426,6 +435,28 @@ int blkd_conf_parse_file(struct blkd_conf *c, const char *path, char *err, size_
 	int rc = blkd_conf_parse_string(c, text, err, errlen);
 	free(text);
 	return rc;
+}
+
+static unsigned lowest(unsigned a, unsigned b)
+{
+	return a < b ? a : b;
+}
+
+bool blkd_open_budget(const struct blkd_conf *c, unsigned asked_qd, unsigned asked_queues, size_t slot_len,
+		      uint64_t reserved, struct blkd_open_budget *out)
+{
+	unsigned qd = lowest(lowest(asked_qd, c->queue_depth), BLK_QD_GRANT_MAX);
+	unsigned queues = lowest(asked_queues, c->queues);
+	uint64_t per_queue = (uint64_t)slot_len * qd;
+	uint64_t left = reserved < c->memory_limit ? c->memory_limit - reserved : 0;
+	if (qd == 0 || per_queue == 0)
+		return false;
+	if (queues > left / per_queue)
+		queues = (unsigned)(left / per_queue);
+	if (queues == 0)
+		return false;
+	*out = (struct blkd_open_budget){ .queue_depth = qd, .queues = queues, .bytes = per_queue * queues };
+	return true;
 }
 
 int blkd_conf_check(const struct blkd_conf *c, char *err, size_t errlen)

@@ -17,6 +17,9 @@
 #define BLKD_EXPORTS_MAX 64u
 #define BLKD_IDS_MAX 32u     /* identities per list (rw, ro) of one export */
 #define BLKD_ID_LEN 256u     /* an identity (rsec_conn_peer), NUL included */
+/* The longest identity configured or served: librdmasec cuts a peer's identity at 255 characters, so
+ * one of 255 may be a longer one cut short, and could equal a configured identity it is not. */
+#define BLKD_ID_MAX (BLKD_ID_LEN - 2)
 #define BLKD_PATH_LEN 4096u
 #define BLKD_ANY_ID "*"      /* any authenticated identity */
 #define BLKD_STORE_THREADS_MAX 64u /* OFFLOAD_THREADS_MAX */
@@ -41,11 +44,14 @@ struct blkd_conf {
 	char device[64];
 	char audit_log[BLKD_PATH_LEN];
 	char metrics_file[BLKD_PATH_LEN];
-	uint32_t queue_depth;   /* per queue pair, the most granted */
+	uint32_t queue_depth;   /* per queue pair, the most granted: 1..BLK_QD_GRANT_MAX */
 	uint32_t queues;        /* queue pairs per session, the most granted */
 	uint32_t max_transfer;  /* bytes per command */
 	uint32_t max_inline;    /* in-capsule write bytes */
-	uint32_t max_sessions;  /* sessions at once, all exports (connections before OPEN included) */
+	uint32_t max_sessions;  /* authenticated sessions at once, all exports (those before OPEN included) */
+	/* Before TLS (rdmasec-server's admission, tools/server/admission.h): handshakes in progress at
+	 * once, all sources and per source, and new handshakes a second per source. */
+	uint32_t max_handshakes, max_handshakes_per_source, handshake_rate_per_source;
 	uint64_t memory_limit;  /* registered command buffers, all sessions */
 	uint32_t open_timeout_ms;  /* a connection without OPEN is closed after this */
 	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
@@ -77,6 +83,17 @@ int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size
 
 /* Cross-key checks once everything is in (credentials, at least one export, inline <= transfer). 0 or -1. */
 int blkd_conf_check(const struct blkd_conf *c, char *err, size_t errlen);
+
+/* What an OPEN is granted: its command buffers are reserved whole at OPEN (queue 0's and those of the
+ * queue pairs the client adds later), so that sessions together never pass memory_limit. */
+struct blkd_open_budget {
+	uint32_t queue_depth; /* min(asked, queue_depth, BLK_QD_GRANT_MAX) */
+	uint32_t queues;      /* min(asked, queues), fewer if memory_limit leaves room for fewer */
+	uint64_t bytes;       /* slot_len * queue_depth * queues: to reserve until the session is freed */
+};
+/* reserved: what the open sessions hold. false (out untouched) if not even one queue fits. */
+bool blkd_open_budget(const struct blkd_conf *c, unsigned asked_qd, unsigned asked_queues, size_t slot_len,
+		      uint64_t reserved, struct blkd_open_budget *out);
 
 /* A byte count with an optional K, M, G or T (binary) suffix, in [min, max]. */
 bool blkd_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);

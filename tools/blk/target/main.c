@@ -35,7 +35,7 @@ static void usage(FILE *f)
 		"      --audit FILE            append JSON-lines audit records to FILE (created 0600)\n"
 		"      --metrics FILE          per-export counters in Prometheus text format, rewritten\n"
 		"                              atomically at most once a second after a change\n"
-		"      --queue-depth N         commands in flight per queue pair, at most (default 32, 1..256)\n"
+		"      --queue-depth N         commands in flight per queue pair, at most (default 32, 1..64)\n"
 		"      --queues N              queue pairs per session, at most (default 4, 1..64)\n"
 		"      --max-transfer BYTES    bytes per command (default 1M, a multiple of 4K up to 8M)\n"
 		"      --max-inline BYTES      in-capsule write bytes (default 32K, a multiple of 4K up to 60K)\n"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,26 +16,58 @@ static uint16_t status_of(int err)
 	return err == ENOSPC || err == EDQUOT || err == EFBIG ? BLK_S_NO_SPACE : BLK_S_IO;
 }
 
+/* The directory entry of a file we created, on stable storage: without it a crash may lose the file. */
+static int sync_parent(const char *path, char *err, size_t errlen)
+{
+	char copy[BLKD_PATH_LEN];
+	snprintf(copy, sizeof(copy), "%s", path);
+	const char *dir = dirname(copy);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = fd >= 0 ? fsync(fd) : -1;
+	if (rc != 0)
+		snprintf(err, errlen, "cannot sync directory '%s': %s", dir, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* A new file at its size, and its name, on stable storage before anyone writes to it. */
+static int create_file(struct store *s, const struct blkd_export_conf *x, int flags, char *err, size_t errlen)
+{
+	s->fd = open(x->path, flags | O_CREAT | O_EXCL, 0600);
+	if (s->fd < 0)
+		return 0; /* the caller reports it */
+	if (ftruncate(s->fd, (off_t)x->size) != 0 || fsync(s->fd) != 0) {
+		snprintf(err, errlen, "cannot size '%s' to %llu bytes: %s", x->path, (unsigned long long)x->size,
+			 strerror(errno));
+		return -1;
+	}
+	return sync_parent(x->path, err, errlen);
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int open_fds(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen)
 {
 	int flags = (x->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW;
 	s->fd = open(x->path, flags);
-	if (s->fd < 0 && errno == ENOENT && !x->read_only && x->size) {
-		s->fd = open(x->path, flags | O_CREAT | O_EXCL, 0600);
-		if (s->fd >= 0 && ftruncate(s->fd, (off_t)x->size) != 0) {
-			snprintf(err, errlen, "cannot size '%s' to %llu bytes: %s", x->path, (unsigned long long)x->size,
-				 strerror(errno));
-			close(s->fd);
-			s->fd = -1;
-			return -1;
-		}
-	}
+	if (s->fd < 0 && errno == ENOENT && !x->read_only && x->size && create_file(s, x, flags, err, errlen) < 0)
+		return -1;
 	if (s->fd < 0) {
 		snprintf(err, errlen, "cannot open '%s': %s", x->path, strerror(errno));
 		return -1;
 	}
 	/* tmpfs and some others refuse O_DIRECT: buffered I/O then, still fdatasync'd on FLUSH. */
 	s->fd_direct = x->direct ? open(x->path, flags | O_DIRECT) : -1;
+	/* Both must be the same inode: the path may have been replaced in between. */
+	if (s->fd_direct >= 0 && !same_file(s->fd, s->fd_direct)) {
+		snprintf(err, errlen, "'%s' was replaced while it was being opened", x->path);
+		return -1;
+	}
 	return 0;
 }
 
@@ -60,7 +93,7 @@ static int store_size(struct store *s, const struct blkd_export_conf *x, char *e
 	}
 	/* A regular file grows to the size asked for (sparse); a device must hold it. */
 	if (x->size && have < x->size && !s->is_device && !x->read_only) {
-		if (ftruncate(s->fd, (off_t)x->size) != 0) {
+		if (ftruncate(s->fd, (off_t)x->size) != 0 || fsync(s->fd) != 0) {
 			snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s", x->path,
 				 (unsigned long long)x->size, strerror(errno));
 			return -1;
@@ -80,6 +113,7 @@ int store_open(struct store *s, const struct blkd_export_conf *x, char *err, siz
 {
 	s->fd = s->fd_direct = -1;
 	atomic_init(&s->direct_refused, false);
+	atomic_init(&s->sync_failed, false);
 	s->is_device = false;
 	if (open_fds(s, x, err, errlen) < 0 || store_size(s, x, err, errlen) < 0) {
 		store_close(s);
@@ -153,12 +187,23 @@ uint16_t store_write(struct store *s, const void *buf, size_t len, uint64_t off,
 	return fua ? store_flush(s) : BLK_S_OK;
 }
 
+/*
+ * Linux reports a failed writeback once, and may drop the dirty pages it
+ * failed to write: a later fdatasync can succeed with writes lost. So once
+ * one failed, no FLUSH or FUA write of this store succeeds again (until the
+ * export is opened anew, by a restart).
+ */
 uint16_t store_flush(struct store *s)
 {
-	/* One inode behind both descriptors: this reaches what either wrote. */
+	if (atomic_load(&s->sync_failed))
+		return BLK_S_IO;
+	/* One inode behind both descriptors (open_fds checks): this reaches what either wrote. */
 	while (fdatasync(s->fd) != 0) {
-		if (errno != EINTR)
-			return status_of(errno);
+		if (errno != EINTR) {
+			uint16_t st = status_of(errno);
+			atomic_store(&s->sync_failed, true);
+			return st;
+		}
 	}
 	return BLK_S_OK;
 }

@@ -19,11 +19,13 @@ struct store {
 	int fd;          /* buffered (or the only one) */
 	int fd_direct;   /* O_DIRECT, -1 if the store refused it at open */
 	atomic_bool direct_refused; /* a transfer it refused: the page cache from then on (fd_direct stays open) */
+	atomic_bool sync_failed;    /* an fdatasync failed: every later FLUSH and FUA write fails (store_flush) */
 	uint64_t size;
 	bool is_device;
 };
 
-/* Open (or create) x's backing store; its size is x->size or the store's own. 0, or -1 with err set. */
+/* Open (or create: then the file and its directory are synced) x's backing store; its size is
+ * x->size or the store's own. One inode behind both descriptors, or it refuses. 0, or -1 with err set. */
 int store_open(struct store *s, const struct blkd_export_conf *x, char *err, size_t errlen);
 void store_close(struct store *s);
 

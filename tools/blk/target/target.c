@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admission.h"
 #include "audit.h"
 #include "blk_wire.h"
 #include "clock.h"
@@ -47,6 +48,7 @@
 #define METRICS_INTERVAL_MS 1000
 #define PAGE 4096u
 #define STORE_JOBS_MAX 1024 /* store I/O queued or running, all sessions: beyond, commands wait their turn */
+#define WAIT_BACKOFF_MAX_MS 64 /* the longest a turn sleeps while commands wait on the library, with no event */
 
 /* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. */
 enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
@@ -93,6 +95,8 @@ struct session {
 	struct export *x;
 	char peer[256], addr[64];
 	bool established, opened, read_only, write_asked;
+	bool handshaking;       /* admitted before TLS: counted in n_handshaking and the admission table */
+	bool counted;           /* authenticated: counted in n_sessions (max_sessions) */
 	bool dead;              /* to be freed at the end of the turn */
 	bool kick;              /* its fd fired: step it this turn */
 	uint64_t deadline_ms;   /* before OPEN: its deadline; after a refusal: when to close */
@@ -102,6 +106,7 @@ struct session {
 	char key[32];           /* its fairness key in the pool */
 	struct blk_limits lim;
 	size_t slot_len;
+	uint64_t mem_reserved;  /* its share of memory_limit, taken whole at OPEN */
 	unsigned queues_granted, nq;
 	struct queue *q[BLK_QUEUES_MAX];
 	struct session *prev, *next;
@@ -117,13 +122,17 @@ struct target {
 	struct export *exports;
 	unsigned n_exports;
 	struct session *sessions;
-	unsigned n_sessions;
+	unsigned n_sessions;    /* authenticated: max_sessions */
+	unsigned n_handshaking; /* before TLS: max_handshakes */
+	struct admission *admission; /* before TLS, per source: max_handshakes_per_source and its rate */
 	uint64_t next_session;
-	uint64_t mem_used;
+	uint64_t mem_reserved; /* command buffers of every open session, reserved at OPEN: <= memory_limit */
 	struct target_counters n;
 	bool metrics_dirty;
 	uint64_t metrics_last_ms;
 	uint64_t last_sweep_ms; /* every session is stepped once per TICK_MS: deadlines */
+	unsigned quiet_turns;   /* turns in a row with no event and no command moving: how long the next may sleep */
+	uint64_t moves;         /* command state changes, ever: a turn that changed none was quiet */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
 	size_t msg_cap;
@@ -143,14 +152,13 @@ static struct audit_who who(const struct session *s)
 /* ---- session teardown ---- */
 
 /* The command slots go (after the operations in flight over them, which closing ends). */
-static void queue_free_slots(struct target *t, struct queue *q)
+static void queue_free_slots(struct queue *q)
 {
 	if (!q->region)
 		return;
 	rsec_region_free(q->region);
 	q->region = NULL;
 	q->mem = NULL;
-	t->mem_used -= q->mem_len;
 	q->mem_len = 0;
 }
 
@@ -160,7 +168,7 @@ static void queue_free(struct target *t, struct queue *q)
 	if (q->watched && epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL) != 0)
 		blkd_log("warn", "epoll", "session=%llu queue=%u error=\"%s\"", (unsigned long long)q->s->id, q->index,
 			 strerror(errno));
-	queue_free_slots(t, q);
+	queue_free_slots(q);
 	rsec_conn_free(q->conn);
 	free(q);
 }
@@ -172,7 +180,7 @@ static void session_release(struct session *s)
 {
 	/* Regions first: closing tears the protection domains down, which a live registration would keep. */
 	for (unsigned i = 0; i < s->nq; i++)
-		queue_free_slots(s->t, s->q[i]);
+		queue_free_slots(s->q[i]);
 	if (rsec_conn_state(s->q[0]->conn) != RSEC_CONN_CLOSED)
 		(void)rsec_conn_close(s->q[0]->conn, s->why); /* it may fail only for a connection gone already */
 }
@@ -232,8 +240,29 @@ static void violation(struct session *s, unsigned queue, const char *fmt, ...)
 	session_close(s, why);
 }
 
+/* Its share of memory_limit goes back: its slots are gone, or never came. */
+static void session_unreserve(struct session *s)
+{
+	s->t->mem_reserved -= s->mem_reserved;
+	s->mem_reserved = 0;
+}
+
+/* Its TLS handshake ended (authenticated, failed or cut): its place before TLS goes back. */
+static void session_handshake_done(struct session *s)
+{
+	if (!s->handshaking)
+		return;
+	s->handshaking = false;
+	s->t->n_handshaking--;
+	(void)admission_release(s->t->admission, s->addr);
+}
+
 static void session_free(struct target *t, struct session *s)
 {
+	session_unreserve(s);
+	session_handshake_done(s);
+	if (s->counted)
+		t->n_sessions--;
 	for (unsigned i = s->nq; i-- > 1;)
 		queue_free(t, s->q[i]);
 	queue_free(t, s->q[0]);
@@ -243,7 +272,6 @@ static void session_free(struct target *t, struct session *s)
 		t->sessions = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
-	t->n_sessions--;
 	free(s);
 }
 
@@ -283,7 +311,6 @@ static int queue_alloc_slots(struct session *s, struct queue *q)
 	}
 	q->mem = rsec_region_addr(q->region);
 	q->mem_len = len;
-	s->t->mem_used += len;
 	return 0;
 }
 
@@ -295,6 +322,7 @@ static void set_state(struct queue *q, struct cmd *c, enum cmd_state to)
 	q->cpl_waits = q->cpl_waits + (to == CMD_CPL) - (c->state == CMD_CPL);
 	q->store_waits = q->store_waits + (to == CMD_STORE) - (c->state == CMD_STORE);
 	c->state = to;
+	q->s->t->moves++;
 }
 
 static uint8_t *slot(const struct queue *q, uint16_t cid)
@@ -419,9 +447,11 @@ static void cmd_store(struct queue *q, struct cmd *c)
 	q->s->jobs++;
 }
 
+/* A transfer that waits on the library (its sealed-write table, the send queue): retried until its deadline. */
 static void cmd_seal_and_post(struct queue *q, struct cmd *c)
 {
 	set_state(q, c, CMD_SEAL);
+	c->deadline_ms = now_ms() + q->s->t->conf->grant_timeout_ms;
 	cmd_seal(q, c);
 	if (c->state == CMD_POST)
 		cmd_post(q, c);
@@ -565,39 +595,47 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 	s->deadline_ms = now_ms() + REFUSAL_LINGER_MS;
 }
 
-/* What the session may do: its queue depth and queues within the configuration and the memory limit. */
-static uint16_t open_size(struct session *s, const struct blk_open *m)
+/*
+ * What the session may do: its queue depth and queues within the configuration, the grant table and
+ * memory_limit. The command buffers of every queue granted are reserved now, those of the queue pairs
+ * the client adds later included; a refusal or the session's end gives them back.
+ */
+static uint16_t open_size(struct session *s, const struct blk_open *m, const char **why)
 {
 	const struct blkd_conf *conf = s->t->conf;
+	struct blkd_open_budget b;
 	s->slot_len = (rsec_sealed_len(conf->max_transfer) + PAGE - 1) / PAGE * PAGE;
-	unsigned qd = m->queue_depth < conf->queue_depth ? m->queue_depth : conf->queue_depth;
-	unsigned queues = m->queues < conf->queues ? m->queues : conf->queues;
-	uint64_t per_queue = (uint64_t)s->slot_len * qd;
-	while (queues > 0 && s->t->mem_used + per_queue * queues > conf->memory_limit)
-		queues--;
-	if (queues == 0)
+	if (!blkd_open_budget(conf, m->queue_depth, m->queues, s->slot_len, s->t->mem_reserved, &b)) {
+		*why = "memory_limit reached";
 		return BLK_S_LIMIT;
+	}
 	s->lim = (struct blk_limits){ .size = s->x->store.size, .block_size = s->x->conf->block_size,
 				      .max_transfer = conf->max_transfer, .max_inline = conf->max_inline,
-				      .queue_depth = (uint16_t)qd };
-	s->queues_granted = queues;
+				      .queue_depth = (uint16_t)b.queue_depth };
+	s->queues_granted = b.queues;
+	s->mem_reserved = b.bytes;
+	s->t->mem_reserved += b.bytes;
 	return BLK_S_OK;
 }
 
-static uint16_t open_access(struct session *s, const struct blk_open *m)
+static uint16_t open_access(struct session *s, const struct blk_open *m, const char **why)
 {
 	const struct blkd_export_conf *x = s->x->conf;
 	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
 	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
-	if (!may_read)
+	if (!may_read) {
+		*why = "identity not allowed on this export";
 		return BLK_S_DENIED;
+	}
 	if ((m->flags & BLK_OPEN_WRITE) && !may_write)
 		return BLK_S_READ_ONLY;
 	unsigned open_now = 0;
 	for (struct session *o = s->t->sessions; o; o = o->next)
 		open_now += o->opened && !o->dead && o->x == s->x;
-	if (open_now >= x->max_sessions)
+	if (open_now >= x->max_sessions) {
+		*why = "the export's max_sessions reached";
 		return BLK_S_LIMIT;
+	}
 	s->read_only = !may_write;
 	return BLK_S_OK;
 }
@@ -620,13 +658,17 @@ static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 		refuse_open(s, &m, BLK_S_NO_EXPORT, "no such export");
 		return;
 	}
-	uint16_t st = open_access(s, &m);
+	const char *refusal = NULL;
+	uint16_t st = open_access(s, &m, &refusal);
 	if (st == BLK_S_OK)
-		st = open_size(s, &m);
-	if (st == BLK_S_OK && queue_alloc_slots(s, s->q[0]) < 0)
+		st = open_size(s, &m, &refusal);
+	if (st == BLK_S_OK && queue_alloc_slots(s, s->q[0]) < 0) {
 		st = BLK_S_LIMIT;
+		refusal = "cannot register the command buffers";
+	}
 	if (st != BLK_S_OK) {
-		refuse_open(s, &m, st, st == BLK_S_DENIED ? "identity not allowed on this export" : NULL);
+		session_unreserve(s);
+		refuse_open(s, &m, st, refusal);
 		return;
 	}
 	struct blk_open_reply r = {
@@ -699,11 +741,16 @@ static void queue_retry(struct queue *q, uint64_t now)
 		case CMD_GRANT: cmd_try_grant(q, c, now); break;
 		case CMD_STORE_WAIT: cmd_store(q, c); break;
 		case CMD_SEAL:
-			cmd_seal(q, c);
+		case CMD_POST:
+			if (now >= c->deadline_ms) {
+				complete(q, c, BLK_S_TRANSFER);
+				break;
+			}
+			if (c->state == CMD_SEAL)
+				cmd_seal(q, c);
 			if (c->state == CMD_POST)
 				cmd_post(q, c);
 			break;
-		case CMD_POST: cmd_post(q, c); break;
 		case CMD_CPL: try_send_cpl(q, c); break;
 		default: break;
 		}
@@ -770,9 +817,25 @@ static void session_add_queues(struct session *s)
 static void session_established(struct session *s)
 {
 	struct rsec_conn *c = s->q[0]->conn;
+	const char *peer = rsec_conn_peer(c);
+	session_handshake_done(s);
+	if (s->t->n_sessions >= s->t->conf->max_sessions) {
+		blkd_log("warn", "refused", "session=%llu peer=\"%s\" reason=\"max_sessions reached\" sessions=%u",
+			 (unsigned long long)s->id, strlen(peer) > BLKD_ID_MAX ? "" : peer, s->t->n_sessions);
+		session_close(s, "max_sessions reached");
+		return;
+	}
+	s->counted = true;
+	s->t->n_sessions++;
+	if (strlen(peer) > BLKD_ID_MAX) {
+		/* Perhaps cut short by librdmasec: it could equal an identity of the configuration it is not. */
+		blkd_log("warn", "refused", "session=%llu reason=\"identity over %u characters\"",
+			 (unsigned long long)s->id, BLKD_ID_MAX);
+		session_close(s, "identity too long");
+		return;
+	}
 	s->established = true;
-	snprintf(s->peer, sizeof(s->peer), "%s", rsec_conn_peer(c));
-	snprintf(s->addr, sizeof(s->addr), "%s", rsec_conn_peer_addr(c));
+	memcpy(s->peer, peer, strlen(peer) + 1);
 	s->deadline_ms = now_ms() + s->t->conf->open_timeout_ms;
 	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
 		 s->addr);
@@ -790,6 +853,8 @@ static void session_step(struct session *s, uint64_t now)
 	}
 	if (!s->established)
 		session_established(s);
+	if (s->dead)
+		return;
 	if (s->refused || !s->opened) {
 		if (now >= s->deadline_ms) {
 			session_close(s, s->refused ? "OPEN refused" : "no OPEN in time");
@@ -823,6 +888,17 @@ static bool session_pending(const struct session *s)
 
 /* ---- accepting ---- */
 
+/* A connection before TLS: within max_handshakes, and its source's share and rate (counted if admitted). */
+static bool admit(struct target *t, struct rsec_conn *c)
+{
+	const char *addr = rsec_conn_peer_addr(c), *why = "max_handshakes reached";
+	if (t->n_handshaking < t->conf->max_handshakes &&
+	    admission_try(t->admission, addr, now_ms(), &why) == ADMISSION_ADMIT)
+		return true;
+	blkd_log("warn", "refused", "addr=%s reason=\"%s\" handshaking=%u", addr, why, t->n_handshaking);
+	return false;
+}
+
 static void accept_some(struct target *t)
 {
 	for (unsigned i = 0; i < ACCEPTS_PER_TURN; i++) {
@@ -836,8 +912,7 @@ static void accept_some(struct target *t)
 		}
 		t->n.connections++;
 		t->metrics_dirty = true;
-		if (t->n_sessions >= t->conf->max_sessions) {
-			blkd_log("warn", "refused", "reason=\"max_sessions reached\" sessions=%u", t->n_sessions);
+		if (!admit(t, c)) {
 			rsec_conn_free(c);
 			continue;
 		}
@@ -850,6 +925,9 @@ static void accept_some(struct target *t)
 		}
 		s->t = t;
 		s->id = ++t->next_session;
+		snprintf(s->addr, sizeof(s->addr), "%s", rsec_conn_peer_addr(c));
+		s->handshaking = true;
+		t->n_handshaking++;
 		snprintf(s->key, sizeof(s->key), "session-%llu", (unsigned long long)s->id);
 		s->q[0] = q;
 		s->nq = 1;
@@ -857,7 +935,6 @@ static void accept_some(struct target *t)
 		if (t->sessions)
 			t->sessions->prev = s;
 		t->sessions = s;
-		t->n_sessions++;
 		if (queue_watch(t, q) < 0) {
 			session_close(s, "cannot watch the connection");
 			continue;
@@ -978,9 +1055,16 @@ static void drain_signals(struct target *t)
 	}
 }
 
+/*
+ * How long the next turn may sleep. What commands wait for (a grant's descriptor, credits, the seal
+ * budget, the device) wakes the connection's fd; a wake-up the library took in passing does not, so
+ * a session with waiting commands is stepped again soon: after 1 ms, then twice as long each quiet
+ * turn (no event, no command moved), up to WAIT_BACKOFF_MAX_MS, never a spin. Store I/O wakes the
+ * pool's eventfd.
+ */
 static int loop_timeout(const struct target *t)
 {
-	int timeout = TICK_MS;
+	bool waits = false;
 	for (const struct session *s = t->sessions; s; s = s->next) {
 		if (!s->opened)
 			continue;
@@ -988,16 +1072,14 @@ static int loop_timeout(const struct target *t)
 			const struct queue *q = s->q[i];
 			if (q->more)
 				return 0;
-			/* Credits, the seal budget or the device: soon. A grant's descriptor wakes the
-			 * control channel's fd; this only bounds a wake-up the library took in passing.
-			 * Store I/O wakes the pool's eventfd. */
-			if (q->busy > q->grant_waits + q->store_waits)
-				timeout = 1;
-			else if (q->grant_waits && timeout > 5)
-				timeout = 5;
+			waits = waits || q->busy > q->store_waits;
 		}
 	}
-	return timeout;
+	if (!waits)
+		return TICK_MS;
+	unsigned shift = t->quiet_turns < 6 ? t->quiet_turns : 6;
+	int backoff = 1 << shift;
+	return backoff < WAIT_BACKOFF_MAX_MS ? backoff : WAIT_BACKOFF_MAX_MS;
 }
 
 /* Store I/O that is back. At most STORE_JOBS_MAX of it exists: bounded. */
@@ -1026,7 +1108,7 @@ static void turn(struct target *t)
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), moves = t->moves;
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
@@ -1040,6 +1122,8 @@ static void turn(struct target *t)
 		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
+	bool quiet = n <= 0 && t->moves == moves;
+	t->quiet_turns = quiet ? t->quiet_turns + (t->quiet_turns < 16) : 0;
 	write_metrics(t, now, false);
 }
 
@@ -1053,7 +1137,12 @@ int target_run(const struct blkd_conf *conf)
 		blkd_log("error", "audit", "path=\"%s\" error=\"%s\"", conf->audit_log, strerror(errno));
 		goto out;
 	}
-	if (!t.msg || open_exports(&t) < 0 || open_context(&t) < 0)
+	struct admission_limits adm = { .max_per_source = conf->max_handshakes_per_source,
+					.rate_per_sec = conf->handshake_rate_per_source,
+					.burst = conf->handshake_rate_per_source,
+					.max_sources = ADMISSION_SOURCES_MIN };
+	t.admission = admission_new(&adm);
+	if (!t.msg || !t.admission || open_exports(&t) < 0 || open_context(&t) < 0)
 		goto out;
 	/* Store I/O is on every command's path: the workers keep the loop's priority. */
 	t.pool = offload_new_nice(conf->store_threads, STORE_JOBS_MAX, 0);
@@ -1081,6 +1170,7 @@ int target_run(const struct blkd_conf *conf)
 out:
 	if (t.pool)
 		offload_free(t.pool);
+	admission_free(t.admission);
 	if (t.listener)
 		rsec_listener_free(t.listener);
 	if (t.ctx)
