@@ -124,6 +124,16 @@ for kind in qp-error inject; do
 	r0=$(rebuilds)
 	sleep 3
 done
+# The run the attacks hit must end, and a second one must have run: on a
+# loaded machine one verify run outlasts both attacks.
+runs_now() { grep -c '^run [0-9]*=' "$work/loop.out"; }
+k=$(runs_now)
+for _ in $(seq 1 300); do
+	n=$(runs_now)
+	[ "$n" -gt "$k" ] && [ "$n" -ge 2 ] && break
+	kill -0 $vpid 2>/dev/null || break
+	sleep 0.5
+done
 touch "$work/stop"
 wait $vpid
 
