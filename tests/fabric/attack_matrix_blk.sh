@@ -48,10 +48,10 @@ for a, hit in hits.items():
 e = cells["spoof-request"]["evidence"]
 m = re.search(r"^\[h1\] LBA \d+ sha ([0-9a-f]{8}) \(was ([0-9a-f]{8})\)", e)
 assert m and m.group(1) == m.group(2), e
-assert re.search(r"0 x h2's text \(4 KiB at \d+\), 0 x 'lba [0-9a-f]{11}' h1 returned \(h2 got [1-9]",
+assert re.search(r"^capture: 0 x h2's text, 0 x 'lba [0-9a-f]{11}' \(h2 read it: [1-9]\d* x\)",
                  cells["sniff"]["evidence"]), cells["sniff"]
 assert cells["sniff"]["outcome"] == "blocked", cells["sniff"]
-assert cells["exhaust"]["outcome"] == "blocked" and "legit bench --verify rc 0" in cells["exhaust"]["evidence"], cells["exhaust"]
+assert cells["exhaust"]["outcome"] == "blocked" and "legit verify run rc 0" in cells["exhaust"]["evidence"], cells["exhaust"]
 assert cells["cm-disconnect"]["outcome"] == "blocked" and "20 forged DREQs" in cells["cm-disconnect"]["evidence"], cells["cm-disconnect"]
 for a in ("mem-access", "cnp", "cm-disconnect-exhaust"):
     assert cells[a]["outcome"] == "not-applicable", cells[a]

@@ -28,14 +28,14 @@ _blk_start() {
 	return 1
 }
 
-# _blk_end: tells the client the attack is over and waits (at most 45 s)
+# _blk_end: tells the client the attack is over and waits (at most 90 s)
 # for the run it is in to end; then BLK_EV is "[h1] <untouched blocks>;
 # [h2] <runs>", BLK_CLEAN is 1 when no block changed and no run found wrong
 # data, and BLK_WENT_ON is 1 when no run failed and one ended after the attack.
 _blk_end() {
 	local u
 	victim_attack_done
-	victim_wait 45
+	victim_wait 90
 	BLK_CLEAN=1
 	u=$(blk_untouched) && u="$u =pattern" || { u="$u CHANGED"; BLK_CLEAN=0; }
 	blk_runs
@@ -96,7 +96,7 @@ _blk_wait_hit() {
 # Each verify run is a session of its own: a sweep aimed at one that ended
 # meanwhile hits nothing, so another round. Sets BLK_WHAT (what was sent).
 _blk_rounds() {
-	local r q p t0=$SECONDS dev=$1 comm=$2 dst=$3 src=$4
+	local r q p ap t0=$SECONDS dev=$1 comm=$2 dst=$3 src=$4
 	shift 4
 	BLK_WHAT='nothing sent: no session seen'
 	for r in 1 2 3 4 5 6; do
@@ -109,7 +109,12 @@ _blk_rounds() {
 		done
 		[ -n "$q" ] || continue
 		timeout 30 fabric on 3 "$@" --dst "$dst" --src "$src" --qpn "$(printf '0x%x' "$q")" \
-			--psn-sweep "$p:20000" --iface fab3 --sport 4242 --json >"$CELL/attack.json" 2>>"$CELL/attack.err"
+			--psn-sweep "$p:20000" --iface fab3 --sport 4242 --json >"$CELL/attack.json" 2>>"$CELL/attack.err" &
+		ap=$!
+		# Stopped at the hit: the session in flight then ends after the attack, its verify run the evidence.
+		while kill -0 $ap 2>/dev/null && ! _blk_wait_hit 1; do :; done
+		kill $ap 2>/dev/null
+		wait $ap
 		echo "round $r: $2 exit $? ($dev qpn $q psn $p) at $SECONDS s" >&2
 		BLK_WHAT="$r round(s) of 20000 PSNs from the expected one, last at $dev QP $(printf '0x%x' "$q")"
 		_blk_wait_hit 3 && return 0
@@ -187,26 +192,36 @@ _blk_mem_access() {
 }
 
 # exhaust (A4): 64 TCP connections from host 3 that never start TLS, held
-# while the client (host 2) runs one verify session.
+# (up to 60 s) while the client (host 2) runs one more verify session; the
+# attacker is stopped then (it writes no JSON when stopped: its "holding N
+# connections" line counts them).
 _blk_exhaust() {
-	local before held ev rc
+	local before held ev rc n q
 	_blk_start exhaust 60 || return
-	sleep 0.5
 	before=$(_exh_qps)
-	_exh_attack --proto rdmasec --connections 64 --no-probe --hold 10
+	_exh_attack --proto rdmasec --connections 64 --no-probe --hold 60
 	_exh_wait "$CELL/atk.err" holding
 	held=$(_exh_qps)
+	kill -0 "$EXH_PID" 2>/dev/null && ev=held || ev="not held"
 	timeout 30 fabric on 2 "$BIN/blk/cli/rdmasec-blk" bench --server "$VICTIM_SERVER_IP" --certs "$VICTIM_PKI" \
 		--export disk --source "$VICTIM_CLIENT_IP" -t 10000 --rw randwrite --bs 4k --iodepth 2 --size 256K --verify \
 		--seed 99 --json >"$CELL/legit.json" 2>"$CELL/legit.err"
 	rc=$?
-	kill -0 "$EXH_PID" 2>/dev/null && ev="held meanwhile" || ev="no longer held"
+	kill -0 "$EXH_PID" 2>/dev/null || ev="not held"
+	kill "$EXH_PID" 2>/dev/null
 	wait "$EXH_PID"
 	_blk_end
-	ev="$(_exh_field "$CELL/atk.json" connected) TLS-less connections from h3, $ev: rxe1 QPs $before->$held; legit bench --verify rc $rc"
-	if [ "$(_exh_field "$CELL/atk.json" connected)" = 64 ] && [ "$held" = "$before" ] && [ $rc = 0 ]; then
+	n=$(sed -n 's/.*holding \([0-9]*\) connections.*/\1/p' "$CELL/atk.err")
+	q=$(sed -n 's/.* \([0-9]*\) answered with a QP.*/\1/p' "$CELL/atk.err")
+	# rxe1's QP count moves with the client's own sessions: the attacker's count of QPs its connections got decides.
+	echo "exhaust: rxe1 QPs $before before, $held while held (the client's sessions included)" >&2
+	if [ "${n:-0}" = 64 ] && [ "$ev" = held ] && [ "$q" = 0 ] && [ $rc = 0 ]; then
+		ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit verify run rc $rc"
 		matrix_result exhaust rdmasec-blk blocked "no RDMA resources before TLS auth and OPEN; the held connections do not stop a legitimate session" "$BLK_EV; $ev"
-	elif [ $rc != 0 ] && [ "$(_exh_field "$CELL/atk.json" connected)" -ge 1 ] 2>/dev/null; then
+		return
+	fi
+	ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit verify run rc $rc"
+	if [ $rc != 0 ] && [ "${n:-0}" -ge 1 ]; then
 		matrix_result exhaust rdmasec-blk succeeded "" "$ev ($(head -c 80 "$CELL/legit.err")); $BLK_EV"
 	else
 		matrix_result exhaust rdmasec-blk error "" "$ev; $(tail -n 1 "$CELL/atk.err")"
@@ -235,9 +250,9 @@ _blk_cm_disconnect() {
 	if grep -q '"learned":true' "$CELL/learn.json"; then
 		matrix_result cm-disconnect rdmasec-blk error "" "the attacker saw an rdma_cm REQ/REP: $(head -c 120 "$CELL/learn.json")"
 	elif [ "$BLK_CLEAN" = 1 ] && [ -z "$hit" ] && [ "$BLK_WENT_ON" = 1 ] &&
-		grep -q '"sent":20,"ok":true' "$CELL/blind.json" && ! grep -q 'event=close' "$VICTIM_SERVER_LOG"; then
+		grep -q '"sent":20,"ok":true' "$CELL/blind.json" && ! grep 'event=close' "$VICTIM_SERVER_LOG" | grep -vq 'client done'; then
 		matrix_result cm-disconnect rdmasec-blk blocked "no rdma_cm; a session ends only over its authenticated TLS channel" \
-			"$BLK_EV; ${n:-0} CM messages seen; 20 forged DREQs to h1 QP ${WIRE_QPN:-none}; no early close"
+			"$BLK_EV; ${n:-0} CM messages seen; 20 forged DREQs to h1 QP ${WIRE_QPN:-none}; every session ended 'client done'"
 	else
 		_blk_verdict cm-disconnect "$hit" "" "forged DREQs disturbed the session (audited)" "20 forged DREQs"
 	fi
@@ -291,7 +306,7 @@ PY
 	elif [ "$got" -gt 0 ] && [ -s "$CELL/blocks.pcap" ] && [ "$wrc" = 0 ]; then
 		matrix_result sniff rdmasec-blk blocked \
 			"TLS 1.3 carries every parameter; capsules and completions are sealed messages, the blocks sealed in their grants: the visible QPN/PSN only allow forgeries the AEAD rejects (see inject, spoof-request)" \
-			"$BLK_EV; capture of $(stat -c %s "$CELL/blocks.pcap") bytes: 0 x h2's text (4 KiB at $w), 0 x '$pat' h1 returned (h2 got $got); $ev"
+			"capture: 0 x h2's text, 0 x '$pat' (h2 read it: $got x); $BLK_EV; $ev"
 	else
 		matrix_result sniff rdmasec-blk error "" "the write or the read did not happen (write: $(head -c 60 "$CELL/write.err"), read: $got pattern lines); $ev"
 	fi
