@@ -31,17 +31,23 @@ static const char *const known_attacks[] = { "inject",        "impersonate",    
 					     "exhaust",       "cm-disconnect",  "sniff",    "spoof-request",
 					     "spoof-response", "cnp",           "cm-disconnect-exhaust" };
 static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", "rping",
-					     "ucmatose", "naive",   "rdmasec",  "nvmf" };
+					     "ucmatose", "naive",   "rdmasec",  "nvmf",
+					     "rdmasec-blk" };
 #define N_KNOWN(a) (sizeof(a) / sizeof((a)[0]))
 /* The kernel's NVMe-oF victim needs minutes per cell on the emulated fabric
  * (module set-up, nvme connect, the host's error recovery): its cells get at
  * least this long whatever --cell-timeout says (run.sh applies the same floor). */
 #define NVMF_CELL_TIMEOUT_MIN 300u
+/* rdmasec-blk's cells start a target and a client loop and run up to four
+ * rounds of an attack: at least this long (run.sh applies the same floor). */
+#define BLK_CELL_TIMEOUT_MIN 240u
 
 static uint32_t victim_cell_timeout(const char *victim, uint32_t cell_timeout)
 {
 	if (strcmp(victim, "nvmf") == 0 && cell_timeout < NVMF_CELL_TIMEOUT_MIN)
 		return NVMF_CELL_TIMEOUT_MIN;
+	if (strcmp(victim, "rdmasec-blk") == 0 && cell_timeout < BLK_CELL_TIMEOUT_MIN)
+		return BLK_CELL_TIMEOUT_MIN;
 	return cell_timeout;
 }
 
@@ -57,11 +63,13 @@ static void usage(FILE *f)
 		"                      spoof-request spoof-response cnp cm-disconnect-exhaust\n"
 		"  --victims X,Y       victims (default all): pingpong send_bw write_bw rping ucmatose\n"
 		"                      naive rdmasec nvmf (the kernel's NVMe over Fabrics)\n"
+		"                      rdmasec-blk (rdmasec-blkd and its client)\n"
 		"  --json              print the JSON document on stdout instead of the table\n"
 		"  --json FILE         write the JSON document to FILE (also --json=FILE)\n"
 		"  --markdown FILE     write a Markdown table to FILE\n"
 		"  --svg FILE          write an SVG picture to FILE\n"
-		"  --cell-timeout S    kill a cell after S seconds (default 40; nvmf's cells: at least 300)\n"
+		"  --cell-timeout S    kill a cell after S seconds (default 40; nvmf's cells: at least 300,\n"
+		"                      rdmasec-blk's: 240)\n"
 		"  --timeout S         the whole fabric run (default: 60 + cells x cell timeout)\n"
 		"  --mem MiB           guest memory (default 2048)\n"
 		"  --fabric PATH       rxe-fabric (default: the source tree's fabric/rxe-fabric)\n"

@@ -6,7 +6,9 @@
 # usage: bash run.sh --bin DIR --work DIR [--attacks a,b] [--victims x,y] [--cell-timeout S]
 #
 # Each cell is cells/<attack>.sh's function cell_<attack> VICTIM (see
-# victims.bash for the helpers and docs/attack.md for the contract). It runs in
+# victims.bash for the helpers and docs/attack.md for the contract); the
+# rdmasec-blk victim's cells are cells/rdmasec-blk.bash's blk_cell <attack>,
+# sourced after cells/<attack>.sh (whose helpers they use). It runs in
 # its own session; when it ends, or after --cell-timeout seconds, the whole
 # process group is killed, so nothing survives into the next cell. A cell that
 # printed no MATRIX line (or several) yields an `error` line saying so.
@@ -50,8 +52,11 @@ for a in $attacks; do
 		limit=$cell_timeout
 		# matrix.c's NVMF_CELL_TIMEOUT_MIN: the kernel's NVMe-oF takes minutes per cell.
 		[ "$v" = nvmf ] && [ "$limit" -lt 300 ] && limit=300
+		# matrix.c's BLK_CELL_TIMEOUT_MIN.
+		[ "$v" = rdmasec-blk ] && [ "$limit" -lt 240 ] && limit=240
 		# setsid: the cell leads its own process group, killed as a whole below.
-		CELL=$CELL setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" && "cell_${2//-/_}" "$3"' \
+		CELL=$CELL setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" &&
+			if [ "$3" = rdmasec-blk ]; then . "$1/cells/rdmasec-blk.bash" && blk_cell "$2"; else "cell_${2//-/_}" "$3"; fi' \
 			cell "$here" "$a" "$v" >"$CELL/stdout" 2>"$CELL/stderr" </dev/null &
 		pid=$!
 		timed_out=0

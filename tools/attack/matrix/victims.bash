@@ -12,8 +12,8 @@
 #
 # API
 #   victim_names
-#       Prints the eight victim names: pingpong send_bw write_bw rping ucmatose
-#       naive rdmasec nvmf.
+#       Prints the nine victim names: pingpong send_bw write_bw rping ucmatose
+#       naive rdmasec nvmf rdmasec-blk.
 #   victim_start NAME
 #       Starts NAME's server on host 1, waits for its port, starts a capture of
 #       the first RoCE request on the bridge (client to server; ucmatose:
@@ -65,6 +65,21 @@
 #       --now) is one to an I/O queue, never the admin queue. Exports
 #       VICTIM_NVMF_NQN. victim_stop also stops fio, disconnects the host and
 #       removes the target.
+#       rdmasec-blk: host 1 runs rdmasec-blkd (port 7472, audit log
+#       VICTIM_AUDIT, certificates VICTIM_PKI) serving the export "disk", a
+#       BLK_SIZE_MIB (default 16) MiB file in the guest's tmpfs
+#       (VICTIM_BLK_BACKING, 512-byte blocks) filled with the known pattern of
+#       fabric nvmf-pattern; host 2 runs rdmasec-blk bench in a loop, each run
+#       a session that writes the first BLK_IO_KIB (default 512) KiB in 4 KiB
+#       blocks and reads every block back with --verify (its JSON in
+#       $CELL/bench-N.json, one line "run N after=0|1 rc=R errors=E
+#       verify_errors=V session_ended=B" each in VICTIM_CLIENT_LOG; after=1:
+#       it ended after victim_attack_done). The loop ends with the first run
+#       that ends after victim_attack_done, or after VICTIM_SECONDS; the
+#       target lives VICTIM_SECONDS + 60 s. The first MiB is the client's,
+#       the second the cells' own (sniff writes there); every block past
+#       them keeps the pattern. The attacked direction is the target's
+#       queue pair (DST host 1).
 #   victim_wire_bth [--now]
 #       After victim_start: reads the captured request's BTH (with --now, of
 #       a request captured now, for a current PSN of a streaming victim). Sets (and
@@ -126,7 +141,7 @@ VICTIM_CLIENT_IP=10.77.0.2
 export VICTIM_SERVER_IP VICTIM_CLIENT_IP
 
 victim_names() {
-	echo pingpong send_bw write_bw rping ucmatose naive rdmasec nvmf
+	echo pingpong send_bw write_bw rping ucmatose naive rdmasec nvmf rdmasec-blk
 }
 
 victim_grep() {
@@ -187,6 +202,7 @@ _victim_port() {
 	ucmatose | rdmasec) echo 7471 ;;
 	naive) echo 18516 ;;
 	nvmf) echo 4420 ;;
+	rdmasec-blk) echo 7472 ;;
 	*) return 1 ;;
 	esac
 }
@@ -244,6 +260,7 @@ _victim_rate_unmet() {
 _victim_start_once() {
 	local n=$1 scmd ccmd i
 	[ "$n" = nvmf ] && { _victim_nvmf_start; return; }
+	[ "$n" = rdmasec-blk ] && { _victim_blk_start; return; }
 	VICTIM=$n
 	VICTIM_PORT=$(_victim_port "$n") || { echo "victims: unknown victim '$n'" >&2; return 1; }
 	VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
@@ -571,4 +588,146 @@ nvmf_io_gap() {
 		$2 != last { t = $1; last = $2; next }
 		{ stretch() }
 		END { if (t == "") exit 1; printf "%.1f %.1f\n", gap, at }' "$VICTIM_NVMF_IO_LOG"
+}
+
+# ---- rdmasec-blk: rdmasec-blkd (host 1) and rdmasec-blk bench --verify in a loop (host 2) ----
+
+BLK_SIZE_MIB=${BLK_SIZE_MIB:-16}
+BLK_IO_MIB=1 # the client's region; its runs write the first BLK_IO_KIB of it
+BLK_IO_KIB=${BLK_IO_KIB:-512}
+BLK_DIR=/tmp/rdmasec-blk-matrix
+
+# _victim_blk_start: victim_start rdmasec-blk (see there).
+_victim_blk_start() {
+	VICTIM=rdmasec-blk VICTIM_PORT=7472 VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
+	VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2
+	_wire_src=$VICTIM_CLIENT_IP _wire_dst=$VICTIM_SERVER_IP _wire_extra=''
+	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_SERVER_RC='' VICTIM_CLIENT_RC='' VICTIM_TCPDUMP_PID=''
+	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE=''
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST
+	export VICTIM VICTIM_PORT VICTIM_SERVER_LOG VICTIM_CLIENT_LOG
+	rm -f "$CELL/attack-done"
+	_victim_blk_prepare || return 1
+	fabric on 1 timeout $((VICTIM_SECONDS + 60)) stdbuf -oL -eL "$BIN/blk/target/rdmasec-blkd" --config "$CELL/blkd.conf" \
+		>"$VICTIM_SERVER_LOG" 2>&1 &
+	VICTIM_SERVER_PID=$!
+	if ! fabric wait-port 7472 30 2>>"$CELL/victim-errors.log"; then
+		echo "victims: rdmasec-blkd does not listen on 7472: $(tail -n 1 "$VICTIM_SERVER_LOG")" >&2
+		return 1
+	fi
+	tcpdump -i fabbr -nn -x -c 1 "udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
+		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
+	VICTIM_TCPDUMP_PID=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	fabric on 2 timeout $((VICTIM_SECONDS + 30)) bash "$CELL/blk-client.sh" >"$VICTIM_CLIENT_LOG" 2>&1 &
+	VICTIM_CLIENT_PID=$!
+	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
+	for _ in $(seq 1 300); do
+		grep -q '^[[:space:]]*0x0010:' "$CELL/wire-first.txt" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "victims: no RoCE traffic from rdmasec-blk within 30 s: $(tail -n 1 "$CELL/bench-1.err" 2>/dev/null)" >&2
+	return 1
+}
+
+# _victim_blk_prepare: the backing file (the pattern, fresh for every cell;
+# made once a boot, then copied), the target's configuration and the
+# client's loop.
+_victim_blk_prepare() {
+	VICTIM_PKI=${MATRIX_PKI:-$CELL/pki} VICTIM_AUDIT=$CELL/audit.jsonl VICTIM_BLK_BACKING=$BLK_DIR/disk.img
+	export VICTIM_PKI VICTIM_AUDIT VICTIM_BLK_BACKING
+	[ -e "$VICTIM_PKI/ca.pem" ] || "$BIN/keygen/rdmasec-keygen" "$VICTIM_PKI" >/dev/null ||
+		{ echo "victims: rdmasec-keygen failed" >&2; return 1; }
+	mkdir -p "$BLK_DIR" || return 1
+	if [ ! -s "$BLK_DIR/pattern-$BLK_SIZE_MIB.img" ]; then
+		fabric nvmf-pattern 0 $((BLK_SIZE_MIB * 2048)) >"$BLK_DIR/pattern.tmp" &&
+			mv "$BLK_DIR/pattern.tmp" "$BLK_DIR/pattern-$BLK_SIZE_MIB.img" ||
+			{ echo "victims: cannot write the pattern" >&2; return 1; }
+	fi
+	cp "$BLK_DIR/pattern-$BLK_SIZE_MIB.img" "$VICTIM_BLK_BACKING" || return 1
+	# A file, not flags: the identity '*' must not meet the shell's globbing.
+	cat >"$CELL/blkd.conf" <<CONF
+[target]
+listen = $VICTIM_SERVER_IP:7472
+audit_log = $VICTIM_AUDIT
+rebuilds_per_min = 30
+
+[tls]
+ca = $VICTIM_PKI/ca.pem
+cert = $VICTIM_PKI/server.pem
+key = $VICTIM_PKI/server.key
+
+[export disk]
+path = $VICTIM_BLK_BACKING
+size = ${BLK_SIZE_MIB}M
+block_size = 512
+rw = *
+CONF
+	cat >"$CELL/blk-client.sh" <<CLIENT
+set -u
+n=0 end=\$((SECONDS + $VICTIM_SECONDS))
+while [ \$SECONDS -lt \$end ]; do
+	n=\$((n + 1)) after=0
+	timeout 60 "$BIN/blk/cli/rdmasec-blk" bench --server $VICTIM_SERVER_IP --certs "$VICTIM_PKI" --export disk \\
+		--source $VICTIM_CLIENT_IP -t 10000 --rw randwrite --bs 4k --iodepth 2 --size ${BLK_IO_KIB}K --verify \\
+		--seed \$n --json >"$CELL/bench-\$n.json" 2>"$CELL/bench-\$n.err"
+	rc=\$?
+	[ -e "$CELL/attack-done" ] && after=1
+	j=\$(cat "$CELL/bench-\$n.json")
+	echo "run \$n after=\$after rc=\$rc errors=\$(sed -n 's/.*"errors":\([0-9]*\).*/\1/p' <<<"\$j")" \\
+		"verify_errors=\$(sed -n 's/.*"verify_errors":\([0-9]*\).*/\1/p' <<<"\$j")" \\
+		"session_ended=\$(sed -n 's/.*"session_ended":\([a-z]*\).*/\1/p' <<<"\$j")" \\
+		"\$(head -c 120 "$CELL/bench-\$n.err" | tr '\n' ' ')"
+	[ \$after = 1 ] && break
+done
+CLIENT
+}
+
+# blk_backing_hash LBA COUNT: the SHA-256 of those 512-byte blocks of the backing file.
+blk_backing_hash() {
+	dd if="$VICTIM_BLK_BACKING" bs=512 skip="$1" count="$2" status=none | sha256sum | cut -d' ' -f1
+}
+
+# blk_pattern_hash LBA COUNT: the SHA-256 of their known content.
+blk_pattern_hash() {
+	dd if="$BLK_DIR/pattern-$BLK_SIZE_MIB.img" bs=512 skip="$1" count="$2" status=none | sha256sum | cut -d' ' -f1
+}
+
+# blk_untouched: "LBA A-B sha XXXXXXXX": the blocks nobody but an attacker
+# writes (past the client's MiB and the cells' own); returns 1 unless they
+# still hold the pattern.
+blk_untouched() {
+	local a=$(((BLK_IO_MIB + 1) * 2048)) n h
+	n=$((BLK_SIZE_MIB * 2048 - a))
+	h=$(blk_backing_hash "$a" "$n")
+	printf 'LBA %d-%d sha %s' "$a" $((a + n - 1)) "${h:0:8}"
+	[ "$h" = "$(blk_pattern_hash "$a" "$n")" ]
+}
+
+# blk_runs: sets BLK_RUNS, a summary of the client's runs: "R verify runs
+# (A after), V verify errors, E I/O errors, F failed" (A: ended after the attack),
+# BLK_RUNS_VERIFY (V), BLK_RUNS_FAILED (F) and BLK_RUNS_AFTER (A).
+blk_runs() {
+	local r a v e f
+	r=$(grep -c '^run ' "$VICTIM_CLIENT_LOG")
+	a=$(grep -c '^run [0-9]* after=1 ' "$VICTIM_CLIENT_LOG")
+	v=$(sed -n 's/^run .* verify_errors=\([0-9]*\).*/\1/p' "$VICTIM_CLIENT_LOG" | awk '{ s += $1 } END { print s + 0 }')
+	e=$(sed -n 's/^run .* errors=\([0-9]*\) .*/\1/p' "$VICTIM_CLIENT_LOG" | awk '{ s += $1 } END { print s + 0 }')
+	f=$(grep -c '^run .* rc=[1-9]' "$VICTIM_CLIENT_LOG")
+	# shellcheck disable=SC2034 # the cells read them
+	BLK_RUNS_VERIFY=$v BLK_RUNS_FAILED=$f BLK_RUNS_AFTER=$a
+	BLK_RUNS=$(printf '%d verify runs (%d after), %d verify errors, %d I/O errors, %d failed' \
+		"$r" "$a" "$v" "$e" "$f")
+}
+
+# blk_audit EVENTS: the target's first audit record whose event is one of
+# EVENTS (an ERE alternative, e.g. "mac_failure|qp_error"), as "EVENT:
+# REASON" (REASON: the record's reason, else its result); returns 1 if none.
+# grep, not a JSON parser: cells poll it, and python takes a second to
+# start on a loaded guest; json-c writes the members in a fixed order.
+blk_audit() {
+	local l
+	l=$(grep -m1 -E "\"event\":\"($1)\"" "$VICTIM_AUDIT" 2>/dev/null) || return 1
+	printf '%s: %s' "$(sed -n 's/.*"event":"\([a-z_]*\)".*/\1/p' <<<"$l")" \
+		"$(sed -n 's/.*"reason":"\([^"]*\)".*/\1/p; t; s/.*"result":"\([^"]*\)".*/\1/p' <<<"$l")"
 }
