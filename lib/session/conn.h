@@ -383,6 +383,10 @@ RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
 /* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
+/* Our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
+void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out);
+/* The peer's QP as it announced it; RSEC_E_PROTO if no RC queue pair can be that. */
+RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out);
 /* Tell the peer our QP's parameters (QP_INFO). */
 RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
 
