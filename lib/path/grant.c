@@ -303,32 +303,39 @@ static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rs
 	return 0;
 }
 
+int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len, uint8_t mac_alg,
+			   const uint8_t *mac, size_t mac_len)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	RSEC_ENSURE(mac_len <= sizeof(m.u.verify.mac), RSEC_E_INVAL);
+	m.u.verify.grant_id = grant_id;
+	m.u.verify.offset = off;
+	m.u.verify.len = len;
+	m.u.verify.mac_alg = mac_alg;
+	memcpy(m.u.verify.mac, mac, mac_len);
+	int rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}
+
 /*
  * Sent ahead of a READ grant's GRANT when it has one: the MAC of its bytes
  * (verified), or how to open them (sealed: plaintext length, nonce prefix).
  */
 static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rsec_local_grant *g)
 {
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = 0;
-	int rc = 0;
-	if (g->sealed) {
-		m.u.verify.len = g->sealed_len;
-		m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-		memcpy(m.u.verify.mac, g->sealed_prefix, sizeof(g->sealed_prefix));
-	} else {
-		m.u.verify.len = g->len;
-		m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-		/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
-		if (g->read_mac_ready && !g->rebind)
-			memcpy(m.u.verify.mac, g->read_mac, sizeof(m.u.verify.mac));
-		else
-			rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
-	}
+	if (g->sealed)
+		return rsec_grant_send_verify(c, g->id, 0, g->sealed_len, RSEC_WIRE_MAC_SEALED, g->sealed_prefix,
+					      sizeof(g->sealed_prefix));
+	/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
+	if (g->read_mac_ready && !g->rebind)
+		return rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
+					      sizeof(g->read_mac));
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, mac);
 	if (rc == 0)
-		rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
+		rc = rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+	OPENSSL_cleanse(mac, sizeof(mac));
 	return rc;
 }
 
@@ -774,15 +781,11 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 			size_t len, int timeout_ms)
 {
 	RSEC_GUARD(rsec_write(c, g, off, buf, len, timeout_ms));
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = off;
-	m.u.verify.len = len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, m.u.verify.mac);
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, mac);
 	if (rc == 0)
-		rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
+		rc = rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+	OPENSSL_cleanse(mac, sizeof(mac));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send VERIFY");
 	return 0;

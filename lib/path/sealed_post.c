@@ -173,16 +173,10 @@ int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uin
 
 int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
 {
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = w->grant_id;
-	m.u.verify.offset = w->remote_off;
-	m.u.verify.len = w->plain_len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-	memcpy(m.u.verify.mac, w->prefix, sizeof(w->prefix));
 	w->state = SEALED_WRITE_CLAIMED; /* kept until the peer revokes the grant: no second write */
+	int rc = rsec_grant_send_verify(c, w->grant_id, w->remote_off, w->plain_len, RSEC_WIRE_MAC_SEALED, w->prefix,
+					sizeof(w->prefix));
 	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
-	int rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
 	return 0;

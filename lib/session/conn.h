@@ -527,6 +527,9 @@ RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *w
 /* The same completion, failed: the connection is failing; only the bookkeeping is done. */
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* VERIFY for grant_id's bytes [off, off + len): their MAC, or (RSEC_WIRE_MAC_SEALED) the prefix that opens them. */
+RSEC_MUST_CHECK int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len,
+					   uint8_t mac_alg, const uint8_t *mac, size_t mac_len);
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */
 void rsec_grant_close(struct rsec_conn *c);
