@@ -102,6 +102,16 @@ static void audit_grant(struct rsec_conn *c, enum rsec_audit_event ev, const str
 	rsec_conn_audit(c, ev, result, reason, &r);
 }
 
+void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
+			     const char *result, const char *reason)
+{
+	struct rsec_audit_region r = {
+		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
+		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
+	};
+	rsec_conn_audit(c, ev, result, reason, &r);
+}
+
 static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
 {
 	bool mr;
@@ -815,12 +825,8 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	}
 	bool ok = rsec_seal_mac_equal(mac, g->mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
-	struct rsec_audit_region r = {
-		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
-		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
-	};
-	rsec_conn_audit(c, RSEC_AUDIT_VERIFIED_READ, ok ? "ok" : "mismatch",
-			ok ? NULL : "bytes differ from what the granter exposed; wiped", &r);
+	rsec_grant_audit_remote(c, RSEC_AUDIT_VERIFIED_READ, g, ok ? "ok" : "mismatch",
+				ok ? NULL : "bytes differ from what the granter exposed; wiped");
 	if (!ok) {
 		OPENSSL_cleanse(buf, g->len);
 		c->data_mac_failures++;

@@ -527,6 +527,9 @@ RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *w
 /* The same completion, failed: the connection is failing; only the bookkeeping is done. */
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* The audit record of a read from the peer's grant g (verified or sealed): its result and, on a mismatch, why. */
+void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
+			     const char *result, const char *reason);
 /* VERIFY for grant_id's bytes [off, off + len): their MAC, or (RSEC_WIRE_MAC_SEALED) the prefix that opens them. */
 RSEC_MUST_CHECK int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len,
 					   uint8_t mac_alg, const uint8_t *mac, size_t mac_len);
