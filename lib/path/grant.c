@@ -918,6 +918,25 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 	return rsec_sealed_read_open(c, g, buf, len);
 }
 
+/* A live grant ends with the path it was granted on: freed, audited (why), counted. Whether the device freed it. */
+static bool end_with_path(struct rsec_conn *c, struct rsec_local_grant *g, const char *why)
+{
+	g->live = false;
+	bool freed = grant_release(g) == 0;
+	audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
+	c->stats.grants_revoked++;
+	return freed;
+}
+
+/* The QP is gone: a bind still in flight on it will never complete. */
+static void forget_bind(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	if (g->busy) {
+		g->busy = false;
+		c->binds_inflight--;
+	}
+}
+
 void rsec_grant_close(struct rsec_conn *c)
 {
 	/* No remote access at all from here on, if the device agrees. */
@@ -930,13 +949,10 @@ void rsec_grant_close(struct rsec_conn *c)
 				settle_sealed_read(c, g, qp_stopped);
 			continue;
 		}
-		g->live = false;
-		bool freed = grant_release(g) == 0;
-		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
+		bool freed = end_with_path(c, g, "connection closed");
 		settle_sealed_read(c, g, freed || qp_stopped);
 		if (!g->busy)
 			drop_region(c, g);
-		c->stats.grants_revoked++;
 	}
 }
 
@@ -975,18 +991,12 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 					      : "data path rebuilt; claimed already: checked now, out of the peer's reach",
 				    0, 0);
 		} else if (g->live) {
-			g->live = false;
-			freed = grant_release(g) == 0;
-			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
-			c->stats.grants_revoked++;
+			freed = end_with_path(c, g, why);
 		}
 		/* A registration the device kept (MR mode) still works on the new QP: its sealed bytes are wiped, not opened. */
 		settle_sealed_read(c, g, freed);
 		all_freed = all_freed && freed;
-		if (g->busy) {
-			g->busy = false;
-			c->binds_inflight--;
-		}
+		forget_bind(c, g);
 		if (!g->live)
 			drop_region(c, g);
 		(void)!grant_release(g);
@@ -1038,10 +1048,7 @@ void rsec_grant_teardown(struct rsec_conn *c)
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
 		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
-		if (g->busy) {
-			g->busy = false;
-			c->binds_inflight--; /* the QP is gone: its binds will never complete */
-		}
+		forget_bind(c, g);
 		(void)!grant_release(g);
 		drop_region(c, g);
 	}
