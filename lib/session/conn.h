@@ -459,8 +459,6 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 {
 	return c->rb.resend != NULL;
 }
-/* The connection ends: recovered frames are wiped. */
-void rsec_rebuild_free(struct rsec_conn *c);
 
 /* resume.c */
 /*

@@ -35,7 +35,6 @@
  * before.
  */
 #include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -341,16 +340,6 @@ int rsec_rebuild_expire(struct rsec_conn *c)
 		return 0;
 	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
 			      c->ctx->handshake_timeout_ms, c->rb.reason);
-}
-
-void rsec_rebuild_free(struct rsec_conn *c)
-{
-	if (c->rb.resend) {
-		OPENSSL_cleanse(c->rb.resend, c->rb.resend_len);
-		free(c->rb.resend);
-	}
-	c->rb.resend = NULL;
-	c->rb.resend_len = c->rb.resend_off = 0;
 }
 
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
