@@ -8,7 +8,6 @@
  * non-blocking sockets.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +18,6 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include "clock.h"
 #include "tls.h"
 #include "tls_resume.h"
 
@@ -362,26 +360,6 @@ int rsec_tls_handshake_step(SSL *ssl, bool *want_write)
 	return RSEC_E_TLS;
 }
 
-static int wait_fd(SSL *ssl, bool want_write, int timeout_ms)
-{
-	struct pollfd p = { .fd = SSL_get_fd(ssl), .events = want_write ? POLLOUT : POLLIN };
-	int n = poll(&p, 1, timeout_ms);
-	if (n < 0)
-		return errno == EINTR ? 0 : RSEC_E_IO;
-	return n == 0 ? RSEC_E_TIMEOUT : 0;
-}
-
-static uint64_t now_ms(void)
-{
-	return rsec_now_ns() / 1000000u;
-}
-
-static int left_ms(uint64_t deadline)
-{
-	uint64_t now = now_ms();
-	return now >= deadline ? 0 : (int)(deadline - now);
-}
-
 bool rsec_tls_resumed(SSL *ssl)
 {
 	/* An external-PSK handshake counts as resumed in OpenSSL's terms; not in ours. */
@@ -428,35 +406,6 @@ void rsec_tls_last_error(SSL *ssl, char *out, size_t cap)
 	ERR_clear_error();
 }
 
-/* Moves exactly n bytes one way, waiting on the socket as TLS asks. */
-static RSEC_MUST_CHECK int transfer_all(SSL *ssl, uint8_t *p, size_t n, int timeout_ms, bool write)
-{
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-	while (n > 0) {
-		size_t done = 0;
-		ERR_clear_error();
-		int ret = ssl_io(ssl, write ? IO_WRITE : IO_READ, p, n, &done);
-		if (ret == 1) {
-			p += done;
-			n -= done;
-			continue;
-		}
-		bool want_write = write;
-		int rc = map_result(ssl, ret, &want_write);
-		if (rc != RSEC_E_AGAIN)
-			return rc;
-		RSEC_ENSURE(left_ms(deadline) > 0, RSEC_E_TIMEOUT);
-		RSEC_GUARD(wait_fd(ssl, want_write, left_ms(deadline)));
-	}
-	return 0;
-}
-
-int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms)
-{
-	/* SSL_write_ex only reads from the buffer. */
-	return transfer_all(ssl, (uint8_t *)(uintptr_t)buf, n, timeout_ms, true);
-}
-
 int rsec_tls_write_some(SSL *ssl, const void *buf, size_t n, size_t *done)
 {
 	*done = 0;
@@ -475,11 +424,6 @@ int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got)
 	if (ret == 1)
 		return 0;
 	return map_result(ssl, ret, NULL);
-}
-
-int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms)
-{
-	return transfer_all(ssl, buf, n, timeout_ms, false);
 }
 
 int rsec_tls_shutdown(SSL *ssl)

@@ -45,7 +45,6 @@ bool rsec_tls_resumed(SSL *ssl);
 RSEC_MUST_CHECK int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap);
 /* Why the handshake failed, for logs: never key material. */
 void rsec_tls_last_error(SSL *ssl, char *out, size_t cap);
-RSEC_MUST_CHECK int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int timeout_ms);
 /*
  * Never blocks: writes up to n bytes, *done says how many. RSEC_E_AGAIN when
  * the socket takes nothing now; retry with the same bytes first (the buffer
@@ -54,7 +53,6 @@ RSEC_MUST_CHECK int rsec_tls_write_all(SSL *ssl, const void *buf, size_t n, int 
 RSEC_MUST_CHECK int rsec_tls_write_some(SSL *ssl, const void *buf, size_t n, size_t *done);
 /* Never blocks: RSEC_E_AGAIN when nothing is there. */
 RSEC_MUST_CHECK int rsec_tls_read_some(SSL *ssl, void *buf, size_t cap, size_t *got);
-RSEC_MUST_CHECK int rsec_tls_read_all(SSL *ssl, void *buf, size_t n, int timeout_ms);
 RSEC_MUST_CHECK int rsec_tls_shutdown(SSL *ssl);
 
 #endif

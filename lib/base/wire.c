@@ -104,12 +104,6 @@ static RSEC_MUST_CHECK int check_verify(const struct rsec_msg_verify *v)
 	return 0;
 }
 
-static RSEC_MUST_CHECK int check_credit(const struct rsec_msg_credit *c)
-{
-	RSEC_ENSURE(c->credits >= RSEC_WIRE_CREDITS_MIN && c->credits <= RSEC_WIRE_CREDITS_MAX, RSEC_E_RANGE);
-	return 0;
-}
-
 static RSEC_MUST_CHECK int check_rebuild(const struct rsec_msg_rebuild *r)
 {
 	RSEC_ENSURE(r->epoch >= RSEC_WIRE_EPOCH_MIN, RSEC_E_RANGE);
@@ -130,7 +124,6 @@ static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 	case RSEC_MSG_DISCONNECT: return check_disconnect(&m->u.disconnect);
 	case RSEC_MSG_ERROR: return check_error(&m->u.error);
 	case RSEC_MSG_VERIFY: return check_verify(&m->u.verify);
-	case RSEC_MSG_CREDIT: return check_credit(&m->u.credit);
 	case RSEC_MSG_REBUILD: return check_rebuild(&m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY:
 		RSEC_ENSURE(m->u.rebuild_ready.epoch >= RSEC_WIRE_EPOCH_MIN, RSEC_E_RANGE);
@@ -238,7 +231,6 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 		RSEC_GUARD(rsec_buf_get_u32(in, &m->u.error.code));
 		return read_text(in, &m->u.error.text);
 	case RSEC_MSG_VERIFY: return read_verify(in, &m->u.verify);
-	case RSEC_MSG_CREDIT: return rsec_buf_get_u32(in, &m->u.credit.credits);
 	case RSEC_MSG_REBUILD: return read_rebuild(in, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_get_u32(in, &m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
@@ -265,7 +257,7 @@ static RSEC_MUST_CHECK int decode_header(const uint8_t *hdr, size_t n, uint8_t *
 	RSEC_GUARD(rsec_buf_get_u16(&in, &lane));
 	RSEC_GUARD(rsec_buf_get_u32(&in, &len));
 	RSEC_ENSURE(version == RSEC_WIRE_VERSION, RSEC_E_PROTO);
-	RSEC_ENSURE(t >= RSEC_MSG_TYPE_MIN && t <= RSEC_MSG_TYPE_MAX, RSEC_E_PROTO);
+	RSEC_ENSURE(t >= RSEC_MSG_TYPE_MIN && t <= RSEC_MSG_TYPE_MAX && t != RSEC_MSG_RESERVED, RSEC_E_PROTO);
 	RSEC_ENSURE(lane <= RSEC_WIRE_LANE_MAX, RSEC_E_PROTO);
 	RSEC_ENSURE(len <= RSEC_WIRE_MAX_BODY, RSEC_E_PROTO);
 	*type = t;
@@ -397,7 +389,6 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 		RSEC_GUARD(rsec_buf_put_u32(out, m->u.error.code));
 		return write_text(out, &m->u.error.text);
 	case RSEC_MSG_VERIFY: return write_verify(out, &m->u.verify);
-	case RSEC_MSG_CREDIT: return rsec_buf_put_u32(out, m->u.credit.credits);
 	case RSEC_MSG_REBUILD: return write_rebuild(out, &m->u.rebuild);
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_put_u32(out, m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
@@ -444,7 +435,6 @@ const char *rsec_wire_type_name(uint8_t type)
 	case RSEC_MSG_DISCONNECT: return "DISCONNECT";
 	case RSEC_MSG_ERROR: return "ERROR";
 	case RSEC_MSG_VERIFY: return "VERIFY";
-	case RSEC_MSG_CREDIT: return "CREDIT";
 	case RSEC_MSG_REBUILD: return "REBUILD";
 	case RSEC_MSG_REBUILD_READY: return "REBUILD_READY";
 	case RSEC_MSG_SESSION: return "SESSION";

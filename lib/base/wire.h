@@ -38,7 +38,7 @@ enum rsec_msg_type {
 	RSEC_MSG_DISCONNECT = 7,
 	RSEC_MSG_ERROR = 8,
 	RSEC_MSG_VERIFY = 9,
-	RSEC_MSG_CREDIT = 10,
+	RSEC_MSG_RESERVED = 10, /* CREDIT once, never sent: refused like an unknown type */
 	RSEC_MSG_REBUILD = 11,
 	RSEC_MSG_REBUILD_READY = 12,
 	RSEC_MSG_SESSION = 13,
@@ -117,10 +117,6 @@ enum rsec_disconnect_reason {
 #define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_CHANNEL
 #define RSEC_WIRE_EPOCH_MIN 1u
 
-/* CREDIT */
-#define RSEC_WIRE_CREDITS_MIN 1u
-#define RSEC_WIRE_CREDITS_MAX 4096u
-
 /* Text carried by DISCONNECT and ERROR; s[len] is always NUL after decode. */
 struct rsec_wire_text {
 	uint16_t len;
@@ -182,10 +178,6 @@ struct rsec_msg_verify {
 	uint8_t mac[RSEC_WIRE_MAC_LEN];
 };
 
-struct rsec_msg_credit {
-	uint32_t credits;
-};
-
 /* One side's half of a rebuild (lib/session/rebuild.c): its new QP and what it opened of the old epoch. */
 struct rsec_msg_rebuild {
 	uint32_t epoch;               /* the epoch being built, >= 1 */
@@ -219,7 +211,6 @@ struct rsec_msg {
 		struct rsec_msg_disconnect disconnect;
 		struct rsec_msg_error error;
 		struct rsec_msg_verify verify;
-		struct rsec_msg_credit credit;
 		struct rsec_msg_rebuild rebuild;
 		struct rsec_msg_rebuild_ready rebuild_ready;
 		struct rsec_msg_session session; /* SESSION and RESUME */

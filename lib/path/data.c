@@ -138,6 +138,17 @@ static bool take_channel_events(struct rsec_conn *c)
 	return errno == EAGAIN;
 }
 
+/* The frames a rebuild recovered for sending again (c->rb.resend) are sent or no longer wanted: wiped. */
+static void resend_free(struct rsec_conn *c)
+{
+	if (c->rb.resend) {
+		OPENSSL_cleanse(c->rb.resend, c->rb.resend_len);
+		free(c->rb.resend);
+	}
+	c->rb.resend = NULL;
+	c->rb.resend_len = c->rb.resend_off = 0;
+}
+
 void rsec_data_teardown(struct rsec_conn *c)
 {
 	if (c->have_qp) {
@@ -161,7 +172,7 @@ void rsec_data_teardown(struct rsec_conn *c)
 	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
 	msg_free(&c->rx_msg, c->rx_cap);
 	msg_free(&c->txm, c->txm_len);
-	rsec_rebuild_free(c);
+	resend_free(c);
 	c->rx_cap = c->rx_len = 0;
 	c->rx_started = c->rx_complete = false;
 }
@@ -481,7 +492,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 		OPENSSL_cleanse(p, 5 + (size_t)len);
 		c->rb.resend_off += 5 + (size_t)len;
 		if (c->rb.resend_off == c->rb.resend_len)
-			rsec_rebuild_free(c);
+			resend_free(c);
 	}
 	return 0;
 }
@@ -591,7 +602,7 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 		free(buf);
 		return rc == RSEC_E_PROTO ? RSEC_E_VERBS : rc;
 	}
-	rsec_rebuild_free(c);
+	resend_free(c);
 	if (len + old == 0) {
 		free(buf);
 		return 0;

@@ -102,6 +102,16 @@ static void audit_grant(struct rsec_conn *c, enum rsec_audit_event ev, const str
 	rsec_conn_audit(c, ev, result, reason, &r);
 }
 
+void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
+			     const char *result, const char *reason)
+{
+	struct rsec_audit_region r = {
+		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
+		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
+	};
+	rsec_conn_audit(c, ev, result, reason, &r);
+}
+
 static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
 {
 	bool mr;
@@ -303,32 +313,39 @@ static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rs
 	return 0;
 }
 
+int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len, uint8_t mac_alg,
+			   const uint8_t *mac, size_t mac_len)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
+	RSEC_ENSURE(mac_len <= sizeof(m.u.verify.mac), RSEC_E_INVAL);
+	m.u.verify.grant_id = grant_id;
+	m.u.verify.offset = off;
+	m.u.verify.len = len;
+	m.u.verify.mac_alg = mac_alg;
+	memcpy(m.u.verify.mac, mac, mac_len);
+	int rc = rsec_chan_send(c, &m);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}
+
 /*
  * Sent ahead of a READ grant's GRANT when it has one: the MAC of its bytes
  * (verified), or how to open them (sealed: plaintext length, nonce prefix).
  */
 static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rsec_local_grant *g)
 {
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = 0;
-	int rc = 0;
-	if (g->sealed) {
-		m.u.verify.len = g->sealed_len;
-		m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-		memcpy(m.u.verify.mac, g->sealed_prefix, sizeof(g->sealed_prefix));
-	} else {
-		m.u.verify.len = g->len;
-		m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-		/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
-		if (g->read_mac_ready && !g->rebind)
-			memcpy(m.u.verify.mac, g->read_mac, sizeof(m.u.verify.mac));
-		else
-			rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, m.u.verify.mac);
-	}
+	if (g->sealed)
+		return rsec_grant_send_verify(c, g->id, 0, g->sealed_len, RSEC_WIRE_MAC_SEALED, g->sealed_prefix,
+					      sizeof(g->sealed_prefix));
+	/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
+	if (g->read_mac_ready && !g->rebind)
+		return rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
+					      sizeof(g->read_mac));
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, mac);
 	if (rc == 0)
-		rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
+		rc = rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+	OPENSSL_cleanse(mac, sizeof(mac));
 	return rc;
 }
 
@@ -774,15 +791,11 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 			size_t len, int timeout_ms)
 {
 	RSEC_GUARD(rsec_write(c, g, off, buf, len, timeout_ms));
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = g->id;
-	m.u.verify.offset = off;
-	m.u.verify.len = len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_HMAC_SHA256;
-	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, m.u.verify.mac);
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, mac);
 	if (rc == 0)
-		rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
+		rc = rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+	OPENSSL_cleanse(mac, sizeof(mac));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send VERIFY");
 	return 0;
@@ -812,12 +825,8 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	}
 	bool ok = rsec_seal_mac_equal(mac, g->mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
-	struct rsec_audit_region r = {
-		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
-		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
-	};
-	rsec_conn_audit(c, RSEC_AUDIT_VERIFIED_READ, ok ? "ok" : "mismatch",
-			ok ? NULL : "bytes differ from what the granter exposed; wiped", &r);
+	rsec_grant_audit_remote(c, RSEC_AUDIT_VERIFIED_READ, g, ok ? "ok" : "mismatch",
+				ok ? NULL : "bytes differ from what the granter exposed; wiped");
 	if (!ok) {
 		OPENSSL_cleanse(buf, g->len);
 		c->data_mac_failures++;
@@ -909,6 +918,25 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 	return rsec_sealed_read_open(c, g, buf, len);
 }
 
+/* A live grant ends with the path it was granted on: freed, audited (why), counted. Whether the device freed it. */
+static bool end_with_path(struct rsec_conn *c, struct rsec_local_grant *g, const char *why)
+{
+	g->live = false;
+	bool freed = grant_release(g) == 0;
+	audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
+	c->stats.grants_revoked++;
+	return freed;
+}
+
+/* The QP is gone: a bind still in flight on it will never complete. */
+static void forget_bind(struct rsec_conn *c, struct rsec_local_grant *g)
+{
+	if (g->busy) {
+		g->busy = false;
+		c->binds_inflight--;
+	}
+}
+
 void rsec_grant_close(struct rsec_conn *c)
 {
 	/* No remote access at all from here on, if the device agrees. */
@@ -921,13 +949,10 @@ void rsec_grant_close(struct rsec_conn *c)
 				settle_sealed_read(c, g, qp_stopped);
 			continue;
 		}
-		g->live = false;
-		bool freed = grant_release(g) == 0;
-		audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", "connection closed", 0, 0);
+		bool freed = end_with_path(c, g, "connection closed");
 		settle_sealed_read(c, g, freed || qp_stopped);
 		if (!g->busy)
 			drop_region(c, g);
-		c->stats.grants_revoked++;
 	}
 }
 
@@ -966,18 +991,12 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 					      : "data path rebuilt; claimed already: checked now, out of the peer's reach",
 				    0, 0);
 		} else if (g->live) {
-			g->live = false;
-			freed = grant_release(g) == 0;
-			audit_grant(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
-			c->stats.grants_revoked++;
+			freed = end_with_path(c, g, why);
 		}
 		/* A registration the device kept (MR mode) still works on the new QP: its sealed bytes are wiped, not opened. */
 		settle_sealed_read(c, g, freed);
 		all_freed = all_freed && freed;
-		if (g->busy) {
-			g->busy = false;
-			c->binds_inflight--;
-		}
+		forget_bind(c, g);
 		if (!g->live)
 			drop_region(c, g);
 		(void)!grant_release(g);
@@ -1029,10 +1048,7 @@ void rsec_grant_teardown(struct rsec_conn *c)
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		struct rsec_local_grant *g = &c->gt.local[i];
 		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
-		if (g->busy) {
-			g->busy = false;
-			c->binds_inflight--; /* the QP is gone: its binds will never complete */
-		}
+		forget_bind(c, g);
 		(void)!grant_release(g);
 		drop_region(c, g);
 	}

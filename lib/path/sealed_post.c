@@ -16,8 +16,6 @@
 #include "base/audit.h"
 #include "session/conn.h"
 
-#define ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
-
 static bool is_sealed(const struct rsec_remote_grant *g, unsigned access)
 {
 	return (g->access & (RSEC_GRANT_SEALED | access)) == (RSEC_GRANT_SEALED | access);
@@ -173,16 +171,10 @@ int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uin
 
 int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
 {
-	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
-	m.u.verify.grant_id = w->grant_id;
-	m.u.verify.offset = w->remote_off;
-	m.u.verify.len = w->plain_len;
-	m.u.verify.mac_alg = RSEC_WIRE_MAC_SEALED;
-	memcpy(m.u.verify.mac, w->prefix, sizeof(w->prefix));
 	w->state = SEALED_WRITE_CLAIMED; /* kept until the peer revokes the grant: no second write */
+	int rc = rsec_grant_send_verify(c, w->grant_id, w->remote_off, w->plain_len, RSEC_WIRE_MAC_SEALED, w->prefix,
+					sizeof(w->prefix));
 	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
-	int rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
 	return 0;
@@ -267,12 +259,8 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	else
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
 	rsec_sealed_key_free(&once);
-	struct rsec_audit_region a = {
-		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
-		.access = g->access & ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
-	};
-	rsec_conn_audit(c, RSEC_AUDIT_SEALED_READ, rc == 0 ? "ok" : "mismatch",
-			rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped", &a);
+	rsec_grant_audit_remote(c, RSEC_AUDIT_SEALED_READ, g, rc == 0 ? "ok" : "mismatch",
+				rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped");
 	if (rc == RSEC_E_MAC)
 		c->data_mac_failures++;
 	if (rc < 0)

@@ -265,20 +265,34 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	return rsec_chan_send(c, &m);
 }
 
-int rsec_conn_send_qp_info(struct rsec_conn *c)
+void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out)
 {
 	struct rsec_qp_peer self;
 	rsec_qp_describe_local(&c->qp, &self);
+	*out = (struct rsec_msg_qp_info){
+		.qpn = self.qpn,
+		.psn = self.psn,
+		.lid = self.lid,
+		.mtu = (uint8_t)self.mtu,
+		.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? RSEC_WIRE_LINK_IB : RSEC_WIRE_LINK_ETHERNET,
+		.recv_slots = c->recv_slots,
+		.slot_size = c->ctx->slot_size,
+		.max_msg = c->ctx->max_msg,
+	};
+	memcpy(out->gid, self.gid.raw, sizeof(out->gid));
+}
+
+int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out)
+{
+	*out = (struct rsec_qp_peer){ .qpn = q->qpn, .psn = q->psn, .lid = q->lid, .mtu = (enum ibv_mtu)q->mtu };
+	memcpy(out->gid.raw, q->gid, sizeof(out->gid.raw));
+	return rsec_qp_peer_check(out);
+}
+
+int rsec_conn_send_qp_info(struct rsec_conn *c)
+{
 	struct rsec_msg m = { .type = RSEC_MSG_QP_INFO };
-	m.u.qp_info.qpn = self.qpn;
-	m.u.qp_info.psn = self.psn;
-	m.u.qp_info.lid = self.lid;
-	memcpy(m.u.qp_info.gid, self.gid.raw, sizeof(m.u.qp_info.gid));
-	m.u.qp_info.mtu = (uint8_t)self.mtu;
-	m.u.qp_info.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? 1 : 2;
-	m.u.qp_info.recv_slots = c->recv_slots;
-	m.u.qp_info.slot_size = c->ctx->slot_size;
-	m.u.qp_info.max_msg = c->ctx->max_msg;
+	rsec_conn_describe_qp(c, &m.u.qp_info);
 	int rc = rsec_chan_send(c, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
@@ -411,11 +425,8 @@ static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg
 	const struct rsec_msg_qp_info *q = &m->u.qp_info;
 	int rc;
 	RSEC_GUARD(check_peer_buffers(c, q));
-	c->remote.qpn = q->qpn;
-	c->remote.psn = q->psn;
-	c->remote.lid = q->lid;
-	memcpy(c->remote.gid.raw, q->gid, sizeof(c->remote.gid.raw));
-	c->remote.mtu = (enum ibv_mtu)q->mtu;
+	if (rsec_conn_peer_qp(q, &c->remote) < 0)
+		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced an impossible queue pair");
 	c->peer_slots = q->recv_slots;
 	c->peer_slot_size = q->slot_size;
 	c->peer_max_msg = q->max_msg;

@@ -383,6 +383,10 @@ RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
 /* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
+/* Our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
+void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out);
+/* The peer's QP as it announced it; RSEC_E_PROTO if no RC queue pair can be that. */
+RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out);
 /* Tell the peer our QP's parameters (QP_INFO). */
 RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
 
@@ -455,8 +459,6 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 {
 	return c->rb.resend != NULL;
 }
-/* The connection ends: recovered frames are wiped. */
-void rsec_rebuild_free(struct rsec_conn *c);
 
 /* resume.c */
 /*
@@ -523,6 +525,12 @@ RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *w
 /* The same completion, failed: the connection is failing; only the bookkeeping is done. */
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* The audit record of a read from the peer's grant g (verified or sealed): its result and, on a mismatch, why. */
+void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
+			     const char *result, const char *reason);
+/* VERIFY for grant_id's bytes [off, off + len): their MAC, or (RSEC_WIRE_MAC_SEALED) the prefix that opens them. */
+RSEC_MUST_CHECK int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len,
+					   uint8_t mac_alg, const uint8_t *mac, size_t mac_len);
 RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
 /* The connection is closing: QP to error, every live grant revoked (and audited) now. */
 void rsec_grant_close(struct rsec_conn *c);

@@ -109,7 +109,7 @@ int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m)
 {
 	if (root->phase != PHASE_ESTABLISHED)
 		return rsec_conn_violation(root, "a frame for a further queue pair before the session was set up");
-	if (m->type == RSEC_MSG_HELLO || m->type == RSEC_MSG_KEEPALIVE || m->type == RSEC_MSG_CREDIT) {
+	if (m->type == RSEC_MSG_HELLO || m->type == RSEC_MSG_KEEPALIVE) {
 		char why[80];
 		snprintf(why, sizeof(why), "%s for queue pair %u: only the session's own", rsec_wire_type_name(m->type),
 			 (unsigned)m->lane + 1);

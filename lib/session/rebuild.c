@@ -35,7 +35,6 @@
  * before.
  */
 #include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,22 +78,12 @@ static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *
 
 static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t opened)
 {
-	struct rsec_qp_peer self;
-	rsec_qp_describe_local(&c->qp, &self);
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD, .lane = c->lane };
 	struct rsec_msg_rebuild *r = &m.u.rebuild;
 	r->epoch = c->rb.target;
 	r->reason = why;
 	r->opened = opened;
-	r->qp.qpn = self.qpn;
-	r->qp.psn = self.psn;
-	r->qp.lid = self.lid;
-	memcpy(r->qp.gid, self.gid.raw, sizeof(r->qp.gid));
-	r->qp.mtu = (uint8_t)self.mtu;
-	r->qp.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? RSEC_WIRE_LINK_IB : RSEC_WIRE_LINK_ETHERNET;
-	r->qp.recv_slots = c->recv_slots;
-	r->qp.slot_size = c->ctx->slot_size;
-	r->qp.max_msg = c->ctx->max_msg;
+	rsec_conn_describe_qp(c, &r->qp);
 	int rc = rsec_chan_send(c, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
@@ -244,9 +233,8 @@ static RSEC_MUST_CHECK int take_peer_qp(struct rsec_conn *c, const struct rsec_m
 {
 	if (q->recv_slots != c->peer_slots || q->slot_size != c->peer_slot_size || q->max_msg != c->peer_max_msg)
 		return rsec_conn_violation(c, "REBUILD changed the receive buffers announced at set-up");
-	struct rsec_qp_peer peer = { .qpn = q->qpn, .psn = q->psn, .lid = q->lid, .mtu = (enum ibv_mtu)q->mtu };
-	memcpy(peer.gid.raw, q->gid, sizeof(peer.gid.raw));
-	if (rsec_qp_peer_check(&peer) < 0)
+	struct rsec_qp_peer peer;
+	if (rsec_conn_peer_qp(q, &peer) < 0)
 		return rsec_conn_violation(c, "REBUILD with an impossible queue pair");
 	c->remote = peer;
 	return 0;
@@ -352,16 +340,6 @@ int rsec_rebuild_expire(struct rsec_conn *c)
 		return 0;
 	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
 			      c->ctx->handshake_timeout_ms, c->rb.reason);
-}
-
-void rsec_rebuild_free(struct rsec_conn *c)
-{
-	if (c->rb.resend) {
-		OPENSSL_cleanse(c->rb.resend, c->rb.resend_len);
-		free(c->rb.resend);
-	}
-	c->rb.resend = NULL;
-	c->rb.resend_len = c->rb.resend_off = 0;
 }
 
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
