@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		"                              otherwise read commands from standard input\n"
 		"  -C, --certs DIR             ca.pem, client.pem, client.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --crl FILE              refuse a server certificate revoked in FILE (PEM CRLs)\n"
 		"      --psk-file FILE --psk-identity NAME   external-PSK mode instead\n"
 		"  -p, --port PORT             default 7471\n"
 		"      --server-name NAME      name the server certificate must carry (default: HOST)\n"
@@ -98,7 +99,7 @@ static int run_stdin(struct client *cl)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
 	       OPT_GRACE };
 	static const struct option opts[] = {
 		{ "commands", required_argument, NULL, 'c' },
@@ -106,6 +107,7 @@ int main(int argc, char **argv)
 		{ "ca", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "key", required_argument, NULL, OPT_KEY },
+		{ "crl", required_argument, NULL, OPT_CRL },
 		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 		{ "port", required_argument, NULL, 'p' },
@@ -121,7 +123,7 @@ int main(int argc, char **argv)
 	};
 	char ca[4096] = "", cert[4096] = "", key[4096] = "";
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
-	const char *source = NULL, *audit = NULL;
+	const char *source = NULL, *audit = NULL, *crl = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
@@ -136,6 +138,7 @@ int main(int argc, char **argv)
 		case OPT_CA: ok = snprintf(ca, sizeof(ca), "%s", optarg) < (int)sizeof(ca); break;
 		case OPT_CERT: ok = snprintf(cert, sizeof(cert), "%s", optarg) < (int)sizeof(cert); break;
 		case OPT_KEY: ok = snprintf(key, sizeof(key), "%s", optarg) < (int)sizeof(key); break;
+		case OPT_CRL: crl = optarg; break;
 		case OPT_PSK_FILE: psk_file = optarg; break;
 		case OPT_PSK_ID: psk_id = optarg; break;
 		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
@@ -171,6 +174,10 @@ int main(int argc, char **argv)
 	}
 	attr.comp_mask |= RSEC_CTX_ATTR_GRACE;
 	attr.resume_grace_ms = (uint32_t)grace;
+	if (psk_file && crl) {
+		fprintf(stderr, "rdmasec-client: --crl needs certificates, not --psk-file\n");
+		return 2;
+	}
 	if (psk_file) {
 		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
 		if (status)
@@ -182,6 +189,8 @@ int main(int argc, char **argv)
 		attr.ca_file = ca;
 		attr.cert_file = cert;
 		attr.key_file = key;
+		attr.comp_mask |= crl ? RSEC_CTX_ATTR_CRL : 0;
+		attr.crl_file = crl;
 	} else {
 		fprintf(stderr, "rdmasec-client: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;

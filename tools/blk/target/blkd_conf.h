@@ -50,7 +50,7 @@ struct blkd_conf {
 	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
 	uint32_t rebuilds_per_min;
 	/* [tls] */
-	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN];
+	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN], crl[BLKD_PATH_LEN];
 	/* [export NAME] */
 	struct blkd_export_conf exports[BLKD_EXPORTS_MAX];
 	unsigned n_exports;

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-blkd(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
@@ -108,7 +109,7 @@ static const char *config_path(int argc, char **argv, const struct option *opts)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
 	       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'f' },
@@ -116,6 +117,7 @@ int main(int argc, char **argv)
 		{ "ca", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "key", required_argument, NULL, OPT_KEY },
+		{ "crl", required_argument, NULL, OPT_CRL },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "export", required_argument, NULL, 'e' },
@@ -154,6 +156,7 @@ int main(int argc, char **argv)
 		case OPT_CA: ok = set(&a, "tls", "ca", optarg); break;
 		case OPT_CERT: ok = set(&a, "tls", "cert", optarg); break;
 		case OPT_KEY: ok = set(&a, "tls", "key", optarg); break;
+		case OPT_CRL: ok = set(&a, "tls", "crl", optarg); break;
 		case 'l': ok = set(&a, "target", "listen", optarg); break;
 		case 'd': ok = set(&a, "target", "device", optarg); break;
 		case 'e': ok = add_export(&a, optarg); break;
