@@ -202,18 +202,18 @@ static int dn_identity(X509 *cert, char *out, size_t cap, const char **why)
 	BIO *b = BIO_new(BIO_s_mem());
 	RSEC_ENSURE(b, RSEC_E_NOMEM);
 	int rc = RSEC_E_TLS;
-	*why = "cannot print the subject name";
 	if (X509_NAME_print_ex(b, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
 		size_t n = BIO_pending(b);
-		if (n >= cap) {
-			*why = "the subject name is longer than the identity limit";
+		if (n >= cap)
 			rc = RSEC_E_RANGE;
-		} else if (BIO_read(b, out, (int)n) == (int)n) {
-			out[n] = '\0';
+		else if (BIO_read(b, out, (int)n) == (int)n)
 			rc = 0;
-		}
+		out[rc == 0 ? n : 0] = '\0';
 	}
 	BIO_free(b);
+	if (rc < 0)
+		*why = rc == RSEC_E_RANGE ? "the subject name is longer than the identity limit"
+					  : "cannot print the subject name";
 	return rc;
 }
 
