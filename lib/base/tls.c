@@ -273,7 +273,15 @@ struct tls_crl {
 	char problem[200]; /* why the last change was not applied ("" if it was) */
 };
 
+static CRYPTO_ONCE crl_once = CRYPTO_ONCE_STATIC_INIT;
 static int crl_index = -1;
+
+static void crl_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp);
+
+static void make_crl_index(void)
+{
+	crl_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, crl_free);
+}
 
 static void crl_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
@@ -392,10 +400,8 @@ static STACK_OF(X509_CRL) *crl_snapshot(struct tls_crl *c)
 static RSEC_MUST_CHECK int setup_crl(SSL_CTX *ctx, const char *path, struct tls_crl **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (crl_index < 0)
-		crl_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, crl_free);
 	struct tls_crl *c = OPENSSL_zalloc(sizeof(*c));
-	if (crl_index < 0 || !c || !(c->path = OPENSSL_strdup(path)) || pthread_mutex_init(&c->lock, NULL) != 0) {
+	if (!CRYPTO_THREAD_run_once(&crl_once, make_crl_index) || crl_index < 0 || !c || !(c->path = OPENSSL_strdup(path)) || pthread_mutex_init(&c->lock, NULL) != 0) {
 		if (c)
 			OPENSSL_free(c->path);
 		OPENSSL_free(c);

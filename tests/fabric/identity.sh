@@ -54,7 +54,7 @@ wait $cp; echo "c=$?"
 kill -TERM $spid; wait $spid; echo "server=$?"
 GUEST
 
-"$fabric" run --hosts 2 --timeout 240 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
+"$fabric" run --hosts 2 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
 for f in run.out a.out b2.out c.out server.log audit.jsonl; do
 	echo "--- $f"
