@@ -84,6 +84,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_QPS = 1u << 6,        /* max_qps */
 	RSEC_CTX_ATTR_REBUILDS = 1u << 7,   /* rebuilds_per_min */
 	RSEC_CTX_ATTR_GRACE = 1u << 8,      /* resume_grace_ms */
+	RSEC_CTX_ATTR_CRL = 1u << 9,        /* crl_file */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -151,6 +152,13 @@ struct rsec_ctx_attr {
 				    * thread: a RESUME hands its new channel to the session it
 				    * names from inside the rsec_conn_process of the connection
 				    * that carried it */
+	const char *crl_file;      /* certificate mode: PEM certificate revocation lists, one
+				    * from each CA of the peer's chain (OpenSSL's CRL check of
+				    * the whole chain); a revoked certificate, or one whose
+				    * CRL is missing or out of date, is refused at the
+				    * handshake and at TLS resumption. Re-read when the file
+				    * changes (replace it by rename); a change that cannot be
+				    * used keeps the last good copy. NULL: no revocation */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -254,7 +262,13 @@ int rsec_conn_process(struct rsec_conn *c);
  */
 int rsec_conn_handshake(struct rsec_conn *c);
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c);
-/** rsec_conn_peer - authenticated identity: certificate subject or "psk:<identity>". */
+/**
+ * rsec_conn_peer - authenticated identity: the peer certificate's first URI
+ * subjectAltName (a SPIFFE ID), else its first DNS subjectAltName, else its
+ * subject DN (RFC 2253); "psk:<identity>" for PSKs. At most 255 bytes of
+ * visible ASCII for a SAN: a certificate whose name would not fit, or whose
+ * URI or DNS names hold control characters, is refused at the handshake.
+ */
 const char *rsec_conn_peer(const struct rsec_conn *c);
 /**
  * rsec_conn_resumed - 1 if this connection's TLS handshake resumed an earlier

@@ -15,6 +15,9 @@ struct rsec_tls_opts {
 	bool is_server;
 	/* Certificate mode: all three. */
 	const char *ca_file, *cert_file, *key_file;
+	/* Certificate mode, optional: PEM CRLs, one for each CA of the peer's chain;
+	 * re-read when the file changes (checked at each handshake and resumption). */
+	const char *crl_file;
 	/* External-PSK mode instead (32..64 bytes); no certificates. */
 	const uint8_t *psk;
 	size_t psk_len;
@@ -41,8 +44,28 @@ RSEC_MUST_CHECK int rsec_tls_new(SSL_CTX *ctx, int fd, const struct rsec_tls_opt
 RSEC_MUST_CHECK int rsec_tls_handshake_step(SSL *ssl, bool *want_write);
 /* Whether the handshake resumed a certificate-mode session (no certificates exchanged). */
 bool rsec_tls_resumed(SSL *ssl);
-/* "CN=...,O=..." for certificates, "psk:<identity>" for PSKs. */
+/* An identity with its terminating NUL fits in this; a longer one is refused. */
+#define RSEC_TLS_IDENTITY_MAX 256u
+/*
+ * A certificate's identity, the one rule every caller uses: its first URI
+ * subjectAltName (a SPIFFE ID, say), else its first DNS subjectAltName, else
+ * its subject DN (RFC 2253). 0; RSEC_E_RANGE: longer than cap - 1 bytes;
+ * RSEC_E_AUTH: a URI or DNS name that is empty or holds a NUL, a control
+ * character, a space or a byte outside ASCII, or an unreadable
+ * subjectAltName. *why (may be NULL) says which, for logs.
+ */
+RSEC_MUST_CHECK int rsec_tls_cert_identity(X509 *cert, char *out, size_t cap, const char **why);
+/* The peer's: rsec_tls_cert_identity of its certificate, "psk:<identity>" for PSKs. */
 RSEC_MUST_CHECK int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap);
+/*
+ * Whether cert, which a resumption ticket offered on ssl stands for, is still
+ * good under the CRL of ssl's context (re-read if the file changed): 0, or
+ * RSEC_E_AUTH when it is revoked, or its issuer's CRL is missing or out of
+ * date (noted on ssl for rsec_tls_last_error). 0 without a CRL.
+ */
+RSEC_MUST_CHECK int rsec_tls_crl_check(SSL *ssl, X509 *cert);
+/* Remember why ssl's peer was refused where OpenSSL cannot say it (a static string). */
+void rsec_tls_note(SSL *ssl, const char *why);
 /* Why the handshake failed, for logs: never key material. */
 void rsec_tls_last_error(SSL *ssl, char *out, size_t cap);
 /*

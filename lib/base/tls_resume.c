@@ -11,7 +11,9 @@
  * certificate has expired since. The client applies the same rule to the
  * server's certificate before it offers a ticket: each cached ticket keeps
  * the time of the full handshake it descends from (a ticket that arrives on
- * a resumed connection inherits the offered ticket's).
+ * a resumed connection inherits the offered ticket's). With a CRL, both
+ * also check the certificate a ticket stands for against the CRL as it is
+ * now: a ticket does not outlive the revocation of its certificate.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <openssl/crypto.h>
 #include <openssl/x509.h>
 
+#include "tls.h"
 #include "tls_resume.h"
 
 /* Ticket app data: the full handshake's time, 8 bytes big-endian. */
@@ -87,11 +90,11 @@ static bool indices(void)
 	       note_index >= 0;
 }
 
-/* The peer certificate a session carries is still within its validity. */
-static bool peer_still_valid(const SSL_SESSION *sess)
+/* The peer certificate a session carries is still within its validity, and not revoked. */
+static bool peer_still_valid(SSL *ssl, const SSL_SESSION *sess)
 {
 	X509 *peer = SSL_SESSION_get0_peer((SSL_SESSION *)sess);
-	return peer && X509_cmp_current_time(X509_get0_notAfter(peer)) > 0;
+	return peer && X509_cmp_current_time(X509_get0_notAfter(peer)) > 0 && rsec_tls_crl_check(ssl, peer) == 0;
 }
 
 static bool younger_than(uint64_t since, uint32_t lifetime_s)
@@ -147,7 +150,8 @@ static SSL_TICKET_RETURN ticket_dec(SSL *ssl, SSL_SESSION *sess, const unsigned 
 	if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW)
 		return SSL_TICKET_RETURN_IGNORE_RENEW; /* not ours (another process, say): full handshake */
 	uint64_t t;
-	if (!srv || !sess || !auth_time(sess, &t) || !younger_than(t, srv->lifetime_s) || !peer_still_valid(sess))
+	if (!srv || !sess || !auth_time(sess, &t) || !younger_than(t, srv->lifetime_s) ||
+	    !peer_still_valid(ssl, sess))
 		return SSL_TICKET_RETURN_IGNORE_RENEW;
 	return status == SSL_TICKET_SUCCESS ? SSL_TICKET_RETURN_USE : SSL_TICKET_RETURN_USE_RENEW;
 }
@@ -240,7 +244,7 @@ int rsec_tls_resume_client(SSL_CTX *ctx, uint32_t lifetime_s)
 }
 
 /* Takes dest's ticket out of the cache, with its *auth_s; NULL when none or no longer usable. */
-static SSL_SESSION *take(struct resume_cache *c, const char *dest, uint64_t *auth_s)
+static SSL_SESSION *take(SSL *ssl, struct resume_cache *c, const char *dest, uint64_t *auth_s)
 {
 	SSL_SESSION *sess = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -261,7 +265,7 @@ static SSL_SESSION *take(struct resume_cache *c, const char *dest, uint64_t *aut
 	uint32_t life = hint > 0 && hint < c->lifetime_s ? (uint32_t)hint : c->lifetime_s;
 	if (!SSL_SESSION_is_resumable(sess) || SSL_SESSION_get_time(sess) < 0 ||
 	    !younger_than((uint64_t)SSL_SESSION_get_time(sess), life) || !younger_than(*auth_s, life) ||
-	    !peer_still_valid(sess)) {
+	    !peer_still_valid(ssl, sess)) {
 		SSL_SESSION_free(sess);
 		return NULL;
 	}
@@ -282,7 +286,7 @@ int rsec_tls_resume_prepare(SSL *ssl, const char *dest)
 	}
 	memcpy(note->dest, dest, n + 1);
 	uint64_t auth_s = 0;
-	SSL_SESSION *sess = take(c, dest, &auth_s);
+	SSL_SESSION *sess = take(ssl, c, dest, &auth_s);
 	if (!sess)
 		return 0;
 	int ok = SSL_set_session(ssl, sess);

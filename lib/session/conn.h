@@ -74,7 +74,7 @@ struct rsec_ctx {
 	} dev_cache[RSEC_DEV_CACHE];
 	SSL_CTX *tls;
 	struct rsec_tls_opts tls_opts; /* strings owned below */
-	char *ca_file, *cert_file, *key_file, *psk_identity;
+	char *ca_file, *cert_file, *key_file, *crl_file, *psk_identity;
 	char *local_addr; /* clients bind their control socket to it */
 	uint8_t psk[64];
 	size_t psk_len;
@@ -241,7 +241,7 @@ struct rsec_conn {
 	int sock;
 	int epfd;
 	SSL *ssl;
-	char peer[256];
+	char peer[RSEC_TLS_IDENTITY_MAX]; /* rsec_tls_peer_identity: refused, never cut, if longer */
 	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
 	bool admit_refused; /* server: the admission hook refused its HELLO */
 	char error[256];

@@ -40,7 +40,8 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 {
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
 				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
-				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_GRACE)) {
+				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_GRACE |
+				       RSEC_CTX_ATTR_CRL)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -52,6 +53,10 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 	}
 	if (certs && !(a->ca_file && a->cert_file && a->key_file)) {
 		set_err(err, errlen, "certificate mode needs ca, cert and key files");
+		return RSEC_E_CONFIG;
+	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_CRL) && a->crl_file && !certs) {
+		set_err(err, errlen, "a CRL needs certificate mode");
 		return RSEC_E_CONFIG;
 	}
 	if (psk && (!a->psk || a->psk_len < 32 || a->psk_len > 64 || !a->psk_identity)) {
@@ -162,7 +167,8 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	}
 	if (dup_opt(a->ca_file, &ctx->ca_file) || dup_opt(a->cert_file, &ctx->cert_file) ||
 	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity) ||
-	    dup_opt(a->local_addr, &ctx->local_addr))
+	    dup_opt(a->local_addr, &ctx->local_addr) ||
+	    dup_opt(a->comp_mask & RSEC_CTX_ATTR_CRL ? a->crl_file : NULL, &ctx->crl_file))
 		goto err;
 	if (a->psk) {
 		memcpy(ctx->psk, a->psk, a->psk_len);
@@ -173,6 +179,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		.ca_file = ctx->ca_file,
 		.cert_file = ctx->cert_file,
 		.key_file = ctx->key_file,
+		.crl_file = ctx->crl_file,
 		.psk = ctx->psk_len ? ctx->psk : NULL,
 		.psk_len = ctx->psk_len,
 		.psk_identity = ctx->psk_identity,
@@ -230,6 +237,7 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 	free(ctx->ca_file);
 	free(ctx->cert_file);
 	free(ctx->key_file);
+	free(ctx->crl_file);
 	free(ctx->psk_identity);
 	free(ctx->local_addr);
 	OPENSSL_cleanse(ctx->psk, sizeof(ctx->psk));

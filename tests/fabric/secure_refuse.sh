@@ -75,7 +75,7 @@ for who in other expired nocert second wrongpsk wrongid; do
 done
 expect_match "$work/run.out" '^good=0$' "a valid client failed after the refusals"
 expect_match "$work/good.out" '^reply: z$' "the valid client got no echo"
-expect_match "$work/good.out" '^stats: peer=CN=rdmasec-server.* mac_failures=0 ' "no stats from standard input"
+expect_match "$work/good.out" '^stats: peer=rdmasec-server .*mac_failures=0 ' "no stats from standard input"
 expect_match "$work/run.out" '^qps_after_refusals=0$' "the server holds QPs after refusing every client"
 expect_match "$work/run.out" '^qps_while_holding=1$' "the held connection should own exactly one QP"
 expect_match "$work/run.out" '^server=0$' "the server did not shut down cleanly"
@@ -115,7 +115,7 @@ if sorted(r["conn"] for r in close) != sorted(r["conn"] for r in accept): proble
 if any(r.get("local_qpn") for r in auth + refuse): problems.append("a refused peer had a QP")
 if any(r["role"] != "server" for r in recs): problems.append("a server record without role server")
 cauth = [r for r in by("auth_failure", crecs) if r["role"] == "client" and r["peer"] is None and r["peer_addr"].endswith(":7471")]
-caccept = [r for r in by("accept", crecs) if r["peer"] == "CN=rdmasec-server,O=rdmasec-test" and r.get("remote_qpn")]
+caccept = [r for r in by("accept", crecs) if r["peer"] == "rdmasec-server" and r.get("remote_qpn")]
 if len(cauth) != 1: problems.append("the client did not record refusing the other CA's server")
 if len(caccept) != 1: problems.append("the client did not record its connection")
 if problems:

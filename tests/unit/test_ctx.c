@@ -37,7 +37,7 @@ static void every_defined_bit_is_accepted(void **state)
 	char err[256];
 	struct rsec_ctx_attr a = base();
 	a.comp_mask = RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL |
-		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS;
+		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_CRL; /* crl_file NULL: none */
 	a.max_qps = RSEC_MAX_QPS;
 	a.grant_mode = RSEC_GRANT_MR;
 	a.qp_pool = 1;
@@ -54,9 +54,17 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	(void)state;
 	char err[256];
 	struct rsec_ctx_attr a = base();
-	a.comp_mask = RSEC_CTX_ATTR_GRACE << 1;
+	a.comp_mask = RSEC_CTX_ATTR_CRL << 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 	assert_non_null(strstr(err, "comp_mask"));
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_CRL;
+	a.crl_file = "/etc/rdmasec/crl.pem"; /* revocation is of certificates */
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "CRL"));
+	a.comp_mask = 0; /* not read without its bit */
+	assert_int_equal(make(&a, err, sizeof(err)), 0);
 
 	a = base();
 	a.comp_mask = RSEC_CTX_ATTR_RESUME;

@@ -19,6 +19,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
 #include "pki.h"
 #include "tls.h"
 #include "tls_resume.h"
@@ -77,6 +80,14 @@ static int setup_pki(void **state)
 	snprintf(dir, sizeof(dir), "%s/main", root);
 	struct rsec_pki_opts o = { .dir = dir };
 	if (rsec_pki_generate(&o, err, sizeof(err)) < 0)
+		return -1;
+	const char *const spiffe[] = { "URI:spiffe://example.org/ns/app/sa/one", "DNS:one.example.org", NULL };
+	if (rsec_pki_issue_client(dir, "spiffe", spiffe, 0, err, sizeof(err)) < 0)
+		return -1;
+	/* Revocation: a CA of its own, two clients, a CRL listing nobody yet. */
+	snprintf(dir, sizeof(dir), "%s/crl", root);
+	o = (struct rsec_pki_opts){ .dir = dir, .clients = 2, .ca_name = "crl" };
+	if (rsec_pki_generate(&o, err, sizeof(err)) < 0 || rsec_pki_write_crl(dir, NULL, 0, err, sizeof(err)) < 0)
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/other", root);
 	o = (struct rsec_pki_opts){ .dir = dir, .ca_name = "other" };
@@ -220,9 +231,9 @@ static void certificates_authenticate_both_ways(void **state)
 	assert_int_equal(SSL_version(c.ssl), TLS1_3_VERSION);
 	char id[256];
 	assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
-	assert_non_null(strstr(id, "CN=client1"));
+	assert_string_equal(id, "CN=client1,O=rdmasec-test"); /* no SAN: the DN */
 	assert_int_equal(rsec_tls_peer_identity(c.ssl, id, sizeof(id)), 0);
-	assert_non_null(strstr(id, "CN=rdmasec-server"));
+	assert_string_equal(id, "rdmasec-server"); /* its first DNS name */
 	/* Records flow, and both ends export the same keying material. */
 	assert_int_equal(tls_write_all(c.ssl, "ping", 4, 1000), 0);
 	char buf[4];
@@ -419,7 +430,7 @@ static void reconnect_resumes_with_both_identities(void **state)
 		assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
 		assert_non_null(strstr(id, "CN=client1"));
 		assert_int_equal(rsec_tls_peer_identity(c.ssl, id, sizeof(id)), 0);
-		assert_non_null(strstr(id, "CN=rdmasec-server"));
+		assert_string_equal(id, "rdmasec-server");
 		/* psk_dhe_ke: the client sent a key share, and the keys are new. */
 		EVP_PKEY *share = NULL;
 		assert_int_equal(SSL_get_peer_tmp_key(s.ssl, &share), 1);
@@ -678,6 +689,276 @@ static void pki_files_and_modes(void **state)
 	assert_int_equal(rsec_pki_write_psk(f, err, sizeof(err)), RSEC_E_IO); /* never overwrites */
 }
 
+/* ---- identity: URI SAN, then DNS SAN, then the DN; bounded ---- */
+
+/* A self-signed certificate with subject CN=cn (NULL: empty) and the given SANs (type, bytes, length). */
+struct san {
+	int type;
+	const char *data;
+	int len; /* -1: strlen */
+};
+
+static X509 *cert_with(const char *cn, const struct san *sans, size_t n)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	assert_non_null(key);
+	assert_non_null(x);
+	assert_int_equal(X509_set_version(x, X509_VERSION_3), 1);
+	if (cn)
+		assert_int_equal(X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_UTF8,
+							    (const unsigned char *)cn, -1, -1, 0), 1);
+	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), 0));
+	assert_non_null(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
+	assert_int_equal(X509_set_pubkey(x, key), 1);
+	if (n) {
+		GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
+		for (size_t i = 0; i < n; i++) {
+			ASN1_IA5STRING *s = ASN1_IA5STRING_new();
+			assert_int_equal(ASN1_STRING_set(s, sans[i].data, sans[i].len), 1);
+			GENERAL_NAME *g = GENERAL_NAME_new();
+			GENERAL_NAME_set0_value(g, sans[i].type, s);
+			assert_true(sk_GENERAL_NAME_push(names, g) > 0);
+		}
+		assert_int_equal(X509_add1_ext_i2d(x, NID_subject_alt_name, names, 0, 0), 1);
+		GENERAL_NAMES_free(names);
+	}
+	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
+	EVP_PKEY_free(key);
+	return x;
+}
+
+/* rsec_tls_cert_identity of such a certificate: its result, the identity in out. */
+static int identity_of(const char *cn, const struct san *sans, size_t n, char *out, size_t cap)
+{
+	X509 *x = cert_with(cn, sans, n);
+	const char *why = NULL;
+	int rc = rsec_tls_cert_identity(x, out, cap, &why);
+	assert_true(rc == 0 ? why == NULL : why != NULL);
+	X509_free(x);
+	return rc;
+}
+
+static void identity_prefers_uri_then_dns_then_dn(void **state)
+{
+	(void)state;
+	char id[RSEC_TLS_IDENTITY_MAX];
+	const struct san all[] = { { GEN_DNS, "a.example.org", -1 }, { GEN_URI, "spiffe://example.org/a", -1 },
+				   { GEN_DNS, "b.example.org", -1 }, { GEN_URI, "spiffe://example.org/b", -1 } };
+	assert_int_equal(identity_of("node", all, 4, id, sizeof(id)), 0);
+	assert_string_equal(id, "spiffe://example.org/a");
+	assert_int_equal(identity_of("node", all, 1, id, sizeof(id)), 0);
+	assert_string_equal(id, "a.example.org");
+	const struct san ip[] = { { GEN_IPADD, "\x0a\x4d\x00\x01", 4 } };
+	assert_int_equal(identity_of("node", ip, 1, id, sizeof(id)), 0);
+	assert_string_equal(id, "CN=node"); /* an address names no identity */
+	assert_int_equal(identity_of("node", NULL, 0, id, sizeof(id)), 0);
+	assert_string_equal(id, "CN=node");
+	assert_int_equal(identity_of(NULL, all + 1, 1, id, sizeof(id)), 0);
+	assert_string_equal(id, "spiffe://example.org/a");
+}
+
+static void identity_is_refused_not_cut(void **state)
+{
+	(void)state;
+	char id[RSEC_TLS_IDENTITY_MAX], longest[RSEC_TLS_IDENTITY_MAX + 1];
+	memset(longest, 'a', sizeof(longest));
+	memcpy(longest, "spiffe://", 9);
+	/* 255 bytes fit, 256 do not: refused, never truncated. */
+	struct san uri = { GEN_URI, longest, RSEC_TLS_IDENTITY_MAX - 1 };
+	assert_int_equal(identity_of("node", &uri, 1, id, sizeof(id)), 0);
+	assert_int_equal(strlen(id), RSEC_TLS_IDENTITY_MAX - 1);
+	uri.len = RSEC_TLS_IDENTITY_MAX;
+	assert_int_equal(identity_of("node", &uri, 1, id, sizeof(id)), RSEC_E_RANGE);
+	assert_string_equal(id, "");
+	/* A subject name too long to print within the limit. */
+	X509 *x = cert_with("node", NULL, 0);
+	char ou[61];
+	memset(ou, 'o', sizeof(ou) - 1);
+	ou[sizeof(ou) - 1] = '\0';
+	for (int i = 0; i < 5; i++) /* 5 x "OU=<60 bytes>," */
+		assert_int_equal(X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "OU", MBSTRING_UTF8,
+							    (const unsigned char *)ou, -1, -1, 0), 1);
+	assert_int_equal(rsec_tls_cert_identity(x, id, sizeof(id), NULL), RSEC_E_RANGE);
+	X509_free(x);
+	/* A NUL, a control character, a space, a byte beyond ASCII, nothing: refused,
+	 * in any URI or DNS name, even one that would not be the identity. */
+	const struct san bad[] = { { GEN_URI, "spiffe://example.org/a\0.evil", 28 }, { GEN_URI, "spiffe://x/\x1b[2J", -1 },
+				   { GEN_DNS, "a b", -1 }, { GEN_DNS, "caf\xc3\xa9", -1 }, { GEN_URI, "", 0 },
+				   { GEN_DNS, "x\x7f", -1 } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(identity_of("node", &bad[i], 1, id, sizeof(id)), RSEC_E_AUTH);
+		const struct san pair[] = { { GEN_URI, "spiffe://example.org/ok", -1 }, bad[i] };
+		assert_int_equal(identity_of("node", pair, 2, id, sizeof(id)), RSEC_E_AUTH);
+	}
+}
+
+static void san_only_client_authenticates_under_its_uri(void **state)
+{
+	(void)state;
+	struct side c, s;
+	certs(&c, false, "main", "main", "spiffe");
+	certs(&s, true, "main", "main", "server");
+	c.o.peer_name = "rdmasec-server";
+	handshake(&c, &s);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	char id[RSEC_TLS_IDENTITY_MAX];
+	assert_int_equal(rsec_tls_peer_identity(s.ssl, id, sizeof(id)), 0);
+	assert_string_equal(id, "spiffe://example.org/ns/app/sa/one");
+	done(&c, &s);
+}
+
+/* A client certificate of main's CA whose only URI SAN holds an escape sequence. */
+static void write_bad_san_client(void)
+{
+	char f[512];
+	path(f, "main", "ca.pem");
+	FILE *in = fopen(f, "r");
+	assert_non_null(in);
+	X509 *ca = PEM_read_X509(in, NULL, NULL, NULL);
+	fclose(in);
+	path(f, "main", "ca.key");
+	in = fopen(f, "r");
+	assert_non_null(in);
+	EVP_PKEY *ca_key = PEM_read_PrivateKey(in, NULL, NULL, NULL);
+	fclose(in);
+	const struct san uri = { GEN_URI, "spiffe://example.org/\x1b[2Jadmin", -1 };
+	X509 *x = cert_with("bad", &uri, 1);
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	assert_int_equal(X509_set_pubkey(x, key), 1);
+	assert_int_equal(X509_set_issuer_name(x, X509_get_subject_name(ca)), 1);
+	assert_true(X509_sign(x, ca_key, EVP_sha256()) > 0);
+	path(f, "main", "badsan.pem");
+	FILE *out = fopen(f, "w");
+	assert_int_equal(PEM_write_X509(out, x), 1);
+	assert_int_equal(fclose(out), 0);
+	path(f, "main", "badsan.key");
+	out = fopen(f, "w");
+	assert_int_equal(PEM_write_PrivateKey(out, key, NULL, NULL, 0, NULL, NULL), 1);
+	assert_int_equal(fclose(out), 0);
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+}
+
+static void control_characters_in_a_san_are_refused_at_handshake(void **state)
+{
+	(void)state;
+	write_bad_san_client();
+	struct side c, s;
+	certs(&c, false, "main", "main", "badsan");
+	certs(&s, true, "main", "main", "server");
+	handshake(&c, &s);
+	assert_int_equal(s.rc, RSEC_E_AUTH); /* the client, done first in TLS 1.3, hears of it later */
+	char why[256];
+	rsec_tls_last_error(s.ssl, why, sizeof(why));
+	assert_non_null(strstr(why, "control"));
+	done(&c, &s);
+}
+
+/* ---- revocation ---- */
+
+static void crl_side(struct side *x, bool server, const char *base, char *crl)
+{
+	certs(x, server, "crl", "crl", base);
+	path(crl, "crl", "crl.pem");
+	x->o.crl_file = crl;
+}
+
+static void crl_revoke(const char *name)
+{
+	char dir[512], err[256];
+	snprintf(dir, sizeof(dir), "%s/crl", root);
+	assert_int_equal(rsec_pki_write_crl(dir, name, 0, err, sizeof(err)), 0);
+}
+
+static void revoked_client_is_refused_at_handshake(void **state)
+{
+	(void)state;
+	struct side c, s;
+	char crl[512];
+	crl_revoke("client2");
+	crl_side(&c, false, "client", crl);
+	crl_side(&s, true, "server", crl);
+	c.o.peer_name = "rdmasec-server";
+	handshake(&c, &s); /* both check the other's chain against the CRL */
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(s.rc, 0);
+	SSL_free(c.ssl);
+	c.ssl = NULL;
+	SSL_CTX_free(c.ctx);
+	crl_side(&c, false, "client2", crl);
+	char err[256], why[256];
+	assert_int_equal(rsec_tls_ctx_new(&c.o, &c.ctx, err, sizeof(err)), 0);
+	close(SSL_get_fd(s.ssl));
+	SSL_free(s.ssl);
+	connect_pair(&c, &s);
+	assert_int_equal(s.rc, RSEC_E_AUTH);
+	rsec_tls_last_error(s.ssl, why, sizeof(why));
+	assert_string_equal(why, "certificate: certificate revoked");
+	done(&c, &s);
+	/* The client checks the server's certificate against its CRL too. */
+	crl_revoke("server");
+	crl_side(&c, false, "client", crl);
+	crl_side(&s, true, "server", crl);
+	s.o.crl_file = NULL;
+	handshake(&c, &s);
+	assert_int_equal(c.rc, RSEC_E_AUTH);
+	rsec_tls_last_error(c.ssl, why, sizeof(why));
+	assert_non_null(strstr(why, "revoked"));
+	done(&c, &s);
+}
+
+static void resumption_is_refused_after_revocation(void **state)
+{
+	(void)state;
+	struct side c, s;
+	char crl[512];
+	crl_side(&c, false, "client", crl);
+	crl_side(&s, true, "server", crl);
+	c.o.crl_file = NULL;
+	c.o.peer_name = "10.77.0.1";
+	c.o.resume_dest = "10.77.0.1:7471/10.77.0.1";
+	c.o.resume_s = s.o.resume_s = 600;
+	handshake(&c, &s);
+	assert_int_equal(s.rc, 0);
+	take_ticket(&c, &s);
+	again(&c, &s);
+	assert_int_equal(s.rc, 0);
+	assert_true(rsec_tls_resumed(s.ssl));
+	take_ticket(&c, &s);
+	/* Revoked while the server runs: its ticket no longer resumes, and the
+	 * full handshake it falls back to refuses the certificate. */
+	crl_revoke("client");
+	again(&c, &s);
+	assert_int_equal(s.rc, RSEC_E_AUTH);
+	char why[256];
+	rsec_tls_last_error(s.ssl, why, sizeof(why));
+	assert_string_equal(why, "certificate: certificate revoked (resumption ticket declined: its certificate is revoked)");
+	done(&c, &s);
+}
+
+static void unusable_crl_is_named(void **state)
+{
+	(void)state;
+	struct side s;
+	char crl[512], err[256] = "";
+	crl_side(&s, true, "server", crl);
+	path(crl, "main", "ca.pem"); /* a certificate, no CRL */
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "no CRL in it"));
+	path(crl, "crl", "crl.pem"); /* signed by a CA this server does not trust */
+	certs(&s, true, "main", "main", "server");
+	s.o.crl_file = crl;
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "not signed by one of the trusted CAs"));
+	s.o.crl_file = "/nonexistent/crl.pem";
+	assert_int_equal(rsec_tls_ctx_new(&s.o, &s.ctx, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "/nonexistent/crl.pem"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -696,6 +977,13 @@ int main(void)
 		cmocka_unit_test(tls12_peer_is_refused),
 		cmocka_unit_test(bad_credentials_are_named),
 		cmocka_unit_test(pki_files_and_modes),
+		cmocka_unit_test(identity_prefers_uri_then_dns_then_dn),
+		cmocka_unit_test(identity_is_refused_not_cut),
+		cmocka_unit_test(san_only_client_authenticates_under_its_uri),
+		cmocka_unit_test(control_characters_in_a_san_are_refused_at_handshake),
+		cmocka_unit_test(revoked_client_is_refused_at_handshake),
+		cmocka_unit_test(resumption_is_refused_after_revocation),
+		cmocka_unit_test(unusable_crl_is_named),
 	};
 	return cmocka_run_group_tests(tests, setup_pki, teardown_pki);
 }

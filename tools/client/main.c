@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		"                              otherwise read commands from standard input\n"
 		"  -C, --certs DIR             ca.pem, client.pem, client.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --crl FILE              refuse a server certificate revoked in FILE (PEM CRLs)\n"
 		"      --psk-file FILE --psk-identity NAME   external-PSK mode instead\n"
 		"  -p, --port PORT             default 7471\n"
 		"      --server-name NAME      name the server certificate must carry (default: HOST)\n"
@@ -104,7 +105,7 @@ static bool copy_path(char dst[static CLI_PATH_MAX], const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
+	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
 	       OPT_GRACE };
 	static const struct option opts[] = {
 		{ "commands", required_argument, NULL, 'c' },
@@ -112,6 +113,7 @@ int main(int argc, char **argv)
 		{ "ca", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "key", required_argument, NULL, OPT_KEY },
+		{ "crl", required_argument, NULL, OPT_CRL },
 		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 		{ "port", required_argument, NULL, 'p' },
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
 	};
 	struct cli_certs files = { "", "", "" };
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
-	const char *source = NULL, *audit = NULL;
+	const char *source = NULL, *audit = NULL, *crl = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
@@ -141,6 +143,7 @@ int main(int argc, char **argv)
 		case OPT_CA: ok = copy_path(files.ca, optarg); break;
 		case OPT_CERT: ok = copy_path(files.cert, optarg); break;
 		case OPT_KEY: ok = copy_path(files.key, optarg); break;
+		case OPT_CRL: crl = optarg; break;
 		case OPT_PSK_FILE: psk_file = optarg; break;
 		case OPT_PSK_ID: psk_id = optarg; break;
 		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
@@ -176,6 +179,10 @@ int main(int argc, char **argv)
 	}
 	attr.comp_mask |= RSEC_CTX_ATTR_GRACE;
 	attr.resume_grace_ms = (uint32_t)grace;
+	if (psk_file && crl) {
+		fprintf(stderr, "rdmasec-client: --crl needs certificates, not --psk-file\n");
+		return 2;
+	}
 	if (psk_file) {
 		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
 		if (status)
@@ -187,6 +194,8 @@ int main(int argc, char **argv)
 		attr.ca_file = files.ca;
 		attr.cert_file = files.cert;
 		attr.key_file = files.key;
+		attr.comp_mask |= crl ? RSEC_CTX_ATTR_CRL : 0;
+		attr.crl_file = crl;
 	} else {
 		fprintf(stderr, "rdmasec-client: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;

@@ -12,6 +12,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rdmasec-keygen [OPTIONS] DIR\n"
+		"       rdmasec-keygen issue [--days N] [--san SAN]... DIR NAME\n"
+		"       rdmasec-keygen crl [--days N] DIR\n"
+		"       rdmasec-keygen revoke [--days N] DIR NAME\n"
 		"       rdmasec-keygen --psk FILE\n"
 		"\n"
 		"Writes a test CA and credentials for rdmasec-server and rdmasec-client into DIR:\n"
@@ -26,12 +29,93 @@ static void usage(FILE *f)
 		"  --reuse-ca          issue from DIR's existing ca.pem and ca.key\n"
 		"  --expired-client    the client certificates expired yesterday (for tests)\n"
 		"  --psk FILE          instead: write a random 32-byte pre-shared key (hex) to FILE\n"
-		"  -h, --help\n",
+		"  -h, --help\n"
+		"\n"
+		"issue: one more client certificate NAME.pem/NAME.key from DIR's CA; with --san\n"
+		"  URI:NAME (a SPIFFE ID such as URI:spiffe://example.org/app) or DNS:NAME, repeated,\n"
+		"  its name is only in subjectAltName (an empty subject); without, CN=NAME.\n"
+		"  --days N is its validity (default 365).\n"
+		"crl: write DIR/crl.pem, signed by DIR's CA, keeping the entries of the current one;\n"
+		"  --days N until its next update (default 30): reissue it before then.\n"
+		"revoke: add DIR/NAME.pem to DIR/crl.pem (written as by crl).\n",
 		RSEC_PKI_MAX_CLIENTS);
+}
+
+/* The subcommands' options: --days N, and --san for issue. */
+static int sub_options(int argc, char **argv, bool sans_ok, unsigned *days, const char **sans)
+{
+	enum { OPT_DAYS = 256, OPT_SAN };
+	static const struct option opts[] = {
+		{ "days", required_argument, NULL, OPT_DAYS },
+		{ "san", required_argument, NULL, OPT_SAN },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	unsigned nsans = 0;
+	uint64_t v;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DAYS:
+			if (!cli_parse_u64("--days", optarg, 1, 36500, false, &v))
+				return 2;
+			*days = (unsigned)v;
+			break;
+		case OPT_SAN:
+			if (!sans_ok || (strncmp(optarg, "URI:", 4) != 0 && strncmp(optarg, "DNS:", 4) != 0) ||
+			    !optarg[4]) {
+				fprintf(stderr, "--san: '%s' is not URI:NAME or DNS:NAME (issue only)\n", optarg);
+				return 2;
+			}
+			if (nsans == RSEC_PKI_MAX_SANS) {
+				fprintf(stderr, "--san: at most %d\n", RSEC_PKI_MAX_SANS);
+				return 2;
+			}
+			sans[nsans++] = optarg;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	return -1;
+}
+
+/* issue, crl, revoke: DIR, then NAME unless crl. */
+static int subcommand(int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	bool is_issue = strcmp(cmd, "issue") == 0, is_crl = strcmp(cmd, "crl") == 0;
+	const char *sans[RSEC_PKI_MAX_SANS + 1] = { 0 };
+	unsigned days = 0;
+	int status = sub_options(argc, argv, is_issue, &days, sans);
+	if (status >= 0)
+		return status;
+	int want = is_crl ? 1 : 2;
+	if (argc - optind != want) {
+		fprintf(stderr, "rdmasec-keygen %s: give %s\n", cmd, is_crl ? "exactly one DIR" : "DIR and NAME");
+		return 2;
+	}
+	const char *dir = argv[optind], *name = is_crl ? NULL : argv[optind + 1];
+	char err[512] = "";
+	int rc = is_issue ? rsec_pki_issue_client(dir, name, sans[0] ? sans : NULL, days, err, sizeof(err))
+			  : rsec_pki_write_crl(dir, name, days, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-keygen %s: %s\n", cmd, err);
+		return 1;
+	}
+	if (is_issue)
+		printf("rdmasec-keygen: wrote %s/%s.pem and %s.key\n", dir, name, name);
+	else
+		printf("rdmasec-keygen: wrote %s/crl.pem%s%s%s\n", dir, name ? " (" : "", name ? name : "",
+		       name ? " revoked)" : "");
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && (strcmp(argv[1], "issue") == 0 || strcmp(argv[1], "crl") == 0 || strcmp(argv[1], "revoke") == 0))
+		return subcommand(argc - 1, argv + 1);
+
 	enum { OPT_DAYS = 256, OPT_CLIENTS, OPT_CA_NAME, OPT_SAN, OPT_REUSE_CA, OPT_EXPIRED, OPT_PSK };
 	static const struct option opts[] = {
 		{ "days", required_argument, NULL, OPT_DAYS },

@@ -18,9 +18,10 @@
 
 #define DAY (24L * 3600L)
 
-/* The names and addresses a test server answers to: loopback and the fabric's hosts. */
+/* The names and addresses a test server answers to: loopback and the fabric's hosts.
+ * The first DNS name is the server's identity (rsec_conn_peer on a client). */
 static const char *const default_sans[] = {
-	"DNS:localhost", "DNS:rdmasec-server", "IP:127.0.0.1", "IP:::1",
+	"DNS:rdmasec-server", "DNS:localhost", "IP:127.0.0.1", "IP:::1",
 	"IP:10.77.0.1", "IP:10.77.0.2", "IP:10.77.0.3", "IP:10.77.0.4",
 	"IP:10.77.0.5", "IP:10.77.0.6", "IP:10.77.0.7", "IP:10.77.0.8",
 	"IP:10.77.0.9", "IP:10.77.0.10", "IP:10.77.0.11", "IP:10.77.0.12",
@@ -64,7 +65,7 @@ static RSEC_MUST_CHECK int set_serial(X509 *cert)
 }
 
 struct cert_spec {
-	const char *cn;
+	const char *cn;  /* NULL with org: an empty subject (the name is in san) */
 	const char *org;
 	bool is_ca, is_server;
 	long not_before, not_after; /* seconds from now */
@@ -78,8 +79,8 @@ static X509 *make_cert(const struct cert_spec *s, EVP_PKEY *key, X509 *issuer, E
 	if (!name || !X509_set_version(cert, X509_VERSION_3) || set_serial(cert) < 0 ||
 	    !X509_gmtime_adj(X509_getm_notBefore(cert), s->not_before) ||
 	    !X509_gmtime_adj(X509_getm_notAfter(cert), s->not_after) ||
-	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)s->org, -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)s->cn, -1, -1, 0) ||
+	    (s->org && !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)s->org, -1, -1, 0)) ||
+	    (s->cn && !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)s->cn, -1, -1, 0)) ||
 	    !X509_set_pubkey(cert, key))
 		goto err;
 	X509 *iss = issuer ? issuer : cert;
@@ -265,4 +266,148 @@ int rsec_pki_write_psk(const char *path, char *err, size_t errlen)
 		return RSEC_E_IO;
 	}
 	return 0;
+}
+
+bool rsec_pki_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(name[i] >= 'a' && name[i] <= 'z') && !(name[i] >= 'A' && name[i] <= 'Z') &&
+		    !(name[i] >= '0' && name[i] <= '9') && name[i] != '-' && name[i] != '_')
+			return false;
+	return true;
+}
+
+int rsec_pki_issue_client(const char *dir, const char *name, const char *const *sans, unsigned days, char *err,
+			  size_t errlen)
+{
+	RSEC_ENSURE(dir && err, RSEC_E_INVAL);
+	if (!rsec_pki_name_ok(name) || strcmp(name, "ca") == 0 || strcmp(name, "crl") == 0) {
+		snprintf(err, errlen, "'%s' is not a certificate name (1..32 of A-Z a-z 0-9 - _, not ca or crl)",
+			 name ? name : "");
+		return RSEC_E_INVAL;
+	}
+	char san[2048] = "critical,";
+	if (sans && join_sans(sans, san + strlen(san), sizeof(san) - strlen(san)) < 0) {
+		snprintf(err, errlen, "too many or too long subject alternative names");
+		return RSEC_E_RANGE;
+	}
+	X509 *ca = NULL;
+	EVP_PKEY *ca_key = NULL;
+	int rc = load_ca(dir, &ca, &ca_key, err, errlen);
+	if (rc == 0) {
+		struct cert_spec s = { .cn = sans ? NULL : name, .org = sans ? NULL : "rdmasec-test",
+				       .not_after = (days ? (long)days : 365) * DAY, .san = sans ? san : NULL };
+		rc = issue(&s, dir, name, ca, ca_key, err, errlen);
+	}
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	return rc;
+}
+
+/* dir/name.pem's certificate, which dir's CA must have signed. */
+static X509 *load_issued(const char *dir, const char *name, X509 *ca, char *err, size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s.pem", dir, name);
+	FILE *f = fopen(path, "r");
+	X509 *cert = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+	if (f)
+		fclose(f);
+	if (!cert || X509_verify(cert, X509_get0_pubkey(ca)) != 1) {
+		fail(err, errlen, "not a certificate of this CA:", path);
+		X509_free(cert);
+		return NULL;
+	}
+	return cert;
+}
+
+/* The current dir/crl.pem (none: an empty one), which dir's CA must have signed. */
+static X509_CRL *load_crl(const char *dir, X509 *ca, char *err, size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/crl.pem", dir);
+	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT)
+		return X509_CRL_new();
+	X509_CRL *crl = f ? PEM_read_X509_CRL(f, NULL, NULL, NULL) : NULL;
+	if (f)
+		fclose(f);
+	if (!crl || X509_CRL_verify(crl, X509_get0_pubkey(ca)) != 1) {
+		fail(err, errlen, "not a CRL of this CA:", path);
+		X509_CRL_free(crl);
+		return NULL;
+	}
+	return crl;
+}
+
+static RSEC_MUST_CHECK int crl_add(X509_CRL *crl, const X509 *cert)
+{
+	X509_REVOKED *r = X509_REVOKED_new();
+	ASN1_TIME *now = X509_gmtime_adj(NULL, 0);
+	int ok = r && now && X509_REVOKED_set_serialNumber(r, (ASN1_INTEGER *)X509_get0_serialNumber(cert)) &&
+		 X509_REVOKED_set_revocationDate(r, now) && X509_CRL_add0_revoked(crl, r);
+	ASN1_TIME_free(now);
+	if (!ok)
+		X509_REVOKED_free(r);
+	return ok ? 0 : RSEC_E_CRYPTO;
+}
+
+/* Fresh dates, the CA as issuer, sorted and signed. */
+static RSEC_MUST_CHECK int crl_sign(X509_CRL *crl, X509 *ca, EVP_PKEY *ca_key, long days)
+{
+	ASN1_TIME *last = X509_gmtime_adj(NULL, 0), *next = X509_gmtime_adj(NULL, days * DAY);
+	int ok = last && next && X509_CRL_set_version(crl, X509_CRL_VERSION_2) &&
+		 X509_CRL_set_issuer_name(crl, X509_get_subject_name(ca)) && X509_CRL_set1_lastUpdate(crl, last) &&
+		 X509_CRL_set1_nextUpdate(crl, next) && X509_CRL_sort(crl) && X509_CRL_sign(crl, ca_key, EVP_sha256());
+	ASN1_TIME_free(last);
+	ASN1_TIME_free(next);
+	return ok ? 0 : RSEC_E_CRYPTO;
+}
+
+static RSEC_MUST_CHECK int write_crl_file(const char *dir, X509_CRL *crl, char *err, size_t errlen)
+{
+	FILE *f;
+	if (open_out(dir, "crl.pem.new", 0644, &f) < 0)
+		return fail(err, errlen, "cannot create", "crl.pem.new");
+	int ok = PEM_write_X509_CRL(f, crl);
+	ok = fclose(f) == 0 && ok;
+	char from[4096], to[4096];
+	snprintf(from, sizeof(from), "%s/crl.pem.new", dir);
+	snprintf(to, sizeof(to), "%s/crl.pem", dir);
+	if (!ok || rename(from, to) < 0)
+		return fail(err, errlen, "cannot write", to);
+	return 0;
+}
+
+int rsec_pki_write_crl(const char *dir, const char *revoke, unsigned days, char *err, size_t errlen)
+{
+	RSEC_ENSURE(dir && err, RSEC_E_INVAL);
+	if (revoke && !rsec_pki_name_ok(revoke)) {
+		snprintf(err, errlen, "'%s' is not a certificate name (1..32 of A-Z a-z 0-9 - _)", revoke);
+		return RSEC_E_INVAL;
+	}
+	X509 *ca = NULL, *cert = NULL;
+	EVP_PKEY *ca_key = NULL;
+	X509_CRL *crl = NULL;
+	int rc = load_ca(dir, &ca, &ca_key, err, errlen);
+	if (rc == 0 && !(crl = load_crl(dir, ca, err, errlen)))
+		rc = RSEC_E_CRYPTO;
+	if (rc == 0 && revoke && !(cert = load_issued(dir, revoke, ca, err, errlen)))
+		rc = RSEC_E_CRYPTO;
+	X509_REVOKED *seen = NULL;
+	if (rc == 0 && cert && X509_CRL_get0_by_serial(crl, &seen, X509_get0_serialNumber(cert)) != 1 &&
+	    crl_add(crl, cert) < 0)
+		rc = fail(err, errlen, "cannot add to the CRL:", revoke);
+	if (rc == 0 && crl_sign(crl, ca, ca_key, days ? (long)days : 30) < 0)
+		rc = fail(err, errlen, "cannot sign the CRL", NULL);
+	if (rc == 0)
+		rc = write_crl_file(dir, crl, err, errlen);
+	X509_CRL_free(crl);
+	X509_free(cert);
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	return rc;
 }

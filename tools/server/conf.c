@@ -50,6 +50,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_STR("tls", ca),
 	KEY_STR("tls", cert),
 	KEY_STR("tls", key),
+	KEY_STR("tls", crl),
 	KEY_STR("tls", psk_file),
 	KEY_STR("tls", psk_identity),
 	KEY_U32("tls", resume_s, 1, 86400, true), /* RSEC_MAX_RESUME_S */
@@ -365,6 +366,8 @@ int rsec_conf_check(const struct rsec_conf *c, char *err, size_t errlen)
 	if (cert_mode && !(c->ca[0] && c->cert[0] && c->key[0]))
 		return conf_fail(&e, "[tls]: certificate mode needs ca, cert and key; '%s' is missing",
 				 !c->ca[0] ? "ca" : !c->cert[0] ? "cert" : "key");
+	if (psk_mode && c->crl[0])
+		return conf_fail(&e, "[tls]: crl needs certificate mode (ca, cert and key)");
 	if (psk_mode && !(c->psk_file[0] && c->psk_identity[0]))
 		return conf_fail(&e, "[tls]: PSK mode needs psk_file and psk_identity; '%s' is missing",
 				 !c->psk_file[0] ? "psk_file" : "psk_identity");

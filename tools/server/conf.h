@@ -39,7 +39,7 @@ struct rsec_conf {
 	uint32_t grant_ttl_ms;  /* how long a client's write/read grant lives unused */
 	uint32_t verify_timeout_ms; /* how long the server waits for a VERIFY after WRITE_DONE */
 	/* [tls] */
-	char ca[4096], cert[4096], key[4096], psk_file[4096], psk_identity[128];
+	char ca[4096], cert[4096], key[4096], crl[4096], psk_file[4096], psk_identity[128];
 	uint32_t resume_s;      /* TLS session tickets good for this long after a certificate check; 0: none */
 	/* [limits] */
 	uint32_t max_msg, recv_slots, slot_size;

@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-server(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
 		"      --psk-file FILE         external-PSK mode instead of certificates (hex, mode 0600)\n"
 		"      --psk-identity NAME     the identity clients must present with the PSK\n"
 		"      --tls-resume SECONDS    certificate mode: let clients resume their TLS session for\n"
@@ -91,7 +92,7 @@ static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 }
 
 /* Long options without a short letter: one block above the byte values getopt returns for letters. */
-enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
+enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
        OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
        OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
        OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS };
@@ -101,6 +102,7 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_CA, "tls", "ca" },
 	{ OPT_CERT, "tls", "cert" },
 	{ OPT_KEY, "tls", "key" },
+	{ OPT_CRL, "tls", "crl" },
 	{ OPT_PSK_FILE, "tls", "psk_file" },
 	{ OPT_PSK_ID, "tls", "psk_identity" },
 	{ OPT_TLS_RESUME, "tls", "resume_s" },
@@ -136,6 +138,7 @@ int main(int argc, char **argv)
 		{ "ca", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "key", required_argument, NULL, OPT_KEY },
+		{ "crl", required_argument, NULL, OPT_CRL },
 		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 		{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },

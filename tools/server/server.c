@@ -969,6 +969,10 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		attr.ca_file = conf->ca;
 		attr.cert_file = conf->cert;
 		attr.key_file = conf->key;
+		if (conf->crl[0]) {
+			attr.comp_mask |= RSEC_CTX_ATTR_CRL;
+			attr.crl_file = conf->crl;
+		}
 	}
 	int rc = rsec_ctx_new(&attr, &srv->ctx, err, sizeof(err));
 	if (rc < 0) {

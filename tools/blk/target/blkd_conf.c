@@ -44,6 +44,7 @@ static const struct key target_keys[] = {
 	{ "tls", "ca", KIND_STR, FIELD(ca), 0, 0 },
 	{ "tls", "cert", KIND_STR, FIELD(cert), 0, 0 },
 	{ "tls", "key", KIND_STR, FIELD(key), 0, 0 },
+	{ "tls", "crl", KIND_STR, FIELD(crl), 0, 0 },
 };
 #define N_TARGET_KEYS (sizeof(target_keys) / sizeof(target_keys[0]))
 

@@ -58,7 +58,7 @@ struct blkd_conf {
 	uint32_t rebuilds_per_min;
 	uint32_t store_threads; /* worker threads doing the backing stores' I/O */
 	/* [tls] */
-	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN];
+	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN], crl[BLKD_PATH_LEN];
 	/* [export NAME] */
 	struct blkd_export_conf exports[BLKD_EXPORTS_MAX];
 	unsigned n_exports;

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-blkd(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
@@ -93,7 +94,7 @@ static bool add_id(struct args *a, const char *key, const char *id)
 }
 
 /* Long options without a short letter: above the byte values getopt returns for letters. */
-enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
+enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
        OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
        OPT_STORE_THREADS };
 
@@ -102,6 +103,7 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_CA, "tls", "ca" },
 	{ OPT_CERT, "tls", "cert" },
 	{ OPT_KEY, "tls", "key" },
+	{ OPT_CRL, "tls", "crl" },
 	{ 'l', "target", "listen" },
 	{ 'd', "target", "device" },
 	{ OPT_AUDIT, "target", "audit_log" },
@@ -125,6 +127,7 @@ int main(int argc, char **argv)
 		{ "ca", required_argument, NULL, OPT_CA },
 		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "key", required_argument, NULL, OPT_KEY },
+		{ "crl", required_argument, NULL, OPT_CRL },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "export", required_argument, NULL, 'e' },
