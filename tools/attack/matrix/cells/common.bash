@@ -212,15 +212,23 @@ _cell_nvmf_line() {
 # cell_nvmf_watch PID [SECONDS]: while the attack PID runs (at most SECONDS,
 # default 30), waits for the target to take the hit: its kernel logs it, or
 # rdma(8) shows the attacked QP (WIRE_QPN on rxe1) in ERR (a bogus rkey
-# breaks the QP silently; CELL_QPERR says so). Then stops PID. Returns 0 if
-# either was seen.
+# breaks the QP silently), or the QP it showed before the attack is gone (on
+# an idle machine the host notices within a second and the target destroys
+# the broken QP between two looks); CELL_QPERR says which. Then stops PID.
+# Returns 0 if one was seen.
 cell_nvmf_watch() {
-	local end=$((SECONDS + ${2:-30})) l
+	local end=$((SECONDS + ${2:-30})) l comm q=$((WIRE_QPN))
 	CELL_QPERR=''
+	cell_qp_snapshot
+	comm=$(grep -m1 "^link $VICTIM_DST_DEV/1 lqpn $q " "$CELL/qps.txt" | sed -n 's/.* comm \([^ ]*\).*/\1/p')
 	while [ $SECONDS -lt $end ] && kill -0 "$1" 2>/dev/null; do
 		grep -Eq "$CELL_NVMF_HIT" "$VICTIM_SERVER_LOG" && break
 		cell_qp_snapshot
 		l=$(cell_server_qp_err) && { CELL_QPERR=$l; break; }
+		if [ -n "$comm" ] && grep -q '^link ' "$CELL/qps.txt" && ! grep -q "^link $VICTIM_DST_DEV/1 lqpn $q " "$CELL/qps.txt"; then
+			CELL_QPERR="rdma res: $VICTIM_DST_DEV QP $WIRE_QPN ($comm) torn down by the target during the attack"
+			break
+		fi
 		sleep 0.3
 	done
 	kill "$1" 2>/dev/null
