@@ -228,7 +228,11 @@ for a in $attacks; do
 		echo "huge-ring: the server's VmRSS grew by $((${held:-0} - ${before:-0})) KiB for a peer announcing 16 x 1 MiB," \
 			"by $((${after:-0} - ${before:-0})) KiB once 200 KB echoes had used its buffers"
 		check "huge-ring: echoes work" has "$work/$a.out" '^RESULT huge-ring-echo=succeeded'
-		check "huge-ring: the server's memory for it stays under 4 MiB" test $((${held:-0} - ${before:-0})) -lt 4096
+		# Half of what the peer announced: the good client and no-verify run
+		# meanwhile, and the server's other threads' allocations alone moved
+		# VmRSS by 1.9-5.7 MiB between the two looks.
+		check "huge-ring: the server's memory for it stays under 8 MiB (the peer announced 16)" \
+			test $((${held:-0} - ${before:-0})) -lt 8192
 		;;
 	garbage-send)
 		# A forgery that does not even parse: an authentication failure, counted, audited as one, never a QP error.
