@@ -41,6 +41,17 @@ static void usage(FILE *f)
 		RSEC_PKI_MAX_CLIENTS);
 }
 
+/* One more --san into sans (NULL-terminated, RSEC_PKI_MAX_SANS at most); false, said, when full. */
+static bool push_san(const char **sans, unsigned *n, const char *san)
+{
+	if (*n == RSEC_PKI_MAX_SANS) {
+		fprintf(stderr, "--san: at most %d\n", RSEC_PKI_MAX_SANS);
+		return false;
+	}
+	sans[(*n)++] = san;
+	return true;
+}
+
 /* The subcommands' options: --days N, and --san for issue. */
 static int sub_options(int argc, char **argv, bool sans_ok, unsigned *days, const char **sans)
 {
@@ -67,11 +78,8 @@ static int sub_options(int argc, char **argv, bool sans_ok, unsigned *days, cons
 				fprintf(stderr, "--san: '%s' is not URI:NAME or DNS:NAME (issue only)\n", optarg);
 				return 2;
 			}
-			if (nsans == RSEC_PKI_MAX_SANS) {
-				fprintf(stderr, "--san: at most %d\n", RSEC_PKI_MAX_SANS);
+			if (!push_san(sans, &nsans, optarg))
 				return 2;
-			}
-			sans[nsans++] = optarg;
 			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -158,11 +166,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "--san: '%s' is not DNS:NAME or IP:ADDRESS\n", optarg);
 				return 2;
 			}
-			if (nsans == RSEC_PKI_MAX_SANS) {
-				fprintf(stderr, "--san: at most %d\n", RSEC_PKI_MAX_SANS);
+			if (!push_san(sans, &nsans, optarg))
 				return 2;
-			}
-			sans[nsans++] = optarg;
 			break;
 		case OPT_REUSE_CA: o.reuse_ca = true; break;
 		case OPT_EXPIRED: o.expired_clients = true; break;
