@@ -378,12 +378,11 @@ RSEC_MUST_CHECK int rsec_conn_wait(struct rsec_conn *c, int timeout_ms);
  */
 typedef bool (*rsec_ready_fn)(struct rsec_conn *c, void *arg);
 RSEC_MUST_CHECK int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms);
-RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
 /* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
-/* Our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
+/* setup.c: our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
 void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out);
 /* The peer's QP as it announced it; RSEC_E_PROTO if no RC queue pair can be that. */
 RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out);
@@ -391,8 +390,6 @@ RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct r
 RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
 
 /* lane.c */
-/* A frame the root's channel carried for lane m->lane != 0. Returns 0, or the root's failure. */
-RSEC_MUST_CHECK int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m);
 /* rsec_conn_process of a lane: its root's channel, then its own data path. */
 RSEC_MUST_CHECK int rsec_lane_process(struct rsec_conn *c);
 /* Lanes whose set-up passed its deadline fail; closed lanes nobody took are freed. */
