@@ -451,6 +451,20 @@ static inline bool rsec_rebind_possible(const struct rsec_conn *c)
 	const struct rsec_conn *root = c->lane ? c->root : c;
 	return root && root->peer_rebinds;
 }
+/*
+ * May an API call use c now? The one rule of include/rdmasec.h: 0; once
+ * closed, the error that closed it; RSEC_E_AGAIN while it is being set up
+ * and, for a call that posts on the queue pair (posts), while its data path
+ * is rebuilt or its session waits to be resumed (rebuild PARKED).
+ */
+static inline int rsec_conn_require_established(const struct rsec_conn *c, bool posts)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->phase != PHASE_ESTABLISHED)
+		return RSEC_E_AGAIN;
+	return posts && (!c->ops.ring || rsec_rebuilding(c)) ? RSEC_E_AGAIN : 0;
+}
 /* Frames recovered for sending again wait. */
 static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 {
