@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal layout of contexts and connections, owned by the session layer:
- * ctx.c (device and credentials), conn.c (set-up and teardown), lane.c,
- * rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
+ * ctx.c (device and credentials), conn.c (event loop and teardown), ctrl.c
+ * and setup.c (control messages, ctrl.h), lane.c, rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
  * sealed_post.c) still works on struct rsec_conn directly: an upward use
  * lib/layers.allow lists until issue 25 gives it per-queue-pair state.
  */
