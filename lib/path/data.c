@@ -640,13 +640,6 @@ static int remaining_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-static RSEC_MUST_CHECK int check_open(struct rsec_conn *c)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
-}
-
 size_t rsec_send_queued(const struct rsec_conn *c)
 {
 	if (!c || !c->txm)
@@ -669,14 +662,14 @@ static RSEC_MUST_CHECK int wait_queue_empty(struct rsec_conn *c, uint64_t deadli
 	if (rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN)
 		return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
 	RSEC_GUARD(rc);
-	return check_open(c);
+	return rsec_conn_require_established(c, false);
 }
 
 int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 {
 	if (!c || (!buf && len))
 		return RSEC_E_INVAL;
-	RSEC_GUARD(check_open(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	if (len > c->peer_max_msg)
 		return RSEC_E_RANGE;
 	uint64_t deadline = rsec_deadline_ms(timeout_ms);
@@ -693,7 +686,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 		RSEC_GUARD(rsec_conn_step(c));
 		if (!can_send_new(c))
 			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
-		RSEC_GUARD(check_open(c));
+		RSEC_GUARD(rsec_conn_require_established(c, false));
 	}
 	if (!started || off < len)
 		RSEC_GUARD(queue_rest(c, p, len, off, started));

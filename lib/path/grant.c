@@ -59,13 +59,6 @@ static bool region_access_valid(unsigned access)
 	return access == RSEC_ACCESS_LOCAL || access_valid(access);
 }
 
-static RSEC_MUST_CHECK int require_established(struct rsec_conn *c)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
-}
-
 /* Fallback registrations instead of windows? RSEC_E_NODEV if windows are demanded and missing. */
 static RSEC_MUST_CHECK int use_mr(const struct rsec_conn *c, bool *mr)
 {
@@ -136,7 +129,7 @@ int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access
 	if (!c || !addr || !len || !out || !region_access_valid(access))
 		return RSEC_E_INVAL;
 	*out = NULL;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return RSEC_E_NOMEM;
@@ -186,7 +179,7 @@ int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct r
 	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !region_access_valid(access))
 		return RSEC_E_INVAL;
 	*out = NULL;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t map_len = (len + page - 1) / page * page;
 	void *p = map_random(map_len);
@@ -460,7 +453,7 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	    (verified && !(access & RSEC_ACCESS_READ)) || (sealed && (verified || access == ACCESS_RW)) ||
 	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	if (rsec_rebuilding(c))
 		return RSEC_E_AGAIN; /* no QP to bind a window through; over in a round trip */
 	bool by_mr;
@@ -575,7 +568,7 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id); /* expired or not: revoke it now */
 	if (!g)
 		return RSEC_E_GRANT;
@@ -603,7 +596,7 @@ static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_loc
 {
 	struct claim_wanted w = { .g = g, .grant_id = grant_id };
 	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
-	RSEC_GUARD(require_established(c)); /* closing revoked it: say why, not RSEC_E_GRANT */
+	RSEC_GUARD(rsec_conn_require_established(c, false)); /* closing revoked it: say why, not RSEC_E_GRANT */
 	if (!g->live || g->id != grant_id)
 		return RSEC_E_GRANT; /* expired meanwhile */
 	RSEC_GUARD(invalidate(c, g, RSEC_AUDIT_REVOKE));
@@ -629,7 +622,7 @@ static RSEC_MUST_CHECK int find_claimable(struct rsec_conn *c, uint64_t grant_id
 	if (!c || !off || !len)
 		return RSEC_E_INVAL;
 	*off = *len = 0;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	*out = find_live(c, grant_id);
 	return *out ? 0 : RSEC_E_GRANT;
 }
@@ -873,7 +866,7 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 {
 	if (!c || !g || !buf || !len)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_sealed_write *w;
 	RSEC_GUARD(rsec_sealed_write_begin(c, g, off, len, &w));
 	size_t total = rsec_sealed_len(len);

@@ -118,13 +118,6 @@ static void drain_failed(struct rsec_conn *c)
 		rsec_conn_teardown_rdma(c);
 }
 
-static RSEC_MUST_CHECK int check_established(const struct rsec_conn *c)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED && c->ops.ring && !rsec_rebuilding(c) ? 0 : RSEC_E_AGAIN;
-}
-
 /*
  * What the grant allows: the operation's kind, and [off, off + len) within
  * it. A sealed grant's bytes move only through the sealed calls (sealed_ok).
@@ -234,7 +227,7 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 		*posted = 0;
 	if (!c || (!wr && n))
 		return RSEC_E_INVAL;
-	RSEC_GUARD(check_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, true));
 	unsigned done = 0;
 	int rc = 0;
 	while (done < n && rc == 0) {
@@ -384,7 +377,7 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 		return RSEC_E_INVAL;
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
 	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
-	RSEC_GUARD(check_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, true));
 	struct rsec_remote_grant now;
 	RSEC_GUARD(check_fresh(c, g, &now));
 	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);

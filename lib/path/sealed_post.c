@@ -21,13 +21,6 @@ static bool is_sealed(const struct rsec_remote_grant *g, unsigned access)
 	return (g->access & (RSEC_GRANT_SEALED | access)) == (RSEC_GRANT_SEALED | access);
 }
 
-static RSEC_MUST_CHECK int require_established(const struct rsec_conn *c)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
-}
-
 int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
@@ -189,7 +182,7 @@ int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uin
 	/* Sealing is in place: not in memory the process may not write (registered read-only). */
 	if (r->local_ro || !total || off > r->len || total > r->len - off)
 		return RSEC_E_RANGE;
-	RSEC_GUARD(require_established(c));
+	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_sealed_write *w;
 	RSEC_GUARD(rsec_sealed_write_begin(c, g, remote_off, plain_len, &w));
 	w->region = r->serial;

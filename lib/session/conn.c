@@ -22,7 +22,8 @@
  * admitted, it joins the parked session its token and identity name.
  *
  * Only a DISCONNECT over TLS (or the TLS channel's loss) closes a connection:
- * nothing that arrives over RDMA can.
+ * nothing that arrives over RDMA can. Which message is taken in which phase:
+ * ctrl.c's table; set-up's handlers: setup.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +44,7 @@
 
 #include "base/audit.h"
 #include "conn.h"
+#include "ctrl.h"
 #include "base/tls_resume.h"
 
 #define KEEPALIVE_MS 15000u
@@ -253,299 +255,6 @@ static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host,
 	return rsec_tls_new(c->ctx->tls, c->sock, &opts, &c->ssl);
 }
 
-static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
-{
-	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
-	m.u.hello.min_version = RSEC_WIRE_VERSION;
-	m.u.hello.max_version = RSEC_WIRE_VERSION;
-	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
-			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME | RSEC_WIRE_FEATURE_RESUME_EPOCH : 0) |
-			     (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBIND : 0);
-	m.u.hello.aead = (uint8_t)c->aead;
-	return rsec_chan_send(c, &m);
-}
-
-void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out)
-{
-	struct rsec_qp_peer self;
-	rsec_qp_describe_local(&c->qp, &self);
-	*out = (struct rsec_msg_qp_info){
-		.qpn = self.qpn,
-		.psn = self.psn,
-		.lid = self.lid,
-		.mtu = (uint8_t)self.mtu,
-		.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? RSEC_WIRE_LINK_IB : RSEC_WIRE_LINK_ETHERNET,
-		.recv_slots = c->recv_slots,
-		.slot_size = c->ctx->slot_size,
-		.max_msg = c->ctx->max_msg,
-	};
-	memcpy(out->gid, self.gid.raw, sizeof(out->gid));
-}
-
-int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out)
-{
-	*out = (struct rsec_qp_peer){ .qpn = q->qpn, .psn = q->psn, .lid = q->lid, .mtu = (enum ibv_mtu)q->mtu };
-	memcpy(out->gid.raw, q->gid, sizeof(out->gid.raw));
-	return rsec_qp_peer_check(out);
-}
-
-int rsec_conn_send_qp_info(struct rsec_conn *c)
-{
-	struct rsec_msg m = { .type = RSEC_MSG_QP_INFO };
-	rsec_conn_describe_qp(c, &m.u.qp_info);
-	int rc = rsec_chan_send(c, &m);
-	OPENSSL_cleanse(&m, sizeof(m));
-	return rc;
-}
-
-/* Set-up is over. The accept record says when the peer's certificate was not
- * presented this time, and which queue pair of the session a lane is. */
-static void established(struct rsec_conn *c)
-{
-	c->phase = PHASE_ESTABLISHED;
-	c->was_established = true;
-	char note[48];
-	if (c->lane)
-		snprintf(note, sizeof(note), "queue pair %u of the session", (unsigned)c->lane + 1);
-	rsec_conn_audit(c, RSEC_AUDIT_ACCEPT, "ok", c->lane ? note : c->tls_resumed ? "TLS session resumed" : NULL,
-			NULL);
-	rsec_resume_established(c);
-}
-
-static RSEC_MUST_CHECK int on_tls_done(struct rsec_conn *c)
-{
-	c->tls_resumed = rsec_tls_resumed(c->ssl);
-	int rc = rsec_tls_peer_identity(c->ssl, c->peer, sizeof(c->peer));
-	if (rc < 0) {
-		c->peer[0] = '\0'; /* no identity: this must not look like a refusal */
-		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
-	}
-	/* A server goes no further here: admission waits for the HELLO (a RESUME is no new connection). */
-	c->phase = PHASE_HELLO;
-	if (!c->is_server && c->rs.offer) {
-		/* A new control channel for a parked session (resume.c): its token instead of a HELLO. */
-		struct rsec_msg m = { .type = RSEC_MSG_RESUME };
-		memcpy(m.u.session.token, c->rs.offer, sizeof(m.u.session.token));
-		m.u.session.has_epoch = c->rs.epochs;
-		m.u.session.epoch = c->rs.offer_epoch;
-		rc = rsec_chan_send(c, &m);
-		OPENSSL_cleanse(&m, sizeof(m));
-		return rc < 0 ? rsec_conn_fail(c, rc, "cannot send RESUME") : 0;
-	}
-	if (!c->is_server) {
-		c->aead = c->ctx->aead;
-		rc = send_hello(c);
-		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot send HELLO");
-	}
-	return 0;
-}
-
-static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
-{
-	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, 0, 0);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "message key derivation failed");
-	c->have_seal = true;
-	return 0;
-}
-
-/* Server: a HELLO starts a new session of this identity; the application may refuse it (RSEC_DISC_REFUSED). */
-static RSEC_MUST_CHECK int admit(struct rsec_conn *c)
-{
-	int rc = c->ctx->admit ? c->ctx->admit(c->ctx->admit_arg, c->peer) : 0;
-	if (rc >= 0)
-		return 0;
-	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
-	char text[96];
-	snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
-	m.u.disconnect.reason = RSEC_DISC_REFUSED;
-	rsec_wire_text_set(&m.u.disconnect.text, text);
-	(void)!rsec_chan_send(c, &m);
-	c->admit_refused = true; /* the DISCONNECT said it all; audited as a refusal */
-	return rsec_conn_fail(c, rc, "peer %s refused: %s", c->peer, rsec_strerror(rc));
-}
-
-static RSEC_MUST_CHECK int on_hello(struct rsec_conn *c, const struct rsec_msg *m)
-{
-	const struct rsec_msg_hello *h = &m->u.hello;
-	if (c->is_server)
-		RSEC_GUARD(admit(c));
-	if (h->min_version > RSEC_WIRE_VERSION || h->max_version < RSEC_WIRE_VERSION)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "no common protocol version (peer %u..%u)",
-				      h->min_version, h->max_version);
-	c->peer_lanes = h->features & RSEC_WIRE_FEATURE_LANES;
-	/* Both must offer it: a side that cannot rebuild would take a REBUILD as a violation. */
-	c->peer_rebuilds = (h->features & RSEC_WIRE_FEATURE_REBUILD) && c->ctx->rebuilds_per_min;
-	c->peer_rebinds = c->peer_rebuilds && (h->features & RSEC_WIRE_FEATURE_REBIND);
-	/* A session is resumed with a rebuild of its data path: both needed. */
-	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
-	c->rs.epochs = c->rs.peer && (h->features & RSEC_WIRE_FEATURE_RESUME_EPOCH);
-	if (c->is_server) {
-		c->aead = (enum rsec_aead_alg)h->aead; /* the client's choice; wire.c allows only known ones */
-		int rc = send_hello(c);
-		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot send HELLO");
-		RSEC_GUARD(derive_keys(c));
-		c->phase = PHASE_QP_INFO;
-		return 0;
-	}
-	if (h->aead != (uint8_t)c->aead)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "server chose another AEAD");
-	RSEC_GUARD(derive_keys(c));
-	int rc = rsec_conn_data_setup(c);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
-	rc = rsec_conn_send_qp_info(c);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send QP_INFO");
-	c->phase = PHASE_QP_INFO;
-	return 0;
-}
-
-/*
- * The peer's receive buffers decide our credits, frame size and send ring:
- * it must stay within the limits we hold ourselves to (a single buffer
- * would leave no credit for data, since the last one is kept for credit
- * returns). wire.c already bounded every field.
- */
-static RSEC_MUST_CHECK int check_peer_buffers(struct rsec_conn *c, const struct rsec_msg_qp_info *q)
-{
-	if (q->recv_slots < RSEC_RECV_SLOTS_MIN || q->recv_slots > RSEC_RECV_SLOTS_MAX)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced %u receive buffers; %u..%u are allowed",
-				      q->recv_slots, RSEC_RECV_SLOTS_MIN, RSEC_RECV_SLOTS_MAX);
-	if (q->slot_size < RSEC_SLOT_SIZE_MIN || q->slot_size > RSEC_SLOT_SIZE_MAX)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced %u-byte receive buffers; %u..%u are allowed",
-				      q->slot_size, RSEC_SLOT_SIZE_MIN, RSEC_SLOT_SIZE_MAX);
-	return 0;
-}
-
-static RSEC_MUST_CHECK int on_qp_info(struct rsec_conn *c, const struct rsec_msg *m)
-{
-	const struct rsec_msg_qp_info *q = &m->u.qp_info;
-	int rc;
-	RSEC_GUARD(check_peer_buffers(c, q));
-	if (rsec_conn_peer_qp(q, &c->remote) < 0)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "peer announced an impossible queue pair");
-	c->peer_slots = q->recv_slots;
-	c->peer_slot_size = q->slot_size;
-	c->peer_max_msg = q->max_msg;
-	if (c->is_server) {
-		/* Authenticated and admitted: only now does this peer cost RDMA resources. */
-		rc = rsec_conn_data_setup(c);
-		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
-	}
-	rc = rsec_data_start(c);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "QP bring-up failed: %s", rsec_strerror(rc));
-	c->stats.local_qpn = c->qp.qp->qp_num;
-	c->stats.remote_qpn = q->qpn;
-	if (c->is_server) {
-		rc = rsec_conn_send_qp_info(c);
-		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot send QP_INFO");
-		c->phase = PHASE_READY;
-		return 0;
-	}
-	struct rsec_msg ready = { .type = RSEC_MSG_READY };
-	rc = rsec_chan_send(c, &ready);
-	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send READY");
-	established(c);
-	return 0;
-}
-
-static RSEC_MUST_CHECK int on_established_msg(struct rsec_conn *c, const struct rsec_msg *m)
-{
-	switch (m->type) {
-	case RSEC_MSG_KEEPALIVE:
-		if (!m->u.keepalive.is_reply) {
-			struct rsec_msg r = *m;
-			r.u.keepalive.is_reply = 1;
-			int rc = rsec_chan_send(c, &r);
-			if (rc < 0 && !rsec_chan_gone(rc))
-				return rsec_conn_fail(c, rc, "cannot answer KEEPALIVE");
-			if (rc < 0)
-				return rsec_resume_lost(c, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_strerror(rc));
-			c->last_tx_ms = rsec_now_ms();
-		}
-		return 0;
-	case RSEC_MSG_GRANT:
-	case RSEC_MSG_REVOKE:
-	case RSEC_MSG_VERIFY:
-		/* During a rebuild these may name grants of the old data path: grant.c sorts them out. */
-		return rsec_grant_on_msg(c, m);
-	case RSEC_MSG_REBUILD:
-	case RSEC_MSG_REBUILD_READY:
-		return rsec_rebuild_on_msg(c, m);
-	case RSEC_MSG_SESSION:
-		return rsec_resume_on_session(c, m);
-	default:
-		return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message", rsec_wire_type_name(m->type));
-	}
-}
-
-/*
- * A transport error moves both ends of an RC connection to ERR (a peer's
- * refused access moves ours), and the peer's word over TLS can overtake our
- * own failed completion: our QP error is still one to count and audit.
- */
-static bool qp_failed_unseen(struct rsec_conn *c)
-{
-	if (!c->have_qp || rsec_qp_state(&c->qp) != IBV_QPS_ERR)
-		return false;
-	c->stats.qp_errors++;
-	return true;
-}
-
-int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m)
-{
-	c->last_rx_ms = rsec_now_ms();
-	if (m->type == RSEC_MSG_DISCONNECT) {
-		/* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
-		if (qp_failed_unseen(c))
-			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state when the peer disconnected: %s",
-					      m->u.disconnect.text.s);
-		return rsec_conn_fail(c, RSEC_E_CLOSED, "peer disconnected: %s", m->u.disconnect.text.s);
-	}
-	if (m->type == RSEC_MSG_ERROR) {
-		if (qp_failed_unseen(c))
-			return rsec_conn_fail(c, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
-					      m->u.error.text.s);
-		/* A RESUME the server refused: the session is gone there (resume.c). */
-		c->rs.refused = c->rs.offer != NULL;
-		/* A lane the peer would not take: say why its request failed. */
-		int code = c->lane && c->phase != PHASE_ESTABLISHED && m->u.error.code == (uint32_t)-RSEC_E_LIMIT
-				   ? RSEC_E_LIMIT : RSEC_E_CLOSED;
-		return rsec_conn_fail(c, code, "peer reported an error: %s", m->u.error.text.s);
-	}
-	switch (c->phase) {
-	case PHASE_HELLO:
-		if (m->type == RSEC_MSG_HELLO && !c->rs.offer)
-			return on_hello(c, m);
-		if (m->type == RSEC_MSG_RESUME && c->is_server && !m->lane)
-			return rsec_resume_accept(c, m);
-		if (m->type == RSEC_MSG_SESSION && c->rs.offer)
-			return rsec_resume_on_session(c, m);
-		break;
-	case PHASE_QP_INFO:
-		if (m->type == RSEC_MSG_QP_INFO)
-			return on_qp_info(c, m);
-		break;
-	case PHASE_READY:
-		if (m->type == RSEC_MSG_READY) {
-			established(c);
-			return 0;
-		}
-		break;
-	case PHASE_ESTABLISHED:
-		return on_established_msg(c, m);
-	default:
-		break;
-	}
-	return rsec_conn_fail(c, RSEC_E_PROTO, "unexpected %s message during set-up", rsec_wire_type_name(m->type));
-}
 
 int rsec_conn_watch(struct rsec_conn *c)
 {
@@ -576,7 +285,7 @@ static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
 		rsec_tls_last_error(c->ssl, why, sizeof(why));
 		return rsec_conn_fail(c, rc, "TLS handshake failed: %s", why);
 	}
-	return on_tls_done(c);
+	return rsec_setup_tls_done(c);
 }
 
 /* Queued control frames go out as the peer reads; a peer that stops reading is dropped. */
@@ -678,7 +387,7 @@ int rsec_conn_process(struct rsec_conn *c)
 			return rsec_resume_lost(c, rc, "control channel closed by the peer");
 		if (rc < 0)
 			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
-		rc = m.lane ? rsec_lane_dispatch(c, &m) : rsec_conn_handle_ctrl(c, &m);
+		rc = rsec_ctrl_receive(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		if (rc < 0)
 			return rc;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal layout of contexts and connections, owned by the session layer:
- * ctx.c (device and credentials), conn.c (set-up and teardown), lane.c,
- * rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
+ * ctx.c (device and credentials), conn.c (event loop and teardown), ctrl.c
+ * and setup.c (control messages, ctrl.h), lane.c, rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
  * sealed_post.c) still works on struct rsec_conn directly: an upward use
  * lib/layers.allow lists until issue 25 gives it per-queue-pair state.
  */
@@ -378,12 +378,11 @@ RSEC_MUST_CHECK int rsec_conn_wait(struct rsec_conn *c, int timeout_ms);
  */
 typedef bool (*rsec_ready_fn)(struct rsec_conn *c, void *arg);
 RSEC_MUST_CHECK int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms);
-RSEC_MUST_CHECK int rsec_conn_handle_ctrl(struct rsec_conn *c, const struct rsec_msg *m);
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
 /* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
-/* Our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
+/* setup.c: our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
 void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out);
 /* The peer's QP as it announced it; RSEC_E_PROTO if no RC queue pair can be that. */
 RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct rsec_qp_peer *out);
@@ -391,8 +390,6 @@ RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct r
 RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
 
 /* lane.c */
-/* A frame the root's channel carried for lane m->lane != 0. Returns 0, or the root's failure. */
-RSEC_MUST_CHECK int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m);
 /* rsec_conn_process of a lane: its root's channel, then its own data path. */
 RSEC_MUST_CHECK int rsec_lane_process(struct rsec_conn *c);
 /* Lanes whose set-up passed its deadline fail; closed lanes nobody took are freed. */
@@ -453,6 +450,20 @@ static inline bool rsec_rebind_possible(const struct rsec_conn *c)
 {
 	const struct rsec_conn *root = c->lane ? c->root : c;
 	return root && root->peer_rebinds;
+}
+/*
+ * May an API call use c now? The one rule of include/rdmasec.h: 0; once
+ * closed, the error that closed it; RSEC_E_AGAIN while it is being set up
+ * and, for a call that posts on the queue pair (posts), while its data path
+ * is rebuilt or its session waits to be resumed (rebuild PARKED).
+ */
+static inline int rsec_conn_require_established(const struct rsec_conn *c, bool posts)
+{
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->phase != PHASE_ESTABLISHED)
+		return RSEC_E_AGAIN;
+	return posts && (!c->ops.ring || rsec_rebuilding(c)) ? RSEC_E_AGAIN : 0;
 }
 /* Frames recovered for sending again wait. */
 static inline bool rsec_rebuild_resending(const struct rsec_conn *c)

@@ -29,6 +29,7 @@
 #include <openssl/crypto.h>
 
 #include "conn.h"
+#include "ctrl.h"
 
 /*
  * Lanes the root still links, closed ones included: with the root, what
@@ -83,7 +84,7 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 }
 
 /* Server: the client asks for lane m->lane (the next index). */
-static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec_msg *m)
+static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
 	root->lanes_opened = m->lane;
 	int rc = live_lanes(root) + 1 < root->ctx->max_qps ? 0 : RSEC_E_LIMIT;
@@ -98,38 +99,28 @@ static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec
 		e.u.error.code = (uint32_t)-rc;
 		rsec_wire_text_set(&e.u.error.text, text);
 		rc = rsec_chan_send(root, &e); /* lane 0's sender: the index goes as given */
-		return rc < 0 ? rsec_conn_fail(root, rc, "cannot refuse a queue pair") : 0;
+		return rc < 0 ? rsec_ctrl_refuse(f, rc, "cannot refuse a queue pair") : 0;
 	}
-	(void)!rsec_conn_handle_ctrl(c, m); /* its failure closes it alone */
+	(void)!rsec_ctrl_handle(c, m); /* its failure closes it alone */
 	lane_settle(c);
 	return 0;
 }
 
-int rsec_lane_dispatch(struct rsec_conn *root, const struct rsec_msg *m)
+int rsec_lane_route(struct rsec_conn *root, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	if (root->phase != PHASE_ESTABLISHED)
-		return rsec_conn_violation(root, "a frame for a further queue pair before the session was set up");
-	if (m->type == RSEC_MSG_HELLO || m->type == RSEC_MSG_KEEPALIVE) {
-		char why[80];
-		snprintf(why, sizeof(why), "%s for queue pair %u: only the session's own", rsec_wire_type_name(m->type),
-			 (unsigned)m->lane + 1);
-		return rsec_conn_violation(root, why);
-	}
 	struct rsec_conn *c = root->lanes[m->lane];
 	if (!c) {
 		if (m->lane <= root->lanes_opened)
 			return 0; /* freed here; the peer had not heard yet */
 		if (root->is_server && m->type == RSEC_MSG_QP_INFO)
-			return lane_accept(root, m); /* indices only grow: one that failed early is skipped */
+			return lane_accept(root, m, f); /* indices only grow: one that failed early is skipped */
 		if (m->type == RSEC_MSG_ERROR || m->type == RSEC_MSG_DISCONNECT)
 			return 0; /* the peer gave up on a lane before it asked for it */
-		char why[80];
-		snprintf(why, sizeof(why), "%s for queue pair %u, which was never asked for",
-			 rsec_wire_type_name(m->type), (unsigned)m->lane + 1);
-		return rsec_conn_violation(root, why);
+		return rsec_ctrl_violation(f, "%s for queue pair %u, which was never asked for",
+					   rsec_wire_type_name(m->type), (unsigned)m->lane + 1);
 	}
 	if (c->phase != PHASE_CLOSED) {
-		(void)!rsec_conn_handle_ctrl(c, m); /* a lane's failure closes that lane only */
+		(void)!rsec_ctrl_handle(c, m); /* a lane's failure closes that lane only */
 		lane_settle(c);
 	}
 	return 0;

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "conn.h"
+#include "ctrl.h"
 #include "test_frames.h"
 #include "tls.h"
 
@@ -85,7 +86,7 @@ static unsigned server_reads(struct fixture *f)
 		if (rc == RSEC_E_AGAIN)
 			break;
 		assert_int_equal(rc, 0);
-		rc = m.lane ? rsec_lane_dispatch(f->root, &m) : rsec_conn_handle_ctrl(f->root, &m);
+		rc = rsec_ctrl_receive(f->root, &m);
 		assert_int_equal(rc, 0);
 		unsigned held = 0;
 		for (unsigned i = 1; i <= RSEC_WIRE_LANE_MAX; i++)
