@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receive side of the data path (lib/path/data.c, rsec_data_poll)
+ * without a device: an established session over a real TLS 1.3 session,
+ * its queue pair a stand-in (test_fakeqp.h) whose receive CQ reports what
+ * each test says the device saw. The peer's frames are sealed with the
+ * peer's own keys. What a completion that fails a check leads to: counted,
+ * never delivered, then the data path rebuilt (docs/protocol.md,
+ * "Rebuilding the data path") or, with rebuilding off, the connection
+ * closed with the fault's code and the peer told.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "conn.h"
+#include "test_frames.h"
+#include "test_fakeqp.h"
+
+static const uint8_t psk[32] = { 1, 4, 1, 4, 2, 1, 3, 5, 6, 2, 3, 7, 3, 0, 9, 5 };
+
+static int setup_closing(void **state)
+{
+	struct fake_conn *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	fake_conn_setup(f, psk, sizeof(psk), 0); /* rebuilding off: a fault closes */
+	*state = f;
+	return 0;
+}
+
+static int setup_rebuilding(void **state)
+{
+	struct fake_conn *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	fake_conn_setup(f, psk, sizeof(psk), 6);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fake_conn *f = *state;
+	fake_conn_teardown(f);
+	free(f);
+	return 0;
+}
+
+static const char hello[] = "hello over a sealed SEND";
+
+/* The connection closed with code, its error saying what (and why it was not rebuilt); the peer was told. */
+static void closed_with(struct fake_conn *f, int rc, int code, const char *what)
+{
+	struct rsec_conn *c = f->c;
+	assert_int_equal(rc, code);
+	assert_int_equal(c->phase, PHASE_CLOSED);
+	assert_int_equal(c->close_code, code);
+	assert_non_null(strstr(rsec_conn_error(c), what));
+	assert_non_null(strstr(rsec_conn_error(c), "not rebuilt: rebuilding is off"));
+	assert_int_equal(c->qp.qp->state, IBV_QPS_ERR); /* no more remote access */
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_ERROR, &m);
+	assert_int_equal(m.u.error.code, (uint32_t)-code);
+	assert_false(c->rx_complete); /* nothing was delivered */
+	assert_int_equal(c->stats.msgs_received, 0);
+}
+
+/* The fixture works: a frame the peer sealed is delivered, its receive posted again, its credit owed. */
+static void delivers_a_sealed_message(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
+	assert_int_equal(rsec_data_poll(c), 0);
+	assert_true(c->rx_complete);
+	assert_int_equal(c->stats.msgs_received, 1);
+	assert_int_equal(fake.recvs_posted, 1);
+	assert_int_equal(c->credits_owed, 1);
+	char buf[64];
+	size_t len = 0;
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
+	assert_int_equal(len, sizeof(hello));
+	assert_memory_equal(buf, hello, sizeof(hello));
+	assert_int_equal(c->stats.protocol_violations, 0);
+}
+
+/* A completion longer than the buffer we posted: a violation, nothing of the slot read. */
+static void oversized_receive_is_a_violation(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	(void)n;
+	struct ibv_wc wc = fake_recv_wc(f->c, 0, FAKE_SLOT_SIZE + 1);
+	fake_complete(&wc);
+	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "over the 4096-byte buffer");
+	assert_int_equal(f->c->stats.protocol_violations, 1);
+}
+
+/* A WRITE WITH IMMEDIATE consumed one of our receives: a violation, whatever the slot holds. */
+static void write_with_imm_is_a_violation(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 1, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	struct ibv_wc wc = fake_recv_wc(f->c, 1, n);
+	wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+	fake_complete(&wc);
+	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "WRITE WITH IMMEDIATE");
+	assert_int_equal(f->c->stats.protocol_violations, 1);
+}
+
+/* A receive naming a slot we never posted. */
+static void unposted_slot_is_a_violation(void **state)
+{
+	struct fake_conn *f = *state;
+	struct ibv_wc wc = fake_recv_wc(f->c, FAKE_SLOTS, 64);
+	fake_complete(&wc);
+	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "a work request we did not post");
+	assert_int_equal(f->c->stats.protocol_violations, 1);
+}
+
+/* A frame whose tag does not verify is a forgery: closed with RSEC_E_MAC, counted as one. */
+static void forged_frame_closes(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1; /* one bit of the tag */
+	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
+	fake_complete(&wc);
+	closed_with(f, rsec_data_poll(f->c), RSEC_E_MAC, "rejected a message");
+	struct rsec_conn_stats st;
+	assert_int_equal(rsec_conn_stats(f->c, &st), 0);
+	assert_int_equal(st.mac_failures, 1);
+}
+
+/* A frame opened once, replayed into another slot: a sequence violation, delivered once only. */
+static void replayed_frame_closes(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	uint8_t copy[FAKE_SLOT_SIZE];
+	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	memcpy(copy, c->recv_ring, n);
+	struct ibv_wc wc = fake_recv_wc(c, 0, n);
+	fake_complete(&wc);
+	assert_int_equal(rsec_data_poll(c), 0);
+	char buf[64];
+	size_t len = 0;
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
+	memcpy(c->recv_ring + FAKE_SLOT_SIZE, copy, n);
+	wc = fake_recv_wc(c, 1, n);
+	fake_complete(&wc);
+	int rc = rsec_data_poll(c);
+	assert_int_equal(rc, RSEC_E_SEQ);
+	assert_int_equal(c->phase, PHASE_CLOSED);
+	assert_int_equal(c->stats.msgs_received, 1);
+	assert_false(c->rx_complete);
+	struct rsec_conn_stats st;
+	assert_int_equal(rsec_conn_stats(c, &st), 0);
+	assert_int_equal(st.seq_violations, 1);
+}
+
+/* A peer returning credits for buffers it never had is closed (no rebuild: its frame was genuine). */
+static void credits_beyond_buffers_close(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_CREDIT_ONLY, 1, NULL, 0);
+	struct ibv_wc wc = fake_recv_wc(f->c, 0, n);
+	fake_complete(&wc);
+	int rc = rsec_data_poll(f->c);
+	assert_int_equal(rc, RSEC_E_PROTO);
+	assert_non_null(strstr(rsec_conn_error(f->c), "more credits than it has buffers"));
+	assert_int_equal(f->c->credits, FAKE_SLOTS);
+}
+
+/* A LAST fragment with no FIRST before it. */
+static void fragment_out_of_order_closes(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	struct ibv_wc wc = fake_recv_wc(f->c, 0, n);
+	fake_complete(&wc);
+	assert_int_equal(rsec_data_poll(f->c), RSEC_E_PROTO);
+	assert_non_null(strstr(rsec_conn_error(f->c), "fragment out of order"));
+	assert_false(f->c->rx_complete);
+}
+
+/* A failed completion is the queue pair's error: counted, closed with RSEC_E_QP. */
+static void qp_error_closes(void **state)
+{
+	struct fake_conn *f = *state;
+	struct ibv_wc wc = fake_recv_wc(f->c, 0, 0);
+	wc.status = IBV_WC_REM_ACCESS_ERR;
+	fake_complete(&wc);
+	closed_with(f, rsec_data_poll(f->c), RSEC_E_QP, "queue pair error");
+	assert_int_equal(f->c->stats.qp_errors, 1);
+}
+
+/*
+ * With rebuilding on, a violation does not close: the old QP goes (and
+ * what its CQ still held), a new one in INIT has every receive posted, and
+ * our REBUILD for epoch 1 tells the peer why and how much we opened.
+ */
+static void violation_rebuilds(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	peer_sends(f, f->peer.tx, 0, hello, sizeof(hello));
+	assert_int_equal(rsec_data_poll(c), 0);
+	char buf[64];
+	size_t len = 0;
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
+	uint32_t old_qpn = c->qp.qp->qp_num;
+	unsigned posted = fake.recvs_posted;
+	struct ibv_wc wc = fake_recv_wc(c, 1, FAKE_SLOT_SIZE + 1);
+	fake_complete(&wc);
+	peer_sends(f, f->peer.tx, 2, hello, sizeof(hello)); /* behind it: the old QP's, dropped */
+	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->stats.protocol_violations, 1);
+	assert_int_equal(c->rb.state, REBUILD_SENT);
+	assert_int_equal(c->rb.target, 1);
+	assert_true(c->qp.qp->qp_num != old_qpn);
+	assert_int_equal(c->qp.qp->state, IBV_QPS_INIT);
+	assert_int_equal(fake.recvs_posted, posted + FAKE_SLOTS);
+	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n);
+	assert_int_equal(c->stats.msgs_received, 1);
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REBUILD, &m);
+	assert_int_equal(m.u.rebuild.epoch, 1);
+	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_VIOLATION);
+	assert_int_equal(m.u.rebuild.opened, 1);
+	assert_int_equal(m.u.rebuild.qp.qpn, c->qp.qp->qp_num);
+	/* Nothing is reaped while the new QP is not connected. */
+	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
+	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n - 1);
+}
+
+/* A forged frame with rebuilding on: a rebuild for authentication, the connection stays. */
+static void forged_frame_rebuilds(void **state)
+{
+	struct fake_conn *f = *state;
+	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
+	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
+	fake_complete(&wc);
+	assert_int_equal(rsec_data_poll(f->c), 0);
+	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(f->c->rb.state, REBUILD_SENT);
+	assert_false(f->c->rx_complete);
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REBUILD, &m);
+	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
+	assert_int_equal(m.u.rebuild.opened, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(delivers_a_sealed_message, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(oversized_receive_is_a_violation, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(write_with_imm_is_a_violation, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(unposted_slot_is_a_violation, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(forged_frame_closes, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(replayed_frame_closes, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(credits_beyond_buffers_close, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(fragment_out_of_order_closes, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(qp_error_closes, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(violation_rebuilds, setup_rebuilding, teardown),
+		cmocka_unit_test_setup_teardown(forged_frame_rebuilds, setup_rebuilding, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
