@@ -213,13 +213,13 @@ static void wrong_epoch_after_ours(void **state)
 	violated(f, peer_rebuilds(f, 2, 0, 0x99), "REBUILD out of turn");
 }
 
-/* Both halves are in: a second REBUILD is out of turn, whatever its epoch. */
+/* Both halves are in: a REBUILD is out of turn, even for the epoch after (a fault waits for READY). */
 static void rebuild_while_connected(void **state)
 {
 	struct fake_conn *f = *state;
 	assert_int_equal(fault(f), 1);
 	assert_int_equal(peer_rebuilds(f, 1, 0, 0x99), 0);
-	violated(f, peer_rebuilds(f, 1, 0, 0x99), "REBUILD out of turn");
+	violated(f, peer_rebuilds(f, 2, 0, 0x9a), "REBUILD out of turn");
 }
 
 /* The peer's buffers are the ones it announced at set-up. */

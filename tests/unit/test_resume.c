@@ -169,6 +169,24 @@ static void ended_session_refused(void **state)
 	assert_int_equal(s->stats.resumes, 0);
 }
 
+/* A parked session whose grace period passed has ended: a client just too late is refused. */
+static void expired_session_refused(void **state)
+{
+	struct fixture *x = *state;
+	struct rsec_conn *s = x->f.c;
+	assert_int_equal(rsec_resume_lost(s, RSEC_E_IO, "reset by peer"), 0);
+	s->rs.until_ms = rsec_now_ms() - 1;
+	assert_int_equal(rsec_resume_step(s), RSEC_E_TIMEOUT);
+	new_channel(x, 0, "psk:node-a");
+	int rc = offers(x, 0, x->token, false, 0);
+	assert_int_equal(rc, RSEC_E_CLOSED);
+	assert_non_null(strstr(rsec_conn_error(x->n[0]), "RESUME of a session this server does not have"));
+	struct rsec_msg m;
+	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
+	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->sock, -1);
+}
+
 /* Both offered epochs: SESSION says ours, and both build the epoch after the later one. */
 static void epochs_when_both_offered(void **state)
 {
@@ -342,10 +360,12 @@ static void client_answer_names_the_offer(void **state)
 static void server_refuses_session(void **state)
 {
 	struct fixture *x = *state;
+	rsec_resume_forget(x->f.c); /* with a token, a second SESSION would be refused anyway */
 	struct rsec_msg m = { .type = RSEC_MSG_SESSION };
 	int rc = rsec_resume_on_session(x->f.c, &m);
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_non_null(strstr(rsec_conn_error(x->f.c), "unexpected SESSION"));
+	assert_false(x->f.c->rs.have_token);
 }
 
 int main(void)
@@ -355,6 +375,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(unknown_token_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_identity_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(ended_session_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(expired_session_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(epochs_when_both_offered, setup, teardown),
 		cmocka_unit_test_setup_teardown(epoch_ignored_unless_both_offered, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_resume_takes_over, setup, teardown),
