@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-server(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
-		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs; read at start and SIGHUP)\n"
 		"      --psk-file FILE         external-PSK mode instead of certificates (hex, mode 0600)\n"
 		"      --psk-identity NAME     the identity clients must present with the PSK\n"
 		"      --tls-resume SECONDS    certificate mode: let clients resume their TLS session for\n"
@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: tell every client, then exit.\n"
-		"SIGUSR1: log the counters and rewrite the metrics file.\n");
+		"SIGUSR1: log the counters and rewrite the metrics file. SIGHUP: reload the configuration,\n"
+		"CA, certificate, key and CRL (all or nothing), close clients revoked since.\n");
 }
 
 static bool set(struct rsec_conf *c, const char *section, const char *key, const char *value)

@@ -23,7 +23,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-blkd(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
-		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs; read at start and SIGHUP)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
@@ -47,7 +47,9 @@ static void usage(FILE *f)
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
-		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n",
+		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n"
+		"SIGHUP: reload the configuration, CA, certificate, key and CRL (all or nothing), close\n"
+		"clients revoked since.\n",
 		BLK_DEFAULT_PORT);
 }
 
