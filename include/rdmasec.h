@@ -156,9 +156,9 @@ struct rsec_ctx_attr {
 				    * from each CA of the peer's chain (OpenSSL's CRL check of
 				    * the whole chain); a revoked certificate, or one whose
 				    * CRL is missing or out of date, is refused at the
-				    * handshake and at TLS resumption. Re-read when the file
-				    * changes (replace it by rename); a change that cannot be
-				    * used keeps the last good copy. NULL: no revocation */
+				    * handshake and at TLS resumption. Read at rsec_ctx_new
+				    * and rsec_ctx_reload, never in a handshake. NULL: no
+				    * revocation */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -180,6 +180,29 @@ int rsec_ctx_new(const struct rsec_ctx_attr *attr, struct rsec_ctx **out, char *
 void rsec_ctx_free(struct rsec_ctx *ctx);
 /** rsec_ctx_audit_errors - audit records that could not be written (a full disk, say) since rsec_ctx_new. */
 uint64_t rsec_ctx_audit_errors(const struct rsec_ctx *ctx);
+/**
+ * rsec_ctx_reload - re-read the CA, certificate, key and CRL from the paths
+ * ctx was made with (certificate mode). Atomic: on success new handshakes
+ * use the new material while connections made before keep theirs; on any
+ * error nothing changes. Either way an audit record `reload` says what
+ * happened. Established connections are not closed here: call
+ * rsec_conn_check_peer on each. Thread-safe against handshakes.
+ * Returns 0, RSEC_E_CONFIG (err names the file and why; also in PSK mode,
+ * which has no files), RSEC_E_TLS, RSEC_E_NOMEM, RSEC_E_INVAL.
+ */
+int rsec_ctx_reload(struct rsec_ctx *ctx, char *err, size_t errlen);
+/**
+ * rsec_ctx_reload_failed - record that the application's own part of a
+ * reload (its configuration file, say) failed, so nothing was reloaded: an
+ * audit record `reload`, result `failed`, reason why (no secrets).
+ */
+void rsec_ctx_reload_failed(struct rsec_ctx *ctx, const char *why);
+/**
+ * rsec_ctx_cert_expiry - when our own certificate (the one new handshakes
+ * present) expires, Unix seconds. Returns 0, RSEC_E_CONFIG (PSK mode),
+ * RSEC_E_INVAL.
+ */
+int rsec_ctx_cert_expiry(struct rsec_ctx *ctx, int64_t *unix_s);
 /** rsec_ctx_device - name of the RDMA device in use. */
 const char *rsec_ctx_device(const struct rsec_ctx *ctx);
 
@@ -281,6 +304,17 @@ int rsec_conn_resumed(const struct rsec_conn *c);
 const char *rsec_conn_peer_addr(const struct rsec_conn *c);
 /** rsec_conn_error - why the connection closed or the last call failed (no secrets). */
 const char *rsec_conn_error(const struct rsec_conn *c);
+/**
+ * rsec_conn_check_peer - whether an established connection's peer is still
+ * good under the context's current CRL (after rsec_ctx_reload) and the
+ * clock: every certificate of its chain but the trust anchor, neither revoked
+ * nor expired (the leaf only for a TLS-resumed session). 0: good, also for
+ * PSK peers and sessions whose control channel is lost (their resumption
+ * checks the certificate). RSEC_E_AUTH: it is not; an audit record
+ * `peer_revoked` says why (also in @why, may be NULL) and the caller closes
+ * the connection (rsec_conn_close). RSEC_E_INVAL.
+ */
+int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen);
 /** rsec_conn_close - authenticated disconnect: tell the peer over TLS, then tear down. */
 int rsec_conn_close(struct rsec_conn *c, const char *reason);
 /** rsec_conn_free - release everything; closes first if still open. */

@@ -63,6 +63,8 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_SEALED_READ] = "sealed_read",
 	[RSEC_AUDIT_REBUILD] = "rebuild",
 	[RSEC_AUDIT_RESUME] = "resume",
+	[RSEC_AUDIT_RELOAD] = "reload",
+	[RSEC_AUDIT_PEER_REVOKED] = "peer_revoked",
 };
 
 static const enum rsec_audit_event limited_events[LIMITED_N] = {

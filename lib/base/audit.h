@@ -33,8 +33,10 @@ enum rsec_audit_event {
 	RSEC_AUDIT_SEALED_READ,      /* we opened what we read from the peer's sealed grant (ok/mismatch) */
 	RSEC_AUDIT_REBUILD,          /* the data path was rebuilt under the same session (reason says why) */
 	RSEC_AUDIT_RESUME,           /* the control channel was lost ("lost") or the session resumed on a new one ("ok") */
+	RSEC_AUDIT_RELOAD,           /* credentials re-read (rsec_ctx_reload): "ok" with our certificate, or "failed" with why */
+	RSEC_AUDIT_PEER_REVOKED,     /* an established peer's certificate is revoked or expired now: closed */
 };
-#define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_RESUME
+#define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_PEER_REVOKED
 
 /*
  * Records of peers that never authenticated (peer NULL: auth_failure, refuse

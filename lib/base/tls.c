@@ -261,14 +261,13 @@ static const char *tls_note(SSL *ssl)
 #define CRL_FILE_MAX (64u << 20)
 #define CRLS_MAX 64
 
-/* A CRL file and what was last read from it; the SSL_CTX owns it. */
+/*
+ * The CRLs of a context, read once when the context is made: a handshake never
+ * reads a file. A changed CRL file takes effect with a new context
+ * (rsec_ctx_reload). The SSL_CTX owns it; nothing changes it afterwards.
+ */
 struct tls_crl {
-	pthread_mutex_t lock;
-	char *path;
-	X509_STORE *trust; /* the context's CAs: a CRL must be signed by one */
-	struct stat seen;  /* the file as last read */
 	STACK_OF(X509_CRL) *crls;
-	char problem[200]; /* why the last change was not applied ("" if it was) */
 };
 
 static CRYPTO_ONCE crl_once = CRYPTO_ONCE_STATIC_INIT;
@@ -288,15 +287,12 @@ static void crl_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long 
 	if (!c)
 		return;
 	sk_X509_CRL_pop_free(c->crls, X509_CRL_free);
-	pthread_mutex_destroy(&c->lock);
-	OPENSSL_free(c->path);
 	OPENSSL_free(c);
 }
 
-static bool same_file(const struct stat *a, const struct stat *b)
+static struct tls_crl *ctx_crl(SSL_CTX *ctx)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	return crl_index < 0 ? NULL : SSL_CTX_get_ex_data(ctx, crl_index);
 }
 
 /* Whether one of the trusted CAs issued and signed crl. */
@@ -345,71 +341,37 @@ fail:
 	return NULL;
 }
 
-/*
- * Re-read c's file if it changed since it was last read, under c->lock. A
- * file that cannot be used leaves the last good copy in force (c->problem
- * says why); at start-up there is none, and the caller fails.
- */
-static void crl_refresh(struct tls_crl *c)
+/* The CRLs of the file at path, signed by trust's CAs; NULL and *why when it cannot be used. */
+static STACK_OF(X509_CRL) *crl_load(const char *path, X509_STORE *trust, const char **why)
 {
-	struct stat now;
+	struct stat st;
 	BIO *in = NULL;
-	const char *why = NULL;
-	bool statted = stat(c->path, &now) == 0;
-	if (!statted) {
-		why = strerror(errno);
-	} else if (c->crls && same_file(&now, &c->seen)) {
-		return;
-	} else if (!S_ISREG(now.st_mode) || now.st_size > (off_t)CRL_FILE_MAX) {
-		why = "not a regular file of at most 64 MiB";
-	} else if (!(in = BIO_new_file(c->path, "r"))) {
-		why = "cannot open it";
-	}
-	STACK_OF(X509_CRL) *fresh = why ? NULL : crl_read(in, c->trust, &why);
+	*why = NULL;
+	if (stat(path, &st) != 0)
+		*why = strerror(errno);
+	else if (!S_ISREG(st.st_mode) || st.st_size > (off_t)CRL_FILE_MAX)
+		*why = "not a regular file of at most 64 MiB";
+	else if (!(in = BIO_new_file(path, "r")))
+		*why = "cannot open it";
+	STACK_OF(X509_CRL) *crls = *why ? NULL : crl_read(in, trust, why);
 	BIO_free(in);
 	ERR_clear_error();
-	if (!fresh) {
-		snprintf(c->problem, sizeof(c->problem), "CRL %s: %s", c->path, why);
-		if (c->crls && statted)
-			c->seen = now; /* keep the last good; try again when the file changes again */
-		return;
-	}
-	sk_X509_CRL_pop_free(c->crls, X509_CRL_free);
-	c->crls = fresh;
-	c->seen = now;
-	c->problem[0] = '\0';
-}
-
-static X509_CRL *crl_up(const X509_CRL *crl)
-{
-	return X509_CRL_up_ref((X509_CRL *)crl) ? (X509_CRL *)crl : NULL;
-}
-
-/* The current CRLs, each with a reference of its own (the file may change meanwhile). */
-static STACK_OF(X509_CRL) *crl_snapshot(struct tls_crl *c)
-{
-	pthread_mutex_lock(&c->lock);
-	crl_refresh(c);
-	STACK_OF(X509_CRL) *copy = c->crls ? sk_X509_CRL_deep_copy(c->crls, crl_up, X509_CRL_free) : NULL;
-	pthread_mutex_unlock(&c->lock);
-	return copy;
+	return crls;
 }
 
 static RSEC_MUST_CHECK int setup_crl(SSL_CTX *ctx, const char *path, struct tls_crl **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct tls_crl *c = OPENSSL_zalloc(sizeof(*c));
-	if (!CRYPTO_THREAD_run_once(&crl_once, make_crl_index) || crl_index < 0 || !c || !(c->path = OPENSSL_strdup(path)) || pthread_mutex_init(&c->lock, NULL) != 0) {
-		if (c)
-			OPENSSL_free(c->path);
+	if (!CRYPTO_THREAD_run_once(&crl_once, make_crl_index) || crl_index < 0 || !c) {
 		OPENSSL_free(c);
 		return RSEC_E_NOMEM;
 	}
-	c->trust = SSL_CTX_get_cert_store(ctx);
-	crl_refresh(c);
+	const char *why = NULL;
+	c->crls = crl_load(path, SSL_CTX_get_cert_store(ctx), &why);
 	if (!c->crls) {
 		if (err && errlen)
-			snprintf(err, errlen, "%s", c->problem);
+			snprintf(err, errlen, "CRL %s: %s", path, why);
 		crl_free(NULL, c, NULL, 0, 0, NULL);
 		return RSEC_E_CONFIG;
 	}
@@ -430,19 +392,13 @@ static int verify_cert(X509_STORE_CTX *sctx, void *arg)
 {
 	struct tls_crl *c = arg;
 	SSL *ssl = X509_STORE_CTX_get_ex_data(sctx, SSL_get_ex_data_X509_STORE_CTX_idx());
-	STACK_OF(X509_CRL) *crls = NULL;
 	if (c) {
-		crls = crl_snapshot(c);
-		if (!crls) {
-			X509_STORE_CTX_set_error(sctx, X509_V_ERR_UNABLE_TO_GET_CRL);
-			return 0;
-		}
-		X509_STORE_CTX_set0_crls(sctx, crls);
+		/* The context's own, never changed while it lives (the SSL holds the context). */
+		X509_STORE_CTX_set0_crls(sctx, c->crls);
 		X509_STORE_CTX_set_flags(sctx, X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL);
 	}
 	int ok = X509_verify_cert(sctx);
 	X509_STORE_CTX_set0_crls(sctx, NULL);
-	sk_X509_CRL_pop_free(crls, X509_CRL_free);
 	if (ok != 1)
 		return ok;
 	char id[RSEC_TLS_IDENTITY_MAX];
@@ -483,26 +439,100 @@ static const char *ticket_declined(const char *why)
 	return "resumption ticket declined: no CRL from its certificate's issuer";
 }
 
-int rsec_tls_crl_check(SSL *ssl, X509 *cert)
+/* Why cert is refused by the CRLs of c (its issuer's), or NULL when it is not. */
+static const char *crl_verdict(const struct tls_crl *c, X509 *cert)
 {
-	RSEC_ENSURE(ssl && cert, RSEC_E_INVAL);
-	struct tls_crl *c = crl_index < 0 ? NULL : SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), crl_index);
-	if (!c)
-		return 0;
-	STACK_OF(X509_CRL) *crls = crl_snapshot(c);
 	const char *why = "unable to get certificate CRL";
-	for (int i = 0; crls && i < sk_X509_CRL_num(crls); i++) {
-		X509_CRL *crl = sk_X509_CRL_value(crls, i);
+	for (int i = 0; i < sk_X509_CRL_num(c->crls); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(c->crls, i);
 		if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(cert)) != 0)
 			continue;
 		why = NULL;
 		if (crl_refuses(crl, cert, &why))
 			break;
 	}
-	sk_X509_CRL_pop_free(crls, X509_CRL_free);
+	return why;
+}
+
+int rsec_tls_crl_check(SSL *ssl, X509 *cert)
+{
+	RSEC_ENSURE(ssl && cert, RSEC_E_INVAL);
+	struct tls_crl *c = ctx_crl(SSL_get_SSL_CTX(ssl));
+	const char *why = c ? crl_verdict(c, cert) : NULL;
 	if (why)
 		rsec_tls_note(ssl, ticket_declined(why));
 	return why ? RSEC_E_AUTH : 0;
+}
+
+/* Whether cert is its own issuer: a trust anchor, which no CRL of ours lists. */
+static bool self_issued(X509 *cert)
+{
+	return X509_NAME_cmp(X509_get_subject_name(cert), X509_get_issuer_name(cert)) == 0;
+}
+
+int rsec_tls_peer_recheck(SSL_CTX *now, SSL *ssl, const char **why)
+{
+	RSEC_ENSURE(now && ssl && why, RSEC_E_INVAL);
+	*why = NULL;
+	X509 *leaf = SSL_get0_peer_certificate(ssl);
+	if (ctx_psk(ssl) || !leaf)
+		return 0;
+	/* The chain verified at the full handshake; a resumed session has only the leaf. */
+	STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+	struct tls_crl *c = ctx_crl(now);
+	int n = chain ? sk_X509_num(chain) : 0;
+	for (int i = -1; i < n && !*why; i++) {
+		X509 *cert = i < 0 ? leaf : sk_X509_value(chain, i);
+		if (i >= 0 && X509_cmp(cert, leaf) == 0)
+			continue;
+		if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
+			*why = "certificate has expired";
+		else if (c && !self_issued(cert))
+			*why = crl_verdict(c, cert);
+	}
+	return *why ? RSEC_E_AUTH : 0;
+}
+
+int rsec_tls_own_not_after(SSL_CTX *ctx, int64_t *unix_s)
+{
+	RSEC_ENSURE(ctx && unix_s, RSEC_E_INVAL);
+	X509 *cert = SSL_CTX_get0_certificate(ctx);
+	struct tm tm;
+	RSEC_ENSURE(cert && ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1, RSEC_E_CONFIG);
+	*unix_s = (int64_t)timegm(&tm);
+	return 0;
+}
+
+int rsec_tls_own_cert_desc(SSL_CTX *ctx, char *out, size_t cap)
+{
+	RSEC_ENSURE(ctx && out && cap, RSEC_E_INVAL);
+	X509 *cert = SSL_CTX_get0_certificate(ctx);
+	char id[RSEC_TLS_IDENTITY_MAX], *serial = NULL;
+	int64_t until = 0;
+	BIGNUM *bn = cert ? ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL) : NULL;
+	if (bn)
+		serial = BN_bn2hex(bn);
+	BN_free(bn);
+	int rc = cert && serial && rsec_tls_cert_identity(cert, id, sizeof(id), NULL) == 0 &&
+			 rsec_tls_own_not_after(ctx, &until) == 0
+		 ? 0 : RSEC_E_CONFIG;
+	if (rc == 0) {
+		int len = snprintf(out, cap, "certificate identity=%s serial=%s not_after=%lld", id, serial, (long long)until);
+		rc = len > 0 && (size_t)len < cap ? 0 : RSEC_E_RANGE;
+	}
+	OPENSSL_free(serial);
+	ERR_clear_error();
+	return rc;
+}
+
+void rsec_tls_keep_tickets(SSL_CTX *from, SSL_CTX *to)
+{
+	/* Tickets are sealed under keys OpenSSL draws per context: carry them over so
+	 * tickets issued before a reload still resume. */
+	unsigned char keys[80];
+	if (SSL_CTX_get_tlsext_ticket_keys(from, keys, sizeof(keys)) == 1)
+		(void)SSL_CTX_set_tlsext_ticket_keys(to, keys, sizeof(keys));
+	OPENSSL_cleanse(keys, sizeof(keys));
 }
 
 static RSEC_MUST_CHECK int setup_certs(SSL_CTX *ctx, const struct rsec_tls_opts *o, char *err, size_t errlen)

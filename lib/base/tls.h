@@ -16,7 +16,7 @@ struct rsec_tls_opts {
 	/* Certificate mode: all three. */
 	const char *ca_file, *cert_file, *key_file;
 	/* Certificate mode, optional: PEM CRLs, one for each CA of the peer's chain;
-	 * re-read when the file changes (checked at each handshake and resumption). */
+	 * read once, when the context is made (a handshake never reads a file). */
 	const char *crl_file;
 	/* External-PSK mode instead (32..64 bytes); no certificates. */
 	const uint8_t *psk;
@@ -59,11 +59,25 @@ RSEC_MUST_CHECK int rsec_tls_cert_identity(X509 *cert, char *out, size_t cap, co
 RSEC_MUST_CHECK int rsec_tls_peer_identity(SSL *ssl, char *out, size_t cap);
 /*
  * Whether cert, which a resumption ticket offered on ssl stands for, is still
- * good under the CRL of ssl's context (re-read if the file changed): 0, or
+ * good under the CRL of ssl's context: 0, or
  * RSEC_E_AUTH when it is revoked, or its issuer's CRL is missing or out of
  * date (noted on ssl for rsec_tls_last_error). 0 without a CRL.
  */
 RSEC_MUST_CHECK int rsec_tls_crl_check(SSL *ssl, X509 *cert);
+/*
+ * Whether the peer of ssl, an established connection, is still good under
+ * the CRLs of now (a context made since, perhaps) and the clock: every
+ * certificate of the chain verified at the full handshake (the leaf alone
+ * after a resumption) but the trust anchor. 0, or RSEC_E_AUTH with *why
+ * ("certificate revoked", "certificate has expired", ...). 0 for PSKs.
+ */
+RSEC_MUST_CHECK int rsec_tls_peer_recheck(SSL_CTX *now, SSL *ssl, const char **why);
+/* Our own certificate's notAfter, Unix seconds. RSEC_E_CONFIG without one (PSK mode). */
+RSEC_MUST_CHECK int rsec_tls_own_not_after(SSL_CTX *ctx, int64_t *unix_s);
+/* "certificate identity=... serial=HEX not_after=UNIX" of our own certificate, for the audit log. */
+RSEC_MUST_CHECK int rsec_tls_own_cert_desc(SSL_CTX *ctx, char *out, size_t cap);
+/* Server: let to accept the tickets from (which it replaces) issued. */
+void rsec_tls_keep_tickets(SSL_CTX *from, SSL_CTX *to);
 /* Remember why ssl's peer was refused where OpenSSL cannot say it (a static string). */
 void rsec_tls_note(SSL *ssl, const char *why);
 /* Why the handshake failed, for logs: never key material. */

@@ -252,7 +252,7 @@ static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host,
 		int n = snprintf(dest, sizeof(dest), "%s:%u/%s", host, (unsigned)port, peer_name ? peer_name : "");
 		opts.resume_dest = n > 0 && (size_t)n < sizeof(dest) ? dest : NULL;
 	}
-	return rsec_tls_new(c->ctx->tls, c->sock, &opts, &c->ssl);
+	return rsec_ctx_tls_new(c->ctx, c->sock, &opts, &c->ssl);
 }
 
 

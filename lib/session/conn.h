@@ -60,6 +60,9 @@ RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struc
 /* ctx.c: a connection's PD, CQs and QP on dev (from rsec_ctx_dev_for), drawn from dev's QP pool. */
 RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp *q);
 
+/* ctx.c: an SSL on fd from the context's current TLS credentials (rsec_tls_new). */
+RSEC_MUST_CHECK int rsec_ctx_tls_new(struct rsec_ctx *ctx, int fd, const struct rsec_tls_opts *o, SSL **out);
+
 struct rsec_ctx {
 	bool is_server;
 	struct rsec_dev *dev; /* fixed device, or NULL: per connection, by local address */
@@ -72,6 +75,7 @@ struct rsec_ctx {
 		struct rsec_dev *dev;
 		struct rsec_qpool *pool;
 	} dev_cache[RSEC_DEV_CACHE];
+	pthread_mutex_t tls_lock; /* tls: rsec_ctx_reload swaps it; each SSL holds its own reference */
 	SSL_CTX *tls;
 	struct rsec_tls_opts tls_opts; /* strings owned below */
 	char *ca_file, *cert_file, *key_file, *crl_file, *psk_identity;

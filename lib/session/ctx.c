@@ -152,6 +152,7 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	};
 	pthread_mutex_init(&ctx->dev_lock, NULL);
 	pthread_mutex_init(&ctx->sessions_lock, NULL);
+	pthread_mutex_init(&ctx->tls_lock, NULL);
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
 	ctx->grant_mode = (a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) ? a->grant_mode : RSEC_GRANT_AUTO;
@@ -232,6 +233,7 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 	}
 	pthread_mutex_destroy(&ctx->dev_lock);
 	pthread_mutex_destroy(&ctx->sessions_lock);
+	pthread_mutex_destroy(&ctx->tls_lock);
 	SSL_CTX_free(ctx->tls);
 	rsec_audit_close(ctx->audit);
 	free(ctx->ca_file);
@@ -242,6 +244,108 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 	free(ctx->local_addr);
 	OPENSSL_cleanse(ctx->psk, sizeof(ctx->psk));
 	free(ctx);
+}
+
+int rsec_ctx_tls_new(struct rsec_ctx *ctx, int fd, const struct rsec_tls_opts *o, SSL **out)
+{
+	pthread_mutex_lock(&ctx->tls_lock);
+	int rc = rsec_tls_new(ctx->tls, fd, o, out); /* the SSL takes its own reference */
+	pthread_mutex_unlock(&ctx->tls_lock);
+	return rc;
+}
+
+/* The current TLS context, with a reference of the caller's (a reload may replace it meanwhile). */
+static SSL_CTX *ctx_tls_ref(struct rsec_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->tls_lock);
+	SSL_CTX *tls = ctx->tls;
+	if (tls && SSL_CTX_up_ref(tls) != 1)
+		tls = NULL;
+	pthread_mutex_unlock(&ctx->tls_lock);
+	return tls;
+}
+
+/* A record about the context itself, not one connection. */
+static void ctx_audit(struct rsec_ctx *ctx, enum rsec_audit_event ev, const char *result, const char *reason)
+{
+	struct rsec_audit_record r = { .event = ev, .is_server = ctx->is_server, .result = result, .reason = reason };
+	if (ctx->audit && rsec_audit_write(ctx->audit, &r) < 0)
+		__atomic_add_fetch(&ctx->audit_errors, 1, __ATOMIC_RELAXED);
+}
+
+/* A fresh TLS context from the files ctx was made with, and a line saying what it holds. */
+static RSEC_MUST_CHECK int ctx_tls_fresh(struct rsec_ctx *ctx, SSL_CTX **out, char *said, size_t cap)
+{
+	*out = NULL;
+	if (!ctx->cert_file) {
+		set_err(said, cap, "a PSK context has no files to reload");
+		return RSEC_E_CONFIG;
+	}
+	int rc = rsec_tls_ctx_new(&ctx->tls_opts, out, said, cap);
+	if (rc < 0)
+		return rc;
+	if (rsec_tls_own_cert_desc(*out, said, cap) < 0)
+		set_err(said, cap, "certificate loaded");
+	return 0;
+}
+
+int rsec_ctx_reload(struct rsec_ctx *ctx, char *err, size_t errlen)
+{
+	if (!ctx)
+		return RSEC_E_INVAL;
+	char said[600] = "";
+	SSL_CTX *fresh = NULL;
+	int rc = ctx_tls_fresh(ctx, &fresh, said, sizeof(said));
+	if (rc == 0) {
+		pthread_mutex_lock(&ctx->tls_lock);
+		if (ctx->is_server)
+			rsec_tls_keep_tickets(ctx->tls, fresh);
+		SSL_CTX *old = ctx->tls;
+		ctx->tls = fresh;
+		pthread_mutex_unlock(&ctx->tls_lock);
+		SSL_CTX_free(old); /* connections made from it hold their own references */
+	} else {
+		set_err(err, errlen, said[0] ? said : rsec_strerror(rc));
+	}
+	ctx_audit(ctx, RSEC_AUDIT_RELOAD, rc == 0 ? "ok" : "failed", said[0] ? said : rsec_strerror(rc));
+	return rc;
+}
+
+void rsec_ctx_reload_failed(struct rsec_ctx *ctx, const char *why)
+{
+	if (ctx)
+		ctx_audit(ctx, RSEC_AUDIT_RELOAD, "failed", why ? why : "reload failed");
+}
+
+int rsec_ctx_cert_expiry(struct rsec_ctx *ctx, int64_t *unix_s)
+{
+	if (!ctx || !unix_s)
+		return RSEC_E_INVAL;
+	SSL_CTX *tls = ctx_tls_ref(ctx);
+	int rc = tls ? rsec_tls_own_not_after(tls, unix_s) : RSEC_E_CONFIG;
+	SSL_CTX_free(tls);
+	return rc;
+}
+
+int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen)
+{
+	if (!c)
+		return RSEC_E_INVAL;
+	set_err(why, whylen, "");
+	/* Before authentication there is no peer to recheck; a lost channel is checked at resumption. */
+	if (!c->ssl || c->phase == PHASE_TLS || c->phase == PHASE_CLOSED)
+		return 0;
+	SSL_CTX *now = ctx_tls_ref(c->ctx);
+	if (!now)
+		return 0;
+	const char *reason = NULL;
+	int rc = rsec_tls_peer_recheck(now, c->ssl, &reason);
+	SSL_CTX_free(now);
+	if (rc == RSEC_E_AUTH) {
+		rsec_conn_audit(c, RSEC_AUDIT_PEER_REVOKED, "closed", reason, NULL);
+		set_err(why, whylen, reason);
+	}
+	return rc;
 }
 
 int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out)

@@ -86,7 +86,7 @@ static int setup_pki(void **state)
 		return -1;
 	/* Revocation: a CA of its own, two clients, a CRL listing nobody yet. */
 	snprintf(dir, sizeof(dir), "%s/crl", root);
-	o = (struct rsec_pki_opts){ .dir = dir, .clients = 2, .ca_name = "crl" };
+	o = (struct rsec_pki_opts){ .dir = dir, .clients = 4, .ca_name = "crl" };
 	if (rsec_pki_generate(&o, err, sizeof(err)) < 0 || rsec_pki_write_crl(dir, NULL, 0, err, sizeof(err)) < 0)
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/other", root);
@@ -911,6 +911,55 @@ static void revoked_client_is_refused_at_handshake(void **state)
 	done(&c, &s);
 }
 
+/* What rsec_ctx_reload does to a server's TLS context: a new one from the same files, the tickets kept. */
+static void reload(struct side *s)
+{
+	char err[256];
+	SSL_CTX *fresh = NULL;
+	assert_int_equal(rsec_tls_ctx_new(&s->o, &fresh, err, sizeof(err)), 0);
+	rsec_tls_keep_tickets(s->ctx, fresh);
+	SSL_CTX_free(s->ctx); /* s->ssl keeps its own reference */
+	s->ctx = fresh;
+}
+
+/*
+ * A context reads its CRL once: a revocation written later changes nothing
+ * for it (no handshake reads a file), and the established connection is
+ * found out by rsec_tls_peer_recheck against a context made since.
+ */
+static void established_peer_is_found_revoked_after_reload(void **state)
+{
+	(void)state;
+	struct side c, s;
+	char crl[512];
+	const char *why = NULL;
+	crl_side(&c, false, "client3", crl);
+	crl_side(&s, true, "server", crl);
+	c.o.crl_file = NULL;
+	handshake(&c, &s);
+	assert_int_equal(s.rc, 0);
+	assert_int_equal(rsec_tls_peer_recheck(s.ctx, s.ssl, &why), 0);
+	crl_revoke("client3");
+	assert_int_equal(rsec_tls_peer_recheck(s.ctx, s.ssl, &why), 0);
+	again(&c, &s);
+	assert_int_equal(s.rc, 0); /* the old context's CRL: admitted */
+	reload(&s);
+	assert_int_equal(rsec_tls_peer_recheck(s.ctx, s.ssl, &why), RSEC_E_AUTH);
+	assert_string_equal(why, "certificate revoked");
+	again(&c, &s);
+	assert_int_equal(s.rc, RSEC_E_AUTH);
+	done(&c, &s);
+	/* A peer nobody revoked stays good under the new CRL. */
+	crl_side(&c, false, "client4", crl);
+	crl_side(&s, true, "server", crl);
+	c.o.crl_file = NULL;
+	handshake(&c, &s);
+	assert_int_equal(s.rc, 0);
+	assert_int_equal(rsec_tls_peer_recheck(s.ctx, s.ssl, &why), 0);
+	assert_null(why);
+	done(&c, &s);
+}
+
 static void resumption_is_refused_after_revocation(void **state)
 {
 	(void)state;
@@ -929,9 +978,11 @@ static void resumption_is_refused_after_revocation(void **state)
 	assert_int_equal(s.rc, 0);
 	assert_true(rsec_tls_resumed(s.ssl));
 	take_ticket(&c, &s);
-	/* Revoked while the server runs: its ticket no longer resumes, and the
-	 * full handshake it falls back to refuses the certificate. */
+	/* Revoked while the server runs, which reloads (rsec_ctx_reload's steps):
+	 * the ticket, sealed under the keys carried over, is read, but no longer
+	 * resumes, and the full handshake it falls back to refuses the certificate. */
 	crl_revoke("client");
+	reload(&s);
 	again(&c, &s);
 	assert_int_equal(s.rc, RSEC_E_AUTH);
 	char why[256];
@@ -983,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(control_characters_in_a_san_are_refused_at_handshake),
 		cmocka_unit_test(revoked_client_is_refused_at_handshake),
 		cmocka_unit_test(resumption_is_refused_after_revocation),
+		cmocka_unit_test(established_peer_is_found_revoked_after_reload),
 		cmocka_unit_test(unusable_crl_is_named),
 	};
 	return cmocka_run_group_tests(tests, setup_pki, teardown_pki);

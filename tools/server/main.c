@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-server(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
-		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs; read at start and SIGHUP)\n"
 		"      --psk-file FILE         external-PSK mode instead of certificates (hex, mode 0600)\n"
 		"      --psk-identity NAME     the identity clients must present with the PSK\n"
 		"      --tls-resume SECONDS    certificate mode: let clients resume their TLS session for\n"
@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: tell every client, then exit.\n"
-		"SIGUSR1: log the counters and rewrite the metrics file.\n");
+		"SIGUSR1: log the counters and rewrite the metrics file. SIGHUP: reload the configuration,\n"
+		"CA, certificate, key and CRL (all or nothing), close clients revoked since.\n");
 }
 
 static bool set(struct rsec_conf *c, const char *section, const char *key, const char *value)
@@ -130,78 +131,112 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ 0 },
 };
 
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'f' },
-		{ "certs", required_argument, NULL, 'C' },
-		{ "ca", required_argument, NULL, OPT_CA },
-		{ "cert", required_argument, NULL, OPT_CERT },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "crl", required_argument, NULL, OPT_CRL },
-		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
-		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
-		{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
-		{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_ID },
-		{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
-		{ "max-handshakes-per-source", required_argument, NULL, OPT_HS_PER_SOURCE },
-		{ "handshake-rate", required_argument, NULL, OPT_HS_RATE },
-		{ "max-handshakes", required_argument, NULL, OPT_MAX_HS },
-		{ "handshake-rate-total", required_argument, NULL, OPT_HS_RATE_TOTAL },
-		{ "worker-threads", required_argument, NULL, OPT_WORKERS },
-		{ "verify-timeout", required_argument, NULL, OPT_VERIFY_TIMEOUT },
-		{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
-		{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
-		{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
-		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
-		{ "resume-grace", required_argument, NULL, OPT_GRACE },
-		{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
-		{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
-		{ "metrics", required_argument, NULL, OPT_METRICS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct rsec_conf conf;
-	rsec_conf_defaults(&conf);
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'f' },
+	{ "certs", required_argument, NULL, 'C' },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "crl", required_argument, NULL, OPT_CRL },
+	{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
+	{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
+	{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "device", required_argument, NULL, 'd' },
+	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_ID },
+	{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
+	{ "max-handshakes-per-source", required_argument, NULL, OPT_HS_PER_SOURCE },
+	{ "handshake-rate", required_argument, NULL, OPT_HS_RATE },
+	{ "max-handshakes", required_argument, NULL, OPT_MAX_HS },
+	{ "handshake-rate-total", required_argument, NULL, OPT_HS_RATE_TOTAL },
+	{ "worker-threads", required_argument, NULL, OPT_WORKERS },
+	{ "verify-timeout", required_argument, NULL, OPT_VERIFY_TIMEOUT },
+	{ "max-msg", required_argument, NULL, OPT_MAX_MSG },
+	{ "recv-slots", required_argument, NULL, OPT_RECV_SLOTS },
+	{ "slot-size", required_argument, NULL, OPT_SLOT_SIZE },
+	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
+	{ "resume-grace", required_argument, NULL, OPT_GRACE },
+	{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
+	{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
 
-	/* The file first, so that flags override it whatever their order. */
-	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
+/* The command line, kept for SIGHUP: the file is read again and the flags override it again. */
+struct cmdline {
+	int argc;
+	char **argv;
+};
+
+/*
+ * Defaults, then the configuration file, then the flags over it, whatever
+ * their order. 0; 1: the file is bad (err says why); 2: bad usage (said on
+ * stderr); -1: --help was printed.
+ */
+static int conf_read(const struct cmdline *cl, struct rsec_conf *conf, char *err, size_t errlen)
+{
+	rsec_conf_defaults(conf);
+	optind = 0; /* a full scan: this runs again at each SIGHUP */
+	const char *file = cli_prescan(cl->argc, cl->argv, SHORT_OPTS, long_opts, 'f');
 	if (file) {
-		char err[512];
-		if (rsec_conf_parse_file(&conf, file, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rdmasec-server: %s: %s\n", file, err);
+		char why[512];
+		if (rsec_conf_parse_file(conf, file, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "%s: %s", file, why);
 			return 1;
 		}
 	}
 	int c;
 	bool ok = true;
-	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
+	while (ok && (c = getopt_long(cl->argc, cl->argv, SHORT_OPTS, long_opts, NULL)) != -1) {
 		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
 		if (flag) {
-			ok = set(&conf, flag->section, flag->key, optarg);
+			ok = set(conf, flag->section, flag->key, optarg);
 			continue;
 		}
 		switch (c) {
 		case 'f': break;
-		case 'C': ok = set_certs_dir(&conf, optarg); break;
+		case 'C': ok = set_certs_dir(conf, optarg); break;
 		case 'v': log_set_verbose(1); break;
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!ok)
 		return 2;
-	if (optind != argc) {
-		fprintf(stderr, "rdmasec-server: unexpected argument '%s'\n", argv[optind]);
+	if (optind != cl->argc) {
+		fprintf(stderr, "rdmasec-server: unexpected argument '%s'\n", cl->argv[optind]);
 		usage(stderr);
 		return 2;
 	}
+	return 0;
+}
+
+/* server_run's reader at SIGHUP: the same command line, the file as it is now. */
+static int conf_reread(void *arg, struct rsec_conf *conf, char *err, size_t errlen)
+{
+	int rc = conf_read(arg, conf, err, errlen);
+	if (rc == 0)
+		return 0;
+	if (rc != 1)
+		snprintf(err, errlen, "the command line no longer parses");
+	return RSEC_E_CONFIG;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = { argc, argv };
+	struct rsec_conf conf;
+	char err[600] = "";
+	int read_rc = conf_read(&cl, &conf, err, sizeof(err));
+	if (read_rc == 1)
+		fprintf(stderr, "rdmasec-server: %s\n", err);
+	if (read_rc)
+		return read_rc < 0 ? 0 : read_rc;
 	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
 	if (conf.psk_file[0]) {
@@ -213,7 +248,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdmasec-server: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;
 	}
-	int status = server_run(&conf, psk, psk_len);
+	int status = server_run(&conf, psk, psk_len, conf_reread, &cl);
 	OPENSSL_cleanse(psk, sizeof(psk));
 	return status;
 }

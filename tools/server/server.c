@@ -35,6 +35,7 @@
 #include "offload.h"
 #include "ratelog.h"
 #include "rdmasec.h"
+#include "conf_live.h"
 #include "server.h"
 
 #define TICK_MS 250
@@ -51,6 +52,7 @@ struct request_job {
 	enum job_kind kind;
 	bool queued; /* handed to the workers; else it waits for a slot */
 	bool sealed;
+	uint32_t grant_ttl_ms; /* the configuration's when the job started: workers never read it (reloads) */
 	int rc, region_rc;
 	uint64_t off, len, grant_id;
 	uint8_t sha256[APP_SHA256_LEN];
@@ -64,6 +66,7 @@ struct session {
 	bool admitted;
 	bool away;           /* a worker has it (offload.h): the loop neither watches nor steps it */
 	bool held;           /* away without a job: in set-up while its identity has sessions on workers */
+	bool recheck;        /* credentials were reloaded: check its peer against them when the loop has it */
 	void (*back)(struct session *s); /* what the loop does when the worker hands it back */
 	char peer[256];
 	/* The one buffer this client may reach by RDMA, only through grants. */
@@ -85,7 +88,12 @@ struct session {
 };
 
 struct server {
-	const struct rsec_conf *conf;
+	const struct rsec_conf *conf; /* the loop's: live, a reload rewrites it (the acceptor has the start-up one) */
+	struct rsec_conf *live;       /* what conf points at, owned */
+	server_conf_reader reread;    /* SIGHUP: the configuration as it is now; NULL: none */
+	void *reread_arg;
+	bool psk_mode;                /* no credential files to reload */
+	bool reload_pending;          /* SIGHUP came: reload in the loop, not in a handler */
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
 	int epfd, sigfd;
@@ -303,7 +311,7 @@ static int grant_write(struct session *s, size_t room)
 {
 	bool sealed = s->job.sealed;
 	return rsec_grant(s->conn, s->region, 0, sealed ? room : s->want_len,
-			  RSEC_ACCESS_WRITE | (sealed ? RSEC_GRANT_SEALED : 0), s->srv->conf->grant_ttl_ms, s->grant_tag,
+			  RSEC_ACCESS_WRITE | (sealed ? RSEC_GRANT_SEALED : 0), s->job.grant_ttl_ms, s->grant_tag,
 			  &s->job.grant_id);
 }
 
@@ -347,7 +355,7 @@ static void work_read_grant(struct session *s)
 	bool sealed = s->job.sealed;
 	s->job.rc = rsec_grant(s->conn, s->region, 0, sealed ? rsec_sealed_len(s->data_len) : s->data_len,
 			       RSEC_ACCESS_READ | (sealed ? RSEC_GRANT_SEALED : RSEC_GRANT_VERIFIED),
-			       s->srv->conf->grant_ttl_ms, s->grant_tag, &s->job.grant_id);
+			       s->job.grant_ttl_ms, s->grant_tag, &s->job.grant_id);
 }
 
 /* A sealed grant turns back into plaintext, for the next read. */
@@ -533,6 +541,7 @@ static int job_start(struct session *s, enum job_kind kind, size_t bytes)
 {
 	struct request_job *j = &s->job;
 	j->kind = kind;
+	j->grant_ttl_ms = s->srv->conf->grant_ttl_ms;
 	j->rc = j->region_rc = 0;
 	j->off = j->len = j->grant_id = 0;
 	memset(j->sha256, 0, sizeof(j->sha256));
@@ -884,6 +893,10 @@ static void on_signal(struct server *srv)
 			(void)metrics_flush(srv, true);
 			continue;
 		}
+		if (si.ssi_signo == SIGHUP) {
+			srv->reload_pending = true;
+			continue;
+		}
 		log_event("info", "shutdown", "signal=%s clients=%zu", si.ssi_signo == SIGINT ? "INT" : "TERM",
 			  srv->nsessions);
 		srv->stop = true;
@@ -900,9 +913,92 @@ static void check_audit(struct server *srv)
 	srv->n.audit_errors = lost;
 }
 
+/* The whole days our certificate has left, for the metrics (0 when expired, or in PSK mode). */
+static void update_cert_expiry(struct server *srv)
+{
+	int64_t until = 0;
+	int64_t left = srv->psk_mode || rsec_ctx_cert_expiry(srv->ctx, &until) < 0 ? 0 : until - (int64_t)time(NULL);
+	srv->n.cert_expiry_days = left > 0 ? (uint64_t)left / 86400u : 0;
+}
+
+/* A peer revoked or expired under the credentials now in force is closed (the library audits it). */
+static void recheck_peer(struct session *s)
+{
+	char why[128];
+	s->recheck = false;
+	if (rsec_conn_check_peer(s->conn, why, sizeof(why)) != RSEC_E_AUTH)
+		return;
+	s->srv->n.closed_revoked++;
+	log_event("warn", "peer_revoked", "conn=%llu peer=%s reason=%s", (unsigned long long)s->id, log_q(s->peer),
+		  log_q(why));
+	(void)rsec_conn_close(s->conn, why);
+	session_end(s, RSEC_E_AUTH);
+}
+
+/* Sessions a reload marked; one on a worker is checked when it is back (the next tick). */
+static void recheck_marked(struct server *srv)
+{
+	struct session *s = srv->sessions;
+	while (s) {
+		struct session *next = s->next; /* s may end */
+		if (s->recheck && !s->away)
+			recheck_peer(s);
+		s = next;
+	}
+}
+
+/* A reload that fails in any part changes nothing, and says why in the log and the audit log. */
+static void reload_failed(struct server *srv, const char *what, const char *why, bool audit)
+{
+	srv->n.reload_failures++;
+	log_event("error", "reload_failed", "what=%s reason=%s kept=old", what, log_q(why));
+	if (audit)
+		rsec_ctx_reload_failed(srv->ctx, why);
+}
+
+/*
+ * SIGHUP: the configuration (file and flags, as at start-up), then the
+ * credentials; the new configuration goes live only when both worked. Keys
+ * that need a restart keep their values (conf_live.h), with a warning.
+ */
+static void server_reload(struct server *srv)
+{
+	char err[600] = "", pinned[512] = "";
+	srv->reload_pending = false;
+	struct rsec_conf *fresh = malloc(sizeof(*fresh));
+	if (!fresh) {
+		reload_failed(srv, "config", "out of memory", true);
+		return;
+	}
+	if (srv->reread && srv->reread(srv->reread_arg, fresh, err, sizeof(err)) < 0) {
+		reload_failed(srv, "config", err, true);
+		free(fresh);
+		return;
+	}
+	if (!srv->reread)
+		*fresh = *srv->live;
+	if (!srv->psk_mode && rsec_ctx_reload(srv->ctx, err, sizeof(err)) < 0) {
+		reload_failed(srv, "credentials", err, false); /* the library audited it */
+		free(fresh);
+		return;
+	}
+	if (conf_pin_fixed(fresh, srv->live, pinned, sizeof(pinned)))
+		log_event("warn", "reload_not_live", "keys=%s reason=%s", log_q(pinned), log_q("they need a restart"));
+	*srv->live = *fresh;
+	free(fresh);
+	srv->n.reloads++;
+	update_cert_expiry(srv);
+	for (struct session *s = srv->sessions; s; s = s->next)
+		s->recheck = true;
+	log_event("info", "reloaded", "credentials=%s cert_expiry_days=%llu sessions=%zu",
+		  srv->psk_mode ? "psk" : "reloaded", (unsigned long long)srv->n.cert_expiry_days, srv->nsessions);
+	recheck_marked(srv);
+}
+
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
+	update_cert_expiry(srv);
 	uint64_t now = clock_mono_ms();
 	ratelog_tick(srv->rlog, now);
 	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
@@ -914,6 +1010,7 @@ static void tick_all(struct server *srv)
 	}
 	release_held(srv);
 	jobs_retry_waiting(srv);
+	recheck_marked(srv);
 }
 
 static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
@@ -925,6 +1022,7 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	uint64_t fd_soft, fd_hard;
@@ -1023,12 +1121,21 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	return 0;
 }
 
-int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg)
 {
-	struct server srv = { .conf = conf, .epfd = -1, .sigfd = -1, .sh.lock = PTHREAD_MUTEX_INITIALIZER };
+	struct server srv = { .epfd = -1, .sigfd = -1, .sh.lock = PTHREAD_MUTEX_INITIALIZER, .reread = reread,
+			      .reread_arg = arg, .psk_mode = psk_len > 0 };
 	int status = 1;
+	srv.live = malloc(sizeof(*srv.live));
+	if (!srv.live) {
+		fprintf(stderr, "rdmasec-server: out of memory\n");
+		return 1;
+	}
+	*srv.live = *conf;
+	srv.conf = srv.live;
 	if (server_setup(&srv, conf, psk, psk_len) < 0)
 		goto out;
+	update_cert_expiry(&srv);
 	log_event("info", "listening", "addr=%s port=%u device=%s max_clients=%u max_per_identity=%u mode=%s",
 		  log_q(conf->listen_addr), conf->listen_port,
 		  log_q(rsec_ctx_device(srv.ctx) ? rsec_ctx_device(srv.ctx) : "by-address"), conf->max_clients,
@@ -1068,6 +1175,8 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 			tick_all(&srv);
 			last_tick = now;
 		}
+		if (srv.reload_pending)
+			server_reload(&srv);
 		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
 	}
 	/* No new connection comes; the workers' sessions come back (queued ones unrun); all end. */
@@ -1095,6 +1204,7 @@ out:
 	pthread_mutex_destroy(&srv.sh.lock);
 	rsec_listener_free(srv.listener);
 	rsec_ctx_free(srv.ctx);
+	free(srv.live);
 	free(srv.msg);
 	if (srv.epfd >= 0)
 		close(srv.epfd);

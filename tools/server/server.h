@@ -7,7 +7,7 @@
 
 #include "conf.h"
 
-/* Counters only, all uint64_t: server.c adds two of them up field by field. */
+/* All uint64_t: server.c adds two of them up field by field (the acceptor's gauges stay 0). */
 struct server_counters {
 	uint64_t accepted;          /* TCP connections taken */
 	uint64_t refused_capacity;  /* closed at accept: max_clients reached (no TLS, no RDMA) */
@@ -31,9 +31,18 @@ struct server_counters {
 	uint64_t malformed;         /* of mac_failures: data frames whose header did not parse */
 	uint64_t rebuilds, resumes; /* self-healing: data paths rebuilt, sessions resumed */
 	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
+	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
+	uint64_t closed_revoked;    /* established connections closed: their peer is revoked or expired now */
+	uint64_t cert_expiry_days;  /* gauge: whole days until our certificate expires (0: expired, or PSK mode) */
 };
 
-/* Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0: certificate mode. */
-int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len);
+/* Reads the configuration again (file and command line) at SIGHUP: 0, or < 0 with err. */
+typedef int (*server_conf_reader)(void *arg, struct rsec_conf *out, char *err, size_t errlen);
+
+/*
+ * Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0:
+ * certificate mode. SIGHUP: reread (NULL: none), credentials reloaded.
+ */
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg);
 
 #endif

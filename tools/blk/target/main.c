@@ -23,7 +23,7 @@ static void usage(FILE *f)
 		"  -f, --config FILE           INI configuration (see rdmasec-blkd(8)); flags override it\n"
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
-		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs, re-read when it changes)\n"
+		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs; read at start and SIGHUP)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
@@ -47,7 +47,9 @@ static void usage(FILE *f)
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
-		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n",
+		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n"
+		"SIGHUP: reload the configuration, CA, certificate, key and CRL (all or nothing), close\n"
+		"clients revoked since.\n",
 		BLK_DEFAULT_PORT);
 }
 
@@ -119,48 +121,56 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ 0 },
 };
 
-int main(int argc, char **argv)
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'f' },
+	{ "certs", required_argument, NULL, 'C' },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "crl", required_argument, NULL, OPT_CRL },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "device", required_argument, NULL, 'd' },
+	{ "export", required_argument, NULL, 'e' },
+	{ "rw", required_argument, NULL, OPT_RW },
+	{ "ro", required_argument, NULL, OPT_RO },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "queue-depth", required_argument, NULL, OPT_QD },
+	{ "queues", required_argument, NULL, OPT_QUEUES },
+	{ "max-transfer", required_argument, NULL, OPT_MAX_TRANSFER },
+	{ "max-inline", required_argument, NULL, OPT_MAX_INLINE },
+	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "memory-limit", required_argument, NULL, OPT_MEMORY },
+	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
+	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* The command line, kept for SIGHUP: the file is read again and the flags override it again. */
+struct cmdline {
+	int argc;
+	char **argv;
+};
+
+/*
+ * Defaults, then the configuration file, then the flags over it, then the
+ * cross-key checks. 0; 1: the file or the checks failed (err); 2: bad usage
+ * (said on stderr); -1: --help was printed.
+ */
+static int conf_read(const struct cmdline *cl, struct blkd_conf *conf, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'f' },
-		{ "certs", required_argument, NULL, 'C' },
-		{ "ca", required_argument, NULL, OPT_CA },
-		{ "cert", required_argument, NULL, OPT_CERT },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "crl", required_argument, NULL, OPT_CRL },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "export", required_argument, NULL, 'e' },
-		{ "rw", required_argument, NULL, OPT_RW },
-		{ "ro", required_argument, NULL, OPT_RO },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "metrics", required_argument, NULL, OPT_METRICS },
-		{ "queue-depth", required_argument, NULL, OPT_QD },
-		{ "queues", required_argument, NULL, OPT_QUEUES },
-		{ "max-transfer", required_argument, NULL, OPT_MAX_TRANSFER },
-		{ "max-inline", required_argument, NULL, OPT_MAX_INLINE },
-		{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
-		{ "memory-limit", required_argument, NULL, OPT_MEMORY },
-		{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
-		{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct args a = { .conf = blkd_conf_new() };
-	if (!a.conf) {
-		fprintf(stderr, "rdmasec-blkd: out of memory\n");
-		return 1;
-	}
-	int status = 2;
-	const char *file = cli_prescan(argc, argv, SHORT_OPTS, opts, 'f');
+	struct args a = { .conf = conf };
+	optind = 0; /* a full scan: this runs again at each SIGHUP */
+	const char *file = cli_prescan(cl->argc, cl->argv, SHORT_OPTS, long_opts, 'f');
 	if (file && blkd_conf_parse_file(a.conf, file, a.err, sizeof(a.err)) < 0) {
-		fprintf(stderr, "rdmasec-blkd: %s: %s\n", file, a.err);
-		goto out;
+		snprintf(err, errlen, "%s: %s", file, a.err);
+		return 1;
 	}
 	int c;
 	bool ok = true;
-	while (ok && (c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
+	while (ok && (c = getopt_long(cl->argc, cl->argv, SHORT_OPTS, long_opts, NULL)) != -1) {
 		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
 		if (flag) {
 			ok = set(&a, flag->section, flag->key, optarg);
@@ -173,23 +183,52 @@ int main(int argc, char **argv)
 		case OPT_RW: ok = add_id(&a, "rw", optarg); break;
 		case OPT_RO: ok = add_id(&a, "ro", optarg); break;
 		case 'v': log_set_verbose(1); break;
-		case 'h': usage(stdout); status = 0; goto out;
-		default: usage(stderr); goto out;
+		case 'h': usage(stdout); return -1;
+		default: usage(stderr); return 2;
 		}
 	}
 	if (!ok)
-		goto out;
-	if (optind != argc) {
-		fprintf(stderr, "rdmasec-blkd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	if (optind != cl->argc) {
+		fprintf(stderr, "rdmasec-blkd: unexpected argument '%s'\n", cl->argv[optind]);
 		usage(stderr);
-		goto out;
+		return 2;
 	}
 	if (blkd_conf_check(a.conf, a.err, sizeof(a.err)) < 0) {
-		fprintf(stderr, "rdmasec-blkd: %s\n", a.err);
-		goto out;
+		snprintf(err, errlen, "%s", a.err);
+		return 1;
 	}
-	status = target_run(a.conf);
-out:
-	free(a.conf);
+	return 0;
+}
+
+/* target_run's reader at SIGHUP: the same command line, the file as it is now. */
+static struct blkd_conf *conf_reread(void *arg, char *err, size_t errlen)
+{
+	struct blkd_conf *conf = blkd_conf_new();
+	int rc = conf ? conf_read(arg, conf, err, errlen) : 1;
+	if (!conf)
+		snprintf(err, errlen, "out of memory");
+	else if (rc > 1 || rc < 0)
+		snprintf(err, errlen, "the command line no longer parses");
+	if (rc == 0)
+		return conf;
+	free(conf);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = { argc, argv };
+	struct blkd_conf *conf = blkd_conf_new();
+	if (!conf) {
+		fprintf(stderr, "rdmasec-blkd: out of memory\n");
+		return 1;
+	}
+	char err[600] = "";
+	int rc = conf_read(&cl, conf, err, sizeof(err));
+	if (rc == 1)
+		fprintf(stderr, "rdmasec-blkd: %s\n", err);
+	int status = rc < 0 ? 0 : rc > 0 ? 2 : target_run(conf, conf_reread, &cl);
+	free(conf);
 	return status;
 }

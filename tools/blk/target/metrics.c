@@ -59,9 +59,19 @@ static int render(FILE *f, const void *arg)
 		"# HELP " PREFIX "opens_unknown_export_total OPENs of an export that does not exist\n"
 		"# TYPE " PREFIX "opens_unknown_export_total counter\n" PREFIX "opens_unknown_export_total %llu\n"
 		"# HELP " PREFIX "audit_errors_total audit records that could not be written\n"
-		"# TYPE " PREFIX "audit_errors_total counter\n" PREFIX "audit_errors_total %llu\n",
+		"# TYPE " PREFIX "audit_errors_total counter\n" PREFIX "audit_errors_total %llu\n"
+		"# HELP " PREFIX "reloads_total SIGHUP reloads of the configuration and credentials\n"
+		"# TYPE " PREFIX "reloads_total counter\n" PREFIX "reloads_total %llu\n"
+		"# HELP " PREFIX "reload_failures_total SIGHUP reloads that failed and kept the old material\n"
+		"# TYPE " PREFIX "reload_failures_total counter\n" PREFIX "reload_failures_total %llu\n"
+		"# HELP " PREFIX "closed_revoked_total sessions closed after a reload: peer revoked or expired\n"
+		"# TYPE " PREFIX "closed_revoked_total counter\n" PREFIX "closed_revoked_total %llu\n"
+		"# HELP " PREFIX "cert_expiry_days whole days until the target's own certificate expires\n"
+		"# TYPE " PREFIX "cert_expiry_days gauge\n" PREFIX "cert_expiry_days %llu\n",
 		(unsigned long long)t->connections, (unsigned long long)t->violations,
-		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors);
+		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors,
+		(unsigned long long)t->reloads, (unsigned long long)t->reload_failures,
+		(unsigned long long)t->closed_revoked, (unsigned long long)t->cert_expiry_days);
 	return 0;
 }
 

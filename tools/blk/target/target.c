@@ -34,6 +34,7 @@
 #include "audit.h"
 #include "blk_wire.h"
 #include "clock.h"
+#include "blkd_conf_live.h"
 #include "metrics.h"
 #include "offload.h"
 #include "rdmasec.h"
@@ -113,7 +114,11 @@ struct session {
 };
 
 struct target {
-	const struct blkd_conf *conf;
+	const struct blkd_conf *conf; /* live: a reload rewrites it in place (exports point into it) */
+	struct blkd_conf *live;       /* the same, writable */
+	blkd_conf_reader reread;      /* SIGHUP: the configuration as it is now */
+	void *reread_arg;
+	bool reload_pending;          /* SIGHUP came: reload in the loop, not in a handler */
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
 	int epfd, sigfd;
@@ -1011,6 +1016,7 @@ static int open_events(struct target *t)
 {
 	sigset_t set;
 	if (sigemptyset(&set) != 0 || sigaddset(&set, SIGINT) != 0 || sigaddset(&set, SIGTERM) != 0 ||
+	    sigaddset(&set, SIGHUP) != 0 ||
 	    sigprocmask(SIG_BLOCK, &set, NULL) != 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		return -1;
 	t->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -1053,8 +1059,75 @@ static void drain_signals(struct target *t)
 	struct signalfd_siginfo si;
 	while (read(t->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		blkd_log("info", "signal", "signo=%u", si.ssi_signo);
-		t->stop = true;
+		if (si.ssi_signo == SIGHUP)
+			t->reload_pending = true;
+		else
+			t->stop = true;
 	}
+}
+
+/* Whole days our certificate has left, for the metrics (0 when expired). */
+static void update_cert_expiry(struct target *t)
+{
+	int64_t until = 0;
+	int64_t left = rsec_ctx_cert_expiry(t->ctx, &until) < 0 ? 0 : until - (int64_t)time(NULL);
+	uint64_t days = left > 0 ? (uint64_t)left / 86400u : 0;
+	t->metrics_dirty = t->metrics_dirty || days != t->n.cert_expiry_days;
+	t->n.cert_expiry_days = days;
+}
+
+/* After a reload: a session whose peer is revoked or expired now is closed (the library audits it). */
+static void recheck_peers(struct target *t)
+{
+	for (struct session *s = t->sessions; s; s = s->next) {
+		char why[128];
+		if (s->dead || rsec_conn_check_peer(s->q[0]->conn, why, sizeof(why)) != RSEC_E_AUTH)
+			continue;
+		t->n.closed_revoked++;
+		blkd_log("warn", "peer_revoked", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
+			 s->established ? s->peer : "", why);
+		session_close(s, why);
+	}
+}
+
+static void reload_failed(struct target *t, const char *what, const char *why, bool audit)
+{
+	t->n.reload_failures++;
+	t->metrics_dirty = true;
+	blkd_log("error", "reload_failed", "what=%s reason=\"%s\" kept=old", what, why);
+	if (audit)
+		rsec_ctx_reload_failed(t->ctx, why);
+}
+
+/*
+ * SIGHUP: the configuration (file and flags, as at start-up), then the
+ * credentials; the new configuration goes live only when both worked. Keys
+ * that need a restart keep their values (blkd_conf_live.h), with a warning.
+ */
+static void target_reload(struct target *t)
+{
+	char err[600] = "", pinned[512] = "";
+	t->reload_pending = false;
+	struct blkd_conf *fresh = t->reread(t->reread_arg, err, sizeof(err));
+	if (!fresh) {
+		reload_failed(t, "config", err, true);
+		return;
+	}
+	if (rsec_ctx_reload(t->ctx, err, sizeof(err)) < 0) {
+		reload_failed(t, "credentials", err, false); /* the library audited it */
+		free(fresh);
+		return;
+	}
+	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
+		blkd_log("warn", "reload_not_live", "keys=\"%s\" reason=\"they need a restart\"", pinned);
+	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
+	free(fresh);
+	t->n.reloads++;
+	t->metrics_dirty = true;
+	update_cert_expiry(t);
+	blkd_log("info", "reloaded", "cert_expiry_days=%llu sessions=%u", (unsigned long long)t->n.cert_expiry_days,
+		 t->n_sessions);
+	recheck_peers(t);
 }
 
 /*
@@ -1124,14 +1197,18 @@ static void turn(struct target *t)
 		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
+	if (t->reload_pending)
+		target_reload(t);
+	if (sweep)
+		update_cert_expiry(t);
 	bool quiet = n <= 0 && t->moves == moves;
 	t->quiet_turns = quiet ? t->quiet_turns + (t->quiet_turns < 16) : 0;
 	write_metrics(t, now, false);
 }
 
-int target_run(const struct blkd_conf *conf)
+int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg)
 {
-	struct target t = { .conf = conf, .epfd = -1, .sigfd = -1 };
+	struct target t = { .conf = conf, .live = conf, .reread = reread, .reread_arg = arg, .epfd = -1, .sigfd = -1 };
 	int status = 1;
 	t.msg_cap = BLK_CMD_MAX;
 	t.msg = malloc(t.msg_cap);
@@ -1158,6 +1235,7 @@ int target_run(const struct blkd_conf *conf)
 	}
 	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
 		 t.n_exports);
+	update_cert_expiry(&t);
 	write_metrics(&t, now_ms(), true);
 	while (!t.stop)
 		turn(&t);

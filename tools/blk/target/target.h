@@ -6,8 +6,15 @@
 #include "blkd_conf.h"
 #include "log.h"
 
-/* Serve until SIGINT or SIGTERM. The exit status: 0, or 1 if the target could not start. */
-int target_run(const struct blkd_conf *conf);
+/* The configuration as it is now (SIGHUP): a new one the caller frees, or NULL with err. */
+typedef struct blkd_conf *(*blkd_conf_reader)(void *arg, char *err, size_t errlen);
+
+/*
+ * Serve until SIGINT or SIGTERM. The exit status: 0, or 1 if the target could
+ * not start. SIGHUP: conf is replaced by reread's (blkd_conf_live.h) and the
+ * credentials are reloaded.
+ */
+int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg);
 
 /* The target logs one logfmt line per event on stderr through the tools' log (tools/common/log.h). */
 #define blkd_log log_event
