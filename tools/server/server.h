@@ -31,6 +31,7 @@ struct server_counters {
 	uint64_t malformed;         /* of mac_failures: data frames whose header did not parse */
 	uint64_t rebuilds, resumes; /* self-healing: data paths rebuilt, sessions resumed */
 	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
+	uint64_t refused_authz;     /* authenticated but matched no [authz] allow rule (no RDMA) */
 };
 
 /* Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0: certificate mode. */
