@@ -8,7 +8,10 @@
 #      refused at the handshake, the audit record saying why;
 #  (c) a client streaming with --resume-grace is revoked, then its TCP
 #      connection is cut: its TLS ticket no longer resumes, the full handshake
-#      refuses the certificate, and the client fails.
+#      refuses the certificate, and the client fails;
+#  (d) authorization (--allow): the SPIFFE client of (a) is under an allowed
+#      prefix; one outside it authenticates but is refused, audited with the
+#      rules and counted (log, metrics file).
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -16,6 +19,8 @@ keygen=$bin/keygen/rdmasec-keygen
 spiffe=spiffe://example.org/ns/storage/sa/backup
 "$keygen" --clients 2 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 "$keygen" issue --san "URI:$spiffe" "$work/pki" spiffe >/dev/null || fail "rdmasec-keygen issue failed"
+outsider=spiffe://example.org/ns/compute/sa/job
+"$keygen" issue --san "URI:$outsider" "$work/pki" outsider >/dev/null || fail "rdmasec-keygen issue failed"
 "$keygen" crl "$work/pki" >/dev/null || fail "rdmasec-keygen crl failed"
 
 cat >"$work/guest.sh" <<'GUEST'
@@ -31,12 +36,17 @@ client() { # NAME ARGS...: NAME.pem/NAME.key of the test PKI
 		--key "$work/pki/$name.key" --source "$c" -t 20000 "$@" "$s"
 }
 fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --crl "$work/pki/crl.pem" --listen "$s:7471" \
-	--resume-grace 4000 --audit "$work/audit.jsonl" 2>"$work/server.log" &
+	--resume-grace 4000 --audit "$work/audit.jsonl" --metrics "$work/metrics.prom" \
+	--allow 'spiffe://example.org/ns/storage/*' --allow 'CN=client1,O=rdmasec-test' \
+	--allow 'CN=client2,O=rdmasec-test' 2>"$work/server.log" &
 spid=$!
 fabric wait-port 7471 20 || { cat "$work/server.log"; exit 1; }
 
 # (a)
 client spiffe -c "send hello; stats; quit" >"$work/a.out" 2>&1; echo "a=$?"
+# (d)
+client outsider -c "send hello; quit" >"$work/d.out" 2>&1; echo "d=$?"
+wait_for "$work/metrics.prom" '^rdmasec_server_refused_authz_total 1$' || echo "refusal not in the metrics (d)"
 # (b)
 client client2 -c "send before; quit" >"$work/b1.out" 2>&1; echo "b1=$?"
 "$bin/keygen/rdmasec-keygen" revoke "$work/pki" client2 >/dev/null || echo "revoke client2 failed"
@@ -56,7 +66,7 @@ GUEST
 
 "$fabric" run --hosts 2 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
-for f in run.out a.out b2.out c.out server.log audit.jsonl; do
+for f in run.out a.out b2.out c.out d.out server.log audit.jsonl; do
 	echo "--- $f"
 	grep -v '^reply: msg-' "$work/$f"
 done
@@ -81,4 +91,17 @@ expect_match "$work/c.out" '^reply: msg-10$' "(c) the client never streamed"
 expect_match "$work/audit.jsonl" \
 	'"event":"auth_failure",.*"reason":"TLS handshake failed: certificate: certificate revoked \(resumption ticket declined: its certificate is revoked\)"' \
 	"(c) no audit record of a resumption refused for revocation"
+# (d) Authenticated but outside the allowed prefix: refused with a reason, audited with the rules, counted.
+grep -q '^d=0$' "$work/run.out" && fail "(d) the client outside the allowed prefix was admitted"
+expect_match "$work/d.out" 'refused: identity not authorized' "(d) the client was not told why"
+python3 - "$work/audit.jsonl" "$outsider" <<'PY' || fail "(d) no audit record of the refusal naming identity, source and rules"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert any(r["event"] == "refuse" and r["peer"] == sys.argv[2] and r.get("peer_addr")
+           and "3 allow rules: spiffe://example.org/ns/storage/* " in r["reason"] for r in recs), recs
+PY
+expect_match "$work/metrics.prom" '^rdmasec_server_refused_authz_total 1$' "(d) rdmasec_server_refused_authz_total is not 1"
+expect_match "$work/server.log" "event=refused conn=[0-9]+ peer=\"?$outsider\"? .*code=\"identity not authorized\"" \
+	"(d) the server did not log the refusal"
+expect_match "$work/server.log" 'event=counters .* refused_authz=1$' "(d) the counters do not show the refusal"
 echo "identity: ok"
