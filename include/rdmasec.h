@@ -62,7 +62,8 @@ enum rsec_aead_choice {
  * starts a new connection, before any RDMA resource exists for it, from the
  * thread that runs that connection's rsec_conn_process(). A connection that
  * resumes a parked session (RESUME instead of HELLO) is not a new one: the
- * hook is not called for it. Return 0 to admit, or an RSEC_E_* code
+ * hook is not called for it, nor for a peer the context's allow rules
+ * refused. Return 0 to admit, or an RSEC_E_* code
  * (typically RSEC_E_LIMIT) to refuse; the peer is told and disconnected.
  */
 typedef int (*rsec_admit_fn)(void *arg, const char *peer_identity);

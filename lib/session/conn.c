@@ -350,7 +350,8 @@ static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c)
 	return 0;
 }
 
-/* Server: a HELLO starts a new session of this identity; the application may refuse it (RSEC_DISC_REFUSED). */
+/* Server: a HELLO starts a new session of this identity; the allow rules, then the application, may refuse it
+ * (RSEC_DISC_REFUSED). */
 static RSEC_MUST_CHECK int admit(struct rsec_conn *c)
 {
 	char rules[192] = "";
