@@ -37,6 +37,7 @@ enum rsec_error {
 	RSEC_E_CRYPTO = -17,    /* a cryptographic primitive failed */
 	RSEC_E_GRANT = -18,     /* unknown, expired or revoked grant */
 	RSEC_E_CONFIG = -19,    /* bad configuration */
+	RSEC_E_DENIED = -20,    /* authenticated, but not authorized (allow rules) */
 };
 
 /** rsec_version - the library's version string, "MAJOR.MINOR.PATCH". */
@@ -61,7 +62,8 @@ enum rsec_aead_choice {
  * starts a new connection, before any RDMA resource exists for it, from the
  * thread that runs that connection's rsec_conn_process(). A connection that
  * resumes a parked session (RESUME instead of HELLO) is not a new one: the
- * hook is not called for it. Return 0 to admit, or an RSEC_E_* code
+ * hook is not called for it, nor for a peer the context's allow rules
+ * refused. Return 0 to admit, or an RSEC_E_* code
  * (typically RSEC_E_LIMIT) to refuse; the peer is told and disconnected.
  */
 typedef int (*rsec_admit_fn)(void *arg, const char *peer_identity);
@@ -85,6 +87,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_REBUILDS = 1u << 7,   /* rebuilds_per_min */
 	RSEC_CTX_ATTR_GRACE = 1u << 8,      /* resume_grace_ms */
 	RSEC_CTX_ATTR_CRL = 1u << 9,        /* crl_file */
+	RSEC_CTX_ATTR_ALLOW = 1u << 10,     /* allow, n_allow */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -159,6 +162,12 @@ struct rsec_ctx_attr {
 				    * handshake and at TLS resumption. Read at rsec_ctx_new
 				    * and rsec_ctx_reload, never in a handshake. NULL: no
 				    * revocation */
+	const char *const *allow;  /* server: authorization rules (rsec_authz_rule_check);
+				    * a peer whose identity matches none is refused after
+				    * authentication, before its HELLO costs anything
+				    * (RSEC_E_DENIED, audited as "refuse" with the rules).
+				    * Copied; rsec_ctx_set_allow replaces them */
+	uint32_t n_allow;          /* 0..RSEC_AUTHZ_RULES_MAX; 0: every authenticated peer */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -205,6 +214,30 @@ void rsec_ctx_reload_failed(struct rsec_ctx *ctx, const char *why);
 int rsec_ctx_cert_expiry(struct rsec_ctx *ctx, int64_t *unix_s);
 /** rsec_ctx_device - name of the RDMA device in use. */
 const char *rsec_ctx_device(const struct rsec_ctx *ctx);
+
+/*
+ * Authorization by identity (docs/operations.md, "Authorization"). A rule is
+ * one of: an identity exactly as rsec_conn_peer() names it; a prefix ending
+ * in '/' followed by '*' ("spiffe://prod.example/storage/" and a star: every
+ * identity that starts with the prefix and goes on); '*' alone (every
+ * authenticated identity). 1..RSEC_AUTHZ_RULE_MAX printable ASCII characters,
+ * no leading or trailing space, no other '*'.
+ */
+#define RSEC_AUTHZ_RULE_MAX 255u
+#define RSEC_AUTHZ_RULES_MAX 64u
+/** rsec_authz_rule_check - 0, or RSEC_E_CONFIG with err quoting the rule and saying what is wrong. */
+int rsec_authz_rule_check(const char *rule, char *err, size_t errlen);
+/** rsec_authz_match - 1 if the (well-formed) rule takes identity, else 0. */
+int rsec_authz_match(const char *rule, const char *identity);
+/** rsec_authz_allows - 1 if one of the n rules takes identity, else 0 (also when n is 0). */
+int rsec_authz_allows(const char *const *rules, size_t n, const char *identity);
+/**
+ * rsec_ctx_set_allow - replace a server context's authorization rules (a
+ * configuration reload): new connections are checked against them, those
+ * already admitted stay. All are checked first; on error the old rules stay.
+ * Returns 0, RSEC_E_CONFIG (err says which rule), RSEC_E_INVAL, RSEC_E_NOMEM.
+ */
+int rsec_ctx_set_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen);
 
 /**
  * rsec_connect - client: TCP + TLS 1.3 to host:port, authenticate the server

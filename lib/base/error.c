@@ -30,6 +30,7 @@ const char *rsec_strerror(int code)
 	case RSEC_E_CRYPTO: return "cryptographic operation failed";
 	case RSEC_E_GRANT: return "unknown, expired or revoked grant";
 	case RSEC_E_CONFIG: return "bad configuration";
+	case RSEC_E_DENIED: return "identity not authorized";
 	default: return "unknown error";
 	}
 }

@@ -13,7 +13,7 @@
 /* The MTU field carries enum ibv_mtu as is. */
 _Static_assert(IBV_MTU_256 == RSEC_WIRE_MTU_MIN && IBV_MTU_4096 == RSEC_WIRE_MTU_MAX,
 	       "wire MTU codes must match enum ibv_mtu");
-_Static_assert(-RSEC_E_CONFIG <= (int)RSEC_WIRE_ERROR_CODE_MAX, "every RSEC_E_* must fit an ERROR code");
+_Static_assert(-RSEC_E_DENIED <= (int)RSEC_WIRE_ERROR_CODE_MAX, "every RSEC_E_* must fit an ERROR code");
 _Static_assert(RSEC_WIRE_ACCESS_READ == RSEC_ACCESS_READ && RSEC_WIRE_ACCESS_WRITE == RSEC_ACCESS_WRITE,
 	       "wire access bits must match enum rsec_access");
 _Static_assert(RSEC_WIRE_AEAD_AES_256_GCM == RSEC_AEAD_AES_256_GCM &&

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/audit.h"
+#include "base/authz.h"
 #include "base/clock.h"
 #include "verbs/completion.h"
 #include "verbs/dev.h"
@@ -57,6 +58,9 @@
 
 /* ctx.c: the device owning local address ip, opened once per context. */
 RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out);
+/* ctx.c: whether identity passes the context's allow rules; if not, why describes them. */
+bool rsec_ctx_authorized(struct rsec_ctx *ctx, const char *identity, char *why, size_t cap);
+
 /* ctx.c: a connection's PD, CQs and QP on dev (from rsec_ctx_dev_for), drawn from dev's QP pool. */
 RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp *q);
 
@@ -87,6 +91,8 @@ struct rsec_ctx {
 	int handshake_timeout_ms;
 	rsec_admit_fn admit;
 	void *admit_arg;
+	pthread_mutex_t authz_lock; /* allow: replaced by rsec_ctx_set_allow while connections run */
+	struct rsec_authz_set allow;
 	enum rsec_grant_mode grant_mode;
 	uint32_t max_inflight;     /* one-sided operations in flight per connection */
 	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */

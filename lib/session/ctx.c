@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "base/audit.h"
+#include "base/authz.h"
 #include "conn.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -41,7 +42,7 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
 				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
 				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_GRACE |
-				       RSEC_CTX_ATTR_CRL)) {
+				       RSEC_CTX_ATTR_CRL | RSEC_CTX_ATTR_ALLOW)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -153,8 +154,15 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	pthread_mutex_init(&ctx->dev_lock, NULL);
 	pthread_mutex_init(&ctx->sessions_lock, NULL);
 	pthread_mutex_init(&ctx->tls_lock, NULL);
+	pthread_mutex_init(&ctx->authz_lock, NULL);
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
+	if (a->comp_mask & RSEC_CTX_ATTR_ALLOW) {
+		rc = rsec_authz_set_load(&ctx->allow, a->allow, a->n_allow, err, errlen);
+		if (rc < 0)
+			goto err;
+		rc = RSEC_E_NOMEM;
+	}
 	ctx->grant_mode = (a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) ? a->grant_mode : RSEC_GRANT_AUTO;
 	if ((a->comp_mask & RSEC_CTX_ATTR_AUDIT) && a->audit_path) {
 		rc = rsec_audit_open(a->audit_path, &ctx->audit);
@@ -213,6 +221,26 @@ err:
 	return rc;
 }
 
+int rsec_ctx_set_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen)
+{
+	RSEC_ENSURE_REF(ctx);
+	pthread_mutex_lock(&ctx->authz_lock);
+	int rc = rsec_authz_set_load(&ctx->allow, rules, n, err, errlen);
+	pthread_mutex_unlock(&ctx->authz_lock);
+	return rc;
+}
+
+/* Whether identity may connect; if not, why names the rules it matched none of. */
+bool rsec_ctx_authorized(struct rsec_ctx *ctx, const char *identity, char *why, size_t cap)
+{
+	pthread_mutex_lock(&ctx->authz_lock);
+	bool ok = rsec_authz_set_allows(&ctx->allow, identity);
+	if (!ok)
+		rsec_authz_set_describe(&ctx->allow, why, cap);
+	pthread_mutex_unlock(&ctx->authz_lock);
+	return ok;
+}
+
 uint64_t rsec_ctx_audit_errors(const struct rsec_ctx *ctx)
 {
 	return ctx ? __atomic_load_n(&ctx->audit_errors, __ATOMIC_RELAXED) : 0;
@@ -234,6 +262,8 @@ void rsec_ctx_free(struct rsec_ctx *ctx)
 	pthread_mutex_destroy(&ctx->dev_lock);
 	pthread_mutex_destroy(&ctx->sessions_lock);
 	pthread_mutex_destroy(&ctx->tls_lock);
+	pthread_mutex_destroy(&ctx->authz_lock);
+	rsec_authz_set_free(&ctx->allow);
 	SSL_CTX_free(ctx->tls);
 	rsec_audit_close(ctx->audit);
 	free(ctx->ca_file);

@@ -110,10 +110,14 @@ static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c, struct rsec_ctrl_fau
 	return 0;
 }
 
-/* Server: a HELLO starts a new session of this identity; the application may refuse it (RSEC_DISC_REFUSED). */
+/* Server: a HELLO starts a new session of this identity; the allow rules, then the application, may refuse it
+ * (RSEC_DISC_REFUSED). */
 static RSEC_MUST_CHECK int admit(struct rsec_conn *c, struct rsec_ctrl_fault *f)
 {
-	int rc = c->ctx->admit ? c->ctx->admit(c->ctx->admit_arg, c->peer) : 0;
+	char rules[192] = "";
+	int rc = rsec_ctx_authorized(c->ctx, c->peer, rules, sizeof(rules)) ? 0 : RSEC_E_DENIED;
+	if (rc == 0 && c->ctx->admit)
+		rc = c->ctx->admit(c->ctx->admit_arg, c->peer);
 	if (rc >= 0)
 		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
@@ -123,7 +127,8 @@ static RSEC_MUST_CHECK int admit(struct rsec_conn *c, struct rsec_ctrl_fault *f)
 	rsec_wire_text_set(&m.u.disconnect.text, text);
 	(void)!rsec_chan_send(c, &m);
 	c->admit_refused = true; /* the DISCONNECT said it all; audited as a refusal */
-	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s", c->peer, rsec_strerror(rc));
+	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s%s%s%s", c->peer, rsec_strerror(rc), rules[0] ? " (" : "",
+				rules, rules[0] ? ")" : "");
 }
 
 int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)

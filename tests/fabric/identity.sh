@@ -15,7 +15,10 @@
 #  (c) a client handshakes with the new certificate and streams with
 #      --resume-grace; it is stopped and its TCP
 #      connection cut, then it is revoked (SIGHUP): its TLS ticket no longer
-#      resumes, the full handshake refuses the certificate, and it fails.
+#      resumes, the full handshake refuses the certificate, and it fails;
+#  (e) authorization (--allow): the SPIFFE client of (a) is under an allowed
+#      prefix; one outside it authenticates but is refused, audited with the
+#      rules and counted (log, metrics file).
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -23,6 +26,8 @@ keygen=$bin/keygen/rdmasec-keygen
 spiffe=spiffe://example.org/ns/storage/sa/backup
 "$keygen" --clients 3 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 "$keygen" issue --san "URI:$spiffe" "$work/pki" spiffe >/dev/null || fail "rdmasec-keygen issue failed"
+outsider=spiffe://example.org/ns/compute/sa/job
+"$keygen" issue --san "URI:$outsider" "$work/pki" outsider >/dev/null || fail "rdmasec-keygen issue failed"
 "$keygen" crl "$work/pki" >/dev/null || fail "rdmasec-keygen crl failed"
 
 cat >"$work/guest.sh" <<'GUEST'
@@ -39,7 +44,8 @@ client() { # NAME ARGS...: NAME.pem/NAME.key of the test PKI
 }
 fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --crl "$work/pki/crl.pem" --listen "$s:7471" \
 	--resume-grace 4000 --handshake-timeout 30000 --audit "$work/audit.jsonl" --metrics "$work/metrics.prom" \
-	2>"$work/server.log" &
+	--allow 'spiffe://example.org/ns/storage/*' --allow 'CN=client1,O=rdmasec-test' \
+	--allow 'CN=client2,O=rdmasec-test' --allow 'CN=client3,O=rdmasec-test' 2>"$work/server.log" &
 spid=$!
 fabric wait-port 7471 20 || { cat "$work/server.log"; exit 1; }
 # reload: SIGHUP, then up to 30 s for the server to say how it went.
@@ -81,6 +87,9 @@ client client2 -c "send before; quit" >"$work/b1.out" 2>&1; echo "b1=$?"
 "$bin/keygen/rdmasec-keygen" revoke "$work/pki" client2 >/dev/null || echo "revoke client2 failed"
 reload
 client client2 -c "send after; quit" >"$work/b2.out" 2>&1; echo "b2=$?"
+# (e)
+client outsider -c "send hello; quit" >"$work/e.out" 2>&1; echo "e=$?"
+wait_for "$work/metrics.prom" '^rdmasec_server_refused_authz_total 1$' || echo "refusal not in the metrics (e)"
 # (d)
 stream s | client spiffe >"$work/d-s.out" 2>&1 &
 dsp=$!
@@ -126,7 +135,7 @@ GUEST
 
 "$fabric" run --hosts 2 --timeout 420 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
-for f in run.out a.out b2.out d-t.out c.out server.log audit.jsonl; do
+for f in run.out a.out b2.out d-t.out c.out e.out server.log audit.jsonl; do
 	echo "--- $f"
 	grep -v '^reply: msg-' "$work/$f"
 done
@@ -184,4 +193,17 @@ expect_match "$work/c.out" '^reply: msg-10$' "(c) the client never streamed (a h
 expect_match "$work/audit.jsonl" \
 	'"event":"auth_failure",.*"reason":"TLS handshake failed: certificate: certificate revoked \(resumption ticket declined: its certificate is revoked\)"' \
 	"(c) no audit record of a resumption refused for revocation"
+# (e) Authenticated but outside the allowed prefix: refused with a reason, audited with the rules, counted.
+grep -q '^e=0$' "$work/run.out" && fail "(e) the client outside the allowed prefix was admitted"
+expect_match "$work/e.out" 'refused: identity not authorized' "(e) the client was not told why"
+python3 - "$work/audit.jsonl" "$outsider" <<'PY' || fail "(e) no audit record of the refusal naming identity, source and rules"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert any(r["event"] == "refuse" and r["peer"] == sys.argv[2] and r.get("peer_addr")
+           and "4 allow rules: spiffe://example.org/ns/storage/* " in r["reason"] for r in recs), recs
+PY
+expect_match "$work/metrics.prom" '^rdmasec_server_refused_authz_total 1$' "(e) rdmasec_server_refused_authz_total is not 1"
+expect_match "$work/server.log" "event=refused conn=[0-9]+ peer=\"?$outsider\"? .*code=\"identity not authorized\"" \
+	"(e) the server did not log the refusal"
+expect_match "$work/server.log" 'event=counters .* refused_authz=1$' "(e) the counters do not show the refusal"
 echo "identity: ok"

@@ -20,6 +20,9 @@ done
 "$server" --max-handshakes-per-source 0 >"$work/out" 2>&1 && fail "--max-handshakes-per-source 0 accepted"
 grep -q "max_handshakes_per_source" "$work/out" || fail "no reason for a bad flag: $(cat "$work/out")"
 "$server" --verify-timeout 10 >"$work/out" 2>&1 && fail "--verify-timeout 10 accepted"
+"$server" --allow 'spiffe://prod.example/storage*' >"$work/out" 2>&1 && fail "a malformed --allow rule was accepted"
+grep -q "allow: authorization rule 'spiffe://prod.example/storage\*' has a '\*'" "$work/out" ||
+	fail "no reason for a malformed --allow rule: $(cat "$work/out")"
 "$server" --no-such-flag >"$work/out" 2>&1 && fail "an unknown flag was accepted"
 "$server" --help >"$work/out" 2>&1 || fail "--help failed"
 grep -q -- "--handshake-rate" "$work/out" || fail "--help lacks --handshake-rate"

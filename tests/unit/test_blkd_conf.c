@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "blkd_conf.h"
+#include "rdmasec.h"
 
 static const char full[] =
 	"; rdmasec-blkd\n"
@@ -112,6 +113,8 @@ static void invalid(void **state)
 		{ "[export d]\nsize = 18446744073709551615K\n", "size: '18446744073709551615K'" },
 		{ "[export d]\nread_only = maybe\n", "'maybe' is not yes or no" },
 		{ "[export d]\nrw =\n", "rw: an empty identity" },
+		{ "[export d]\nro = spiffe://prod.example/storage*\n", "ro: authorization rule 'spiffe://prod.example/storage*'" },
+		{ "[export d]\nrw = CN=*\n", "rw: authorization rule 'CN=*' has a '*'" },
 		{ "[export d]\nwho = x\n", "unknown key 'who' in [export d]" },
 		{ "just text\n", "line 1: expected '[section]'" },
 	};
@@ -223,6 +226,21 @@ static void identity_length(void **state)
 	free(c);
 }
 
+/* Export rules take the library's syntax: SPIFFE prefixes next to exact identities and '*'. */
+static void prefix_rules(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	char err[256] = "";
+	assert_int_equal(blkd_conf_set(c, "export d", "rw", "spiffe://prod.example/storage/*", err, sizeof(err)), 0);
+	assert_int_equal(blkd_conf_set(c, "export d", "ro", "CN=db1,O=example", err, sizeof(err)), 0);
+	assert_string_equal(c->exports[0].rw_ids[0], "spiffe://prod.example/storage/*");
+	assert_true(rsec_authz_match(c->exports[0].rw_ids[0], "spiffe://prod.example/storage/n1"));
+	assert_false(rsec_authz_match(c->exports[0].rw_ids[0], "spiffe://prod.example/compute/n1"));
+	free(c);
+}
+
 /* An OPEN's share of memory_limit covers every queue it is granted, and the queue depth the grant table allows. */
 static void open_budget(void **state)
 {
@@ -270,7 +288,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid),
 		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks),
-		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(open_budget),
+		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(prefix_rules), cmocka_unit_test(open_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

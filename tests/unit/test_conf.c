@@ -427,6 +427,45 @@ static void files(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* [authz] allow: a repeatable key (and --allow through rsec_conf_set) adding one rule each, checked and bounded. */
+static void allow_rules(void **state)
+{
+	(void)state;
+	struct rsec_conf c;
+	char err[256] = "";
+	rsec_conf_defaults(&c);
+	assert_int_equal(c.n_allow, 0);
+	assert_int_equal(rsec_conf_parse_string(&c,
+						"[authz]\nallow = spiffe://prod.example/storage/*\n"
+						"allow = CN=admin,O=example\n",
+						err, sizeof(err)), 0);
+	assert_int_equal(c.n_allow, 2);
+	assert_string_equal(c.allow[0], "spiffe://prod.example/storage/*");
+	assert_string_equal(c.allow[1], "CN=admin,O=example");
+	assert_int_equal(rsec_conf_set(&c, "authz", "allow", "*", err, sizeof(err)), 0);
+	assert_int_equal(c.n_allow, 3);
+
+	/* A bad rule names its line and what is wrong, and leaves the configuration as it was. */
+	struct rsec_conf before = c;
+	assert_int_equal(rsec_conf_parse_string(&c, "[authz]\nallow = CN=a\nallow = spiffe://prod.example/stor*\n", err,
+						sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "line 3: allow: authorization rule 'spiffe://prod.example/stor*'"));
+	assert_memory_equal(&c, &before, sizeof(c));
+	assert_int_equal(rsec_conf_set(&c, "authz", "allow", "", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "is empty"));
+	assert_memory_equal(&c, &before, sizeof(c));
+	assert_int_equal(rsec_conf_set(&c, "authz", "deny", "x", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "unknown key 'deny' in [authz]"));
+
+	/* At most RSEC_AUTHZ_RULES_MAX. */
+	rsec_conf_defaults(&c);
+	for (unsigned i = 0; i < RSEC_AUTHZ_RULES_MAX; i++)
+		assert_int_equal(rsec_conf_set(&c, "authz", "allow", "CN=x", err, sizeof(err)), 0);
+	assert_int_equal(rsec_conf_set(&c, "authz", "allow", "CN=x", err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "allow: at most 64 rules"));
+	assert_int_equal(c.n_allow, RSEC_AUTHZ_RULES_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +478,7 @@ int main(void)
 		cmocka_unit_test(override_with_set),
 		cmocka_unit_test(cross_checks),
 		cmocka_unit_test(files),
+		cmocka_unit_test(allow_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

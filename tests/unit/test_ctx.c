@@ -37,7 +37,8 @@ static void every_defined_bit_is_accepted(void **state)
 	char err[256];
 	struct rsec_ctx_attr a = base();
 	a.comp_mask = RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL |
-		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_CRL; /* crl_file NULL: none */
+		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_CRL | /* crl_file NULL: none */
+		      RSEC_CTX_ATTR_ALLOW; /* no rule: anyone authenticated */
 	a.max_qps = RSEC_MAX_QPS;
 	a.grant_mode = RSEC_GRANT_MR;
 	a.qp_pool = 1;
@@ -54,7 +55,7 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	(void)state;
 	char err[256];
 	struct rsec_ctx_attr a = base();
-	a.comp_mask = RSEC_CTX_ATTR_CRL << 1;
+	a.comp_mask = RSEC_CTX_ATTR_ALLOW << 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 	assert_non_null(strstr(err, "comp_mask"));
 
@@ -98,6 +99,41 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
  * pairs and rings its peer asked for and nobody uses. A client opens only
  * the ones it asks for, so its default stays RSEC_DEFAULT_QPS.
  */
+/* Authorization rules are checked whole at rsec_ctx_new and at rsec_ctx_set_allow; a bad set changes nothing. */
+static void allow_rules_are_checked(void **state)
+{
+	(void)state;
+	char err[256];
+	const char *good[] = { "spiffe://prod.example/storage/*", "psk:node-a" };
+	const char *bad[] = { "psk:node-a", "spiffe://prod.example/storage*" };
+	struct rsec_ctx_attr a = base();
+	a.is_server = 1;
+	a.comp_mask = RSEC_CTX_ATTR_ALLOW;
+	a.allow = bad;
+	a.n_allow = 2;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_non_null(strstr(err, "authorization rule 'spiffe://prod.example/storage*'"));
+	a.n_allow = RSEC_AUTHZ_RULES_MAX + 1;
+	a.allow = NULL;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL); /* rules NULL with n > 0 */
+	a.allow = good;
+	a.n_allow = 2;
+	struct rsec_ctx *ctx = NULL;
+	assert_int_equal(rsec_ctx_new(&a, &ctx, err, sizeof(err)), 0);
+	char why[128] = "";
+	assert_true(rsec_ctx_authorized(ctx, "spiffe://prod.example/storage/n1", why, sizeof(why)));
+	assert_false(rsec_ctx_authorized(ctx, "spiffe://prod.example/compute/n1", why, sizeof(why)));
+	assert_string_equal(why, "2 allow rules: spiffe://prod.example/storage/* psk:node-a");
+	assert_int_equal(rsec_ctx_set_allow(ctx, bad, 2, err, sizeof(err)), RSEC_E_CONFIG);
+	assert_true(rsec_ctx_authorized(ctx, "spiffe://prod.example/storage/n1", why, sizeof(why)));
+	assert_int_equal(rsec_ctx_set_allow(ctx, good + 1, 1, err, sizeof(err)), 0);
+	assert_false(rsec_ctx_authorized(ctx, "spiffe://prod.example/storage/n1", why, sizeof(why)));
+	assert_int_equal(rsec_ctx_set_allow(ctx, NULL, 0, err, sizeof(err)), 0);
+	assert_true(rsec_ctx_authorized(ctx, "anyone", why, sizeof(why)));
+	assert_int_equal(rsec_ctx_set_allow(NULL, NULL, 0, err, sizeof(err)), RSEC_E_INVAL);
+	rsec_ctx_free(ctx);
+}
+
 static void a_server_takes_further_queue_pairs_only_when_asked(void **state)
 {
 	(void)state;
@@ -124,6 +160,7 @@ int main(void)
 		cmocka_unit_test(every_defined_bit_is_accepted),
 		cmocka_unit_test(unknown_bits_and_bad_values_are_refused),
 		cmocka_unit_test(a_server_takes_further_queue_pairs_only_when_asked),
+		cmocka_unit_test(allow_rules_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,8 @@
  * message and calling no admission hook (those belong to the thread that
  * serves the session), and it ends a connection past its set-up deadline
  * without any TLS work. A real TLS 1.3 session (PSK) over a socketpair.
+ * On the session's thread, a HELLO from an identity no allow rule takes is
+ * refused before the admission hook.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +69,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	rsec_conn_free(f->server);
+	rsec_authz_set_free(&f->ctx.allow);
 	SSL_free(f->client);
 	SSL_CTX_free(f->cctx);
 	SSL_CTX_free(f->sctx);
@@ -111,6 +114,35 @@ static void test_stops_after_tls(void **state)
 	assert_false(test_read_frame(f->client, &reply, false)); /* no HELLO came back */
 }
 
+/* Authenticated as psk:node-a, which neither rule takes: told why, closed, never admitted. */
+static void test_unauthorized_hello_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	const char *rules[] = { "psk:node-b", "spiffe://example.org/ns/storage/*" };
+	assert_int_equal(rsec_authz_set_load(&f->ctx.allow, rules, 2, NULL, 0), 0);
+	assert_int_equal(handshake(f), 0);
+	struct rsec_msg m = { .type = RSEC_MSG_HELLO };
+	m.u.hello = (struct rsec_msg_hello){ .min_version = RSEC_WIRE_VERSION, .max_version = RSEC_WIRE_VERSION,
+					     .aead = RSEC_AEAD_AES256GCM };
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+	size_t len = 0, done = 0;
+	assert_int_equal(rsec_wire_encode(&m, frame, sizeof(frame), &len), 0);
+	assert_int_equal(rsec_tls_write_some(f->client, frame, len, &done), 0);
+	int rc = RSEC_E_AGAIN;
+	for (int i = 0; i < 10 && rc == RSEC_E_AGAIN; i++)
+		rc = rsec_conn_process(f->server);
+	assert_int_equal(rc, RSEC_E_DENIED);
+	assert_int_equal(f->admitted, 0);
+	assert_non_null(strstr(rsec_conn_error(f->server), "peer psk:node-a refused: identity not authorized "
+							   "(2 allow rules: psk:node-b spiffe://example.org/ns/storage/*)"));
+	struct rsec_msg reply;
+	assert_true(test_read_frame(f->client, &reply, true));
+	assert_int_equal(reply.type, RSEC_MSG_DISCONNECT);
+	assert_int_equal(reply.u.disconnect.reason, RSEC_DISC_REFUSED);
+	assert_string_equal(reply.u.disconnect.text.s, "refused: identity not authorized");
+
+}
+
 static void test_deadline_ends_it_without_tls(void **state)
 {
 	struct fixture *f = *state;
@@ -135,6 +167,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stops_after_tls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unauthorized_hello_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deadline_ends_it_without_tls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
 	};

@@ -11,7 +11,7 @@
 #include "conf.h"
 #include "conf_util.h"
 
-enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32 };
+enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32, KIND_RULE /* repeatable: each adds one */ };
 
 struct conf_key {
 	const char *section, *name;
@@ -58,6 +58,7 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
 	KEY_U32("limits", rebuilds_per_min, 0, 60, false), /* RSEC_MAX_REBUILDS; 0: off */
+	{ "authz", "allow", KIND_RULE, 0, 0, 0, 0, false, NULL },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -168,6 +169,18 @@ static bool one_of(const char *value, const char *choices)
 	return false;
 }
 
+/* One more authorization rule (the library's syntax and bounds). */
+RSEC_MUST_CHECK static int add_rule(struct rsec_conf *c, const char *value, const struct conf_errbuf *e)
+{
+	char msg[160];
+	if (rsec_authz_rule_check(value, msg, sizeof(msg)) < 0)
+		return conf_fail(e, "allow: %s", msg);
+	if (c->n_allow == RSEC_AUTHZ_RULES_MAX)
+		return conf_fail(e, "allow: at most %u rules", RSEC_AUTHZ_RULES_MAX);
+	memcpy(c->allow[c->n_allow++], value, strlen(value) + 1);
+	return 0;
+}
+
 /* Validate value for k, then store it; c is untouched on error. */
 RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key *k, const char *value,
 				     const struct conf_errbuf *e)
@@ -187,6 +200,8 @@ RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key 
 		}
 		memcpy((char *)c + k->off, &n, sizeof(n));
 		return 0;
+	case KIND_RULE:
+		return add_rule(c, value, e);
 	case KIND_STR:
 		if (conf_check_str(k->name, value, k->size, msg, sizeof(msg)) < 0)
 			return conf_fail(e, "%s", msg);
@@ -270,7 +285,7 @@ static int conf_handler(void *user, const char *section, const char *name, const
 	int rc = RSEC_E_CONFIG;
 	char q1[80], q2[80];
 	const struct conf_key *k = lookup(section, name, &e, &rc);
-	if (k && p->seen[k - conf_keys])
+	if (k && p->seen[k - conf_keys] && k->kind != KIND_RULE)
 		/* inih also reports indented lines as continuations of the previous key. */
 		rc = conf_fail(&e, "duplicate key '%s' in [%s]", conf_quote(q1, name), conf_quote(q2, section));
 	else if (k)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmasec.h"
 #include "result.h"
 
 #define RSEC_CONF_DEFAULT_PORT 7471
@@ -44,6 +45,9 @@ struct rsec_conf {
 	/* [limits] */
 	uint32_t max_msg, recv_slots, slot_size;
 	uint32_t rebuilds_per_min; /* self-healing: data-path rebuilds per connection a minute; 0: close instead */
+	/* [authz]: allow, repeated (and --allow): who may connect (rsec_authz_rule_check); none: anyone authenticated */
+	char allow[RSEC_AUTHZ_RULES_MAX][RSEC_AUTHZ_RULE_MAX + 1];
+	uint32_t n_allow;
 };
 
 void rsec_conf_defaults(struct rsec_conf *c);

@@ -67,6 +67,10 @@ static void usage(FILE *f)
 		"                              random so QPNs are not sequential (default 32; 1: off)\n"
 		"      --metrics FILE          per-peer and server counters in Prometheus text format,\n"
 		"                              rewritten atomically each second after a change\n"
+		"      --allow RULE            only identities RULE takes may connect: an identity, a\n"
+		"                              prefix ending in /* (spiffe://prod.example/storage/*)\n"
+		"                              or *; repeat for more (added to the file's [authz] allow).\n"
+		"                              None: every authenticated identity\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
@@ -96,7 +100,7 @@ static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
        OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
        OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS };
+       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS, OPT_ALLOW };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -128,6 +132,7 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_AUDIT, "server", "audit_log" },
 	{ OPT_QP_POOL, "server", "qp_pool" },
 	{ OPT_METRICS, "server", "metrics_file" },
+	{ OPT_ALLOW, "authz", "allow" },
 	{ 0 },
 };
 
@@ -162,6 +167,7 @@ static const struct option long_opts[] = {
 	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },

@@ -293,6 +293,8 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		  n->refused_auth },
 		{ "rdmasec_server_refused_identity_total", "counter",
 		  "Authenticated connections refused over max_per_identity.", n->refused_identity },
+		{ "rdmasec_server_refused_authz_total", "counter",
+		  "Authenticated connections refused: their identity matched no allow rule.", n->refused_authz },
 		{ "rdmasec_server_handshake_failed_total", "counter", "Other set-up failures, timeouts included.",
 		  n->handshake_failed },
 		{ "rdmasec_server_established_total", "counter", "Connections that got a queue pair.", n->established },

@@ -127,6 +127,21 @@ static int admit(void *arg, const char *peer)
 	return 0;
 }
 
+/* The [authz] allow rules of conf, for the connections to come (at start, and again on a reload). */
+static int server_apply_authz(struct server *srv, const struct rsec_conf *conf)
+{
+	const char *rules[RSEC_AUTHZ_RULES_MAX];
+	char err[256];
+	for (uint32_t i = 0; i < conf->n_allow; i++)
+		rules[i] = conf->allow[i];
+	int rc = rsec_ctx_set_allow(srv->ctx, rules, conf->n_allow, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set the allow rules", rsec_strerror(rc));
+	else if (conf->n_allow)
+		log_event("info", "authz", "allow_rules=%u", conf->n_allow);
+	return rc;
+}
+
 static void region_release(struct session *s)
 {
 	if (s->grant_live)
@@ -188,6 +203,10 @@ static void log_setup_end(struct session *s, int rc, const char *why, struct pee
 	const char *event = "handshake_failed";
 	if (!s->admitted && (rc == RSEC_E_AUTH || rc == RSEC_E_TLS)) {
 		srv->n.refused_auth++;
+		per_peer->refused_handshakes = 1;
+		event = "refused";
+	} else if (rc == RSEC_E_DENIED) {
+		srv->n.refused_authz++;
 		per_peer->refused_handshakes = 1;
 		event = "refused";
 	} else if (rc == RSEC_E_LIMIT) {
@@ -848,7 +867,7 @@ static void log_counters(struct server *srv)
 		  "refused_auth=%llu refused_identity=%llu handshake_failed=%llu closed=%llu messages=%llu "
 		  "rdma_writes=%llu rdma_reads=%llu mac_failures=%llu seq_violations=%llu qp_errors=%llu "
 		  "protocol_violations=%llu malformed=%llu rebuilds=%llu resumes=%llu "
-		  "audit_errors=%llu",
+		  "audit_errors=%llu refused_authz=%llu",
 		  clients_now(srv), (unsigned long long)n->accepted, (unsigned long long)n->established,
 		  (unsigned long long)n->established, (unsigned long long)n->refused_capacity,
 		  (unsigned long long)n->refused_source_concurrent, (unsigned long long)n->refused_source_rate,
@@ -863,7 +882,7 @@ static void log_counters(struct server *srv)
 		  (unsigned long long)n->seq_violations, (unsigned long long)n->qp_errors,
 		  (unsigned long long)n->protocol_violations, (unsigned long long)n->malformed,
 		  (unsigned long long)n->rebuilds, (unsigned long long)n->resumes,
-		  (unsigned long long)n->audit_errors);
+		  (unsigned long long)n->audit_errors, (unsigned long long)n->refused_authz);
 }
 
 /* Rewrites the metrics file (if any) when due, or now; logs when writing starts failing and recovers. */
@@ -982,6 +1001,12 @@ static void server_reload(struct server *srv)
 		free(fresh);
 		return;
 	}
+	/* The rules were checked when the file was read: only memory can fail here. */
+	if (server_apply_authz(srv, fresh) < 0) {
+		reload_failed(srv, "authz", "cannot set the allow rules", true);
+		free(fresh);
+		return;
+	}
 	if (conf_pin_fixed(fresh, srv->live, pinned, sizeof(pinned)))
 		log_event("warn", "reload_not_live", "keys=%s reason=%s", log_q(pinned), log_q("they need a restart"));
 	*srv->live = *fresh;
@@ -1077,6 +1102,9 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
 		return rc;
 	}
+	rc = server_apply_authz(srv, conf);
+	if (rc < 0)
+		return rc;
 	rc = rsec_listen(srv->ctx, conf->listen_addr, conf->listen_port, 1024, &srv->listener);
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-server: cannot listen on %s:%u: %s\n", conf->listen_addr, conf->listen_port,

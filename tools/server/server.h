@@ -34,6 +34,7 @@ struct server_counters {
 	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
 	uint64_t closed_revoked;    /* established connections closed: their peer is revoked or expired now */
 	uint64_t cert_expiry_days;  /* gauge: whole days until our certificate expires (0: expired, or PSK mode) */
+	uint64_t refused_authz;     /* authenticated but matched no [authz] allow rule (no RDMA) */
 };
 
 /* Reads the configuration again (file and command line) at SIGHUP: 0, or < 0 with err. */

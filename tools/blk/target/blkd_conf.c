@@ -10,6 +10,7 @@
 
 #include "blkd_conf.h"
 #include "conf_util.h"
+#include "rdmasec.h"
 
 #define CONF_MAX_FILE (1u << 20)
 
@@ -214,6 +215,9 @@ static int add_id(char list[][BLKD_ID_LEN], unsigned *n, const char *what, const
 	if (strlen(v) > BLKD_ID_MAX)
 		return fail(err, errlen, "%s: '%s' is %zu characters long, over %u (longer identities reach the target cut short)",
 			    what, conf_quote(q, v), strlen(v), BLKD_ID_MAX);
+	char why[160];
+	if (rsec_authz_rule_check(v, why, sizeof(why)) < 0)
+		return fail(err, errlen, "%s: %s", what, why);
 	if (copy_str(list[*n], BLKD_ID_LEN, what, v, err, errlen) < 0)
 		return -1;
 	(*n)++;

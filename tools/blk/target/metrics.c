@@ -23,6 +23,8 @@ static const struct family families[] = {
 	{ "sessions", "gauge", "sessions open now", offsetof(struct export_counters, sessions_open) },
 	{ "opens_refused_total", "counter", "OPENs refused (access denied, read-only, limit)",
 	  offsetof(struct export_counters, opens_refused) },
+	{ "opens_denied_total", "counter", "OPENs refused because the identity matched no rw or ro rule",
+	  offsetof(struct export_counters, opens_denied) },
 };
 
 static uint64_t field(const struct export_counters *c, size_t off)

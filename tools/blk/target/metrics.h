@@ -12,6 +12,7 @@ struct export_counters {
 	uint64_t reads, writes, flushes, bytes_read, bytes_written;
 	uint64_t errors[BLK_S_MAX + 1]; /* completions by status, BLK_S_OK unused */
 	uint64_t sessions_total, sessions_open, opens_refused;
+	uint64_t opens_denied; /* of opens_refused: the identity matched no rw or ro rule */
 };
 
 struct target_counters {

@@ -564,10 +564,11 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 
 /* ---- OPEN ---- */
 
+/* Whether one rule of the list (an identity, PREFIX/ then '*', or '*': rsec_authz_match) takes peer. */
 static bool id_listed(const char list[][BLKD_ID_LEN], unsigned n, const char *peer)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (strcmp(list[i], BLKD_ANY_ID) == 0 || strcmp(list[i], peer) == 0)
+		if (rsec_authz_match(list[i], peer))
 			return true;
 	return false;
 }
@@ -593,6 +594,8 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 		 (unsigned long long)s->id, s->peer, m ? m->name : "", blk_status_name(status));
 	if (s->x)
 		s->x->n.opens_refused++;
+	if (s->x && status == BLK_S_DENIED)
+		s->x->n.opens_denied++;
 	else
 		s->t->n.opens_unknown_export++;
 	s->t->metrics_dirty = true;
@@ -629,7 +632,7 @@ static uint16_t open_access(struct session *s, const struct blk_open *m, const c
 	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
 	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
 	if (!may_read) {
-		*why = "identity not allowed on this export";
+		*why = "identity matches no rw or ro rule of the export";
 		return BLK_S_DENIED;
 	}
 	if ((m->flags & BLK_OPEN_WRITE) && !may_write)
