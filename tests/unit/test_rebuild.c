@@ -98,6 +98,9 @@ static void answers_the_peers_rebuild(void **state)
 {
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
+	/* The peer's keys of epoch 1. */
+	struct rsec_seal next = { 0 };
+	assert_int_equal(rsec_seal_from_tls(&next, f->tls.client, false, c->aead, 0, 1), 0);
 	uint32_t old_qpn = c->qp.qp->qp_num;
 	assert_int_equal(peer_rebuilds(f, 1, 0, 0x99), 0);
 	struct rsec_msg m;
@@ -116,8 +119,6 @@ static void answers_the_peers_rebuild(void **state)
 	assert_int_equal(c->stats.rebuilds, 1);
 	assert_non_null(strstr(rsec_conn_rebuild_reason(c), "the peer's side: the queue pair failed"));
 	/* The new epoch's keys on both sides. */
-	struct rsec_seal next;
-	assert_int_equal(rsec_seal_from_tls(&next, f->tls.client, false, c->aead, 0, 1), 0);
 	peer_sends(f, next.tx, 0, "after", 6);
 	assert_int_equal(rsec_data_poll(c), 0);
 	assert_true(c->rx_complete);
