@@ -59,6 +59,8 @@ static const struct conf_key conf_keys[] = {
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
 	KEY_U32("limits", rebuilds_per_min, 0, 60, false), /* RSEC_MAX_REBUILDS; 0: off */
 	{ "authz", "allow", KIND_RULE, 0, 0, 0, 0, false, NULL },
+	KEY_STR("trust", etcd),
+	KEY_STR("trust", state_dir),
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -252,6 +254,7 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	snprintf(c->grant_mode, sizeof(c->grant_mode), "auto");
 	c->grant_ttl_ms = 30000;
 	c->verify_timeout_ms = 5000;
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rdmasec/trust");
 }
 
 int rsec_conf_set(struct rsec_conf *c, const char *section, const char *key, const char *value, char *err,

@@ -48,6 +48,10 @@ struct rsec_conf {
 	/* [authz]: allow, repeated (and --allow): who may connect (rsec_authz_rule_check); none: anyone authenticated */
 	char allow[RSEC_AUTHZ_RULES_MAX][RSEC_AUTHZ_RULE_MAX + 1];
 	uint32_t n_allow;
+	/* [trust]: cluster trust through etcd (trust_etcd.h); "": none. CA, CRL and extra allow rules
+	 * then come from state_dir, the last good copy of etcd's. */
+	char etcd[1200];
+	char state_dir[4096];
 };
 
 void rsec_conf_defaults(struct rsec_conf *c);

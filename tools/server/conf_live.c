@@ -42,6 +42,8 @@ static const struct fixed_key {
 	FIXED(recv_slots, "recv_slots"),
 	FIXED(slot_size, "slot_size"),
 	FIXED(rebuilds_per_min, "rebuilds_per_min"),
+	FIXED_STR(etcd, "etcd"),
+	FIXED_STR(state_dir, "state_dir"),
 };
 
 static bool same(const struct fixed_key *k, const unsigned char *a, const unsigned char *b)

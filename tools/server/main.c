@@ -12,6 +12,7 @@
 #include "log.h"
 #include "psk.h"
 #include "server.h"
+#include "trust_etcd.h"
 
 #define SHORT_OPTS "f:C:l:d:vh"
 
@@ -71,6 +72,14 @@ static void usage(FILE *f)
 		"                              prefix ending in /* (spiffe://prod.example/storage/*)\n"
 		"                              or *; repeat for more (added to the file's [authz] allow).\n"
 		"                              None: every authenticated identity\n"
+		"      --trust-etcd [http[s]://]HOST:PORT[,HOST:PORT...]/PREFIX\n"
+		"                              cluster trust: the CA bundle, CRL and extra allow rules\n"
+		"                              from etcd keys PREFIX/ca, PREFIX/crl, PREFIX/allow, read\n"
+		"                              each second and applied live as a reload; replaces --ca\n"
+		"                              and --crl. A malformed entry: refused at start, kept out\n"
+		"                              at run time. etcd unreachable: the last good copy\n"
+		"      --trust-state-dir DIR   where that last good copy lives (default\n"
+		"                              /var/lib/rdmasec/trust)\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
@@ -100,7 +109,8 @@ static bool set_certs_dir(struct rsec_conf *c, const char *dir)
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
        OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
        OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS, OPT_ALLOW };
+       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS, OPT_ALLOW,
+       OPT_TRUST_ETCD, OPT_TRUST_STATE };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -133,6 +143,8 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_QP_POOL, "server", "qp_pool" },
 	{ OPT_METRICS, "server", "metrics_file" },
 	{ OPT_ALLOW, "authz", "allow" },
+	{ OPT_TRUST_ETCD, "trust", "etcd" },
+	{ OPT_TRUST_STATE, "trust", "state_dir" },
 	{ 0 },
 };
 
@@ -168,6 +180,8 @@ static const struct option long_opts[] = {
 	{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },
+	{ "trust-state-dir", required_argument, NULL, OPT_TRUST_STATE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -222,15 +236,82 @@ static int conf_read(const struct cmdline *cl, struct rsec_conf *conf, char *err
 	return 0;
 }
 
-/* server_run's reader at SIGHUP: the same command line, the file as it is now. */
+/*
+ * --trust-etcd: the context reads the CA and CRL of the last good copy, and
+ * its allow rules join the file's and the flags'. 0, or -1 with err.
+ */
+static int trust_conf_apply(struct rsec_conf *conf, char *err, size_t errlen)
+{
+	struct trust_snapshot last;
+	char why[512];
+	if (trust_state_read(conf->state_dir, &last, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "trust-etcd: last good copy: %s", why);
+		return -1;
+	}
+	int n = trust_allow_split(last.allow, conf->allow + conf->n_allow, RSEC_AUTHZ_RULES_MAX - conf->n_allow, why,
+				  sizeof(why));
+	trust_snapshot_clear(&last);
+	if (n < 0) {
+		snprintf(err, errlen, "trust-etcd: %s (with the file's and the flags' rules)", why);
+		return -1;
+	}
+	conf->n_allow += (uint32_t)n;
+	trust_state_path(conf->ca, sizeof(conf->ca), conf->state_dir, "ca.pem");
+	trust_state_path(conf->crl, sizeof(conf->crl), conf->state_dir, "crl.pem");
+	return 0;
+}
+
+/* server_run's reader at a reload: the same command line, the file (and the trust copy) as they are now. */
 static int conf_reread(void *arg, struct rsec_conf *conf, char *err, size_t errlen)
 {
 	int rc = conf_read(arg, conf, err, errlen);
 	if (rc == 0)
-		return 0;
+		return conf->etcd[0] && trust_conf_apply(conf, err, errlen) < 0 ? RSEC_E_CONFIG : 0;
 	if (rc != 1)
 		snprintf(err, errlen, "the command line no longer parses");
 	return RSEC_E_CONFIG;
+}
+
+/*
+ * --trust-etcd at start: etcd's copy (a bad one refuses the start), or the
+ * last good one on disk when etcd is unreachable; the watcher then follows
+ * etcd. 0, or the exit status.
+ */
+static int trust_start(struct rsec_conf *conf, struct trust_watch **watch)
+{
+	struct trust_spec spec;
+	struct trust_snapshot applied;
+	char err[1200];
+	bool from_etcd;
+	if (conf->psk_file[0]) {
+		fprintf(stderr, "rdmasec-server: --trust-etcd needs certificate mode (--cert and --key), not a PSK\n");
+		return 2;
+	}
+	if (trust_spec_parse(conf->etcd, &spec, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rdmasec-server: %s\n", err);
+		return 2;
+	}
+	if (trust_bootstrap(&spec, conf->state_dir, &applied, &from_etcd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rdmasec-server: trust-etcd: %s\n", err);
+		return 1;
+	}
+	if (from_etcd)
+		log_event("info", "trust_etcd", "prefix=%s source=etcd state_dir=%s", log_q(spec.prefix),
+			  log_q(conf->state_dir));
+	else
+		log_event("warn", "trust_etcd", "prefix=%s source=last_good state_dir=%s reason=%s", log_q(spec.prefix),
+			  log_q(conf->state_dir), log_q(err));
+	if (trust_conf_apply(conf, err, sizeof(err)) < 0) {
+		trust_snapshot_clear(&applied);
+		fprintf(stderr, "rdmasec-server: %s\n", err);
+		return 1;
+	}
+	*watch = trust_watch_start(&spec, conf->state_dir, &applied, err, sizeof(err));
+	if (!*watch) {
+		fprintf(stderr, "rdmasec-server: %s\n", err);
+		return 1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -243,6 +324,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdmasec-server: %s\n", err);
 	if (read_rc)
 		return read_rc < 0 ? 0 : read_rc;
+	struct trust_watch *watch = NULL;
+	if (conf.etcd[0] && (read_rc = trust_start(&conf, &watch)) != 0)
+		return read_rc;
 	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
 	if (conf.psk_file[0]) {
@@ -252,9 +336,11 @@ int main(int argc, char **argv)
 			return status;
 	} else if (!conf.ca[0] || !conf.cert[0] || !conf.key[0]) {
 		fprintf(stderr, "rdmasec-server: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
+		trust_watch_stop(watch);
 		return 2;
 	}
-	int status = server_run(&conf, psk, psk_len, conf_reread, &cl);
+	int status = server_run(&conf, psk, psk_len, conf_reread, &cl, watch);
+	trust_watch_stop(watch);
 	OPENSSL_cleanse(psk, sizeof(psk));
 	return status;
 }

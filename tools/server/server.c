@@ -37,6 +37,7 @@
 #include "rdmasec.h"
 #include "conf_live.h"
 #include "server.h"
+#include "trust_etcd.h"
 
 #define TICK_MS 250
 #define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
@@ -108,6 +109,7 @@ struct server {
 	struct ratelog *rlog;          /* log lines about refused peers, rate limited */
 	struct acceptor *acc;          /* the listener's thread: admission before TLS, handshakes */
 	struct offload *work;          /* worker threads: the heavy part of large requests */
+	struct trust_watch *trust;     /* --trust-etcd's watcher; NULL: none */
 	bool stop;
 };
 
@@ -1020,6 +1022,22 @@ static void server_reload(struct server *srv)
 	recheck_marked(srv);
 }
 
+/* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
+static void on_trust(struct server *srv)
+{
+	char why[512];
+	unsigned ev = trust_watch_take(srv->trust, why, sizeof(why));
+	if (ev & TRUST_EV_REJECTED) {
+		char what[600];
+		snprintf(what, sizeof(what), "trust-etcd: %s", why);
+		reload_failed(srv, "trust_etcd", what, true);
+	}
+	if (ev & TRUST_EV_CHANGED) {
+		log_event("info", "trust_etcd_changed", "action=reload");
+		server_reload(srv);
+	}
+}
+
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
@@ -1126,6 +1144,11 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
+	struct epoll_event tev = { .events = EPOLLIN, .data.ptr = &srv->trust };
+	if (srv->trust && epoll_ctl(srv->epfd, EPOLL_CTL_ADD, trust_watch_fd(srv->trust), &tev) < 0) {
+		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
+		return RSEC_E_IO;
+	}
 	struct acceptor_fds fds = { .soft = fd_soft };
 	fds.base = (uint64_t)(fdlimit_count_open() > 0 ? fdlimit_count_open() : 0) + 2; /* + the acceptor's */
 	fds.reserve = fdlimit_reserve(conf->qp_pool, rsec_ctx_device(srv->ctx) ? 0 : DEVICES_BY_ADDRESS);
@@ -1149,10 +1172,11 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	return 0;
 }
 
-int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg)
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg,
+	       struct trust_watch *trust)
 {
 	struct server srv = { .epfd = -1, .sigfd = -1, .sh.lock = PTHREAD_MUTEX_INITIALIZER, .reread = reread,
-			      .reread_arg = arg, .psk_mode = psk_len > 0 };
+			      .reread_arg = arg, .psk_mode = psk_len > 0, .trust = trust };
 	int status = 1;
 	srv.live = malloc(sizeof(*srv.live));
 	if (!srv.live) {
@@ -1183,9 +1207,12 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 				on_signal(&srv);
 			else if (ev[i].data.ptr == &srv.work)
 				jobs_back(&srv);
+			else if (ev[i].data.ptr == &srv.trust)
+				on_trust(&srv);
 		}
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.acc || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work)
+			if (ev[i].data.ptr == &srv.acc || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work ||
+			    ev[i].data.ptr == &srv.trust)
 				continue;
 			struct session *s = ev[i].data.ptr;
 			/* A session ended earlier in this batch is gone; only step live ones. */

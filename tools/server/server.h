@@ -7,6 +7,8 @@
 
 #include "conf.h"
 
+struct trust_watch;
+
 /* All uint64_t: server.c adds two of them up field by field (the acceptor's gauges stay 0). */
 struct server_counters {
 	uint64_t accepted;          /* TCP connections taken */
@@ -43,7 +45,10 @@ typedef int (*server_conf_reader)(void *arg, struct rsec_conf *out, char *err, s
 /*
  * Serves until SIGINT/SIGTERM; returns the exit status. psk_len 0:
  * certificate mode. SIGHUP: reread (NULL: none), credentials reloaded.
+ * trust (NULL: none): --trust-etcd's watcher; each new copy it writes is
+ * applied by the same reload, each it refuses is logged and audited.
  */
-int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg);
+int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg,
+	       struct trust_watch *trust);
 
 #endif
