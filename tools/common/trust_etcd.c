@@ -205,6 +205,8 @@ int trust_parse_range(const char *json, size_t len, const char *prefix, struct t
 	}
 	struct json_object *root = json_tokener_parse_ex(tok, json, (int)len);
 	bool complete = json_tokener_get_error(tok) == json_tokener_success;
+	for (size_t end = json_tokener_get_parse_end(tok); complete && end < len; end++)
+		complete = json[end] == ' ' || json[end] == '\n' || json[end] == '\r' || json[end] == '\t';
 	json_tokener_free(tok);
 	struct json_object *kvs = NULL;
 	int rc = -1;
