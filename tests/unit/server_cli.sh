@@ -23,7 +23,22 @@ grep -q "max_handshakes_per_source" "$work/out" || fail "no reason for a bad fla
 "$server" --allow 'spiffe://prod.example/storage*' >"$work/out" 2>&1 && fail "a malformed --allow rule was accepted"
 grep -q "allow: authorization rule 'spiffe://prod.example/storage\*' has a '\*'" "$work/out" ||
 	fail "no reason for a malformed --allow rule: $(cat "$work/out")"
+# --trust-etcd: a bad spec, PSK mode, and no etcd with no last good copy all refuse to start.
+"$server" --cert x --key y --trust-etcd 127.0.0.1:2379 >"$work/out" 2>&1 && fail "--trust-etcd without a prefix accepted"
+grep -q "trust-etcd: '127.0.0.1:2379' has no /PREFIX" "$work/out" || fail "no reason for a bad --trust-etcd: $(cat "$work/out")"
+printf '[trust]\netcd = 127.0.0.1:1/p/\n' >"$work/trust.ini"
+"$server" -f "$work/trust.ini" --cert x --key y >"$work/out" 2>&1 && fail "[trust] etcd with a trailing / accepted"
+grep -q "prefix '/p/' is not" "$work/out" || fail "[trust] etcd was not read: $(cat "$work/out")"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/psk" && chmod 600 "$work/psk"
+"$server" --psk-file "$work/psk" --psk-identity x --trust-etcd 127.0.0.1:1/p >"$work/out" 2>&1 &&
+	fail "--trust-etcd in PSK mode accepted"
+grep -q "trust-etcd needs certificate mode" "$work/out" || fail "no reason for PSK with --trust-etcd: $(cat "$work/out")"
+"$server" --cert x --key y --trust-etcd 127.0.0.1:1/p --trust-state-dir "$work/none" >"$work/out" 2>&1
+[ $? = 1 ] || fail "--trust-etcd with neither etcd nor a last good copy did not exit 1"
+grep -q "etcd unreachable (127.0.0.1:1: .*) and no good copy on disk" "$work/out" ||
+	fail "no reason for a start without etcd or a copy: $(cat "$work/out")"
 "$server" --no-such-flag >"$work/out" 2>&1 && fail "an unknown flag was accepted"
 "$server" --help >"$work/out" 2>&1 || fail "--help failed"
 grep -q -- "--handshake-rate" "$work/out" || fail "--help lacks --handshake-rate"
+grep -q -- "--trust-etcd" "$work/out" || fail "--help lacks --trust-etcd"
 echo "server_cli: ok"

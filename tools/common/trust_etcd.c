@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,8 +519,16 @@ static char *range_request(const char *prefix)
 	return body;
 }
 
-static int fetch_one(const struct trust_spec *spec, const char *ep, const char *body, struct trust_snapshot *out,
-		     char *err, size_t errlen)
+/* curl asks between reads: a server shutting down does not wait out a slow etcd. */
+static int fetch_abort(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	const atomic_bool *stop = arg;
+	return stop && atomic_load(stop);
+}
+
+static int fetch_one(const struct trust_spec *spec, const char *ep, const char *body, const atomic_bool *stop,
+		     struct trust_snapshot *out, char *err, size_t errlen)
 {
 	char url[200];
 	snprintf(url, sizeof(url), "%s://%s/v3/kv/range", spec->https ? "https" : "http", ep);
@@ -541,6 +550,9 @@ static int fetch_one(const struct trust_spec *spec, const char *ep, const char *
 	(void)curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_take);
 	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	(void)curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	(void)curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, fetch_abort);
+	(void)curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
 	CURLcode cc = curl_easy_perform(c);
 	long status = 0;
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -557,18 +569,25 @@ static int fetch_one(const struct trust_spec *spec, const char *ep, const char *
 	return rc;
 }
 
-int trust_fetch(const struct trust_spec *spec, struct trust_snapshot *out, char *err, size_t errlen)
+static int fetch_all(const struct trust_spec *spec, const atomic_bool *stop, struct trust_snapshot *out, char *err,
+		     size_t errlen)
 {
+	memset(out, 0, sizeof(*out));
 	char *body = range_request(spec->prefix);
 	if (!body) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	int rc = -1;
-	for (size_t i = 0; i < spec->n_endpoints && rc < 0; i++)
-		rc = fetch_one(spec, spec->endpoints[i], body, out, err, errlen);
+	for (size_t i = 0; i < spec->n_endpoints && rc < 0 && !(stop && atomic_load(stop)); i++)
+		rc = fetch_one(spec, spec->endpoints[i], body, stop, out, err, errlen);
 	free(body);
 	return rc;
+}
+
+int trust_fetch(const struct trust_spec *spec, struct trust_snapshot *out, char *err, size_t errlen)
+{
+	return fetch_all(spec, NULL, out, err, errlen);
 }
 
 int trust_bootstrap(const struct trust_spec *spec, const char *dir, struct trust_snapshot *applied, bool *from_etcd,
@@ -616,6 +635,7 @@ struct trust_watch {
 	unsigned events;
 	char why[512];
 	bool stop;
+	atomic_bool stopping; /* stop, for curl's callback without the lock */
 };
 
 static void watch_post(struct trust_watch *w, unsigned ev, const char *why)
@@ -647,7 +667,9 @@ static void watch_poll(struct trust_watch *w)
 {
 	struct trust_snapshot got;
 	char why[512];
-	if (trust_fetch(&w->spec, &got, why, sizeof(why)) < 0) {
+	if (fetch_all(&w->spec, &w->stopping, &got, why, sizeof(why)) < 0) {
+		if (atomic_load(&w->stopping))
+			return;
 		/* An endpoint that answers garbage is reachable, but what it says is not applied. */
 		watch_reachable(w, false, why);
 		return;
@@ -695,7 +717,7 @@ static void *watch_main(void *arg)
 }
 
 struct trust_watch *trust_watch_start(const struct trust_spec *spec, const char *dir, struct trust_snapshot *applied,
-				      char *err, size_t errlen)
+				      bool reachable, char *err, size_t errlen)
 {
 	struct trust_watch *w = calloc(1, sizeof(*w));
 	pthread_condattr_t ca;
@@ -707,7 +729,7 @@ struct trust_watch *trust_watch_start(const struct trust_spec *spec, const char 
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->applied = *applied;
 	memset(applied, 0, sizeof(*applied));
-	w->reachable = true;
+	w->reachable = reachable;
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -754,6 +776,7 @@ void trust_watch_stop(struct trust_watch *w)
 		return;
 	pthread_mutex_lock(&w->lock);
 	w->stop = true;
+	atomic_store(&w->stopping, true);
 	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);

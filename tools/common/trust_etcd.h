@@ -81,9 +81,13 @@ int trust_bootstrap(const struct trust_spec *spec, const char *dir, struct trust
 int trust_allow_split(const char *allow, char (*rules)[256], size_t max, char *err, size_t errlen);
 
 struct trust_watch;
-/* Starts the thread; applied is what dir holds now (taken over). NULL with err on failure. */
+/*
+ * Starts the thread; applied is what dir holds now (taken over); reachable:
+ * whether etcd answered at start (its going away or coming back is logged).
+ * NULL with err on failure.
+ */
 struct trust_watch *trust_watch_start(const struct trust_spec *spec, const char *dir, struct trust_snapshot *applied,
-				      char *err, size_t errlen);
+				      bool reachable, char *err, size_t errlen);
 int trust_watch_fd(const struct trust_watch *w);
 /* What the loop must act on (the thread itself logs etcd going away and coming back). */
 enum { TRUST_EV_CHANGED = 1, TRUST_EV_REJECTED = 2 };

@@ -306,7 +306,7 @@ static int trust_start(struct rsec_conf *conf, struct trust_watch **watch)
 		fprintf(stderr, "rdmasec-server: %s\n", err);
 		return 1;
 	}
-	*watch = trust_watch_start(&spec, conf->state_dir, &applied, err, sizeof(err));
+	*watch = trust_watch_start(&spec, conf->state_dir, &applied, from_etcd, err, sizeof(err));
 	if (!*watch) {
 		fprintf(stderr, "rdmasec-server: %s\n", err);
 		return 1;
