@@ -210,6 +210,10 @@ static void test_check(void **state)
 	check_is(broken, crl_a, NULL, "ca:");
 	check_is(ca_a, "junk", NULL, "crl: not a PEM CRL");
 	check_is(ca_a, crl_b, NULL, "not signed by a CA of the bundle");
+	char crls[131072];
+	snprintf(crls, sizeof(crls), "%s%s", crl_a, crl_b); /* a CA changing: one CRL per CA */
+	check_is(both, crls, NULL, "");
+	check_is(ca_a, crls, NULL, "crl: CRL 2: not signed");
 	check_is(ca_a, crl_a, "CN=ok\nbad*rule", "allow:");
 	check_is(ca_a, crl_a, "spiffe://x/ \n", "allow:");
 	char many[8192] = "";

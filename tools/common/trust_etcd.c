@@ -266,33 +266,51 @@ fail:
 	return NULL;
 }
 
-static int crl_check(const char *pem, STACK_OF(X509) *cas, char *err, size_t errlen)
+/* CRL number n (from 1): in date and signed by a CA of the bundle. 0, or -1 with err. */
+static int crl_one_check(X509_CRL *crl, int n, STACK_OF(X509) *cas, char *err, size_t errlen)
 {
-	BIO *bio = BIO_new_mem_buf(pem, -1);
-	X509_CRL *crl = bio ? PEM_read_bio_X509_CRL(bio, NULL, NULL, NULL) : NULL;
-	ERR_clear_error();
-	int rc = -1;
-	if (!crl) {
-		snprintf(err, errlen, "crl: not a PEM CRL");
-		goto out;
-	}
 	const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
 	if (next && X509_cmp_current_time(next) <= 0) {
-		snprintf(err, errlen, "crl: its next update is past (expired)");
-		goto out;
+		snprintf(err, errlen, "crl: CRL %d: its next update is past (expired)", n);
+		return -1;
 	}
-	for (int i = 0; i < sk_X509_num(cas) && rc < 0; i++) {
+	for (int i = 0; i < sk_X509_num(cas); i++) {
 		X509 *ca = sk_X509_value(cas, i);
 		if (X509_NAME_cmp(X509_get_subject_name(ca), X509_CRL_get_issuer(crl)) == 0 &&
 		    X509_CRL_verify(crl, X509_get0_pubkey(ca)) == 1)
-			rc = 0;
+			return 0;
 	}
 	ERR_clear_error();
-	if (rc < 0)
-		snprintf(err, errlen, "crl: not signed by a CA of the bundle");
-out:
-	X509_CRL_free(crl);
+	snprintf(err, errlen, "crl: CRL %d: not signed by a CA of the bundle", n);
+	return -1;
+}
+
+/* One or more PEM CRLs (one per CA while a bundle changes CA), each checked; nothing else. */
+static int crl_check(const char *pem, STACK_OF(X509) *cas, char *err, size_t errlen)
+{
+	BIO *bio = BIO_new_mem_buf(pem, -1);
+	if (!bio) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int n = 0, rc = 0;
+	X509_CRL *crl;
+	while (rc == 0 && (crl = PEM_read_bio_X509_CRL(bio, NULL, NULL, NULL))) {
+		if (++n > TRUST_MAX_CRLS) {
+			snprintf(err, errlen, "crl: more than %d CRLs", TRUST_MAX_CRLS);
+			rc = -1;
+		} else {
+			rc = crl_one_check(crl, n, cas, err, errlen);
+		}
+		X509_CRL_free(crl);
+	}
+	unsigned long e = ERR_peek_last_error();
+	ERR_clear_error();
 	BIO_free(bio);
+	if (rc == 0 && (n == 0 || ERR_GET_REASON(e) != PEM_R_NO_START_LINE)) {
+		snprintf(err, errlen, "crl: %s", n ? "a PEM block is not a CRL" : "not a PEM CRL");
+		rc = -1;
+	}
 	return rc;
 }
 

@@ -21,6 +21,7 @@
 #define TRUST_MAX_ENTRY (256u * 1024u)     /* one value (ca, crl, allow), decoded */
 #define TRUST_MAX_RESPONSE (2u * 1024u * 1024u) /* one range reply: three base64 values and JSON */
 #define TRUST_POLL_MS 1000
+#define TRUST_MAX_CRLS 64 /* as many as the library loads from a CRL file */
 
 /* --trust-etcd [http://|https://]HOST:PORT[,HOST:PORT...]/PREFIX */
 struct trust_spec {
@@ -48,8 +49,8 @@ int trust_parse_range(const char *json, size_t len, const char *prefix, struct t
 
 /*
  * The one check before anything is applied: ca present, PEM certificates
- * only, each a CA; crl present, one PEM CRL signed by a certificate of the
- * bundle; allow absent or rules (rsec_authz_rule_check) one a line, '#'
+ * only, each a CA; crl present, PEM CRLs (at most TRUST_MAX_CRLS), each in
+ * date and signed by a certificate of the bundle; allow absent or rules (rsec_authz_rule_check) one a line, '#'
  * comments and blank lines skipped, at most RSEC_AUTHZ_RULES_MAX; each value
  * at most TRUST_MAX_ENTRY bytes. 0, or -1 with err.
  */
