@@ -85,11 +85,13 @@ static void test_spec(void **state)
 	assert_string_equal(s.endpoints[1], "etcd-2:2379");
 	assert_string_equal(s.prefix, "/rdmasec/trust");
 	assert_false(s.https);
-	assert_int_equal(trust_spec_parse("https://h:1/p", &s, err, sizeof(err)), 0);
+	assert_int_equal(trust_spec_parse("https://[fd00::1]:2379/p", &s, err, sizeof(err)), 0);
 	assert_true(s.https);
+	assert_string_equal(s.endpoints[0], "[fd00::1]:2379");
 	static const char *const bad[] = {
 		"h:2379",        "h:2379/",   "/p",          "h:2379,/p",        ",h:1/p", "h/p",
 		"h:/p",          "h:x/p",     "h:1/p/",      "h:1/p q",          "h;x:1/p",
+		"h:0/p",         "h:65536/p", "[::1/p",      "[::1]x:1/p",
 		"a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1/p",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -35,18 +35,27 @@ static char **entry_slot(struct trust_snapshot *s, size_t i)
 
 /* ---- the option ---- */
 
+/* HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 one ([::1]:2379), PORT 1..65535. */
 static int endpoint_parse(struct trust_spec *out, const char *ep, size_t len, char *err, size_t errlen)
 {
-	const char *colon = memchr(ep, ':', len);
-	if (len == 0 || len >= sizeof(out->endpoints[0]) || !colon || colon == ep || colon + 1 == ep + len) {
+	const char *colon = len ? memrchr(ep, ':', len) : NULL;
+	if (len == 0 || len >= sizeof(out->endpoints[0]) || !colon || colon == ep || colon + 1 == ep + len ||
+	    (ep[0] == '[' && colon[-1] != ']')) {
 		snprintf(err, errlen, "trust-etcd: endpoint '%.*s' is not HOST:PORT", (int)(len > 100 ? 100 : len), ep);
 		return -1;
 	}
-	for (const char *p = colon + 1; p < ep + len; p++)
-		if (*p < '0' || *p > '9') {
-			snprintf(err, errlen, "trust-etcd: endpoint '%.*s': the port is not a number", (int)len, ep);
+	unsigned long port = 0;
+	for (const char *p = colon + 1; p < ep + len; p++) {
+		port = port * 10 + (unsigned long)(*p - '0');
+		if (*p < '0' || *p > '9' || port > 65535) {
+			snprintf(err, errlen, "trust-etcd: endpoint '%.*s': the port is not in 1..65535", (int)len, ep);
 			return -1;
 		}
+	}
+	if (port == 0) {
+		snprintf(err, errlen, "trust-etcd: endpoint '%.*s': the port is not in 1..65535", (int)len, ep);
+		return -1;
+	}
 	for (const char *p = ep; p < colon; p++)
 		if (!(*p == '.' || *p == '-' || *p == '[' || *p == ']' || *p == ':' || (*p >= '0' && *p <= '9') ||
 		      (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))) {
