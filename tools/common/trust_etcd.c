@@ -655,6 +655,7 @@ struct trust_watch {
 	char dir[4096];
 	struct trust_snapshot applied, rejected; /* the thread's */
 	bool reachable;
+	bool write_failing; /* the state directory refused the last copy: said once, retried each poll */
 	int efd;
 	pthread_t thread;
 	pthread_mutex_t lock; /* events, why, stop */
@@ -714,9 +715,12 @@ static void watch_poll(struct trust_watch *w)
 	}
 	if (trust_state_write(w->dir, &got, why, sizeof(why)) < 0) {
 		trust_snapshot_clear(&got);
-		watch_post(w, TRUST_EV_REJECTED, why); /* retried at the next poll */
+		if (!w->write_failing)
+			watch_post(w, TRUST_EV_REJECTED, why);
+		w->write_failing = true;
 		return;
 	}
+	w->write_failing = false;
 	trust_snapshot_clear(&w->applied);
 	trust_snapshot_clear(&w->rejected);
 	w->applied = got;
