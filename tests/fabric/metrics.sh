@@ -26,12 +26,19 @@ cp "$work/rdmasec.prom" "$work/start.prom"
 client 3 --certs "$work/other" -c "send x; quit" >"$work/refused.out" 2>&1; echo "refused=$?"
 # From host 2, a good client: counted under its identity.
 client 2 --certs "$work/pki" -c "send hi; stats; quit" >"$work/good.out" 2>&1; echo "good=$?"
-# No signal: the tick rewrites the file within about a second of the last change.
-sleep 3
+# No signal: the tick rewrites the file within about a second of the last change;
+# wait (at most 15 s) until it shows the good client gone, then a second more.
+settled() {
+	grep -q '^rdmasec_server_clients 0$' "$1" && grep -q '^rdmasec_server_established_total 1$' "$1" &&
+		grep -q '^rdmasec_server_refused_auth_total 1$' "$1"
+}
+for _ in $(seq 1 150); do settled "$work/rdmasec.prom" && break; sleep 0.1; done
+sleep 1
 cp "$work/rdmasec.prom" "$work/tick.prom"
 # Nothing changes now: no rewrite; SIGUSR1 rewrites anyway.
 t1=$(stat -c %Y "$work/rdmasec.prom"); sleep 2; t2=$(stat -c %Y "$work/rdmasec.prom")
-kill -USR1 $spid; sleep 1
+kill -USR1 $spid
+for _ in $(seq 1 50); do [ "$(stat -c %Y "$work/rdmasec.prom")" != "$t2" ] && break; sleep 0.1; done
 t3=$(stat -c %Y "$work/rdmasec.prom")
 echo "idle_rewrite=$([ "$t1" = "$t2" ] && echo no || echo yes) usr1_rewrite=$([ "$t2" = "$t3" ] && echo no || echo yes)"
 cp "$work/rdmasec.prom" "$work/usr1.prom"
@@ -46,7 +53,11 @@ spid=$!
 fabric wait-port 7472 || { cat "$work/full.log"; exit 1; }
 fabric on 2 "$bin/client/rdmasec-client" --source "$(fabric ip 2)" -t 20000 --certs "$work/pki" -c "send hi; quit" \
 	-p 7472 "$server" >"$work/full.out" 2>&1; echo "full_client=$?"
-sleep 2
+# The tick writes the lost records' count within about a second (at most 10 s here).
+for _ in $(seq 1 100); do
+	awk '$1 == "rdmasec_server_audit_errors_total" && $2 >= 1 {ok=1} END{exit !ok}' "$work/full.prom" 2>/dev/null && break
+	sleep 0.1
+done
 kill -TERM $spid; wait $spid; echo "full_server=$?"
 EOF
 

@@ -36,16 +36,23 @@ client --ca "$work/pki/ca.pem" --cert "$work/expired/client.pem" --key "$work/ex
 timeout 20 openssl s_client -connect "$server:7471" -tls1_3 -CAfile "$work/pki/ca.pem" \
 	</dev/null >"$work/nocert.out" 2>&1; echo "nocert=$?"
 # A peer that connects and never speaks TLS: the handshake deadline frees it.
-exec 3<>"/dev/tcp/$server/7471"; sleep 4; exec 3<&-
+# (--handshake-timeout 3000: wait for its handshake_failed line, at most 15 s.)
+exec 3<>"/dev/tcp/$server/7471"
+for _ in $(seq 1 150); do grep -q 'event=handshake_failed' "$work/server.log" && break; sleep 0.1; done
+exec 3<&-
 echo "qps_after_refusals=$(qps_of $spid)"
 
 # One connection per identity: a second concurrent one is refused after
 # authentication but before any QP.
-fabric on 2 bash -c "sleep 5 | $bin/client/rdmasec-client --certs $work/pki --source $(fabric ip 2) $server" >"$work/hold.out" 2>&1 &
+# The held client's standard input stays open until $work/release exists (at most 30 s).
+fabric on 2 bash -c "for _ in \$(seq 1 300); do [ -e $work/release ] && break; sleep 0.1; done |
+	$bin/client/rdmasec-client --certs $work/pki --source $(fabric ip 2) $server" >"$work/hold.out" 2>&1 &
 hold=$!
-sleep 3
+# Its QP is the server's one (at most 15 s).
+for _ in $(seq 1 150); do [ "$(qps_of $spid)" -ge 1 ] && break; sleep 0.1; done
 echo "qps_while_holding=$(qps_of $spid)"
 client --certs "$work/pki" -c "send y; quit" >"$work/second.out" 2>&1; echo "second=$?"
+touch "$work/release"
 wait $hold
 # Commands from standard input, as a user at a prompt would type them.
 printf 'send z\nstats\nquit\n' | client --certs "$work/pki" --audit "$work/client-audit.jsonl" >"$work/good.out" 2>&1

@@ -46,11 +46,13 @@ cell_sniff() {
 		blocks=$(_cell_sniff_nvmf_blocks) ||
 			{ matrix_result sniff "$v" error "" "the capture holds neither block's text"; victim_stop; kill -INT $sp; wait $sp; return; }
 	fi
-	sleep 3
+	# nvmf: fio has run (and the observer watched) since victim_start, and runs
+	# on to VICTIM_SECONDS whatever happens: nothing more to see or wait for.
+	[ "$v" = nvmf ] || sleep 3
 	victim_attack_done
 	kill -INT $sp 2>/dev/null
 	wait $sp
-	victim_wait 8
+	if [ "$v" = nvmf ]; then victim_stop; else victim_wait 8; fi
 	ev=$(python3 - "$CELL/sniff.json" "$v" "$VICTIM_CLIENT_IP" "$VICTIM_SERVER_IP" <<'PY' 2>>"$CELL/stderr.py"
 import json, sys
 d = json.load(open(sys.argv[1]))
