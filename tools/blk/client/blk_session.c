@@ -438,7 +438,7 @@ static int open_read(struct blk_session *s, struct queue *q, uint16_t cid)
 }
 
 /* A transfer that failed for a reason a rebuild or a forged packet can cause goes again, a few times. */
-static bool try_again(struct queue *q, uint16_t cid)
+static bool try_again(const struct blk_session *s, struct queue *q, uint16_t cid)
 {
 	struct cmd_slot *c = &q->cmd[cid];
 	if (c->tries >= BLK_CLIENT_RETRIES)
@@ -446,6 +446,8 @@ static bool try_again(struct queue *q, uint16_t cid)
 	c->tries++;
 	c->resend = true;
 	q->resends++;
+	/* Waiting to go out again is bounded like waiting for a completion. */
+	c->deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
 	return true;
 }
 
@@ -469,7 +471,7 @@ static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, con
 		drop_grant(q, c);
 	}
 	bool transient = cpl->status == BLK_S_TRANSFER || error == EAGAIN;
-	if (transient && !s->ended && try_again(q, cpl->cid))
+	if (transient && !s->ended && try_again(s, q, cpl->cid))
 		return 0;
 	finish(q, qi, cpl->cid, error == EAGAIN ? EIO : error, cpl->status, d);
 	return 1;
@@ -531,7 +533,7 @@ static unsigned claim_queue(struct blk_session *s, unsigned qi, struct blk_done 
 			continue;
 		c->awaiting_claim = false;
 		q->claims--;
-		if (error == EAGAIN && !s->ended && try_again(q, (uint16_t)cid))
+		if (error == EAGAIN && !s->ended && try_again(s, q, (uint16_t)cid))
 			continue;
 		finish(q, qi, (uint16_t)cid, error == EAGAIN ? EIO : error, BLK_S_OK, &d[n++]);
 	}
@@ -584,14 +586,20 @@ static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned ma
 static void check_deadlines(struct blk_session *s)
 {
 	uint64_t now = now_ms();
-	for (unsigned qi = 0; qi < s->nq; qi++)
-		for (unsigned cid = 0; cid < s->q[qi].free.depth; cid++)
-			if (s->q[qi].expect[cid].busy && !s->q[qi].cmd[cid].resend && !s->q[qi].cmd[cid].awaiting_claim &&
-			    now > s->q[qi].cmd[cid].deadline_ms) {
+	for (unsigned qi = 0; qi < s->nq; qi++) {
+		const struct queue *q = &s->q[qi];
+		for (unsigned cid = 0; cid < q->free.depth; cid++) {
+			if (!q->expect[cid].busy || q->cmd[cid].awaiting_claim || now <= q->cmd[cid].deadline_ms)
+				continue;
+			if (q->cmd[cid].resend)
+				end_session(s, "command %u of queue %u could not be sent again within %d ms (%zu bytes "
+					       "waiting for credits)", cid, qi, s->timeout_ms, rsec_send_queued(q->conn));
+			else
 				end_session(s, "command %u of queue %u got no completion within %d ms", cid, qi,
 					    s->timeout_ms);
-				return;
-			}
+			return;
+		}
+	}
 }
 
 static void wait_any(struct blk_session *s, int ms)
