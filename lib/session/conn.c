@@ -397,6 +397,7 @@ int rsec_conn_process(struct rsec_conn *c)
 		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
 		RSEC_GUARD(process_keepalive(c));
+		RSEC_GUARD(rsec_rekey_step(c));
 		rsec_lanes_expire(c);
 	}
 	if (c->phase == PHASE_CLOSED)
@@ -735,6 +736,7 @@ void rsec_conn_free(struct rsec_conn *c)
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->ops);
 	rsec_resume_forget(c);
+	rsec_rekey_forget(c);
 	if (c->lane)
 		rsec_lane_unlink(c);
 	else
