@@ -155,14 +155,17 @@ static RSEC_MUST_CHECK int on_offer(struct rsec_conn *c, const struct rsec_msg_r
 		rc = rsec_rekey_keypair(&c->rk.priv, pub);
 	if (rc == 0)
 		rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, c->rk.next);
-	if (rc == RSEC_E_CRYPTO && c->rk.priv)
-		return rsec_ctrl_violation(f, "REKEY with a key X25519 refuses");
+	bool refused = rc == RSEC_E_CRYPTO && c->rk.priv;
 	if (rc == 0)
 		rc = install(c, c->rk.next, r->gen, true, false);
-	if (rc < 0)
-		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_strerror(rc));
-	EVP_PKEY_free(c->rk.priv);
+	EVP_PKEY_free(c->rk.priv); /* answered with, or failed: not needed again */
 	c->rk.priv = NULL;
+	if (refused)
+		return rsec_ctrl_violation(f, "REKEY with a key X25519 refuses");
+	if (rc < 0) {
+		OPENSSL_cleanse(c->rk.next, sizeof(c->rk.next));
+		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_strerror(rc));
+	}
 	c->rk.state = REKEY_ANSWERED;
 	return send_rekey(c, RSEC_MSG_REKEY_REPLY, pub);
 }
@@ -175,7 +178,7 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 	uint8_t next[RSEC_REKEY_SECRET_LEN];
 	int rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, next);
 	if (rc == RSEC_E_CRYPTO) {
-		OPENSSL_cleanse(next, sizeof(next));
+		drop_exchange(&c->rk);
 		return rsec_ctrl_violation(f, "REKEY_REPLY with a key X25519 refuses");
 	}
 	if (rc == 0)
