@@ -728,6 +728,12 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
  * one stats.rebuilds counted last); NULL if none completed.
  */
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);
+/**
+ * rsec_conn_rekeys - how many times this queue pair's message keys were
+ * renewed (rsec_ctx_attr.rekey_s, rekey_bytes) since its data path was set
+ * up, rebuilds included; 0 for NULL.
+ */
+uint64_t rsec_conn_rekeys(const struct rsec_conn *c);
 
 #ifdef __cplusplus
 }

@@ -208,6 +208,11 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 	return 0;
 }
 
+uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
+{
+	return c ? c->rk.count : 0;
+}
+
 int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
 	const struct rsec_msg_rekey *r = &m->u.rekey;

@@ -71,14 +71,20 @@ static void client_next(struct client *cl, const uint8_t *server_pub, uint32_t g
 	assert_int_equal(rsec_rekey_data_secret(next, keys), 0);
 }
 
-/* m, type and body as the client would send it, through the control-message table. */
-static int client_says(struct fake_conn *f, uint8_t type, uint32_t gen, const uint8_t *pub)
+/* m, type and body as the client would send it for data-path epoch epoch, through the control-message table. */
+static int client_says_in(struct fake_conn *f, uint32_t epoch, uint8_t type, uint32_t gen, const uint8_t *pub)
 {
 	struct rsec_msg m = { .type = type };
+	m.u.rekey.epoch = epoch;
 	m.u.rekey.gen = gen;
 	if (pub)
 		memcpy(m.u.rekey.pub, pub, RSEC_REKEY_PUB_LEN);
 	return rsec_ctrl_handle(f->c, &m);
+}
+
+static int client_says(struct fake_conn *f, uint8_t type, uint32_t gen, const uint8_t *pub)
+{
+	return client_says_in(f, 0, type, gen, pub);
 }
 
 /* The client sends pt in slot; the server polls and takes the message; it must be pt. */
@@ -163,7 +169,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
 	assert_int_equal(c->rk.state, REKEY_IDLE);
 	assert_int_equal(c->rk.gen, 1);
-	assert_int_equal(c->rk.count, 1);
+	assert_int_equal(rsec_conn_rekeys(c), 1);
 	frame = server_sends(f, "new", &len);
 	assert_int_equal(frame[15], 1);
 	/* The old keys, even told the new phase, do not open it. */
@@ -351,6 +357,66 @@ static void peer_that_did_not_offer_it(void **state)
 	client_free(&cl);
 }
 
+static void epoch_not_built(void **state)
+{
+	struct fake_conn *f = *state;
+	struct client cl;
+	client_init(f, &cl);
+	violated(f, client_says_in(f, 1, RSEC_MSG_REKEY, 1, cl.pub), "for a data path not built yet");
+	client_free(&cl);
+}
+
+/*
+ * A rebuild overtakes an exchange: its new keys are the exporter's of the
+ * new epoch, the exchange's last message is dropped, and the next rekey
+ * starts a chain of that epoch.
+ */
+static void rebuild_starts_a_new_chain(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	c->peer_rebuilds = true;
+	f->ctx.rebuilds_per_min = 2;
+	struct client cl;
+	client_init(f, &cl);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+
+	struct rsec_msg rb = { .type = RSEC_MSG_REBUILD };
+	rb.u.rebuild = (struct rsec_msg_rebuild){ .epoch = 1, .reason = RSEC_WIRE_REBUILD_QP, .qp = fake_peer_qp(0x91) };
+	assert_int_equal(rsec_ctrl_handle(c, &rb), 0);
+	peer_gets(f, RSEC_MSG_REBUILD, &m);
+	peer_gets(f, RSEC_MSG_REBUILD_READY, &m);
+	struct rsec_msg ready = { .type = RSEC_MSG_REBUILD_READY };
+	ready.u.rebuild_ready.epoch = 1;
+	assert_int_equal(rsec_ctrl_handle(c, &ready), 0);
+	assert_int_equal(c->rb.epoch, 1);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0); /* of epoch 0: dropped */
+	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->rk.state, REKEY_IDLE);
+	assert_int_equal(c->rk.gen, 0);
+
+	struct rsec_seal e1 = { 0 };
+	assert_int_equal(rsec_seal_from_tls(&e1, f->tls.client, false, c->aead, 0, 1), 0);
+	client_sends_ok(f, e1.tx, 0, "epoch 1");
+	client_free(&cl);
+	memset(&cl, 0, sizeof(cl));
+	assert_int_equal(rsec_rekey_first(f->tls.client, 0, 1, cl.secret), 0);
+	assert_int_equal(rsec_rekey_keypair(&cl.priv, cl.pub), 0);
+	assert_int_equal(client_says_in(f, 1, RSEC_MSG_REKEY, 1, cl.pub), 0);
+	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+	assert_int_equal(m.u.rekey.epoch, 1);
+	uint8_t keys[RSEC_SEAL_SECRET_LEN];
+	client_next(&cl, m.u.rekey.pub, 1, keys);
+	assert_int_equal(rsec_seal_next_tx(&e1, keys, c->aead, 1), 0);
+	client_sends_ok(f, e1.tx, 1, "epoch 1, gen 1");
+	assert_int_equal(client_says_in(f, 1, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
+	assert_int_equal(rsec_conn_rekeys(c), 1);
+	rsec_seal_free(&e1);
+	client_free(&cl);
+}
+
 /* rekey_s passed: the server offers. */
 static void rekey_s_triggers(void **state)
 {
@@ -380,6 +446,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(offer_while_answering, setup, teardown),
 		cmocka_unit_test_setup_teardown(small_order_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_that_did_not_offer_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(epoch_not_built, setup, teardown),
+		cmocka_unit_test_setup_teardown(rebuild_starts_a_new_chain, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
