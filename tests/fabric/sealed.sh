@@ -9,7 +9,7 @@
 # READ grant is out) or a forger writes through another window, detected
 # with the bytes wiped; grants overlapping a sealed READ grant refused; and a
 # peer that vanishes while a sealed READ grant is out leaves the granter its
-# plaintext. Both sides of sealed_check renew their keys every 256 bytes of
+# plaintext. Both sides of sealed_check renew their keys every 64 bytes of
 # messages: all of it runs across rekeys, and each side counts at least 3.
 . "$(dirname "$0")/common.bash"
 

@@ -192,7 +192,7 @@ static bool serve_step(struct served *s)
 }
 
 /* Keys renewed this often (bytes sent and received): a rekey every few requests. */
-#define REKEY_BYTES 256u
+#define REKEY_BYTES 64u
 
 static int serve(char **argv)
 {
