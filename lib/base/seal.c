@@ -273,6 +273,11 @@ int rsec_seal_open(struct rsec_seal *s, const uint8_t *in, size_t in_len, struct
 	return rc;
 }
 
+const struct rsec_seal_dir *rsec_seal_rx_now(const struct rsec_seal *s)
+{
+	return s->rx_old ? s->rx_old : s->rx;
+}
+
 int rsec_seal_recover_sent(struct rsec_seal *s, const uint8_t *frame, size_t frame_len, struct rsec_seal_hdr *hdr,
 			   uint8_t *pt, size_t cap)
 {

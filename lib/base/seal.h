@@ -101,6 +101,11 @@ void rsec_seal_retire_tx(struct rsec_seal *s, uint64_t acked);
 /* rsec_open_frame under the rx key the frame's phase names (the old one, until the new one opened a frame). */
 RSEC_MUST_CHECK int rsec_seal_open(struct rsec_seal *s, const uint8_t *in, size_t in_len, struct rsec_seal_hdr *hdr,
 				   uint8_t *pt, size_t cap);
+/*
+ * The receiving direction whose counters and next sequence number are
+ * current: the old key's until the first frame under the new one opened.
+ */
+const struct rsec_seal_dir *rsec_seal_rx_now(const struct rsec_seal *s);
 /* rsec_seal_recover under the tx key that sealed the frame. */
 RSEC_MUST_CHECK int rsec_seal_recover_sent(struct rsec_seal *s, const uint8_t *frame, size_t frame_len,
 					   struct rsec_seal_hdr *hdr, uint8_t *pt, size_t cap);

@@ -548,7 +548,7 @@ int rsec_data_poll(struct rsec_conn *c)
 
 uint64_t rsec_data_opened(const struct rsec_conn *c)
 {
-	return c->have_seal ? rsec_seal_dir_next_seq(c->seal.rx) : 0;
+	return c->have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->seal)) : 0;
 }
 
 int rsec_data_renew(struct rsec_conn *c)
@@ -620,7 +620,7 @@ int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 	RSEC_ENSURE(opened >= q->acked && opened <= q->next, RSEC_E_PROTO);
 	RSEC_GUARD(recover_unopened(c, opened));
 	struct rsec_seal_stats st;
-	rsec_seal_stats(c->seal.rx, &st);
+	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &st);
 	c->seal_before.mac_failures += st.mac_failures;
 	c->seal_before.seq_violations += st.seq_violations;
 	c->seal_before.malformed += st.malformed;

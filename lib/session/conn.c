@@ -688,7 +688,7 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
-	rsec_seal_stats(c->seal.rx, &s);
+	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &s);
 	out->malformed = s.malformed + c->seal_before.malformed;
 	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures + out->malformed;
 	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;

@@ -156,10 +156,15 @@ static void keys_change_and_nothing_is_lost(void **state)
 
 	/* In flight across the switch: sealed under the old keys, arriving after the server took the new. */
 	client_sends_ok(f, f->peer.tx, 1, "in flight");
+	assert_int_equal(rsec_data_opened(c), 2); /* what a rebuild now would tell the peer: both */
 	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 2, "after");
 	assert_null(c->seal.rx_old); /* the first frame under the new keys retired the old ones */
+	assert_int_equal(rsec_data_opened(c), 3);
+	struct rsec_conn_stats st;
+	assert_int_equal(rsec_conn_stats(c, &st), 0);
+	assert_int_equal(st.msgs_received, 3);
 
 	/* Until REKEY_DONE the server still seals under the old keys. */
 	size_t len;
