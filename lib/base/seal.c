@@ -238,6 +238,10 @@ int rsec_seal_next_rx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL
 	RSEC_ENSURE(s && s->rx && secret, RSEC_E_INVAL);
 	struct rsec_seal_dir *d;
 	RSEC_GUARD(dir_next(&d, s->rx, secret, alg, phase));
+	/* The current key opened nothing yet: the count is still the old one's, and goes on in both kept. */
+	const struct rsec_seal_dir *now = rsec_seal_rx_now(s);
+	d->first_seq = d->next_seq = s->rx->next_seq = now->next_seq;
+	d->stats = s->rx->stats = now->stats;
 	dir_free(s->rx_old);
 	s->rx_old = s->rx;
 	s->rx = d;

@@ -89,8 +89,9 @@ RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_se
 /*
  * Rekey one direction of s to the keys of secret (laid out as above, of a
  * later generation) whose frames say phase (!= the current key's). Sequence
- * numbers go on; the data-MAC keys stay. The current key becomes the old
- * one; an older one is wiped. Returns 0, RSEC_E_INVAL, RSEC_E_NOMEM, RSEC_E_CRYPTO.
+ * numbers and counters go on; the data-MAC keys stay. The current key
+ * becomes the old one; an older one is wiped (the caller knows none of its
+ * frames is still to come). Returns 0, RSEC_E_INVAL, RSEC_E_NOMEM, RSEC_E_CRYPTO.
  */
 RSEC_MUST_CHECK int rsec_seal_next_tx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
 				      enum rsec_aead_alg alg, uint8_t phase);

@@ -116,9 +116,15 @@ static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const u
 int rsec_rekey_start(struct rsec_conn *c)
 {
 	follow_epoch(c);
-	/* The old sending key goes once the peer acknowledged its frames (a rebuild could need them). */
+	/*
+	 * Not before the last rekey has settled both ways: our old sending key
+	 * retired (the peer acknowledged its frames, which a rebuild could need),
+	 * our old receiving key too (a frame under the new one came: none under
+	 * the old can follow). The peer's offer implies both on its side, so the
+	 * answerer never has to drop a key a frame in flight still needs.
+	 */
 	if (!rsec_rekey_possible(c) || c->rk.state != REKEY_IDLE || rsec_rebuilding(c) || !c->have_seal ||
-	    c->seal.tx_old || c->rk.gen == UINT32_MAX)
+	    c->seal.tx_old || c->seal.rx_old || c->rk.gen == UINT32_MAX)
 		return 0;
 	uint8_t pub[RSEC_REKEY_PUB_LEN];
 	int rc = have_secret(c);

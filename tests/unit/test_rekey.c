@@ -229,11 +229,20 @@ static void rekey_bytes_triggers(void **state)
 	size_t len;
 	const uint8_t *frame = server_sends(f, "fresh", &len);
 	client_opens(f, frame, len, "fresh");
+	/* No new offer before the last rekey settled both ways: the client has sent nothing under it yet. */
+	assert_non_null(c->seal.rx_old);
+	assert_int_equal(rsec_rekey_start(c), 0);
+	assert_false(test_read_frame(f->tls.client, &m, false));
 	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 2, "fresh too");
+	assert_null(c->seal.rx_old);
+	assert_null(c->seal.tx_old); /* the client acknowledged nothing sealed under the old one: none was owed */
 	/* The count starts again from the rekey. */
 	assert_int_equal(rsec_rekey_step(c), 0);
 	assert_false(test_read_frame(f->tls.client, &m, false));
+	assert_int_equal(rsec_rekey_start(c), 0);
+	peer_gets(f, RSEC_MSG_REKEY, &m);
+	assert_int_equal(m.u.rekey.gen, 2);
 	client_free(&cl);
 }
 

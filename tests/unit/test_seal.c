@@ -491,6 +491,23 @@ static void rekey_switches_without_loss(void **state)
 		struct rsec_seal_stats st;
 		rsec_seal_stats(srv.rx, &st);
 		assert_int_equal(st.opened, 2);
+		/*
+		 * A second rekey before any frame came under the first: the old key
+		 * opened one more meanwhile, and the count goes on from it.
+		 */
+		uint8_t third[RSEC_SEAL_SECRET_LEN];
+		fill_secret(third, 150);
+		assert_int_equal(rsec_seal_next_rx(&srv, next, algs[a], 2), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[0], sizeof(f[0]), &n[0]), 0);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0); /* under phase 1 */
+		assert_int_equal(rsec_seal_next_rx(&srv, third, algs[a], 3), 0);
+		assert_int_equal(rsec_seal_dir_next_seq(rsec_seal_rx_now(&srv)), 3);
+		assert_int_equal(rsec_seal_next_tx(&cli, third, algs[a], 3), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[0], sizeof(f[0]), &n[0]), 0);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0);
+		assert_int_equal(h.seq, 3);
+		rsec_seal_stats(srv.rx, &st);
+		assert_int_equal(st.opened, 4);
 		pair_free(&cli, &srv);
 	}
 }
