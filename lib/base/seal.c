@@ -273,6 +273,8 @@ int rsec_seal_open(struct rsec_seal *s, const uint8_t *in, size_t in_len, struct
 		/* In order: nothing under the old key can follow. */
 		dir_free(s->rx_old);
 		s->rx_old = NULL;
+	} else if (s->rx_old) {
+		s->rx_old->stats = s->rx->stats; /* the failure counts where the count still is */
 	}
 	return rc;
 }

@@ -469,6 +469,9 @@ static void rekey_switches_without_loss(void **state)
 		/* In order only: the new frame first is out of sequence, and retires nothing. */
 		assert_int_equal(rsec_seal_open(&srv, f[1], n[1], &h, out, sizeof(out)), RSEC_E_SEQ);
 		assert_non_null(srv.rx_old);
+		struct rsec_seal_stats seq_st;
+		rsec_seal_stats(rsec_seal_rx_now(&srv), &seq_st);
+		assert_int_equal(seq_st.seq_violations, 1);
 		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0);
 		assert_int_equal(h.seq, 0);
 		assert_int_equal(rsec_seal_open(&srv, f[1], n[1], &h, out, sizeof(out)), 0);
