@@ -190,7 +190,7 @@ struct rsec_ctx_attr {
 #define RSEC_DEFAULT_REKEY_S 3600u
 #define RSEC_MAX_REKEY_S 604800u
 #define RSEC_DEFAULT_REKEY_BYTES (UINT64_C(1) << 36)
-#define RSEC_MAX_REKEY_BYTES (UINT64_C(1) << 38) /* AES-256-GCM's limit per key (2^34 blocks) */
+#define RSEC_MAX_REKEY_BYTES (UINT64_C(1) << 37) /* half AES-256-GCM's limit per key (2^34 blocks of 16 bytes) */
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
