@@ -88,6 +88,7 @@ enum rsec_ctx_attr_mask {
 	RSEC_CTX_ATTR_GRACE = 1u << 8,      /* resume_grace_ms */
 	RSEC_CTX_ATTR_CRL = 1u << 9,        /* crl_file */
 	RSEC_CTX_ATTR_ALLOW = 1u << 10,     /* allow, n_allow */
+	RSEC_CTX_ATTR_REKEY = 1u << 11,     /* rekey_s, rekey_bytes */
 };
 
 /* How the library waits for completions (rsec_ctx_attr.poll_mode). */
@@ -168,6 +169,14 @@ struct rsec_ctx_attr {
 				    * (RSEC_E_DENIED, audited as "refuse" with the rules).
 				    * Copied; rsec_ctx_set_allow replaces them */
 	uint32_t n_allow;          /* 0..RSEC_AUTHZ_RULES_MAX; 0: every authenticated peer */
+	/* Long sessions get fresh keys: each queue pair's message keys are renewed
+	 * from a new X25519 exchange over the TLS channel (docs/crypto.md,
+	 * "Rekeying") at least this often, on the same queue pair and without
+	 * losing a message, when the peer takes part (both sides of this
+	 * version do). Either side may start it. Without the bit:
+	 * RSEC_DEFAULT_REKEY_S and RSEC_DEFAULT_REKEY_BYTES. */
+	uint32_t rekey_s;          /* seconds, 0..RSEC_MAX_REKEY_S; 0: not by time */
+	uint64_t rekey_bytes;      /* bytes sent and received, 0..RSEC_MAX_REKEY_BYTES; 0: not by bytes */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -178,6 +187,10 @@ struct rsec_ctx_attr {
 #define RSEC_MAX_REBUILDS 60u
 #define RSEC_DEFAULT_REBUILDS 6u
 #define RSEC_MAX_RESUME_GRACE_MS 600000u
+#define RSEC_DEFAULT_REKEY_S 3600u
+#define RSEC_MAX_REKEY_S 604800u
+#define RSEC_DEFAULT_REKEY_BYTES (UINT64_C(1) << 36)
+#define RSEC_MAX_REKEY_BYTES (UINT64_C(1) << 37) /* half AES-256-GCM's limit per key (2^34 blocks of 16 bytes) */
 
 /**
  * rsec_ctx_new - open the RDMA device and load the TLS credentials.
@@ -715,6 +728,12 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out);
  * one stats.rebuilds counted last); NULL if none completed.
  */
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);
+/**
+ * rsec_conn_rekeys - how many times this queue pair's message keys were
+ * renewed (rsec_ctx_attr.rekey_s, rekey_bytes) since its data path was set
+ * up, rebuilds included; 0 for NULL.
+ */
+uint64_t rsec_conn_rekeys(const struct rsec_conn *c);
 
 #ifdef __cplusplus
 }

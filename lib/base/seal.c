@@ -24,6 +24,8 @@ struct rsec_seal_dir {
 	EVP_MAC *hmac;
 	bool encrypt;
 	bool sender_is_server;     /* whose messages travel this way */
+	uint8_t phase;             /* the key generation's low byte, in every frame's header */
+	uint64_t first_seq;        /* the first sequence number under this key */
 	uint8_t iv[RSEC_SEAL_IV_LEN];
 	uint8_t mac_key[RSEC_SEAL_DATAMAC_KEY_LEN]; /* the sender's data-MAC key */
 	uint64_t next_seq;
@@ -63,7 +65,7 @@ static void encode_hdr(uint8_t out[static RSEC_SEAL_HDR_LEN], const struct rsec_
 	put_be32(out + 8, h->len);
 	put_be16(out + 12, h->credits);
 	out[14] = h->flags;
-	out[15] = 0;
+	out[15] = h->phase;
 }
 
 static bool flags_valid(uint8_t flags, uint32_t len)
@@ -191,7 +193,104 @@ void rsec_seal_free(struct rsec_seal *s)
 		return;
 	dir_free(s->tx);
 	dir_free(s->rx);
-	s->tx = s->rx = NULL;
+	dir_free(s->tx_old);
+	dir_free(s->rx_old);
+	s->tx = s->rx = s->tx_old = s->rx_old = NULL;
+}
+
+/*
+ * A direction's next key: the keys of secret for this role, the data-MAC key
+ * and counters carried over from old (verified transfers in flight keep
+ * theirs), numbering going on where old's left off.
+ */
+RSEC_MUST_CHECK static int dir_next(struct rsec_seal_dir **out, const struct rsec_seal_dir *old,
+				    const uint8_t secret[static RSEC_SEAL_SECRET_LEN], enum rsec_aead_alg alg,
+				    uint8_t phase)
+{
+	const EVP_CIPHER *cipher = rsec_seal_cipher(alg);
+	RSEC_ENSURE(cipher != NULL && old != NULL, RSEC_E_INVAL);
+	RSEC_ENSURE(phase != old->phase, RSEC_E_INVAL);
+	bool c2s = !old->sender_is_server;
+	const uint8_t *key = c2s ? secret : secret + RSEC_SEAL_KEY_LEN + RSEC_SEAL_IV_LEN;
+	RSEC_GUARD(dir_new(out, cipher, old->encrypt, old->sender_is_server, key, key + RSEC_SEAL_KEY_LEN,
+			   old->mac_key));
+	(*out)->phase = phase;
+	(*out)->first_seq = (*out)->next_seq = old->next_seq;
+	(*out)->stats = old->stats;
+	return 0;
+}
+
+int rsec_seal_next_tx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN], enum rsec_aead_alg alg,
+		      uint8_t phase)
+{
+	RSEC_ENSURE(s && s->tx && secret, RSEC_E_INVAL);
+	struct rsec_seal_dir *d;
+	RSEC_GUARD(dir_next(&d, s->tx, secret, alg, phase));
+	dir_free(s->tx_old);
+	s->tx_old = s->tx;
+	s->tx = d;
+	return 0;
+}
+
+int rsec_seal_next_rx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN], enum rsec_aead_alg alg,
+		      uint8_t phase)
+{
+	RSEC_ENSURE(s && s->rx && secret, RSEC_E_INVAL);
+	struct rsec_seal_dir *d;
+	RSEC_GUARD(dir_next(&d, s->rx, secret, alg, phase));
+	/* The current key opened nothing yet: the count is still the old one's, and goes on in both kept. */
+	const struct rsec_seal_dir *now = rsec_seal_rx_now(s);
+	d->first_seq = d->next_seq = s->rx->next_seq = now->next_seq;
+	d->stats = s->rx->stats = now->stats;
+	dir_free(s->rx_old);
+	s->rx_old = s->rx;
+	s->rx = d;
+	return 0;
+}
+
+void rsec_seal_retire_tx(struct rsec_seal *s, uint64_t acked)
+{
+	if (s && s->tx_old && acked >= s->tx->first_seq) {
+		dir_free(s->tx_old);
+		s->tx_old = NULL;
+	}
+}
+
+int rsec_seal_open(struct rsec_seal *s, const uint8_t *in, size_t in_len, struct rsec_seal_hdr *hdr, uint8_t *pt,
+		   size_t cap)
+{
+	RSEC_ENSURE(s && s->rx, RSEC_E_INVAL);
+	/* The phase byte only picks the key; the tag under that key decides. */
+	bool old = s->rx_old && in && in_len >= RSEC_SEAL_HDR_LEN && in[15] == s->rx_old->phase;
+	if (old)
+		return rsec_open_frame(s->rx_old, in, in_len, hdr, pt, cap);
+	if (s->rx_old) { /* the new key's numbering goes on where the old one's stands */
+		s->rx->next_seq = s->rx_old->next_seq;
+		s->rx->stats = s->rx_old->stats;
+	}
+	int rc = rsec_open_frame(s->rx, in, in_len, hdr, pt, cap);
+	if (rc == 0 && s->rx_old) {
+		/* In order: nothing under the old key can follow. */
+		dir_free(s->rx_old);
+		s->rx_old = NULL;
+	} else if (s->rx_old) {
+		s->rx_old->stats = s->rx->stats; /* the failure counts where the count still is */
+	}
+	return rc;
+}
+
+const struct rsec_seal_dir *rsec_seal_rx_now(const struct rsec_seal *s)
+{
+	return s->rx_old ? s->rx_old : s->rx;
+}
+
+int rsec_seal_recover_sent(struct rsec_seal *s, const uint8_t *frame, size_t frame_len, struct rsec_seal_hdr *hdr,
+			   uint8_t *pt, size_t cap)
+{
+	RSEC_ENSURE(s && s->tx && frame, RSEC_E_INVAL);
+	RSEC_ENSURE(frame_len >= RSEC_SEAL_OVERHEAD, RSEC_E_PROTO);
+	bool old = s->tx_old && get_be(frame, 8) < s->tx->first_seq;
+	return rsec_seal_recover(old ? s->tx_old : s->tx, frame, frame_len, hdr, pt, cap);
 }
 
 /* Feed len bytes through the cipher in int-sized pieces; in may equal out. */
@@ -238,7 +337,8 @@ int rsec_seal_frame(struct rsec_seal_dir *tx, uint16_t credits, uint8_t flags, c
 	uint64_t blocks = ((uint64_t)len + 15) / 16 + 1;
 	RSEC_ENSURE(blocks <= tx->blocks_left, RSEC_E_RANGE);
 
-	struct rsec_seal_hdr h = { .seq = tx->next_seq, .len = len, .credits = credits, .flags = flags };
+	struct rsec_seal_hdr h = { .seq = tx->next_seq, .len = len, .credits = credits, .flags = flags,
+				   .phase = tx->phase };
 	uint8_t hdr[RSEC_SEAL_HDR_LEN];
 	encode_hdr(hdr, &h);
 	int rc = seal_body(tx, hdr, h.seq, pt, len, out + RSEC_SEAL_HDR_LEN, out + RSEC_SEAL_HDR_LEN + len);
@@ -268,7 +368,8 @@ int rsec_seal_recover(struct rsec_seal_dir *tx, const uint8_t *frame, size_t fra
 	RSEC_ENSURE(body <= frame_len - RSEC_SEAL_OVERHEAD, RSEC_E_PROTO);
 	struct rsec_seal_hdr h;
 	RSEC_GUARD(parse_hdr(frame, RSEC_SEAL_OVERHEAD + (size_t)body, &h));
-	RSEC_ENSURE(h.seq < tx->next_seq, RSEC_E_PROTO); /* one we sealed */
+	RSEC_ENSURE(h.seq < tx->next_seq && h.seq >= tx->first_seq && h.phase == tx->phase,
+		    RSEC_E_PROTO); /* one we sealed under this key */
 	RSEC_ENSURE(h.len <= cap && (pt != NULL || h.len == 0), RSEC_E_RANGE);
 	/*
 	 * Both AEADs encrypt by XOR with a keystream of the nonce (AES-GCM's
@@ -299,7 +400,7 @@ RSEC_MUST_CHECK static int parse_hdr(const uint8_t *in, size_t in_len, struct rs
 	h->len = (uint32_t)get_be(in + 8, 4);
 	h->credits = (uint16_t)get_be(in + 12, 2);
 	h->flags = in[14];
-	RSEC_ENSURE(in[15] == 0, RSEC_E_PROTO);
+	h->phase = in[15];
 	RSEC_ENSURE(in_len - RSEC_SEAL_OVERHEAD == h->len, RSEC_E_PROTO);
 	RSEC_ENSURE(flags_valid(h->flags, h->len), RSEC_E_PROTO);
 	return 0;
@@ -331,7 +432,7 @@ int rsec_open_frame(struct rsec_seal_dir *rx, const uint8_t *in, size_t in_len, 
 	RSEC_ENSURE(in != NULL || in_len == 0, RSEC_E_INVAL);
 
 	struct rsec_seal_hdr h;
-	if (parse_hdr(in, in_len, &h) < 0) {
+	if (parse_hdr(in, in_len, &h) < 0 || h.phase != rx->phase) {
 		rx->stats.malformed++;
 		return RSEC_E_PROTO;
 	}

@@ -6,7 +6,9 @@
  *
  * Frame: 16-byte header | ciphertext (len bytes) | 16-byte tag. Header, all
  * big-endian, and the AEAD's associated data:
- *   u64 seq | u32 len | u16 credits | u8 flags | u8 reserved (0)
+ *   u64 seq | u32 len | u16 credits | u8 flags | u8 phase
+ * phase: the low byte of the key generation that sealed it (0 until the
+ * first rekey, rekey.h); it picks the receiver's key, the tag decides.
  * Nonce: the direction's 96-bit IV XOR the 64-bit seq, right-aligned.
  */
 #ifndef RSEC_SEAL_H
@@ -54,12 +56,19 @@ struct rsec_seal_hdr {
 	uint32_t len;
 	uint16_t credits;
 	uint8_t flags;
+	uint8_t phase;
 };
 
 struct rsec_seal_dir; /* opaque: cipher context, IV, next seq, counters */
 
+/*
+ * A queue pair's keys. After a rekey, tx_old stays until every frame it
+ * sealed is acknowledged (a rebuild may have to recover them), rx_old until
+ * the first frame under the new key opens (frames arrive in order).
+ */
 struct rsec_seal {
 	struct rsec_seal_dir *tx, *rx;
+	struct rsec_seal_dir *tx_old, *rx_old;
 };
 
 /*
@@ -76,6 +85,31 @@ struct rsec_seal {
  */
 RSEC_MUST_CHECK int rsec_seal_from_tls(struct rsec_seal *s, SSL *ssl, bool is_server, enum rsec_aead_alg alg,
 				       uint16_t lane, uint32_t epoch);
+
+/*
+ * Rekey one direction of s to the keys of secret (laid out as above, of a
+ * later generation) whose frames say phase (!= the current key's). Sequence
+ * numbers and counters go on; the data-MAC keys stay. The current key
+ * becomes the old one; an older one is wiped (the caller knows none of its
+ * frames is still to come). Returns 0, RSEC_E_INVAL, RSEC_E_NOMEM, RSEC_E_CRYPTO.
+ */
+RSEC_MUST_CHECK int rsec_seal_next_tx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
+				      enum rsec_aead_alg alg, uint8_t phase);
+RSEC_MUST_CHECK int rsec_seal_next_rx(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
+				      enum rsec_aead_alg alg, uint8_t phase);
+/* The peer acknowledged our frames before sequence number acked: an old tx key none of them needs is wiped. */
+void rsec_seal_retire_tx(struct rsec_seal *s, uint64_t acked);
+/* rsec_open_frame under the rx key the frame's phase names (the old one, until the new one opened a frame). */
+RSEC_MUST_CHECK int rsec_seal_open(struct rsec_seal *s, const uint8_t *in, size_t in_len, struct rsec_seal_hdr *hdr,
+				   uint8_t *pt, size_t cap);
+/*
+ * The receiving direction whose counters and next sequence number are
+ * current: the old key's until the first frame under the new one opened.
+ */
+const struct rsec_seal_dir *rsec_seal_rx_now(const struct rsec_seal *s);
+/* rsec_seal_recover under the tx key that sealed the frame. */
+RSEC_MUST_CHECK int rsec_seal_recover_sent(struct rsec_seal *s, const uint8_t *frame, size_t frame_len,
+					   struct rsec_seal_hdr *hdr, uint8_t *pt, size_t cap);
 
 /* Same from the raw secret laid out as above (tests; the exporter path uses it too). */
 RSEC_MUST_CHECK int rsec_seal_from_secret(struct rsec_seal *s, const uint8_t secret[static RSEC_SEAL_SECRET_LEN],
@@ -115,7 +149,7 @@ uint64_t rsec_seal_dir_next_seq(const struct rsec_seal_dir *d);
  * require seq == the next expected one; on success advance, fill hdr and write
  * hdr->len plaintext bytes to pt (must not overlap in). On any failure pt holds
  * no plaintext (it is wiped) and hdr is zeroed. Returns 0, RSEC_E_PROTO
- * (malformed), RSEC_E_RANGE (cap < len; nothing consumed), RSEC_E_MAC (bad tag),
+ * (malformed, or another key's phase), RSEC_E_RANGE (cap < len; nothing consumed), RSEC_E_MAC (bad tag),
  * RSEC_E_SEQ (valid tag, wrong seq: replay, reorder or loss), RSEC_E_INVAL,
  * RSEC_E_CRYPTO.
  */

@@ -132,6 +132,11 @@ static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 	case RSEC_MSG_RESUME:
 		RSEC_ENSURE(m->lane == 0, RSEC_E_RANGE); /* about the whole session */
 		return 0;
+	case RSEC_MSG_REKEY:
+	case RSEC_MSG_REKEY_REPLY:
+	case RSEC_MSG_REKEY_DONE:
+		RSEC_ENSURE(m->u.rekey.gen >= RSEC_WIRE_REKEY_GEN_MIN, RSEC_E_RANGE);
+		return 0;
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -215,6 +220,14 @@ static RSEC_MUST_CHECK int read_session(struct rsec_buf *in, struct rsec_msg_ses
 	return s->has_epoch ? rsec_buf_get_u32(in, &s->epoch) : 0;
 }
 
+/* REKEY and REKEY_REPLY carry a public key, REKEY_DONE none. */
+static RSEC_MUST_CHECK int read_rekey(struct rsec_buf *in, struct rsec_msg_rekey *r, bool with_key)
+{
+	RSEC_GUARD(rsec_buf_get_u32(in, &r->epoch));
+	RSEC_GUARD(rsec_buf_get_u32(in, &r->gen));
+	return with_key ? rsec_buf_get_bytes(in, r->pub, sizeof(r->pub)) : 0;
+}
+
 static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -235,6 +248,9 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_get_u32(in, &m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
 	case RSEC_MSG_RESUME: return read_session(in, &m->u.session);
+	case RSEC_MSG_REKEY:
+	case RSEC_MSG_REKEY_REPLY: return read_rekey(in, &m->u.rekey, true);
+	case RSEC_MSG_REKEY_DONE: return read_rekey(in, &m->u.rekey, false);
 	default: return RSEC_E_PROTO;
 	}
 }
@@ -373,6 +389,13 @@ static RSEC_MUST_CHECK int write_session(struct rsec_buf *out, const struct rsec
 	return s->has_epoch ? rsec_buf_put_u32(out, s->epoch) : 0;
 }
 
+static RSEC_MUST_CHECK int write_rekey(struct rsec_buf *out, const struct rsec_msg_rekey *r, bool with_key)
+{
+	RSEC_GUARD(rsec_buf_put_u32(out, r->epoch));
+	RSEC_GUARD(rsec_buf_put_u32(out, r->gen));
+	return with_key ? rsec_buf_put_bytes(out, r->pub, sizeof(r->pub)) : 0;
+}
+
 static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_msg *m)
 {
 	switch (m->type) {
@@ -393,6 +416,9 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 	case RSEC_MSG_REBUILD_READY: return rsec_buf_put_u32(out, m->u.rebuild_ready.epoch);
 	case RSEC_MSG_SESSION:
 	case RSEC_MSG_RESUME: return write_session(out, &m->u.session);
+	case RSEC_MSG_REKEY:
+	case RSEC_MSG_REKEY_REPLY: return write_rekey(out, &m->u.rekey, true);
+	case RSEC_MSG_REKEY_DONE: return write_rekey(out, &m->u.rekey, false);
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -439,6 +465,9 @@ const char *rsec_wire_type_name(uint8_t type)
 	case RSEC_MSG_REBUILD_READY: return "REBUILD_READY";
 	case RSEC_MSG_SESSION: return "SESSION";
 	case RSEC_MSG_RESUME: return "RESUME";
+	case RSEC_MSG_REKEY: return "REKEY";
+	case RSEC_MSG_REKEY_REPLY: return "REKEY_REPLY";
+	case RSEC_MSG_REKEY_DONE: return "REKEY_DONE";
 	default: return "UNKNOWN";
 	}
 }

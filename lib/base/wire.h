@@ -43,9 +43,12 @@ enum rsec_msg_type {
 	RSEC_MSG_REBUILD_READY = 12,
 	RSEC_MSG_SESSION = 13,
 	RSEC_MSG_RESUME = 14,
+	RSEC_MSG_REKEY = 15,
+	RSEC_MSG_REKEY_REPLY = 16,
+	RSEC_MSG_REKEY_DONE = 17,
 };
 #define RSEC_MSG_TYPE_MIN RSEC_MSG_HELLO
-#define RSEC_MSG_TYPE_MAX RSEC_MSG_RESUME
+#define RSEC_MSG_TYPE_MAX RSEC_MSG_REKEY_DONE
 
 /* HELLO */
 #define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
@@ -56,6 +59,11 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_RESUME 4u           /* resumes a session over a new control channel (SESSION, RESUME) */
 #define RSEC_WIRE_FEATURE_RESUME_EPOCH 8u     /* RESUME and its SESSION answer carry the data path's epoch */
 #define RSEC_WIRE_FEATURE_REBIND 16u          /* binds its live grants again after a rebuild, and takes such GRANTs */
+#define RSEC_WIRE_FEATURE_REKEY 32u           /* renews the data path's keys (REKEY, REKEY_REPLY, REKEY_DONE) */
+
+/* REKEY / REKEY_REPLY / REKEY_DONE */
+#define RSEC_WIRE_REKEY_PUB_LEN 32            /* an X25519 public key */
+#define RSEC_WIRE_REKEY_GEN_MIN 1u
 
 /* SESSION / RESUME */
 #define RSEC_WIRE_TOKEN_LEN 32
@@ -190,6 +198,18 @@ struct rsec_msg_rebuild_ready {
 	uint32_t epoch;
 };
 
+/*
+ * A queue pair's rekey (lib/session/rekey.c): REKEY offers the sender's
+ * ephemeral key for generation gen of the keys of data-path epoch epoch,
+ * REKEY_REPLY answers with the other's; REKEY_DONE (no key) says the offerer
+ * seals under the new keys.
+ */
+struct rsec_msg_rekey {
+	uint32_t epoch;
+	uint32_t gen;                 /* >= 1 */
+	uint8_t pub[RSEC_WIRE_REKEY_PUB_LEN];
+};
+
 /* SESSION (server: the session's token, on set-up and when it resumed), RESUME (client: resume it). */
 struct rsec_msg_session {
 	uint8_t token[RSEC_WIRE_TOKEN_LEN];
@@ -214,6 +234,7 @@ struct rsec_msg {
 		struct rsec_msg_rebuild rebuild;
 		struct rsec_msg_rebuild_ready rebuild_ready;
 		struct rsec_msg_session session; /* SESSION and RESUME */
+		struct rsec_msg_rekey rekey;     /* REKEY, REKEY_REPLY, REKEY_DONE (pub unused) */
 	} u;
 };
 

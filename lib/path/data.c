@@ -376,7 +376,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	size_t room = 0;
 	RSEC_GUARD(rx_room(c, body, &dst, &room));
 	struct rsec_seal_hdr hdr;
-	int rc = rsec_open_frame(c->seal.rx, frame, len, &hdr, dst, room);
+	int rc = rsec_seal_open(&c->seal, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
 	if (rc == RSEC_E_PROTO) {
 		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
@@ -390,6 +390,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	}
 	if ((uint64_t)c->credits + hdr.credits > c->peer_slots || rsec_sendq_ack(&c->sendq, hdr.credits) < 0)
 		return rsec_conn_fail(c, RSEC_E_PROTO, "peer returned more credits than it has buffers");
+	rsec_seal_retire_tx(&c->seal, c->sendq.acked);
 	c->credits += hdr.credits;
 	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
 		RSEC_GUARD(check_fragment(c, hdr.flags));
@@ -547,7 +548,7 @@ int rsec_data_poll(struct rsec_conn *c)
 
 uint64_t rsec_data_opened(const struct rsec_conn *c)
 {
-	return c->have_seal ? rsec_seal_dir_next_seq(c->seal.rx) : 0;
+	return c->have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->seal)) : 0;
 }
 
 int rsec_data_renew(struct rsec_conn *c)
@@ -586,7 +587,7 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 			continue;
 		const uint8_t *frame = c->send_ring + (size_t)(f % c->send_slots) * c->frame_size;
 		struct rsec_seal_hdr h;
-		rc = rsec_seal_recover(c->seal.tx, frame, c->frame_size, &h, buf + len + RESEND_HDR, body_max);
+		rc = rsec_seal_recover_sent(&c->seal, frame, c->frame_size, &h, buf + len + RESEND_HDR, body_max);
 		if (rc == 0 && (h.seq != f || (h.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)))
 			rc = RSEC_E_PROTO; /* our own ring disagrees with our bookkeeping */
 		if (rc == 0) {
@@ -619,7 +620,7 @@ int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 	RSEC_ENSURE(opened >= q->acked && opened <= q->next, RSEC_E_PROTO);
 	RSEC_GUARD(recover_unopened(c, opened));
 	struct rsec_seal_stats st;
-	rsec_seal_stats(c->seal.rx, &st);
+	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &st);
 	c->seal_before.mac_failures += st.mac_failures;
 	c->seal_before.seq_violations += st.seq_violations;
 	c->seal_before.malformed += st.malformed;

@@ -397,6 +397,7 @@ int rsec_conn_process(struct rsec_conn *c)
 		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
 		RSEC_GUARD(process_keepalive(c));
+		RSEC_GUARD(rsec_rekey_step(c));
 		rsec_lanes_expire(c);
 	}
 	if (c->phase == PHASE_CLOSED)
@@ -687,7 +688,7 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
-	rsec_seal_stats(c->seal.rx, &s);
+	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &s);
 	out->malformed = s.malformed + c->seal_before.malformed;
 	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures + out->malformed;
 	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
@@ -735,6 +736,7 @@ void rsec_conn_free(struct rsec_conn *c)
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->ops);
 	rsec_resume_forget(c);
+	rsec_rekey_forget(c);
 	if (c->lane)
 		rsec_lane_unlink(c);
 	else

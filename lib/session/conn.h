@@ -26,6 +26,7 @@
 #include "verbs/qpool.h"
 #include "rdmasec.h"
 #include "result.h"
+#include "base/rekey.h"
 #include "base/seal.h"
 #include "base/sealed.h"
 #include "path/sendq.h"
@@ -98,6 +99,8 @@ struct rsec_ctx {
 	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */
 	uint32_t rebuilds_per_min; /* of each queue pair's data path; 0: a failed one closes (rebuild.c) */
 	uint32_t resume_grace_ms;  /* how long a session outlives its control channel; 0: not at all (resume.c) */
+	uint32_t rekey_s;          /* renew each queue pair's keys this often (rekey.c); 0: not by time */
+	uint64_t rekey_bytes;      /* and after this many bytes sent and received; 0: not by bytes */
 	/* Sessions that can be resumed (resume.c): established connections with a token, linked by rs.next. */
 	pthread_mutex_t sessions_lock;
 	struct rsec_conn *sessions;
@@ -205,6 +208,31 @@ struct rsec_rebuild {
 	size_t resend_len, resend_off;
 	char reason[200];         /* of the rebuild under way, or the latest one */
 	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
+};
+
+/*
+ * A queue pair's key renewal (rekey.c; docs/protocol.md, "Rekeying"): the
+ * offerer sends REKEY, the other side answers REKEY_REPLY and takes the
+ * offerer's new keys for receiving; the offerer then seals under the new
+ * keys and says REKEY_DONE, upon which the other side does too.
+ */
+enum rsec_rekey_state {
+	REKEY_IDLE = 0,
+	REKEY_OFFERED,  /* our REKEY is out: waiting for REKEY_REPLY */
+	REKEY_ANSWERED, /* our REKEY_REPLY is out, receiving under the new keys: waiting for REKEY_DONE */
+};
+
+struct rsec_rekey {
+	enum rsec_rekey_state state;
+	uint32_t epoch;           /* the data-path epoch (rb.epoch) the chain below belongs to */
+	uint32_t gen;             /* generation of the secret below and of the keys we seal under */
+	bool have_secret;         /* secret holds S_gen (S_0 is made when first needed) */
+	uint8_t secret[RSEC_REKEY_SECRET_LEN];
+	uint8_t next[RSEC_REKEY_SECRET_LEN]; /* ANSWERED: S_{gen+1} */
+	EVP_PKEY *priv;           /* OFFERED: our ephemeral key */
+	uint64_t since_ms;        /* when the keys in use were made */
+	uint64_t bytes_at;        /* bytes sent and received by then */
+	uint64_t count;           /* rekeys done over the connection's life */
 };
 
 /* A session outliving its control channel (resume.c). */
@@ -324,6 +352,7 @@ struct rsec_conn {
 	struct rsec_seal_stats seal_before; /* counters of the keys earlier rebuilds replaced */
 	struct rsec_rebuild rb;
 	struct rsec_resume rs;
+	struct rsec_rekey rk;
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
@@ -336,6 +365,7 @@ struct rsec_conn {
 	bool peer_lanes;          /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_LANES */
 	bool peer_rebuilds;       /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REBUILD */
 	bool peer_rebinds;        /* root: and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
+	bool peer_rekeys;         /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REKEY */
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
@@ -480,6 +510,20 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 {
 	return c->rb.resend != NULL;
 }
+
+/* rekey.c */
+/* Renew c's keys if they are due (rekey_s, rekey_bytes) and nothing stands in the way. Returns 0 or the failure. */
+RSEC_MUST_CHECK int rsec_rekey_step(struct rsec_conn *c);
+/* Offer new keys now (REKEY) unless a rekey or rebuild is under way: 0 (offered or not), or the failure. */
+RSEC_MUST_CHECK int rsec_rekey_start(struct rsec_conn *c);
+/* Can c's keys be renewed at all (both sides offered RSEC_WIRE_FEATURE_REKEY)? */
+static inline bool rsec_rekey_possible(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_rekeys;
+}
+/* The connection goes: its key material is wiped. */
+void rsec_rekey_forget(struct rsec_conn *c);
 
 /* resume.c */
 /*

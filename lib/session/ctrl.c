@@ -56,6 +56,9 @@ static const struct ctrl_row rows[] = {
 	{ RSEC_MSG_VERIFY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, on_grant },
 	{ RSEC_MSG_REBUILD, PH(PHASE_ESTABLISHED), true, SIDE_ANY, on_rebuild },
 	{ RSEC_MSG_REBUILD_READY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, on_rebuild },
+	{ RSEC_MSG_REKEY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
+	{ RSEC_MSG_REKEY_REPLY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
+	{ RSEC_MSG_REKEY_DONE, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
 	/* Any time after TLS. */
 	{ RSEC_MSG_DISCONNECT, FROM_HELLO_ON, true, SIDE_ANY, on_disconnect },
 	{ RSEC_MSG_ERROR, FROM_HELLO_ON, true, SIDE_ANY, on_error },

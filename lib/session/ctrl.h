@@ -48,6 +48,9 @@ RSEC_MUST_CHECK int rsec_setup_on_ready(struct rsec_conn *c, const struct rsec_m
 /* TLS is up: the peer's identity; a client's HELLO, or its RESUME of a parked session. */
 RSEC_MUST_CHECK int rsec_setup_tls_done(struct rsec_conn *c);
 
+/* rekey.c: REKEY, REKEY_REPLY and REKEY_DONE. */
+RSEC_MUST_CHECK int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
+
 /* lane.c: route a frame for lane m->lane != 0 of root (established); 0, or an error with f. */
 RSEC_MUST_CHECK int rsec_lane_route(struct rsec_conn *root, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 

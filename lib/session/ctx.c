@@ -42,7 +42,7 @@ static RSEC_MUST_CHECK int ctx_check_attr(const struct rsec_ctx_attr *a, char *e
 	if (a->comp_mask & ~(uint32_t)(RSEC_CTX_ATTR_AUDIT | RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL |
 				       RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL | RSEC_CTX_ATTR_RESUME |
 				       RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_GRACE |
-				       RSEC_CTX_ATTR_CRL | RSEC_CTX_ATTR_ALLOW)) {
+				       RSEC_CTX_ATTR_CRL | RSEC_CTX_ATTR_ALLOW | RSEC_CTX_ATTR_REKEY)) {
 		set_err(err, errlen, "unsupported comp_mask bits");
 		return RSEC_E_INVAL;
 	}
@@ -106,6 +106,7 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 		{ RSEC_CTX_ATTR_RESUME, a->tls_resume_s, RSEC_MAX_RESUME_S, "tls_resume_s" },
 		{ RSEC_CTX_ATTR_REBUILDS, a->rebuilds_per_min, RSEC_MAX_REBUILDS, "rebuilds_per_min" },
 		{ RSEC_CTX_ATTR_GRACE, a->resume_grace_ms, RSEC_MAX_RESUME_GRACE_MS, "resume_grace_ms" },
+		{ RSEC_CTX_ATTR_REKEY, a->rekey_s, RSEC_MAX_REKEY_S, "rekey_s" },
 	};
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		if ((a->comp_mask & counts[i].bit) && counts[i].value > counts[i].max) {
@@ -113,6 +114,11 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 				snprintf(err, errlen, "%s must be 0..%u", counts[i].name, counts[i].max);
 			return RSEC_E_RANGE;
 		}
+	}
+	if ((a->comp_mask & RSEC_CTX_ATTR_REKEY) && a->rekey_bytes > RSEC_MAX_REKEY_BYTES) {
+		if (err && errlen)
+			snprintf(err, errlen, "rekey_bytes must be 0..%llu", (unsigned long long)RSEC_MAX_REKEY_BYTES);
+		return RSEC_E_RANGE;
 	}
 	return 0;
 }
@@ -145,6 +151,8 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	/* Here 0 means none: an application may want a failed data path to close, as before. */
 	ctx->rebuilds_per_min = (a->comp_mask & RSEC_CTX_ATTR_REBUILDS) ? a->rebuilds_per_min : RSEC_DEFAULT_REBUILDS;
 	ctx->resume_grace_ms = (a->comp_mask & RSEC_CTX_ATTR_GRACE) ? a->resume_grace_ms : 0;
+	ctx->rekey_s = (a->comp_mask & RSEC_CTX_ATTR_REKEY) ? a->rekey_s : RSEC_DEFAULT_REKEY_S;
+	ctx->rekey_bytes = (a->comp_mask & RSEC_CTX_ATTR_REKEY) ? a->rekey_bytes : RSEC_DEFAULT_REKEY_BYTES;
 	ctx->pool_opts = (struct rsec_qpool_opts){
 		.size = rsec_qpool_size(a->comp_mask & RSEC_CTX_ATTR_QP_POOL, a->qp_pool, a->is_server),
 		.burn_max = RSEC_QPOOL_BURN_DEFAULT,

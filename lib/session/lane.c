@@ -144,6 +144,7 @@ int rsec_lane_process(struct rsec_conn *c)
 		RSEC_GUARD(rsec_data_poll(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_grant_expire(c));
+		RSEC_GUARD(rsec_rekey_step(c));
 	}
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;

@@ -5,7 +5,9 @@
 # operations in flight end explicitly; the per-minute
 # budget and a side that allows no rebuild close the connection as before,
 # saying why. Also prints how long recovery takes, beside a round trip and a
-# new connection (docs/protocol.md quotes these figures).
+# new connection (docs/protocol.md quotes these figures). Both sides renew
+# their keys every 256 KiB of messages: the stream's faults strike between and
+# during rekeys, and the stream still arrives whole (at least 8 rekeys).
 . "$(dirname "$0")/common.bash"
 
 check=$build/tests/rebuild_check
@@ -41,6 +43,8 @@ expect_match "$work/run.out" '^server=0$' "the server failed"
 expect_match "$work/run.out" '^client-mr=0$' "the client failed (grants by registration)"
 expect_match "$work/run.out" '^server-mr=0$' "the server failed (grants by registration)"
 expect_match "$work/server-mr.out" '^server: grants by mr$' "the second server did not grant by registration"
+rekeys=$(sed -n 's/^RESULT stream-rekeys=\([0-9]*\)$/\1/p' "$work/client.out")
+[ "${rekeys:-0}" -ge 8 ] || fail "too few rekeys during the stream: ${rekeys:-none}"
 expect_each "$work/client.out" "" <<'EOF'
 ^RESULT stream=288 echoed in order, 8 faults, [8-9] rebuilds, server rebuilds=[8-9], latest: (queue pair error|the peer's side: the queue pair failed)	the stream did not survive the faults whole and in order
 ^RESULT grants=ok; after a rebuild, the same handle: write ok, check ok, read ok; after the server's: write ok, check ok, read ok; verified read ok, after a rebuild ok; 3 rebuilds; new grant ok$	a grant handle did not keep working through rebuilds, or a new grant failed

@@ -30,6 +30,9 @@
  *   timing    recovery time after a fault (until an echo round trip is
  *             back), median and 90th percentile of 15, beside an echo round
  *             trip without a fault and a whole new (resumed) connection
+ * Both sides renew their keys every REKEY_BYTES bytes of messages, so the
+ * stream's faults strike between and during rekeys (issue 26 item 6): the
+ * stream line is followed by "RESULT stream-rekeys=N", the client's count.
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -133,9 +136,13 @@ static struct rsec_conn *accept_one(struct rsec_listener *l)
 	return c;
 }
 
+/* Keys renewed this often (bytes sent and received): several times a stream burst. */
+#define REKEY_BYTES (256u << 10)
+
 static int serve(char **argv)
 {
-	struct rsec_ctx_attr attr = { .is_server = 1, .comp_mask = RSEC_CTX_ATTR_REBUILDS, .rebuilds_per_min = 60 };
+	struct rsec_ctx_attr attr = { .is_server = 1, .comp_mask = RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_REKEY,
+				      .rebuilds_per_min = 60, .rekey_bytes = REKEY_BYTES };
 	if (argv[6] && strcmp(argv[6], "mr") == 0) {
 		attr.comp_mask |= RSEC_CTX_ATTR_GRANT_MODE;
 		attr.grant_mode = RSEC_GRANT_MR;
@@ -181,7 +188,8 @@ static struct rsec_conn *dial(struct run *r, uint32_t rebuilds, struct rsec_ctx 
 {
 	struct rsec_ctx_attr attr = {
 		.local_addr = r->argv[4], .handshake_timeout_ms = TIMEOUT_MS,
-		.comp_mask = RSEC_CTX_ATTR_REBUILDS, .rebuilds_per_min = rebuilds,
+		.comp_mask = RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_REKEY, .rebuilds_per_min = rebuilds,
+		.rekey_bytes = REKEY_BYTES,
 	};
 	*ctx = check_ctx(r->argv[2], "client", &attr);
 	struct rsec_conn *c;
@@ -280,6 +288,7 @@ static void stream(struct run *r)
 	else
 		check_result("stream", "%u echoed in order, %u faults, %" PRIu64 " rebuilds, server %s, latest: %s", sent,
 			     faults, mine, r->buf, rsec_conn_rebuild_reason(c));
+	check_result("stream-rekeys", "%" PRIu64, rsec_conn_rekeys(c));
 	free(want);
 	free(out);
 	hang_up(c, ctx);

@@ -9,7 +9,8 @@
 # READ grant is out) or a forger writes through another window, detected
 # with the bytes wiped; grants overlapping a sealed READ grant refused; and a
 # peer that vanishes while a sealed READ grant is out leaves the granter its
-# plaintext.
+# plaintext. Both sides of sealed_check renew their keys every 64 bytes of
+# messages: all of it runs across rekeys, and each side counts at least 3.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -75,6 +76,9 @@ for aead in aes chacha; do
 	expect_match "$out" '^RESULT posted-read=8 of 8 opened; partial read value out of range$' \
 		"posted sealed reads did not all open, or a partial one was taken ($aead)"
 	expect_match "$out" '^RESULT vanish=granted$' "the last sealed READ grant was not made ($aead)"
+	rekeys=$(sed -n 's/^RESULT rekeys=client \([0-9]*\), server \([0-9]*\)$/\1 \2/p' "$out")
+	read -r rk_client rk_server <<<"${rekeys:-0 0}"
+	[ "$rk_client" -ge 3 ] && [ "$rk_server" -ge 3 ] || fail "too few rekeys ($aead): ${rekeys:-none}"
 done
 expect_match "$work/run.out" '^check-server=0$' "the sealed_check server failed"
 cat "$work/check-server.out"

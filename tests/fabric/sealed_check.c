@@ -17,6 +17,9 @@
  *   ropen                rsec_grant_open of the READ grant: plaintext back -> as wopen
  *   overlap              a plain grant over a live sealed READ grant's bytes, and a sealed
  *                        READ grant over a live plain grant's     -> "overlap RC RC"
+ *   rekeys               the connection's rsec_conn_rekeys        -> "N"
+ * Both sides renew their keys every REKEY_BYTES bytes of messages, so every
+ * scenario runs across many rekeys (issue 26 item 6).
  * When a connection ends with a sealed READ grant out, the server prints
  *   RESULT restored-after-close=yes|no   (the region holds its plaintext again)
  * The client prints one "RESULT name=value" line per scenario:
@@ -35,6 +38,7 @@
  *                     second sealing for the used grant are refused
  *   posted-read       8 READs of one sealed READ grant in flight, each opened in place
  *                     (rsec_region_open); a READ of part of it is refused
+ *   rekeys            "client N, server M": rekeys each side counted by then
  *   vanish            the client exits without closing while a sealed READ grant is out (last)
  */
 #include <inttypes.h>
@@ -156,6 +160,8 @@ static void answer(struct served *s, const char *req)
 	} else if (strcmp(req, "rflip") == 0) {
 		mem[s->span / 2] ^= 0x01;
 		snprintf(reply, sizeof(reply), "flipped");
+	} else if (strcmp(req, "rekeys") == 0) {
+		snprintf(reply, sizeof(reply), "%" PRIu64, rsec_conn_rekeys(s->c));
 	} else if (strcmp(req, "ropen") == 0) {
 		s->read_out = false;
 		int rc = rsec_grant_open(s->c, s->grant_id, &off, &len, 0);
@@ -185,9 +191,13 @@ static bool serve_step(struct served *s)
 	return rc == RSEC_E_AGAIN;
 }
 
+/* Keys renewed this often (bytes sent and received): a rekey every few requests. */
+#define REKEY_BYTES 64u
+
 static int serve(char **argv)
 {
-	struct rsec_ctx_attr attr = { .is_server = 1, .handshake_timeout_ms = TIMEOUT_MS };
+	struct rsec_ctx_attr attr = { .is_server = 1, .handshake_timeout_ms = TIMEOUT_MS,
+				      .comp_mask = RSEC_CTX_ATTR_REKEY, .rekey_bytes = REKEY_BYTES };
 	struct rsec_ctx *ctx = check_ctx(argv[2], "server", &attr);
 	struct rsec_listener *l;
 	int left = atoi(argv[5]);
@@ -373,6 +383,7 @@ static int run(char **argv)
 	struct rsec_ctx_attr attr = {
 		.local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
 		.aead = chacha ? RSEC_AEAD_CHACHA20_POLY1305 : RSEC_AEAD_AES_256_GCM,
+		.comp_mask = RSEC_CTX_ATTR_REKEY, .rekey_bytes = REKEY_BYTES,
 	};
 	struct rsec_ctx *ctx = check_ctx(argv[2], "client", &attr);
 	struct rsec_conn *c;
@@ -390,6 +401,8 @@ static int run(char **argv)
 	request(c, "overlap", reply, sizeof(reply));
 	check_result("overlap", "%s", reply);
 	scenario_posted(c);
+	request(c, "rekeys", reply, sizeof(reply));
+	check_result("rekeys", "client %" PRIu64 ", server %s", rsec_conn_rekeys(c), reply);
 	/* Gone without a word (no DISCONNECT, no close_notify) while a sealed READ grant is out. */
 	request(c, "rgrant 19 4 3000", reply, sizeof(reply));
 	check_result("vanish", "%s", reply);

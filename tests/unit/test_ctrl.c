@@ -248,6 +248,8 @@ static void rebuild_ready_owed(struct rsec_conn *c)
 							   .link = RSEC_WIRE_LINK_ETHERNET, .recv_slots = 16,   \
 							   .slot_size = 4096, .max_msg = 4096 } } }
 #define REBUILD_READY { .type = RSEC_MSG_REBUILD_READY, .u.rebuild_ready = { .epoch = 1 } }
+#define REKEY { .type = RSEC_MSG_REKEY, .u.rekey = { .gen = 1, .pub = { 9 } } }
+#define REKEY_DONE { .type = RSEC_MSG_REKEY_DONE, .u.rekey = { .gen = 1 } }
 #define DISCONNECT { .type = RSEC_MSG_DISCONNECT, .u.disconnect = { .text = { .len = 3, .s = "bye" } } }
 #define ERROR_MSG { .type = RSEC_MSG_ERROR, .u.error = { .code = 5, .text = { .len = 2, .s = "no" } } }
 
@@ -290,6 +292,11 @@ static const struct ctrl_case cases[] = {
 	  rebuild_ready_noted },
 	{ "rebuild_ready_in_hello", REBUILD_READY, PHASE_HELLO, false, VIOLATION,
 	  "unexpected REBUILD_READY message during set-up", NULL, NULL },
+	{ "rekey_in_qp_info", REKEY, PHASE_QP_INFO, false, VIOLATION, "unexpected REKEY message during set-up", NULL,
+	  NULL },
+	/* This connection's peer did not offer RSEC_WIRE_FEATURE_REKEY (test_rekey has the exchange itself). */
+	{ "rekey_done_not_offered", REKEY_DONE, PHASE_ESTABLISHED, false, VIOLATION,
+	  "REKEY_DONE from a peer that did not offer rekeying", NULL, NULL },
 	{ "disconnect_in_hello", DISCONNECT, PHASE_HELLO, false, TAKEN, NULL, NULL, disconnected },
 	{ "disconnect_established", DISCONNECT, PHASE_ESTABLISHED, false, TAKEN, NULL, NULL, disconnected },
 	{ "disconnect_before_tls", DISCONNECT, PHASE_TLS, false, VIOLATION,
@@ -317,7 +324,7 @@ static void test_lane_column(void **state)
 					 RSEC_MSG_RESERVED };
 	const uint8_t lane_too[] = { RSEC_MSG_QP_INFO, RSEC_MSG_READY, RSEC_MSG_GRANT, RSEC_MSG_REVOKE,
 				     RSEC_MSG_VERIFY, RSEC_MSG_REBUILD, RSEC_MSG_REBUILD_READY, RSEC_MSG_DISCONNECT,
-				     RSEC_MSG_ERROR };
+				     RSEC_MSG_ERROR, RSEC_MSG_REKEY, RSEC_MSG_REKEY_REPLY, RSEC_MSG_REKEY_DONE };
 	for (size_t i = 0; i < sizeof(session_only); i++)
 		assert_false(rsec_ctrl_lane_may_carry(session_only[i]));
 	for (size_t i = 0; i < sizeof(lane_too); i++)

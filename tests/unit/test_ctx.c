@@ -38,7 +38,10 @@ static void every_defined_bit_is_accepted(void **state)
 	struct rsec_ctx_attr a = base();
 	a.comp_mask = RSEC_CTX_ATTR_GRANT_MODE | RSEC_CTX_ATTR_QP_POOL | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_POLL |
 		      RSEC_CTX_ATTR_RESUME | RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_CRL | /* crl_file NULL: none */
-		      RSEC_CTX_ATTR_ALLOW; /* no rule: anyone authenticated */
+		      RSEC_CTX_ATTR_ALLOW | /* no rule: anyone authenticated */
+		      RSEC_CTX_ATTR_REKEY;
+	a.rekey_s = RSEC_MAX_REKEY_S;
+	a.rekey_bytes = RSEC_MAX_REKEY_BYTES;
 	a.max_qps = RSEC_MAX_QPS;
 	a.grant_mode = RSEC_GRANT_MR;
 	a.qp_pool = 1;
@@ -55,7 +58,7 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	(void)state;
 	char err[256];
 	struct rsec_ctx_attr a = base();
-	a.comp_mask = RSEC_CTX_ATTR_ALLOW << 1;
+	a.comp_mask = RSEC_CTX_ATTR_REKEY << 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_INVAL);
 	assert_non_null(strstr(err, "comp_mask"));
 
@@ -85,6 +88,18 @@ static void unknown_bits_and_bad_values_are_refused(void **state)
 	a.max_qps = RSEC_MAX_QPS + 1;
 	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
 	assert_non_null(strstr(err, "max_qps"));
+
+	a = base();
+	a.comp_mask = RSEC_CTX_ATTR_REKEY;
+	a.rekey_s = RSEC_MAX_REKEY_S + 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+	assert_non_null(strstr(err, "rekey_s"));
+	a.rekey_s = 0; /* not by time */
+	a.rekey_bytes = RSEC_MAX_REKEY_BYTES + 1;
+	assert_int_equal(make(&a, err, sizeof(err)), RSEC_E_RANGE);
+	assert_non_null(strstr(err, "rekey_bytes"));
+	a.comp_mask = 0; /* not read without its bit */
+	assert_int_equal(make(&a, err, sizeof(err)), 0);
 
 	a = base();
 	a.comp_mask = RSEC_CTX_ATTR_POLL;

@@ -264,7 +264,7 @@ static void truncated_and_malformed_are_proto(void **state)
 	memcpy(bad, frame, flen);
 	bad[flen] = 0;
 	assert_int_equal(rsec_open_frame(srv.rx, bad, flen + 1, &h, out, sizeof(out)), RSEC_E_PROTO);
-	/* Reserved byte, unknown flag. */
+	/* Another key's phase byte, unknown flag. */
 	memcpy(bad, frame, flen);
 	bad[15] = 1;
 	assert_int_equal(rsec_open_frame(srv.rx, bad, flen, &h, out, sizeof(out)), RSEC_E_PROTO);
@@ -432,6 +432,85 @@ static void recover_own_frames(void **state)
 		/* In a slot larger than the frame, as in the send ring. */
 		assert_int_equal(rsec_seal_recover(cli.tx, frames[0], sizeof(frames[0]), &h, back, sizeof(back)), 0);
 		assert_memory_equal(back, pt[0], 100);
+		pair_free(&cli, &srv);
+	}
+}
+
+/*
+ * A rekey (rsec_seal_next_tx/_rx): frames sealed before the switch open
+ * under the old key and say phase 0, later ones under the new and say its
+ * phase; numbering goes on; the first new frame retires the old receiving
+ * key, the peer's acknowledgement the old sending key; data-MAC keys stay.
+ */
+static void rekey_switches_without_loss(void **state)
+{
+	(void)state;
+	for (size_t a = 0; a < 2; a++) {
+		struct rsec_seal cli, srv;
+		pair_new(&cli, &srv, algs[a]);
+		uint8_t next[RSEC_SEAL_SECRET_LEN], pt[64] = "across", f[2][64 + RSEC_SEAL_OVERHEAD], out[64];
+		uint8_t mac[RSEC_SEAL_DATAMAC_LEN], mac_after[RSEC_SEAL_DATAMAC_LEN];
+		size_t n[2];
+		struct rsec_seal_hdr h;
+		fill_secret(next, 99);
+		assert_int_equal(rsec_seal_data_mac(&cli, false, 1, 0, pt, 6, mac), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[0], sizeof(f[0]), &n[0]), 0);
+		assert_int_equal(rsec_seal_next_tx(&cli, next, algs[a], 0), RSEC_E_INVAL); /* the phase must change */
+		assert_int_equal(rsec_seal_next_tx(&cli, next, algs[a], 1), 0);
+		assert_int_equal(rsec_seal_next_rx(&srv, next, algs[a], 1), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[1], sizeof(f[1]), &n[1]), 0);
+		assert_int_equal(f[0][15], 0);
+		assert_int_equal(f[1][15], 1);
+		/* The new key's frame is no old key's, and the old key's no new key's. */
+		assert_int_equal(rsec_open_frame(srv.rx_old, f[1], n[1], &h, out, sizeof(out)), RSEC_E_PROTO);
+		f[1][15] = 0;
+		assert_int_equal(rsec_open_frame(srv.rx_old, f[1], n[1], &h, out, sizeof(out)), RSEC_E_MAC);
+		f[1][15] = 1;
+		/* In order only: the new frame first is out of sequence, and retires nothing. */
+		assert_int_equal(rsec_seal_open(&srv, f[1], n[1], &h, out, sizeof(out)), RSEC_E_SEQ);
+		assert_non_null(srv.rx_old);
+		struct rsec_seal_stats seq_st;
+		rsec_seal_stats(rsec_seal_rx_now(&srv), &seq_st);
+		assert_int_equal(seq_st.seq_violations, 1);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0);
+		assert_int_equal(h.seq, 0);
+		assert_int_equal(rsec_seal_open(&srv, f[1], n[1], &h, out, sizeof(out)), 0);
+		assert_int_equal(h.seq, 1);
+		assert_memory_equal(out, "across", 6);
+		assert_null(srv.rx_old);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), RSEC_E_PROTO); /* gone */
+		/* A rebuild recovers each frame under the key that sealed it, until the peer acknowledged them. */
+		assert_int_equal(rsec_seal_recover_sent(&cli, f[0], n[0], &h, out, sizeof(out)), 0);
+		assert_memory_equal(out, "across", 6);
+		assert_int_equal(rsec_seal_recover_sent(&cli, f[1], n[1], &h, out, sizeof(out)), 0);
+		assert_int_equal(h.seq, 1);
+		rsec_seal_retire_tx(&cli, 0);
+		assert_non_null(cli.tx_old);
+		rsec_seal_retire_tx(&cli, 1);
+		assert_null(cli.tx_old);
+		assert_int_equal(rsec_seal_recover_sent(&cli, f[0], n[0], &h, out, sizeof(out)), RSEC_E_PROTO);
+		assert_int_equal(rsec_seal_data_mac(&cli, false, 1, 0, pt, 6, mac_after), 0);
+		assert_memory_equal(mac, mac_after, sizeof(mac));
+		struct rsec_seal_stats st;
+		rsec_seal_stats(srv.rx, &st);
+		assert_int_equal(st.opened, 2);
+		/*
+		 * A second rekey before any frame came under the first: the old key
+		 * opened one more meanwhile, and the count goes on from it.
+		 */
+		uint8_t third[RSEC_SEAL_SECRET_LEN];
+		fill_secret(third, 150);
+		assert_int_equal(rsec_seal_next_rx(&srv, next, algs[a], 2), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[0], sizeof(f[0]), &n[0]), 0);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0); /* under phase 1 */
+		assert_int_equal(rsec_seal_next_rx(&srv, third, algs[a], 3), 0);
+		assert_int_equal(rsec_seal_dir_next_seq(rsec_seal_rx_now(&srv)), 3);
+		assert_int_equal(rsec_seal_next_tx(&cli, third, algs[a], 3), 0);
+		assert_int_equal(rsec_seal_frame(cli.tx, 0, 0, pt, 6, f[0], sizeof(f[0]), &n[0]), 0);
+		assert_int_equal(rsec_seal_open(&srv, f[0], n[0], &h, out, sizeof(out)), 0);
+		assert_int_equal(h.seq, 3);
+		rsec_seal_stats(srv.rx, &st);
+		assert_int_equal(st.opened, 4);
 		pair_free(&cli, &srv);
 	}
 }
@@ -610,6 +689,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments),
 		cmocka_unit_test(data_mac),
 		cmocka_unit_test(recover_own_frames),
+		cmocka_unit_test(rekey_switches_without_loss),
 		cmocka_unit_test(tls13_exporter_interoperates),
 		cmocka_unit_test(epochs_have_keys_of_their_own),
 		cmocka_unit_test(tls12_is_refused),

@@ -40,6 +40,7 @@ static const size_t body_len_of[RSEC_MSG_TYPE_MAX + 1] = {
 	[RSEC_MSG_DISCONNECT] = 6, [RSEC_MSG_ERROR] = 6,    [RSEC_MSG_VERIFY] = 57,
 	[RSEC_MSG_REBUILD] = 53, [RSEC_MSG_REBUILD_READY] = 4,
 	[RSEC_MSG_SESSION] = 32,   [RSEC_MSG_RESUME] = 32,
+	[RSEC_MSG_REKEY] = 40,     [RSEC_MSG_REKEY_REPLY] = 40, [RSEC_MSG_REKEY_DONE] = 8,
 };
 
 static void fill_text(struct rsec_wire_text *t, size_t n)
@@ -130,6 +131,14 @@ static struct rsec_msg sample(uint8_t type, int high)
 		/* RSEC_WIRE_FEATURE_RESUME_EPOCH: the epoch follows; without it the 32 bytes of old. */
 		m.u.session.has_epoch = high;
 		m.u.session.epoch = high ? UINT32_MAX : 0;
+		break;
+	case RSEC_MSG_REKEY:
+	case RSEC_MSG_REKEY_REPLY:
+		memset(m.u.rekey.pub, high ? 0xff : 0, sizeof(m.u.rekey.pub));
+		/* fall through */
+	case RSEC_MSG_REKEY_DONE:
+		m.u.rekey.epoch = high ? UINT32_MAX : 0;
+		m.u.rekey.gen = high ? UINT32_MAX : RSEC_WIRE_REKEY_GEN_MIN;
 		break;
 	default:
 		fail();
@@ -511,6 +520,10 @@ static void rebuild_fields(void **state)
 	REJECT_SET(RSEC_MSG_REBUILD, rebuild.reason, OFF_REBUILD_REASON, 1, RSEC_WIRE_REBUILD_REASON_MAX + 1);
 	REJECT_SET(RSEC_MSG_REBUILD, rebuild.reason, OFF_REBUILD_REASON, 1, 0xff);
 	REJECT_SET(RSEC_MSG_REBUILD_READY, rebuild_ready.epoch, 0, 4, 0);
+	/* Key generation 0 is the exporter's: no exchange makes it. */
+	REJECT_SET(RSEC_MSG_REKEY, rekey.gen, 4, 4, 0);
+	REJECT_SET(RSEC_MSG_REKEY_REPLY, rekey.gen, 4, 4, 0);
+	REJECT_SET(RSEC_MSG_REKEY_DONE, rekey.gen, 4, 4, 0);
 	/* The new QP's fields are checked as QP_INFO's: an MTU out of range, a QPN over 24 bits. */
 	REJECT_SET(RSEC_MSG_REBUILD, rebuild.qp.mtu, OFF_REBUILD_QP + OFF_QP_MTU, 1, RSEC_WIRE_MTU_MAX + 1);
 	REJECT_SET(RSEC_MSG_REBUILD, rebuild.qp.qpn, OFF_REBUILD_QP + OFF_QP_QPN, 4, RSEC_WIRE_QPN_MAX + 1);
@@ -662,7 +675,7 @@ static void names_and_text_helper(void **state)
 	static const char *const names[] = {
 		"UNKNOWN", "HELLO", "QP_INFO", "READY", "GRANT", "REVOKE",
 		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "UNKNOWN", "REBUILD", "REBUILD_READY", "SESSION",
-		"RESUME", "UNKNOWN",
+		"RESUME", "REKEY", "REKEY_REPLY", "REKEY_DONE", "UNKNOWN",
 	};
 	for (unsigned t = 0; t < sizeof(names) / sizeof(names[0]); t++)
 		assert_string_equal(rsec_wire_type_name((uint8_t)t), names[t]);

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Long sessions get fresh keys (docs/protocol.md, "Rekeying"): each queue
+ * pair renews its message keys from a new X25519 exchange over the control
+ * channel at least every rekey_s seconds and rekey_bytes bytes, on the same
+ * queue pair and without losing a frame:
+ *
+ *   offerer                               answerer
+ *   REKEY(epoch, gen, pub)  ------------>  S_gen; receives under gen too
+ *                          <------------  REKEY_REPLY(epoch, gen, pub)
+ *   S_gen; seals and receives under gen
+ *   REKEY_DONE(epoch, gen)  ------------>  seals under gen
+ *
+ * Neither side seals under keys the other cannot open yet, and each frame's
+ * phase byte names its key, so frames crossing the switch open under the
+ * old one. Both offering at once: the client's offer wins, the server
+ * answers it and drops its own. A rebuild (a new epoch) starts a new chain
+ * from the exporter; messages of an exchange it overtook are dropped.
+ */
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+#include "ctrl.h"
+
+static uint64_t bytes_moved(const struct rsec_conn *c)
+{
+	return c->stats.bytes_sent + c->stats.bytes_received;
+}
+
+static void drop_exchange(struct rsec_rekey *rk)
+{
+	EVP_PKEY_free(rk->priv); /* frees (and cleanses) the private key */
+	rk->priv = NULL;
+	OPENSSL_cleanse(rk->next, sizeof(rk->next));
+	rk->state = REKEY_IDLE;
+}
+
+void rsec_rekey_forget(struct rsec_conn *c)
+{
+	drop_exchange(&c->rk);
+	OPENSSL_cleanse(c->rk.secret, sizeof(c->rk.secret));
+	c->rk.have_secret = false;
+}
+
+/* A rebuild made new keys from the exporter (generation 0 of its epoch): a chain of the old epoch ends. */
+static void follow_epoch(struct rsec_conn *c)
+{
+	if (c->rk.epoch == c->rb.epoch && (c->rk.since_ms || c->rk.have_secret))
+		return;
+	rsec_rekey_forget(c);
+	c->rk.epoch = c->rb.epoch;
+	c->rk.gen = 0;
+	c->rk.since_ms = rsec_now_ms();
+	c->rk.bytes_at = bytes_moved(c);
+}
+
+/* S_gen of the current epoch's chain, made from the exporter the first time. */
+static RSEC_MUST_CHECK int have_secret(struct rsec_conn *c)
+{
+	if (c->rk.have_secret)
+		return 0;
+	RSEC_GUARD(rsec_rekey_first(c->ssl, c->lane, c->rk.epoch, c->rk.secret));
+	c->rk.have_secret = true;
+	return 0;
+}
+
+static uint8_t phase_of(uint32_t gen)
+{
+	return (uint8_t)gen;
+}
+
+/* Take generation gen's message keys for receiving, sending, or both. */
+static RSEC_MUST_CHECK int install(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN],
+				  uint32_t gen, bool rx, bool tx)
+{
+	uint8_t keys[RSEC_SEAL_SECRET_LEN];
+	int rc = rsec_rekey_data_secret(secret, keys);
+	if (rc == 0 && rx)
+		rc = rsec_seal_next_rx(&c->seal, keys, c->aead, phase_of(gen));
+	if (rc == 0 && tx)
+		rc = rsec_seal_next_tx(&c->seal, keys, c->aead, phase_of(gen));
+	OPENSSL_cleanse(keys, sizeof(keys));
+	return rc;
+}
+
+/* Generation gen is the one in use now, both ways. */
+static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN], uint32_t gen)
+{
+	memcpy(c->rk.secret, secret, RSEC_REKEY_SECRET_LEN);
+	c->rk.gen = gen;
+	c->rk.since_ms = rsec_now_ms();
+	c->rk.bytes_at = bytes_moved(c);
+	c->rk.count++;
+	drop_exchange(&c->rk);
+}
+
+static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const uint8_t *pub)
+{
+	struct rsec_msg m = { .type = type, .lane = c->lane };
+	m.u.rekey.epoch = c->rk.epoch;
+	m.u.rekey.gen = c->rk.gen + 1;
+	if (pub)
+		memcpy(m.u.rekey.pub, pub, RSEC_REKEY_PUB_LEN);
+	int rc = rsec_chan_send(c, &m);
+	if (rc < 0 && rsec_chan_gone(rc))
+		return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", rsec_wire_type_name(type),
+					rsec_strerror(rc));
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot send %s", rsec_wire_type_name(type));
+	c->last_tx_ms = rsec_now_ms();
+	return 0;
+}
+
+int rsec_rekey_start(struct rsec_conn *c)
+{
+	follow_epoch(c);
+	/*
+	 * Not before the last rekey has settled both ways: our old sending key
+	 * retired (the peer acknowledged its frames, which a rebuild could need),
+	 * our old receiving key too (a frame under the new one came: none under
+	 * the old can follow). The peer's offer implies both on its side, so the
+	 * answerer never has to drop a key a frame in flight still needs.
+	 */
+	if (!rsec_rekey_possible(c) || c->rk.state != REKEY_IDLE || rsec_rebuilding(c) || !c->have_seal ||
+	    c->seal.tx_old || c->seal.rx_old || c->rk.gen == UINT32_MAX)
+		return 0;
+	uint8_t pub[RSEC_REKEY_PUB_LEN];
+	int rc = have_secret(c);
+	if (rc == 0)
+		rc = rsec_rekey_keypair(&c->rk.priv, pub);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot make new keys: %s", rsec_strerror(rc));
+	c->rk.state = REKEY_OFFERED;
+	return send_rekey(c, RSEC_MSG_REKEY, pub);
+}
+
+int rsec_rekey_step(struct rsec_conn *c)
+{
+	follow_epoch(c);
+	if (c->rk.state != REKEY_IDLE || !rsec_rekey_possible(c))
+		return 0;
+	const struct rsec_ctx *ctx = c->ctx;
+	bool by_time = ctx->rekey_s && rsec_now_ms() - c->rk.since_ms >= (uint64_t)ctx->rekey_s * 1000;
+	bool by_bytes = ctx->rekey_bytes && bytes_moved(c) - c->rk.bytes_at >= ctx->rekey_bytes;
+	return by_time || by_bytes ? rsec_rekey_start(c) : 0;
+}
+
+/* REKEY: the peer's offer. Answer it, and receive under the new keys from now on. */
+static RSEC_MUST_CHECK int on_offer(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
+{
+	if (c->rk.state == REKEY_OFFERED && !c->is_server)
+		return 0; /* both offered: ours wins, the server answers it */
+	if (c->rk.state == REKEY_ANSWERED)
+		return rsec_ctrl_violation(f, "REKEY while the previous one is not done");
+	drop_exchange(&c->rk); /* a server's own offer loses */
+	uint8_t pub[RSEC_REKEY_PUB_LEN];
+	int rc = have_secret(c);
+	if (rc == 0)
+		rc = rsec_rekey_keypair(&c->rk.priv, pub);
+	if (rc == 0)
+		rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, c->rk.next);
+	bool refused = rc == RSEC_E_CRYPTO && c->rk.priv;
+	if (rc == 0)
+		rc = install(c, c->rk.next, r->gen, true, false);
+	EVP_PKEY_free(c->rk.priv); /* answered with, or failed: not needed again */
+	c->rk.priv = NULL;
+	if (refused)
+		return rsec_ctrl_violation(f, "REKEY with a key X25519 refuses");
+	if (rc < 0) {
+		OPENSSL_cleanse(c->rk.next, sizeof(c->rk.next));
+		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_strerror(rc));
+	}
+	c->rk.state = REKEY_ANSWERED;
+	return send_rekey(c, RSEC_MSG_REKEY_REPLY, pub);
+}
+
+/* REKEY_REPLY: the answer to our offer. Seal and receive under the new keys, and say so. */
+static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
+{
+	if (c->rk.state != REKEY_OFFERED)
+		return rsec_ctrl_violation(f, "REKEY_REPLY to no REKEY");
+	uint8_t next[RSEC_REKEY_SECRET_LEN];
+	int rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, next);
+	if (rc == RSEC_E_CRYPTO) {
+		drop_exchange(&c->rk);
+		return rsec_ctrl_violation(f, "REKEY_REPLY with a key X25519 refuses");
+	}
+	if (rc == 0)
+		rc = install(c, next, r->gen, true, true);
+	if (rc < 0) {
+		OPENSSL_cleanse(next, sizeof(next));
+		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
+	}
+	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
+	commit(c, next, r->gen);
+	OPENSSL_cleanse(next, sizeof(next));
+	return rc;
+}
+
+/* REKEY_DONE: the peer seals under the new keys; so do we now. */
+static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
+{
+	if (c->rk.state != REKEY_ANSWERED)
+		return rsec_ctrl_violation(f, "REKEY_DONE to no REKEY_REPLY");
+	int rc = install(c, c->rk.next, r->gen, false, true);
+	if (rc < 0)
+		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
+	uint8_t next[RSEC_REKEY_SECRET_LEN];
+	memcpy(next, c->rk.next, sizeof(next));
+	commit(c, next, r->gen);
+	OPENSSL_cleanse(next, sizeof(next));
+	return 0;
+}
+
+uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
+{
+	return c ? c->rk.count : 0;
+}
+
+int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
+{
+	const struct rsec_msg_rekey *r = &m->u.rekey;
+	if (!rsec_rekey_possible(c))
+		return rsec_ctrl_violation(f, "%s from a peer that did not offer rekeying", rsec_wire_type_name(m->type));
+	follow_epoch(c);
+	/* A rebuild under way, or one since the message was sent, makes new keys of its own. */
+	if (rsec_rebuilding(c) || r->epoch < c->rb.epoch)
+		return 0;
+	if (r->epoch > c->rb.epoch)
+		return rsec_ctrl_violation(f, "%s for a data path not built yet", rsec_wire_type_name(m->type));
+	if (r->gen != c->rk.gen + 1)
+		return rsec_ctrl_violation(f, "%s for key generation %u, not %u", rsec_wire_type_name(m->type),
+					   (unsigned)r->gen, (unsigned)c->rk.gen + 1);
+	if (!c->have_seal)
+		return rsec_ctrl_violation(f, "%s before the data path has keys", rsec_wire_type_name(m->type));
+	switch (m->type) {
+	case RSEC_MSG_REKEY: return on_offer(c, r, f);
+	case RSEC_MSG_REKEY_REPLY: return on_reply(c, r, f);
+	default: return on_done(c, r, f);
+	}
+}
