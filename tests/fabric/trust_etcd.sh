@@ -134,7 +134,7 @@ wait $spid1; echo "server1b=$?"
 wait $spid2; echo "server2=$?"
 GUEST
 
-"$fabric" run --hosts 3 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
+"$fabric" run --hosts 3 --timeout 420 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
 for f in run.out server-1.log server-2.log server-1b.log audit-1.jsonl; do
 	echo "--- $f"
