@@ -9,7 +9,10 @@
 #    data QPN and PSN off the bridge and sends a sweep of RDMA WRITEs with an
 #    rkey never issued (QP error), then forged SENDs (they fail
 #    authentication): the target audits data-path rebuilds, and every bench
-#    run ends clean (no I/O error, no verify error, the session went on);
+#    run ends clean (no I/O error, no verify error, the session went on).
+#    A forged SEND that lands between the packets of a multi-packet SEND
+#    makes rxe fail the QP instead (about one sweep in thirty): that heals
+#    too, and the sweep is repeated until one fails authentication;
 #  - a store that fills up (a file on a 1 MiB tmpfs): the client's writes get
 #    errors (bench exits 1, errors counted, no timeout), while a verify run on
 #    another export at the same time is clean;
@@ -100,15 +103,17 @@ sniff() { # QPN and PSN of one client->target RC request (a command SEND), off t
 	qpn=0x${hex:66:6} psn=$((0x${hex:74:6}))
 }
 rebuilds() { grep -c '"event":"rebuild"' "$work/audit.jsonl"; }
+healed() { grep -c "\"event\":\"rebuild\".*$1" "$work/audit.jsonl"; } # rebuilds for reason $1
 forged=0000000000000001000000100000030041545441434b45522d4259544553212121$(printf '%030x' 0)
 sleep 2
 r0=$(rebuilds)
 # Rounds: a sweep aimed at a session that ended meanwhile (each verify run is a session) hits nothing.
 for kind in qp-error inject; do
 	case $kind in
-	qp-error) args=(--kind rkey --rkey 0x1234) ;;
-	inject) args=(--data-hex "$forged") ;;
+	qp-error) args=(--kind rkey --rkey 0x1234) why='queue pair' ;;
+	inject) args=(--data-hex "$forged") why='authentication failed' ;;
 	esac
+	h0=$(healed "$why")
 	for round in 1 2 3 4; do
 		sniff || { echo "$kind: no RoCE request seen"; continue; }
 		echo "$kind: round $round, sweep starts at $(date -u +%T.%3N)"
@@ -116,8 +121,8 @@ for kind in qp-error inject; do
 			--psn-sweep "$(((psn + 1) & 0xffffff)):20000" --iface fab3 --sport 4242 "${args[@]}" --json \
 			>"$work/$kind.json" 2>"$work/$kind.err"
 		echo "$kind=$? qpn=$qpn psn=$psn"
-		for _ in $(seq 1 30); do [ "$(rebuilds)" -gt "$r0" ] && break; sleep 0.1; done
-		[ "$(rebuilds)" -gt "$r0" ] && break
+		for _ in $(seq 1 30); do [ "$(healed "$why")" -gt "$h0" ] && break; sleep 0.1; done
+		[ "$(healed "$why")" -gt "$h0" ] && break
 	done
 	echo "$kind: rebuilds $r0 -> $(rebuilds) after $round rounds;" \
 		"last $(grep '"event":"rebuild"' "$work/audit.jsonl" | tail -n 1 | grep -o '"time":"[^"]*"')"
@@ -201,8 +206,9 @@ for kind in qp-error inject; do
 	[[ $line =~ rebuilds\ ([0-9]+)\ -\>\ ([0-9]+) ]] && [ "${BASH_REMATCH[2]}" -gt "${BASH_REMATCH[1]}" ] ||
 		fail "$kind: the target did not rebuild its data path ($line)"
 done
-expect_match "$work/audit.jsonl" '"event":"rebuild".*queue pair' "no rebuild after the QP error in the audit log"
-expect_match "$work/audit.jsonl" '"event":"rebuild".*authentication failed' "no rebuild after a forged SEND in the audit log"
+rebuilt=$(grep '"event":"rebuild"' "$work/audit.jsonl" | grep -o '"reason":"[^"]*"')
+grep -q 'queue pair' <<<"$rebuilt" || fail "no rebuild after the QP error in the audit log; rebuilds: $rebuilt"
+grep -q 'authentication failed' <<<"$rebuilt" || fail "no rebuild after a forged SEND in the audit log; rebuilds: $rebuilt"
 runs=$(grep -c '^run [0-9]*=' "$work/loop.out")
 [ "$runs" -ge 2 ] || fail "the verify loop ran $runs times"
 bad=$(grep -vc '^run [0-9]*=0$' "$work/loop.out")
