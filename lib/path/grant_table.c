@@ -175,6 +175,41 @@ static bool same_grant(const struct rsec_remote_grant *a, const struct rsec_remo
 	       a->ttl_ms == b->ttl_ms;
 }
 
+/* A grant held back since the rebuild (never handed out), bound again: 0 updated, RSEC_E_PROTO changed,
+ * RSEC_E_LIMIT not held back. */
+static int update_held_back(struct rsec_grant_table *t, const struct rsec_remote_grant *rg)
+{
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		if (t->remote_live[i] && t->remote_stale[i] && t->remote[i].id == rg->id) {
+			if (!same_grant(&t->remote[i], rg))
+				return RSEC_E_PROTO;
+			t->remote[i] = *rg;
+			t->remote_stale[i] = false;
+			return 0;
+		}
+	}
+	return RSEC_E_LIMIT;
+}
+
+/* Where handles with rg's id resolve: its latest binding (the peer may say it again). */
+static int note_rebound(struct rsec_grant_table *t, const struct rsec_remote_grant *rg)
+{
+	unsigned free_slot = RSEC_MAX_GRANTS;
+	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
+		if (t->rebound_live[i] && t->rebound[i].id == rg->id) {
+			t->rebound[i] = *rg;
+			return 0;
+		}
+		if (!t->rebound_live[i] && free_slot == RSEC_MAX_GRANTS)
+			free_slot = i;
+	}
+	if (free_slot == RSEC_MAX_GRANTS)
+		return RSEC_E_LIMIT;
+	t->rebound[free_slot] = *rg;
+	t->rebound_live[free_slot] = true;
+	return 0;
+}
+
 int rsec_gt_remote_rebind(struct rsec_grant_table *t, const struct rsec_msg_grant *g)
 {
 	/* Sealed grants' keys derive from their ids: never bound again under the same id. */
@@ -182,31 +217,14 @@ int rsec_gt_remote_rebind(struct rsec_grant_table *t, const struct rsec_msg_gran
 		return RSEC_E_PROTO;
 	struct rsec_remote_grant rg;
 	RSEC_GUARD(fill_remote(t, g, &rg));
-	int rc = RSEC_E_LIMIT;
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS && rc == RSEC_E_LIMIT; i++) {
-		if (t->remote_live[i] && t->remote_stale[i] && t->remote[i].id == g->grant_id) {
-			rc = same_grant(&t->remote[i], &rg) ? 0 : RSEC_E_PROTO;
-			if (rc == 0) {
-				t->remote[i] = rg;
-				t->remote_stale[i] = false;
-			}
-		}
-	}
-	/* Handed out already: the handle resolves to it (or again: the peer says the latest). */
-	unsigned free_slot = RSEC_MAX_GRANTS;
-	for (unsigned i = 0; i < RSEC_MAX_GRANTS && rc == RSEC_E_LIMIT; i++) {
-		if (t->rebound_live[i] && t->rebound[i].id == g->grant_id) {
-			t->rebound[i] = rg;
-			rc = 0;
-		} else if (!t->rebound_live[i] && free_slot == RSEC_MAX_GRANTS) {
-			free_slot = i;
-		}
-	}
-	if (rc == RSEC_E_LIMIT && free_slot < RSEC_MAX_GRANTS) {
-		t->rebound[free_slot] = rg;
-		t->rebound_live[free_slot] = true;
-		rc = 0;
-	}
+	/*
+	 * Its id stays below the floor, so every handle to it resolves through
+	 * rebound: one handed out before the rebuild, and one taken after it
+	 * from the table, where a held-back grant comes back.
+	 */
+	int rc = update_held_back(t, &rg);
+	if (rc != RSEC_E_PROTO)
+		rc = note_rebound(t, &rg);
 	OPENSSL_cleanse(&rg, sizeof(rg));
 	return rc;
 }

@@ -302,6 +302,13 @@ static void rebound_grants_resolve(void **state)
 	assert_int_equal(rsec_gt_remote_rebind(&t, &g7), 0);
 	assert_true(rsec_gt_remote_take(&t, 2, &out));
 	assert_int_equal(out.rkey, 0x777777);
+	/* Taken after it came again, its id is still below the floor: the handle resolves, to the latest key. */
+	assert_true(rsec_gt_resolve(&t, &out, &now));
+	assert_int_equal(now.rkey, 0x777777);
+	g7.rkey = 0x787878;
+	assert_int_equal(rsec_gt_remote_rebind(&t, &g7), 0);
+	assert_true(rsec_gt_resolve(&t, &out, &now));
+	assert_int_equal(now.rkey, 0x787878);
 	/* Refused: an id never issued before the rebuild, a sealed grant, a held-back one changed. */
 	struct rsec_msg_grant g11 = grant_msg(s | 11, 4, 64, RSEC_ACCESS_READ);
 	assert_int_equal(rsec_gt_remote_rebind(&t, &g11), RSEC_E_PROTO);
