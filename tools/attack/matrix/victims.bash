@@ -685,16 +685,22 @@ done
 CLIENT
 }
 
+# _blk_hash FILE LBA COUNT: the SHA-256 of those 512-byte blocks of FILE, read
+# a MiB at a time (a read per block costs seconds in the emulated guest).
+_blk_hash() {
+	dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip=$(($2 * 512)) count=$(($3 * 512)) status=none |
+		sha256sum | cut -d' ' -f1
+}
+
 # blk_backing_hash LBA COUNT: the SHA-256 of those 512-byte blocks of the backing file.
 blk_backing_hash() {
-	dd if="$VICTIM_BLK_BACKING" bs=512 skip="$1" count="$2" status=none | sha256sum | cut -d' ' -f1
+	_blk_hash "$VICTIM_BLK_BACKING" "$1" "$2"
 }
 
 # blk_pattern_hash LBA COUNT: the SHA-256 of their known content (hashed once a boot: every cell asks for the same).
 blk_pattern_hash() {
 	local f=$BLK_DIR/pattern-$BLK_SIZE_MIB-$1-$2.sha256
-	[ -s "$f" ] || { dd if="$BLK_DIR/pattern-$BLK_SIZE_MIB.img" bs=512 skip="$1" count="$2" status=none |
-		sha256sum | cut -d' ' -f1 >"$f.tmp" && mv "$f.tmp" "$f"; }
+	[ -s "$f" ] || { _blk_hash "$BLK_DIR/pattern-$BLK_SIZE_MIB.img" "$1" "$2" >"$f.tmp" && mv "$f.tmp" "$f"; }
 	cat "$f"
 }
 
