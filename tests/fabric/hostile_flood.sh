@@ -9,7 +9,8 @@
 #
 # RSEC_FLOOD_SERVER another server binary (the AddressSanitizer build, say);
 # RSEC_HOSTILE_OLD_SERVER=1 leaves out options older servers lack;
-# FLOOD_CLIENTS, FLOOD_PROCS and FLOOD_HALF_OPEN change the sizes.
+# FLOOD_CLIENTS, FLOOD_PROCS and FLOOD_HALF_OPEN change the sizes;
+# FLOOD_IDLE_SECONDS the window of each idle-CPU measurement (default 2).
 . "$(dirname "$0")/common.bash"
 # HOSTILE_KEEP=1 keeps the logs and outputs (for a look after a failure).
 [ "${HOSTILE_KEEP:-0}" = 1 ] && trap 'echo "kept $work"' EXIT
@@ -17,19 +18,20 @@
 bin=$build/tools
 hostile=$build/tests/hostile_client
 server_bin=${RSEC_FLOOD_SERVER:-$bin/server/rdmasec-server}
-clients=${FLOOD_CLIENTS:-1000} procs=${FLOOD_PROCS:-10} half=${FLOOD_HALF_OPEN:-1000}
+clients=${FLOOD_CLIENTS:-1000} procs=${FLOOD_PROCS:-10} half=${FLOOD_HALF_OPEN:-1000} idle=${FLOOD_IDLE_SECONDS:-2}
 # Host 2 runs $procs handshakes at a time: the per-source limits must not
 # throttle it, only host 3's pile of unfinished ones.
 new_flags="--max-handshakes-per-source 64 --handshake-rate 1000000"
 [ "${RSEC_HOSTILE_OLD_SERVER:-0}" = 1 ] && new_flags=""
 [ -x "$hostile" ] || fail "build hostile_client first (missing $hostile)"
 [ -x "$server_bin" ] || fail "no server at $server_bin"
+case $idle in '' | *[!0-9]* | 0) fail "FLOOD_IDLE_SECONDS must be a positive number of seconds" ;; esac
 [ $((clients % procs)) = 0 ] || fail "FLOOD_CLIENTS ($clients) must be a multiple of FLOOD_PROCS ($procs)"
 "$bin/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 
 cat >"$work/guest.sh" <<'EOF'
 set -u
-work=$1 hostile=$2 server_bin=$3 new_flags=$4 clients=$5 procs=$6 half=$7
+work=$1 hostile=$2 server_bin=$3 new_flags=$4 clients=$5 procs=$6 half=$7 idle=$8
 server=$(fabric ip 1)
 log=$work/server.log
 ulimit -n 65536 # thousands of sockets on each side
@@ -48,27 +50,34 @@ wait_for() {
 	local end=$((SECONDS + $3))
 	until grep -Eq "$2" "$1" 2>/dev/null; do
 		[ $SECONDS -lt $end ] || return 1
-		sleep 0.5
+		sleep 0.2
 	done
 }
+# metric NAME: its value in the metrics file (rewritten at most once a second after a change).
+metric() { sed -n "s/^rdmasec_server_$1 //p" "$work/metrics.prom" 2>/dev/null; }
 # The server's CPU time in clock ticks (utime + stime).
 cpu_ticks() { awk '{print $14 + $15}' /proc/$spid/stat 2>/dev/null || echo 0; }
-# snapshot NAME: memory, fds, QPs, and the CPU it burns over 5 s while nobody asks anything.
+# snapshot NAME: memory, fds, QPs, and the CPU it burns over $idle s while nobody asks anything.
 snapshot() {
 	local rss fds qps c0 c1
 	c0=$(cpu_ticks)
-	sleep 5
+	sleep "$idle"
 	c1=$(cpu_ticks)
 	rss=$(awk '/^VmRSS:/ {print $2}' /proc/$spid/status 2>/dev/null)
 	fds=$(ls /proc/$spid/fd 2>/dev/null | wc -l)
 	qps=$(rdma resource show qp 2>/dev/null | grep -c '^link rxe1/1 .* type RC ') # only the server uses rxe1
-	echo "snapshot $1 t=$SECONDS rss_kb=${rss:-0} fds=$fds qps=$qps idle_cpu_pct=$(((c1 - c0) * 100 / ($(getconf CLK_TCK) * 5))) alive=$(alive)"
+	echo "snapshot $1 t=$SECONDS rss_kb=${rss:-0} fds=$fds qps=$qps idle_cpu_pct=$(((c1 - c0) * 100 / ($(getconf CLK_TCK) * idle))) alive=$(alive)"
 }
 
 # One connection first: the server opens the device and fills its QP pool
 # at the first one, and "before" should not count that.
 fabric on 2 "$hostile" many "$work/pki" "$server" "$(fabric ip 2)" 1 0 >"$work/warm-up.out" 2>&1
-sleep 2
+# ... and has closed it again.
+end=$((SECONDS + 30))
+until [ "$(metric accepted_total)" = 1 ] && [ "$(metric clients)" = 0 ]; do
+	[ $SECONDS -lt $end ] || { echo "the server did not close the warm-up connection"; break; }
+	sleep 0.2
+done
 snapshot before
 # Started directly, so that $! is the client itself: TERM ends its hold.
 fabric on 3 "$hostile" half-open "$work/pki" "$server" "$(fabric ip 3)" "$half" 900 >"$work/half-open.out" 2>&1 &
@@ -78,9 +87,9 @@ wait_for "$work/half-open.out" '^RESULT half-open-connected=|^hostile_client:' 1
 # (or refused) them all, from its metrics file, before measuring.
 want=$(($(sed -n 's/^RESULT half-open-connected=//p' "$work/half-open.out") + 1))
 end=$((SECONDS + 120))
-until [ "$(sed -n 's/^rdmasec_server_accepted_total //p' "$work/metrics.prom")" -ge $want ] 2>/dev/null; do
+until [ "$(metric accepted_total)" -ge $want ] 2>/dev/null; do
 	[ $SECONDS -lt $end ] || { echo "the server did not take the half-open connections"; break; }
-	sleep 1
+	sleep 0.2
 done
 snapshot half-open
 
@@ -105,10 +114,13 @@ wait $hpid
 echo "flood_seconds=$((SECONDS - t0))"
 # The server ends them as it sees them go.
 end=$((SECONDS + 60))
-while [ $SECONDS -lt $end ] && ! grep -q '^rdmasec_server_clients 0$' "$work/metrics.prom"; do sleep 1; done
+while [ $SECONDS -lt $end ] && [ "$(metric clients)" != 0 ]; do sleep 0.2; done
 snapshot after
+# The counters in the log: wait for the line SIGUSR1 asks for.
+logged=$(grep -c 'event=counters' "$log")
 kill -USR1 $spid
-sleep 1.5
+end=$((SECONDS + 10))
+while [ $SECONDS -lt $end ] && [ "$(grep -c 'event=counters' "$log")" -le "$logged" ]; do sleep 0.1; done
 kill -TERM $spid
 wait $spid
 echo "server=$?"
@@ -116,7 +128,7 @@ EOF
 
 start=$SECONDS
 "$fabric" run --hosts 3 --mem 4096 --timeout 1100 -- bash "$work/guest.sh" "$work" "$hostile" "$server_bin" \
-	"$new_flags" "$clients" "$procs" "$half" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
+	"$new_flags" "$clients" "$procs" "$half" "$idle" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "hostile_flood: fabric run took $((SECONDS - start)) s"
 

@@ -74,10 +74,34 @@ done
 expect_match "$work/run.out" '^server=0$' "the server did not shut down cleanly"
 expect_match "$work/server.log" 'event=counters .*established=111 ' "the server did not count 111 connections"
 
+# One tshark pass over the capture (each pass dissects all of it, some
+# 100 MB): every RoCE packet and every TCP segment with data, split below.
+tshark -r "$work/wire.pcap" -Y 'infiniband || tcp.len > 0' -T fields -E separator=/t \
+	-e ip.src -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.opcode -e infiniband.reth.r_key \
+	-e tcp.stream -e tcp.payload -e tls.handshake.type -e tls.handshake.extensions.supported_version \
+	>"$work/wire.tsv" 2>/dev/null || fail "tshark cannot read the capture"
 # Every RC QP's first request on the wire carries its initial PSN. Responses
-# (READ responses, ACKs: opcodes 13..18) carry the requester's PSN: skipped.
-tshark -r "$work/wire.pcap" -Y 'infiniband && !(infiniband.bth.opcode >= 13 && infiniband.bth.opcode <= 18)' -T fields -e ip.src -e infiniband.bth.destqp -e infiniband.bth.psn \
-	>"$work/bth.txt" 2>/dev/null || fail "tshark cannot read the capture"
+# (READ responses, ACKs: opcodes 13..18) carry the requester's PSN: skipped
+# (bth.txt). The RDMA WRITEs' rkeys (rkeys.txt). The first connection's
+# control channel, the sizes client's (tcp.hex). The TLS versions its
+# ClientHellos offer (hello-versions.txt).
+python3 - "$work" <<'EOF' || fail "cannot split the capture's fields"
+import sys
+w = sys.argv[1]
+with open(w + "/wire.tsv") as f, open(w + "/bth.txt", "w") as bth, open(w + "/rkeys.txt", "w") as rkeys, \
+        open(w + "/tcp.hex", "w") as tcp, open(w + "/hello-versions.txt", "w") as hellos:
+    for line in f:
+        src, qp, psn, op, rkey, stream, payload, hs_types, versions = (line.rstrip("\n").split("\t") + [""] * 9)[:9]
+        if qp and op:
+            if not 13 <= int(op, 0) <= 18:
+                print(src, qp, psn, sep="\t", file=bth)
+            if rkey:
+                print(qp, rkey, sep="\t", file=rkeys)
+        if stream == "0" and payload:
+            print(payload, file=tcp)
+        if "1" in hs_types.split(","):
+            print(versions, file=hellos)
+EOF
 python3 - "$work/bth.txt" <<'EOF' || fail "PSNs are not distinct and uniformly spread"
 import sys
 first = {}
@@ -114,13 +138,8 @@ EOF
 # The control channel (TCP 7471) is TLS 1.3 and carries none of the tokens in
 # clear. Checked on the first connection (the sizes client): its TCP stream
 # against its QPNs, initial PSNs and the rkeys its RDMA WRITEs used.
-tshark -r "$work/wire.pcap" -Y 'tcp.stream == 0 && tcp.len > 0' -T fields -e tcp.payload \
-	>"$work/tcp.hex" 2>/dev/null || fail "tshark cannot extract the control channel"
 [ -s "$work/tcp.hex" ] || fail "no control-channel traffic captured"
-tshark -r "$work/wire.pcap" -Y 'tls.handshake.type == 1' -T fields -e tls.handshake.extensions.supported_version \
-	2>/dev/null | grep -q 0x0304 || fail "the control channel did not offer TLS 1.3"
-tshark -r "$work/wire.pcap" -Y 'infiniband.reth' -T fields -e infiniband.bth.destqp -e infiniband.reth.r_key \
-	>"$work/rkeys.txt" 2>/dev/null
+grep -q 0x0304 "$work/hello-versions.txt" || fail "the control channel did not offer TLS 1.3"
 python3 - "$work/bth.txt" "$work/rkeys.txt" "$work/tcp.hex" <<'PY' || fail "a token crossed the control channel in clear"
 import sys
 # TLS 1.3 sends only ClientHello and ServerHello in clear (handshake records,
