@@ -65,6 +65,7 @@ static const char *const event_names[] = {
 	[RSEC_AUDIT_RESUME] = "resume",
 	[RSEC_AUDIT_RELOAD] = "reload",
 	[RSEC_AUDIT_PEER_REVOKED] = "peer_revoked",
+	[RSEC_AUDIT_REKEY] = "rekey",
 };
 
 static const enum rsec_audit_event limited_events[LIMITED_N] = {

@@ -239,6 +239,15 @@ static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 	return rc < 0 ? rsec_conn_fail(c, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
+int rsec_data_new_tx_keys(struct rsec_conn *c)
+{
+	rsec_seal_retire_tx(&c->seal, c->sendq.acked);
+	if (!can_send(c, true))
+		return 0; /* the next frame we send retires the peer's old key instead */
+	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	return rc < 0 ? rsec_conn_fail(c, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
+}
+
 /* Returns 1 when the data path is being rebuilt (rebuild.c), else the connection's failure. */
 static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {

@@ -478,8 +478,8 @@ int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 	return rc == RSEC_E_AGAIN ? 0 : rc;
 }
 
-/* The deadline, or sooner when a grant expires or a keepalive is due: a wait wakes for the library's timers. */
-static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
+/* The deadline, or sooner when a grant expires, a keepalive or a rekey is due: a wait wakes for the library's timers. */
+uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 {
 	uint64_t t = deadline;
 	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
@@ -492,6 +492,8 @@ static uint64_t next_timer(const struct rsec_conn *c, uint64_t deadline)
 	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
 	if (chan && chan->phase == PHASE_ESTABLISHED && !chan->rs.parked && chan->last_tx_ms + KEEPALIVE_MS < t)
 		t = chan->last_tx_ms + KEEPALIVE_MS;
+	if (rsec_rekey_next_ms(c) < t)
+		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
 	uint64_t now = rsec_now_ms();
 	return t > now ? t : now + 1;
 }
@@ -511,7 +513,7 @@ int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int 
 		uint64_t now = rsec_now_ms();
 		if (now >= deadline)
 			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		rc = rsec_conn_wait(c, (int)(next_timer(c, deadline) - now));
+		rc = rsec_conn_wait(c, (int)(rsec_conn_next_timer(c, deadline) - now));
 		if (rc < 0 && !ready(c, arg))
 			return rc;
 	}

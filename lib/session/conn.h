@@ -233,6 +233,7 @@ struct rsec_rekey {
 	uint64_t since_ms;        /* when the keys in use were made */
 	uint64_t bytes_at;        /* bytes sent and received by then */
 	uint64_t count;           /* rekeys done over the connection's life */
+	const char *why;          /* OFFERED: what made us offer, for the audit record */
 };
 
 /* A session outliving its control channel (resume.c). */
@@ -369,6 +370,9 @@ struct rsec_conn {
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
+
+/* The earliest of deadline and the library's timers of c (grant expiry, keepalive, rekey_s, ...). */
+uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline);
 
 /*
  * Audit an event of connection c to its context's log (if any): the record
@@ -524,6 +528,8 @@ static inline bool rsec_rekey_possible(const struct rsec_conn *c)
 }
 /* The connection goes: its key material is wiped. */
 void rsec_rekey_forget(struct rsec_conn *c);
+/* When rekey_s runs out for c's keys, for waits to wake then; UINT64_MAX if not ahead (none, or offered). */
+uint64_t rsec_rekey_next_ms(const struct rsec_conn *c);
 
 /* resume.c */
 /*
@@ -571,6 +577,13 @@ RSEC_MUST_CHECK int rsec_data_renew(struct rsec_conn *c);
 RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
 /* The peer's frames of the current epoch we opened. */
 uint64_t rsec_data_opened(const struct rsec_conn *c);
+/*
+ * We seal under new keys (rekey.c): the old sending key goes now if the
+ * peer acknowledged all it sealed, and a CREDIT_ONLY frame under the new
+ * one retires the peer's old receiving key, so that an idle connection can
+ * rekey again. Returns 0 or the failure.
+ */
+RSEC_MUST_CHECK int rsec_data_new_tx_keys(struct rsec_conn *c);
 
 /* Receive buffers on c->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);

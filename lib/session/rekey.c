@@ -17,6 +17,7 @@
  * answers it and drops its own. A rebuild (a new epoch) starts a new chain
  * from the exporter; messages of an exchange it overtook are dropped.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -85,8 +86,24 @@ static RSEC_MUST_CHECK int install(struct rsec_conn *c, const uint8_t secret[sta
 	return rc;
 }
 
+/* Why a rekey was made (the audit record's reason). */
+#define WHY_TIME "rekey_s passed"
+#define WHY_BYTES "rekey_bytes reached"
+#define WHY_ASKED "requested"
+#define WHY_PEER "the peer offered"
+
+/* The audit record of a finished rekey: the new phase, and why it was made. */
+static void audit_rekey(struct rsec_conn *c, const char *why)
+{
+	char reason[128];
+	snprintf(reason, sizeof(reason), "phase %u (generation %u, epoch %u): %s", (unsigned)phase_of(c->rk.gen),
+		 (unsigned)c->rk.gen, (unsigned)c->rk.epoch, why ? why : WHY_ASKED);
+	rsec_conn_audit(c, RSEC_AUDIT_REKEY, "ok", reason, NULL);
+}
+
 /* Generation gen is the one in use now, both ways. */
-static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN], uint32_t gen)
+static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN], uint32_t gen,
+		   const char *why)
 {
 	memcpy(c->rk.secret, secret, RSEC_REKEY_SECRET_LEN);
 	c->rk.gen = gen;
@@ -94,6 +111,7 @@ static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_S
 	c->rk.bytes_at = bytes_moved(c);
 	c->rk.count++;
 	drop_exchange(&c->rk);
+	audit_rekey(c, why);
 }
 
 static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const uint8_t *pub)
@@ -113,7 +131,7 @@ static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const u
 	return 0;
 }
 
-int rsec_rekey_start(struct rsec_conn *c)
+static RSEC_MUST_CHECK int offer(struct rsec_conn *c, const char *why)
 {
 	follow_epoch(c);
 	/*
@@ -133,7 +151,13 @@ int rsec_rekey_start(struct rsec_conn *c)
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot make new keys: %s", rsec_strerror(rc));
 	c->rk.state = REKEY_OFFERED;
+	c->rk.why = why;
 	return send_rekey(c, RSEC_MSG_REKEY, pub);
+}
+
+int rsec_rekey_start(struct rsec_conn *c)
+{
+	return offer(c, WHY_ASKED);
 }
 
 int rsec_rekey_step(struct rsec_conn *c)
@@ -144,7 +168,17 @@ int rsec_rekey_step(struct rsec_conn *c)
 	const struct rsec_ctx *ctx = c->ctx;
 	bool by_time = ctx->rekey_s && rsec_now_ms() - c->rk.since_ms >= (uint64_t)ctx->rekey_s * 1000;
 	bool by_bytes = ctx->rekey_bytes && bytes_moved(c) - c->rk.bytes_at >= ctx->rekey_bytes;
-	return by_time || by_bytes ? rsec_rekey_start(c) : 0;
+	return by_time || by_bytes ? offer(c, by_time ? WHY_TIME : WHY_BYTES) : 0;
+}
+
+uint64_t rsec_rekey_next_ms(const struct rsec_conn *c)
+{
+	if (!c->ctx->rekey_s || c->phase != PHASE_ESTABLISHED || c->rk.state != REKEY_IDLE || !c->rk.since_ms ||
+	    !rsec_rekey_possible(c))
+		return UINT64_MAX;
+	uint64_t due = c->rk.since_ms + (uint64_t)c->ctx->rekey_s * 1000;
+	/* Passed: offered, or something stands in the way that no timer ends (a wait must not spin on it). */
+	return due > rsec_now_ms() ? due : UINT64_MAX;
 }
 
 /* REKEY: the peer's offer. Answer it, and receive under the new keys from now on. */
@@ -193,10 +227,11 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 		OPENSSL_cleanse(next, sizeof(next));
 		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
 	}
+	const char *why = c->rk.why;
 	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
-	commit(c, next, r->gen);
+	commit(c, next, r->gen, why);
 	OPENSSL_cleanse(next, sizeof(next));
-	return rc;
+	return rc < 0 ? rc : rsec_data_new_tx_keys(c);
 }
 
 /* REKEY_DONE: the peer seals under the new keys; so do we now. */
@@ -209,9 +244,9 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
 	uint8_t next[RSEC_REKEY_SECRET_LEN];
 	memcpy(next, c->rk.next, sizeof(next));
-	commit(c, next, r->gen);
+	commit(c, next, r->gen, WHY_PEER);
 	OPENSSL_cleanse(next, sizeof(next));
-	return 0;
+	return rsec_data_new_tx_keys(c);
 }
 
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c)

@@ -85,9 +85,29 @@ static void defaults(void **state)
 	assert_int_equal(c->listen_port, BLK_DEFAULT_PORT);
 	assert_int_equal(c->queue_depth, 32);
 	assert_int_equal(c->max_transfer, 1u << 20);
+	assert_int_equal(c->rekey_s, RSEC_DEFAULT_REKEY_S);
+	assert_true(c->rekey_bytes == RSEC_DEFAULT_REKEY_BYTES);
 	char err[256];
 	/* No credentials, no export. */
 	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), -1);
+	free(c);
+}
+
+/* Rekeying's bounds: the library's maxima, sizes with suffixes. */
+static void rekey_keys(void **state)
+{
+	(void)state;
+	int rc;
+	char err[256] = "";
+	struct blkd_conf *c = parse("[tls]\nrekey_s = 604800\nrekey_bytes = 128G\n", &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(c->rekey_s, RSEC_MAX_REKEY_S);
+	assert_true(c->rekey_bytes == RSEC_MAX_REKEY_BYTES);
+	free(c);
+	c = parse("[tls]\nrekey_s = 1\nrekey_bytes = 64K\n", &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(c->rekey_s, 1);
+	assert_true(c->rekey_bytes == 65536);
 	free(c);
 }
 
@@ -117,6 +137,13 @@ static void invalid(void **state)
 		{ "[export d]\nrw = CN=*\n", "rw: authorization rule 'CN=*' has a '*'" },
 		{ "[export d]\nwho = x\n", "unknown key 'who' in [export d]" },
 		{ "just text\n", "line 1: expected '[section]'" },
+		{ "[tls]\nrekey_s = 0\n", "line 2: rekey_s: '0' is not a number in 1..604800" },
+		{ "[tls]\nrekey_s = -1\n", "line 2: rekey_s: '-1' is not a number in 1..604800" },
+		{ "[tls]\nrekey_s = 604801\n", "line 2: rekey_s: '604801' is not a number in 1..604800" },
+		{ "[tls]\nrekey_s = 1h\n", "line 2: rekey_s: '1h' is not a number" },
+		{ "[tls]\nrekey_bytes = 0\n", "line 2: rekey_bytes: '0' is not a size in 1..137438953472" },
+		{ "[tls]\nrekey_bytes = 129G\n", "line 2: rekey_bytes: '129G' is not a size in 1..137438953472" },
+		{ "[tls]\nrekey_bytes = lots\n", "line 2: rekey_bytes: 'lots' is not a size" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[256] = "";
@@ -286,7 +313,7 @@ static void sizes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid),
+		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid), cmocka_unit_test(rekey_keys),
 		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks),
 		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(prefix_rules), cmocka_unit_test(open_budget),
 	};

@@ -119,6 +119,16 @@ static void full_valid_file(void **state)
 	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nresume_s = 86401\n", err, sizeof(err)), RSEC_E_CONFIG);
 	assert_non_null(strstr(err, "resume_s"));
 	assert_int_equal(c.resume_s, 86400);
+	/* Rekeying: the library's defaults unless set; its maxima. */
+	assert_int_equal(c.rekey_s, RSEC_DEFAULT_REKEY_S);
+	assert_true(c.rekey_bytes == RSEC_DEFAULT_REKEY_BYTES);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nrekey_s = 604800\nrekey_bytes = 137438953472\n", err,
+						sizeof(err)), 0);
+	assert_int_equal(c.rekey_s, 604800);
+	assert_true(c.rekey_bytes == RSEC_MAX_REKEY_BYTES);
+	assert_int_equal(rsec_conf_parse_string(&c, "[tls]\nrekey_s = 1\nrekey_bytes = 1\n", err, sizeof(err)), 0);
+	assert_int_equal(c.rekey_s, 1);
+	assert_true(c.rekey_bytes == 1);
 	/* Each grant mode, and the grant lifetime. */
 	static const char *const modes[] = { "mr", "mw", "auto" };
 	for (size_t i = 0; i < 3; i++) {
@@ -198,6 +208,15 @@ static void each_invalid_case(void **state)
 		{ "[server]\nqp_pool = 1025\n", "line 2: qp_pool: '1025' is not in 1..1024" },
 		{ "[server]\nqp_pool = 32x\n", "line 2: qp_pool: '32x' is not in 1..1024" },
 		{ "[tls]\nresume_s = 86401\n", "line 2: resume_s: '86401' is not 0 or in 1..86400" },
+		{ "[tls]\nrekey_s = 0\n", "line 2: rekey_s: '0' is not in 1..604800" },
+		{ "[tls]\nrekey_s = -5\n", "line 2: rekey_s: '-5' is not in 1..604800" },
+		{ "[tls]\nrekey_s = 604801\n", "line 2: rekey_s: '604801' is not in 1..604800" },
+		{ "[tls]\nrekey_s = 1h\n", "line 2: rekey_s: '1h' is not in 1..604800" },
+		{ "[tls]\nrekey_bytes = 0\n", "line 2: rekey_bytes: '0' is not in 1..137438953472" },
+		{ "[tls]\nrekey_bytes = 137438953473\n", "line 2: rekey_bytes: '137438953473' is not in 1..137438953472" },
+		{ "[tls]\nrekey_bytes = 18446744073709551616\n",
+		  "line 2: rekey_bytes: '18446744073709551616' is not in 1..137438953472" },
+		{ "[tls]\nrekey_bytes = 64k\n", "line 2: rekey_bytes: '64k' is not in 1..137438953472" },
 		{ "[limits]\nmax_msg = 0\n", "line 2: max_msg: '0' is not in 1..1073741823" },
 		{ "[limits]\nmax_msg = 1073741824\n", "line 2: max_msg: '1073741824' is not in 1..1073741823" },
 		{ "[limits]\nrecv_slots = 4097\n", "line 2: recv_slots: '4097' is not in 4..4096" },

@@ -12,10 +12,13 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "audit.h"
 #include "conn.h"
 #include "ctrl.h"
 #include "rekey.h"
@@ -119,6 +122,19 @@ static void client_opens(struct fake_conn *f, const uint8_t *frame, size_t len, 
 	assert_memory_equal(pt, want, h.len);
 }
 
+/* The frame the server sent last: under the new keys (phase), CREDIT_ONLY, it retires the client's old ones. */
+static void client_gets_new_keys_frame(struct fake_conn *f, uint8_t phase)
+{
+	struct rsec_conn *c = f->c;
+	const uint8_t *frame = c->send_ring + (size_t)((c->sendq.next - 1) % c->send_slots) * c->frame_size;
+	assert_int_equal(frame[15], phase);
+	struct rsec_seal_hdr h;
+	uint8_t pt[8];
+	assert_int_equal(rsec_seal_open(&f->peer, frame, RSEC_SEAL_OVERHEAD, &h, pt, sizeof(pt)), 0);
+	assert_true(h.flags & RSEC_SEAL_FLAG_CREDIT_ONLY);
+	assert_null(f->peer.rx_old);
+}
+
 /* Generation 0's message keys (the exporter's), as seal.c lays them out. */
 static void exporter_keys(struct fake_conn *f, uint8_t keys[static RSEC_SEAL_SECRET_LEN])
 {
@@ -172,6 +188,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	assert_int_equal(frame[15], 0);
 	client_opens(f, frame, len, "old");
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
+	client_gets_new_keys_frame(f, 1);
 	assert_int_equal(c->rk.state, REKEY_IDLE);
 	assert_int_equal(c->rk.gen, 1);
 	assert_int_equal(rsec_conn_rekeys(c), 1);
@@ -224,6 +241,7 @@ static void rekey_bytes_triggers(void **state)
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_REPLY, 1, cl.pub), 0);
 	peer_gets(f, RSEC_MSG_REKEY_DONE, &m);
 	assert_int_equal(m.u.rekey.gen, 1);
+	client_gets_new_keys_frame(f, 1);
 	assert_int_equal(c->rk.count, 1);
 	assert_int_equal(c->rk.state, REKEY_IDLE);
 	size_t len;
@@ -268,6 +286,7 @@ static void simultaneous_offers_resolve(void **state)
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 0, "winner");
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
+	client_gets_new_keys_frame(f, 1);
 	size_t len;
 	const uint8_t *frame = server_sends(f, "agreed", &len);
 	client_opens(f, frame, len, "agreed");
@@ -295,6 +314,7 @@ static void client_ignores_the_servers_offer(void **state)
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_REPLY, 1, other.pub), 0);
 	peer_gets(f, RSEC_MSG_REKEY_DONE, &m);
+	client_gets_new_keys_frame(f, 1);
 	assert_int_equal(c->rk.count, 1);
 	size_t len;
 	const uint8_t *frame = server_sends(f, "done", &len);
@@ -446,12 +466,117 @@ static void rekey_s_triggers(void **state)
 	assert_int_equal(m.u.rekey.gen, 1);
 }
 
+/* The audit log of the test connection's context: a file in a fresh directory. */
+static void audit_open(struct fake_conn *f, char dir[static 32], char path[static 64])
+{
+	strcpy(dir, "/tmp/rsec-rekey-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, 64, "%s/audit.log", dir);
+	assert_int_equal(rsec_audit_open(path, &f->ctx.audit), 0);
+}
+
+/* The log so far holds, in order, a rekey record with each of the reasons given. */
+static void audit_has_rekeys(const char *path, const char *const *reasons, size_t n)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	char line[1024];
+	size_t seen = 0;
+	while (fgets(line, sizeof(line), fp)) {
+		if (!strstr(line, "\"event\":\"rekey\""))
+			continue;
+		assert_true(seen < n);
+		assert_non_null(strstr(line, reasons[seen]));
+		assert_non_null(strstr(line, "\"result\":\"ok\""));
+		seen++;
+	}
+	fclose(fp);
+	assert_int_equal(seen, n);
+}
+
+static void audit_close(struct fake_conn *f, const char *dir, const char *path)
+{
+	rsec_audit_close(f->ctx.audit);
+	f->ctx.audit = NULL;
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/*
+ * An idle connection renews its keys by time again and again: after a rekey
+ * each side sends a frame under its new keys unasked (the peer's old ones
+ * retire without traffic), and a wait wakes when rekey_s runs out. Each
+ * completed rekey is audited with its new phase and why.
+ */
+static void idle_connection_rekeys_by_time(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	char dir[32], path[64];
+	audit_open(f, dir, path);
+	f->ctx.rekey_s = 60;
+	assert_int_equal(rsec_rekey_step(c), 0);
+	c->last_tx_ms = rsec_now_ms(); /* a keepalive just went: it is not the next timer */
+	uint64_t later = rsec_now_ms() + 3600 * 1000;
+	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000 > c->last_tx_ms + 15000 ?
+								c->last_tx_ms + 15000 : c->rk.since_ms + 60 * 1000);
+	c->rk.since_ms = rsec_now_ms() - 55 * 1000; /* due in 5 s: before the keepalive */
+	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000);
+
+	/* The client offers (no traffic before or after); the server answers, then sends under the new keys. */
+	struct client cl;
+	client_init(f, &cl);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+	uint8_t keys[RSEC_SEAL_SECRET_LEN];
+	client_next(&cl, m.u.rekey.pub, 1, keys);
+	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
+	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
+	client_gets_new_keys_frame(f, 1);
+	assert_null(c->seal.tx_old); /* the peer had acknowledged all the old key sealed: none */
+	/* The client does the same: its frame under the new keys returns the credit and retires our old key. */
+	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_CREDIT_ONLY, 1, NULL, 0);
+	struct ibv_wc wc = fake_recv_wc(c, 0, n);
+	fake_complete(&wc);
+	assert_int_equal(rsec_data_poll(c), 0);
+	assert_null(c->seal.rx_old);
+
+	/* rekey_s later, still idle: the server offers generation 2; a wait no longer wakes for it then. */
+	assert_int_equal(rsec_rekey_next_ms(c), c->rk.since_ms + 60 * 1000);
+	c->rk.since_ms -= 61 * 1000;
+	assert_int_equal(rsec_rekey_step(c), 0);
+	peer_gets(f, RSEC_MSG_REKEY, &m);
+	assert_int_equal(m.u.rekey.gen, 2);
+	assert_int_equal(rsec_rekey_next_ms(c), UINT64_MAX);
+	uint8_t next[RSEC_REKEY_SECRET_LEN];
+	EVP_PKEY *priv = NULL;
+	uint8_t pub[RSEC_REKEY_PUB_LEN];
+	assert_int_equal(rsec_rekey_keypair(&priv, pub), 0);
+	assert_int_equal(rsec_rekey_next(cl.secret, priv, m.u.rekey.pub, 2, next), 0);
+	EVP_PKEY_free(priv);
+	assert_int_equal(rsec_rekey_data_secret(next, keys), 0);
+	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 2), 0);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY_REPLY, 2, pub), 0);
+	peer_gets(f, RSEC_MSG_REKEY_DONE, &m);
+	client_gets_new_keys_frame(f, 2);
+	assert_int_equal(rsec_conn_rekeys(c), 2);
+
+	static const char *const reasons[] = { "phase 1 (generation 1, epoch 0): the peer offered",
+					       "phase 2 (generation 2, epoch 0): rekey_s passed" };
+	audit_has_rekeys(path, reasons, 2);
+	audit_close(f, dir, path);
+	client_free(&cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(keys_change_and_nothing_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_bytes_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_s_triggers, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_connection_rekeys_by_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(simultaneous_offers_resolve, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_ignores_the_servers_offer, setup, teardown),
 		cmocka_unit_test_setup_teardown(reply_to_no_offer, setup, teardown),

@@ -47,6 +47,9 @@ static void usage(FILE *f)
 		"      --resume-grace MS       when the TLS connection is lost (server crash, cut, forged\n"
 		"                              reset), reconnect and resume the session for up to MS\n"
 		"                              (the server must allow it too); default 0: fail at once\n"
+		"      --rekey-s SECONDS       renew the keys at least this often (default 3600, 1..604800)\n"
+		"      --rekey-bytes BYTES     ... and every BYTES sent and received (K/M/G; default 64G,\n"
+		"                              1..128G)\n"
 		"  -h, --help\n");
 }
 
@@ -106,7 +109,7 @@ static bool copy_path(char dst[static CLI_PATH_MAX], const char *path)
 int main(int argc, char **argv)
 {
 	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
-	       OPT_GRACE };
+	       OPT_GRACE, OPT_REKEY_S, OPT_REKEY_BYTES };
 	static const struct option opts[] = {
 		{ "commands", required_argument, NULL, 'c' },
 		{ "certs", required_argument, NULL, 'C' },
@@ -124,6 +127,8 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "resume-grace", required_argument, NULL, OPT_GRACE },
+		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -131,6 +136,7 @@ int main(int argc, char **argv)
 	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
 	const char *source = NULL, *audit = NULL, *crl = NULL;
 	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
+	uint64_t rekey_s = RSEC_DEFAULT_REKEY_S, rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
 	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
 	int c;
 	while ((c = getopt_long(argc, argv, "c:C:p:s:d:t:h", opts, NULL)) != -1) {
@@ -154,6 +160,10 @@ int main(int argc, char **argv)
 		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
 		case OPT_AUDIT: audit = optarg; break;
 		case OPT_GRACE: ok = cli_parse_u64("--resume-grace", optarg, 0, RSEC_MAX_RESUME_GRACE_MS, false, &grace); break;
+		case OPT_REKEY_S: ok = cli_parse_u64("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, false, &rekey_s); break;
+		case OPT_REKEY_BYTES:
+			ok = cli_parse_u64("--rekey-bytes", optarg, 1, RSEC_MAX_REKEY_BYTES, true, &rekey_bytes);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -179,6 +189,9 @@ int main(int argc, char **argv)
 	}
 	attr.comp_mask |= RSEC_CTX_ATTR_GRACE;
 	attr.resume_grace_ms = (uint32_t)grace;
+	attr.comp_mask |= RSEC_CTX_ATTR_REKEY;
+	attr.rekey_s = (uint32_t)rekey_s;
+	attr.rekey_bytes = rekey_bytes;
 	if (psk_file && crl) {
 		fprintf(stderr, "rdmasec-client: --crl needs certificates, not --psk-file\n");
 		return 2;

@@ -11,13 +11,13 @@
 #include "conf.h"
 #include "conf_util.h"
 
-enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32, KIND_RULE /* repeatable: each adds one */ };
+enum conf_kind { KIND_ADDR, KIND_STR, KIND_U32, KIND_U64, KIND_RULE /* repeatable: each adds one */ };
 
 struct conf_key {
 	const char *section, *name;
 	enum conf_kind kind;
 	size_t off, size;       /* the field in struct rsec_conf */
-	uint32_t min, max;
+	uint64_t min, max;
 	bool zero_ok;           /* 0 is allowed besides min..max ("none") */
 	const char *choices;    /* KIND_STR: the allowed values, "a|b|c"; NULL: any */
 };
@@ -28,6 +28,8 @@ struct conf_key {
 					  sizeof(((struct rsec_conf *)0)->field), 0, 0, false, choices }
 #define KEY_U32(sec, field, lo, hi, z) { sec, #field, KIND_U32, offsetof(struct rsec_conf, field), \
 					 sizeof(uint32_t), lo, hi, z, NULL }
+#define KEY_U64(sec, field, lo, hi) { sec, #field, KIND_U64, offsetof(struct rsec_conf, field), \
+				      sizeof(uint64_t), lo, hi, false, NULL }
 
 static const struct conf_key conf_keys[] = {
 	{ "server", "listen", KIND_ADDR, 0, 0, 0, 0, false, NULL },
@@ -54,6 +56,8 @@ static const struct conf_key conf_keys[] = {
 	KEY_STR("tls", psk_file),
 	KEY_STR("tls", psk_identity),
 	KEY_U32("tls", resume_s, 1, 86400, true), /* RSEC_MAX_RESUME_S */
+	KEY_U32("tls", rekey_s, 1, RSEC_MAX_REKEY_S, false),
+	KEY_U64("tls", rekey_bytes, 1, RSEC_MAX_REKEY_BYTES),
 	KEY_U32("limits", max_msg, 1, 1073741823, false), /* the library's 1 GiB less the opcode byte */
 	KEY_U32("limits", recv_slots, 4, 4096, false), /* rsec_ctx_new: RSEC_RECV_SLOTS_MIN */
 	KEY_U32("limits", slot_size, 4096, 1048576, false),
@@ -104,7 +108,7 @@ static bool section_known(const char *section)
 }
 
 /* Decimal digits only: strtoul alone would take " +5", "-1" (wrapped) and "0x10". */
-static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, bool zero_ok, uint32_t *out)
+static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, bool zero_ok, uint64_t *out)
 {
 	if (*s < '0' || *s > '9')
 		return false;
@@ -114,6 +118,15 @@ static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, bool zero_ok, uin
 	if (errno != 0 || *end != '\0')
 		return false;
 	if (!(v >= lo && v <= hi) && !(zero_ok && v == 0))
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, bool zero_ok, uint32_t *out)
+{
+	uint64_t v;
+	if (!parse_u64(s, lo, hi, zero_ok, &v))
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -189,18 +202,26 @@ RSEC_MUST_CHECK static int set_value(struct rsec_conf *c, const struct conf_key 
 {
 	char q[80], msg[256];
 	uint32_t n;
+	uint64_t n64;
 	size_t len;
 	switch (k->kind) {
 	case KIND_ADDR:
 		return parse_listen(c, value, e);
 	case KIND_U32:
-		if (!parse_u32(value, k->min, k->max, k->zero_ok, &n)) {
+		if (!parse_u32(value, (uint32_t)k->min, (uint32_t)k->max, k->zero_ok, &n)) {
 			if (k->zero_ok)
-				return conf_fail(e, "%s: '%s' is not 0 or in %u..%u", k->name, conf_quote(q, value), k->min,
-						 k->max);
-			return conf_fail(e, "%s: '%s' is not in %u..%u", k->name, conf_quote(q, value), k->min, k->max);
+				return conf_fail(e, "%s: '%s' is not 0 or in %u..%u", k->name, conf_quote(q, value),
+						 (unsigned)k->min, (unsigned)k->max);
+			return conf_fail(e, "%s: '%s' is not in %u..%u", k->name, conf_quote(q, value), (unsigned)k->min,
+					 (unsigned)k->max);
 		}
 		memcpy((char *)c + k->off, &n, sizeof(n));
+		return 0;
+	case KIND_U64:
+		if (!parse_u64(value, k->min, k->max, false, &n64))
+			return conf_fail(e, "%s: '%s' is not in %llu..%llu", k->name, conf_quote(q, value),
+					 (unsigned long long)k->min, (unsigned long long)k->max);
+		memcpy((char *)c + k->off, &n64, sizeof(n64));
 		return 0;
 	case KIND_RULE:
 		return add_rule(c, value, e);
@@ -246,6 +267,8 @@ void rsec_conf_defaults(struct rsec_conf *c)
 	c->worker_threads = 2;
 	c->qp_pool = 32;
 	c->resume_s = RSEC_DEFAULT_RESUME_S;
+	c->rekey_s = RSEC_DEFAULT_REKEY_S;
+	c->rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
 	c->max_msg = 16777216;
 	c->recv_slots = 64;
 	c->slot_size = 65536;

@@ -42,6 +42,8 @@ struct rsec_conf {
 	/* [tls] */
 	char ca[4096], cert[4096], key[4096], crl[4096], psk_file[4096], psk_identity[128];
 	uint32_t resume_s;      /* TLS session tickets good for this long after a certificate check; 0: none */
+	uint32_t rekey_s;       /* each queue pair's keys renewed at least this often (docs/protocol.md, "Rekeying") */
+	uint64_t rekey_bytes;   /* ... and after this many bytes sent and received */
 	/* [limits] */
 	uint32_t max_msg, recv_slots, slot_size;
 	uint32_t rebuilds_per_min; /* self-healing: data-path rebuilds per connection a minute; 0: close instead */

@@ -38,6 +38,8 @@ static const struct fixed_key {
 	FIXED_STR(psk_file, "psk_file"),
 	FIXED_STR(psk_identity, "psk_identity"),
 	FIXED(resume_s, "resume_s"),
+	FIXED(rekey_s, "rekey_s"),
+	FIXED(rekey_bytes, "rekey_bytes"),
 	FIXED(max_msg, "max_msg"),
 	FIXED(recv_slots, "recv_slots"),
 	FIXED(slot_size, "slot_size"),

@@ -34,6 +34,9 @@ static void usage(FILE *f)
 		"      --tls-resume SECONDS    certificate mode: let clients resume their TLS session for\n"
 		"                              SECONDS after their certificate was checked (default 600,\n"
 		"                              at most 86400); 0: a full handshake every time\n"
+		"      --rekey-s SECONDS       renew each queue pair's keys at least this often (default 3600,\n"
+		"                              1..604800)\n"
+		"      --rekey-bytes BYTES     ... and every BYTES sent and received (default 2^36, 1..2^37)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:7471\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"      --max-clients N         connections at once, handshakes included (default 1024)\n"
@@ -110,7 +113,7 @@ enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_M
        OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
        OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
        OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS, OPT_ALLOW,
-       OPT_TRUST_ETCD, OPT_TRUST_STATE };
+       OPT_TRUST_ETCD, OPT_TRUST_STATE, OPT_REKEY_S, OPT_REKEY_BYTES };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -121,6 +124,8 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_PSK_FILE, "tls", "psk_file" },
 	{ OPT_PSK_ID, "tls", "psk_identity" },
 	{ OPT_TLS_RESUME, "tls", "resume_s" },
+	{ OPT_REKEY_S, "tls", "rekey_s" },
+	{ OPT_REKEY_BYTES, "tls", "rekey_bytes" },
 	{ 'l', "server", "listen" },
 	{ 'd', "server", "device" },
 	{ OPT_MAX_CLIENTS, "server", "max_clients" },
@@ -158,6 +163,8 @@ static const struct option long_opts[] = {
 	{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 	{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 	{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },
+	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "device", required_argument, NULL, 'd' },
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },

@@ -1094,6 +1094,9 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	attr.resume_grace_ms = conf->resume_grace_ms;
 	attr.tls_resume_s = conf->resume_s;
 	attr.rebuilds_per_min = conf->rebuilds_per_min;
+	attr.comp_mask |= RSEC_CTX_ATTR_REKEY;
+	attr.rekey_s = conf->rekey_s;
+	attr.rekey_bytes = conf->rekey_bytes;
 	if (conf->audit_log[0]) {
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
 		attr.audit_path = conf->audit_log;

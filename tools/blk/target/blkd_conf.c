@@ -46,6 +46,8 @@ static const struct key target_keys[] = {
 	{ "tls", "cert", KIND_STR, FIELD(cert), 0, 0 },
 	{ "tls", "key", KIND_STR, FIELD(key), 0, 0 },
 	{ "tls", "crl", KIND_STR, FIELD(crl), 0, 0 },
+	{ "tls", "rekey_s", KIND_U32, FIELD(rekey_s), 1, RSEC_MAX_REKEY_S },
+	{ "tls", "rekey_bytes", KIND_SIZE64, FIELD(rekey_bytes), 1, RSEC_MAX_REKEY_BYTES },
 };
 #define N_TARGET_KEYS (sizeof(target_keys) / sizeof(target_keys[0]))
 
@@ -304,6 +306,8 @@ struct blkd_conf *blkd_conf_new(void)
 	c->grant_timeout_ms = 5000;
 	c->rebuilds_per_min = 6;
 	c->store_threads = 4;
+	c->rekey_s = RSEC_DEFAULT_REKEY_S;
+	c->rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
 	return c;
 }
 

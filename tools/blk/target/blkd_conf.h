@@ -59,6 +59,8 @@ struct blkd_conf {
 	uint32_t store_threads; /* worker threads doing the backing stores' I/O */
 	/* [tls] */
 	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN], crl[BLKD_PATH_LEN];
+	uint32_t rekey_s;       /* each queue pair's keys renewed at least this often (docs/protocol.md, "Rekeying") */
+	uint64_t rekey_bytes;   /* ... and after this many bytes sent and received */
 	/* [export NAME] */
 	struct blkd_export_conf exports[BLKD_EXPORTS_MAX];
 	unsigned n_exports;

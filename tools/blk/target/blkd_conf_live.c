@@ -30,6 +30,8 @@ static const struct fixed_key target_keys[] = {
 	FIXED(struct blkd_conf, handshake_rate_per_source, "handshake_rate_per_source", false),
 	FIXED(struct blkd_conf, memory_limit, "memory_limit", false),
 	FIXED(struct blkd_conf, rebuilds_per_min, "rebuilds_per_min", false),
+	FIXED(struct blkd_conf, rekey_s, "rekey_s", false),
+	FIXED(struct blkd_conf, rekey_bytes, "rekey_bytes", false),
 	FIXED(struct blkd_conf, store_threads, "store_threads", false),
 	FIXED(struct blkd_conf, ca, "ca", true),
 	FIXED(struct blkd_conf, cert, "cert", true),

@@ -24,6 +24,9 @@ static void usage(FILE *f)
 		"  -C, --certs DIR             ca.pem, server.pem, server.key from DIR (rdmasec-keygen)\n"
 		"      --ca FILE --cert FILE --key FILE   the same, one by one\n"
 		"      --crl FILE              refuse certificates revoked in FILE (PEM CRLs; read at start and SIGHUP)\n"
+		"      --rekey-s SECONDS       renew each queue pair's keys at least this often (default 3600,\n"
+		"                              1..604800)\n"
+		"      --rekey-bytes BYTES     ... and every BYTES sent and received (default 64G, 1..128G)\n"
 		"  -l, --listen ADDR[:PORT]    default 0.0.0.0:%u\n"
 		"  -d, --device NAME           RDMA device (default: the one owning each connection's address)\n"
 		"  -e, --export NAME=PATH[,size=SIZE][,bs=512|4096][,ro][,buffered][,max-sessions=N]\n"
@@ -99,7 +102,7 @@ static bool add_id(struct args *a, const char *key, const char *id)
 /* Long options without a short letter: above the byte values getopt returns for letters. */
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
        OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
-       OPT_STORE_THREADS };
+       OPT_STORE_THREADS, OPT_REKEY_S, OPT_REKEY_BYTES };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -107,6 +110,8 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_CERT, "tls", "cert" },
 	{ OPT_KEY, "tls", "key" },
 	{ OPT_CRL, "tls", "crl" },
+	{ OPT_REKEY_S, "tls", "rekey_s" },
+	{ OPT_REKEY_BYTES, "tls", "rekey_bytes" },
 	{ 'l', "target", "listen" },
 	{ 'd', "target", "device" },
 	{ OPT_AUDIT, "target", "audit_log" },
@@ -129,6 +134,8 @@ static const struct option long_opts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
 	{ "key", required_argument, NULL, OPT_KEY },
 	{ "crl", required_argument, NULL, OPT_CRL },
+	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "device", required_argument, NULL, 'd' },
 	{ "export", required_argument, NULL, 'e' },

@@ -989,12 +989,14 @@ static int open_context(struct target *t)
 		.recv_slots = conf->queue_depth + 8,
 		.slot_size = 65536,
 		.max_msg = 65536,
-		.comp_mask = RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_REBUILDS |
+		.comp_mask = RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_DEPTH | RSEC_CTX_ATTR_REBUILDS | RSEC_CTX_ATTR_REKEY |
 			     (conf->crl[0] ? RSEC_CTX_ATTR_CRL : 0),
 		.crl_file = conf->crl[0] ? conf->crl : NULL,
 		.max_qps = conf->queues,
 		.max_inflight = conf->queue_depth > 128 ? conf->queue_depth : 128,
 		.rebuilds_per_min = conf->rebuilds_per_min,
+		.rekey_s = conf->rekey_s,
+		.rekey_bytes = conf->rekey_bytes,
 	};
 	if (conf->audit_log[0]) {
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
