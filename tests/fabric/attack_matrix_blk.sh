@@ -64,7 +64,7 @@ if "sniff" in rows:
                      cells["sniff"]["evidence"]), cells["sniff"]
     assert cells["sniff"]["outcome"] == "blocked", cells["sniff"]
 if "exhaust" in rows:
-    assert cells["exhaust"]["outcome"] == "blocked" and "legit verify run rc 0" in cells["exhaust"]["evidence"], cells["exhaust"]
+    assert cells["exhaust"]["outcome"] == "blocked" and "legit write+read rc 0" in cells["exhaust"]["evidence"], cells["exhaust"]
 if "cm-disconnect" in rows:
     assert cells["cm-disconnect"]["outcome"] == "blocked" and "20 forged DREQs" in cells["cm-disconnect"]["evidence"], cells["cm-disconnect"]
 for a in ("mem-access", "cnp", "cm-disconnect-exhaust"):

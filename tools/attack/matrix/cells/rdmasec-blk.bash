@@ -191,8 +191,14 @@ _blk_mem_access() {
 		"$BLK_EV; [rdma res] $t MR(s) of rdmasec-blkd on rxe1, $h of rdmasec-blk on rxe2"
 }
 
+# _blk_legit write|read: one more session of host 2's client on 256 KiB at 1 MiB (stdin / stdout).
+_blk_legit() {
+	timeout 30 fabric on 2 "$BIN/blk/cli/rdmasec-blk" "$1" --server "$VICTIM_SERVER_IP" --certs "$VICTIM_PKI" \
+		--export disk --source "$VICTIM_CLIENT_IP" -t 10000 --offset 1048576 --length 262144
+}
+
 # exhaust (A4): 64 TCP connections from host 3 that never start TLS, held
-# (up to 60 s) while the client (host 2) runs one more verify session; the
+# (up to 60 s) while the client (host 2) writes and reads back 256 KiB; the
 # attacker is stopped then (it writes no JSON when stopped: its "holding N
 # connections" line counts them).
 _blk_exhaust() {
@@ -203,9 +209,11 @@ _blk_exhaust() {
 	_exh_wait "$CELL/atk.err" holding
 	held=$(_exh_qps)
 	kill -0 "$EXH_PID" 2>/dev/null && ev=held || ev="not held"
-	timeout 30 fabric on 2 "$BIN/blk/cli/rdmasec-blk" bench --server "$VICTIM_SERVER_IP" --certs "$VICTIM_PKI" \
-		--export disk --source "$VICTIM_CLIENT_IP" -t 10000 --rw randwrite --bs 4k --iodepth 2 --size 256K --verify \
-		--seed 99 --json >"$CELL/legit.json" 2>"$CELL/legit.err"
+	# Its own 256 KiB at 1 MiB: the verify loop writes the first BLK_IO_KIB of the export at the same time.
+	head -c 262144 /dev/urandom >"$CELL/legit.in"
+	_blk_legit write <"$CELL/legit.in" >/dev/null 2>"$CELL/legit.err" &&
+		_blk_legit read >"$CELL/legit.out" 2>>"$CELL/legit.err" &&
+		{ cmp -s "$CELL/legit.in" "$CELL/legit.out" || { echo "read back differs" >>"$CELL/legit.err"; false; }; }
 	rc=$?
 	kill -0 "$EXH_PID" 2>/dev/null || ev="not held"
 	kill "$EXH_PID" 2>/dev/null
@@ -216,11 +224,11 @@ _blk_exhaust() {
 	# rxe1's QP count moves with the client's own sessions: the attacker's count of QPs its connections got decides.
 	echo "exhaust: rxe1 QPs $before before, $held while held (the client's sessions included)" >&2
 	if [ "${n:-0}" = 64 ] && [ "$ev" = held ] && [ "$q" = 0 ] && [ $rc = 0 ]; then
-		ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit verify run rc $rc"
+		ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit write+read rc $rc"
 		matrix_result exhaust rdmasec-blk blocked "no RDMA resources before TLS auth and OPEN; the held connections do not stop a legitimate session" "$BLK_EV; $ev"
 		return
 	fi
-	ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit verify run rc $rc"
+	ev="${n:-0} conns w/o TLS $ev, ${q:-?} got a QP; legit write+read rc $rc"
 	if [ $rc != 0 ] && [ "${n:-0}" -ge 1 ]; then
 		matrix_result exhaust rdmasec-blk succeeded "" "$ev ($(head -c 80 "$CELL/legit.err")); $BLK_EV"
 	else
