@@ -82,21 +82,26 @@ tshark -r "$work/wire.pcap" -Y 'infiniband || tcp.len > 0' -T fields -E separato
 	>"$work/wire.tsv" 2>/dev/null || fail "tshark cannot read the capture"
 # Every RC QP's first request on the wire carries its initial PSN. Responses
 # (READ responses, ACKs: opcodes 13..18) carry the requester's PSN: skipped
-# (bth.txt). The RDMA WRITEs' rkeys (rkeys.txt). The first connection's
-# control channel, the sizes client's (tcp.hex). The TLS versions its
+# (bth.txt). The first connection (the sizes client) runs alone until the
+# 10 clients start, so every RoCE packet before the second TCP stream's first
+# byte is its own, whatever QPs a rebuild gave it (conn1.txt: source, QPN, PSN,
+# opcode, rkey). Its control channel (tcp.hex). The TLS versions the
 # ClientHellos offer (hello-versions.txt).
 python3 - "$work" <<'EOF' || fail "cannot split the capture's fields"
 import sys
 w = sys.argv[1]
-with open(w + "/wire.tsv") as f, open(w + "/bth.txt", "w") as bth, open(w + "/rkeys.txt", "w") as rkeys, \
+alone = True
+with open(w + "/wire.tsv") as f, open(w + "/bth.txt", "w") as bth, open(w + "/conn1.txt", "w") as conn1, \
         open(w + "/tcp.hex", "w") as tcp, open(w + "/hello-versions.txt", "w") as hellos:
     for line in f:
         src, qp, psn, op, rkey, stream, payload, hs_types, versions = (line.rstrip("\n").split("\t") + [""] * 9)[:9]
+        if stream not in ("", "0"):
+            alone = False
         if qp and op:
             if not 13 <= int(op, 0) <= 18:
                 print(src, qp, psn, sep="\t", file=bth)
-            if rkey:
-                print(qp, rkey, sep="\t", file=rkeys)
+            if alone:
+                print(src, qp, psn, op, rkey or "-", sep="\t", file=conn1)
         if stream == "0" and payload:
             print(payload, file=tcp)
         if "1" in hs_types.split(","):
@@ -137,10 +142,11 @@ EOF
 
 # The control channel (TCP 7471) is TLS 1.3 and carries none of the tokens in
 # clear. Checked on the first connection (the sizes client): its TCP stream
-# against its QPNs, initial PSNs and the rkeys its RDMA WRITEs used.
+# against every QPN, initial PSN and RDMA WRITE rkey its data path used.
 [ -s "$work/tcp.hex" ] || fail "no control-channel traffic captured"
 grep -q 0x0304 "$work/hello-versions.txt" || fail "the control channel did not offer TLS 1.3"
-python3 - "$work/bth.txt" "$work/rkeys.txt" "$work/tcp.hex" <<'PY' || fail "a token crossed the control channel in clear"
+grep -h '^stats: ' "$work/sizes.out" || true
+python3 - "$work/conn1.txt" "$work/tcp.hex" <<'PY' || fail "a token crossed the control channel in clear"
 import sys
 # TLS 1.3 sends only ClientHello and ServerHello in clear (handshake records,
 # type 22): their length fields match small QPNs by chance (00 00 00 16),
@@ -154,20 +160,18 @@ def without_hellos(seg):
         i = end
     return bytes(out + seg[i:])
 tcp = b"".join(without_hellos(bytes.fromhex(l.strip().replace(":", "")))
-               for l in open(sys.argv[3]) if l.strip())
-flows = {}
+               for l in open(sys.argv[2]) if l.strip())
+tokens, first_psn = set(), {}
 for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 3:
-        flows.setdefault(parts[0], {}).setdefault(int(parts[1], 0), int(parts[2], 0))
-server_qp, server_psn = next(iter(flows["10.77.0.2"].items()))  # client -> server QP of connection 1
-client_qp, client_psn = next(iter(flows["10.77.0.1"].items()))
-tokens = {("qpn", server_qp), ("qpn", client_qp), ("psn", server_psn), ("psn", client_psn)}
-for line in open(sys.argv[2]):
-    parts = line.split()
-    if len(parts) == 2 and int(parts[0], 0) == server_qp:
-        tokens.add(("rkey", int(parts[1], 0)))
-assert any(k == "rkey" for k, _ in tokens), "connection 1 made no RDMA WRITE"
+    src, qp, psn, op, rkey = line.split()
+    tokens.add(("qpn", int(qp, 0)))
+    if not 13 <= int(op, 0) <= 18 and (src, qp) not in first_psn:
+        first_psn[(src, qp)] = int(psn, 0)
+    if rkey != "-":
+        tokens.add(("rkey", int(rkey, 0)))
+tokens |= {("psn", v) for v in first_psn.values()}
+assert sum(k == "qpn" for k, _ in tokens) >= 2, "connection 1's queue pairs are not on the wire"
+assert any(k == "rkey" for k, _ in tokens), "connection 1 made no one-sided transfer"
 found = [(k, hex(v)) for k, v in tokens
          for enc in (v.to_bytes(4, "big"), v.to_bytes(4, "little")) if enc in tcp]
 print(f"control channel: {len(tcp)} bytes of connection 1 checked against {len(tokens)} QPN/PSN/rkey values")
