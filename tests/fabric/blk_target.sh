@@ -90,9 +90,9 @@ expect_each "$io" "(io)" <<'EOF'
 ^RESULT inflight=16 of 16$	16 READs in flight did not all complete
 ^RESULT past-end=out of range$	a read past the end was not refused
 ^RESULT misaligned=invalid field$	a misaligned read was not refused
-^RESULT too-small-grant=transfer failed$	a grant too small for the read was used
+^RESULT past-pool=transfer failed$	a read past the end of the client's pool grant was tried
 ^RESULT inline-over-max=invalid field$	an in-capsule write over max_inline was taken
-^RESULT no-grant=transfer failed$	a write whose grant never came did not fail
+^RESULT bad-mac=transfer failed$	a pulled write whose data did not authenticate was not refused
 EOF
 expect_each "$work/ro-id.out" "(read-only identity)" <<'EOF'
 ^RESULT open-write=read-only$	OPEN with WRITE was not refused
