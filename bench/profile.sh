@@ -18,8 +18,9 @@
 # RW-BS-qdDEPTH (default: randread-4k-qd1 randwrite-4k-qd1 randread-4k-qd32
 # randwrite-4k-qd32). Writes BUILD/bench/profile/WORKLOAD/{client,server}.txt
 # (top symbols), {client,server}.dso.txt, counts.txt (per I/O) and the
-# client's results (perf.json, count.json).
-# PROFILE_RUNTIME: seconds per run (default 5).
+# client's results (perf.json, count-{short,long}.json). PROFILE_DELAY: ms of each
+# run perf leaves out (set-up; default 4000).
+# PROFILE_RUNTIME: seconds per run (default 12; counts: that run minus one of 2 s).
 # RSEC_BUILD_DIR: the build (default build/). PROFILE_FREQ: samples/s (default 2000).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)

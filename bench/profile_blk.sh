@@ -12,8 +12,10 @@
 set -u
 top=$1 build=$2 out=$3 freq=$4
 shift 4
-runtime=${PROFILE_RUNTIME:-5}
-[[ $runtime =~ ^[1-9][0-9]*$ ]] || { echo "profile: PROFILE_RUNTIME '$runtime' is not a number" >&2; exit 2; }
+runtime=${PROFILE_RUNTIME:-12}
+delay=${PROFILE_DELAY:-4000}
+[[ $runtime =~ ^[1-9][0-9]*$ && $runtime -gt 2 ]] || { echo "profile: PROFILE_RUNTIME '$runtime' is not a number > 2" >&2; exit 2; }
+[[ $delay =~ ^[0-9]+$ ]] || { echo "profile: PROFILE_DELAY '$delay' is not a number" >&2; exit 2; }
 for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/keygen/rdmasec-keygen; do
 	[ -x "$build/$p" ] || { echo "profile: build $p first (make build)" >&2; exit 2; }
 done
@@ -28,8 +30,8 @@ mkdir -p "$out"
 
 cat >"$out/guest.sh" <<'GUEST'
 set -u
-build=$1 out=$2 freq=$3 runtime=$4
-shift 4
+build=$1 out=$2 freq=$3 runtime=$4 delay=$5
+shift 5
 blkd=$build/tools/blk/target/rdmasec-blkd blk=$build/tools/blk/cli/rdmasec-blk
 # The build's own librdmasec, also for a copy of a build (its runpath names the original).
 export LD_LIBRARY_PATH=$build/lib
@@ -48,39 +50,46 @@ counters() {
 		awk '$1 == "cpu" { print "busy_ticks", $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
 	} >"$1"
 }
-# run_pass WORKLOAD PASS: the target and the client, each under PASS's tool.
+# run_pass WORKLOAD PASS RUNTIME: the target and the client; PASS perf records both ends from
+# DELAY ms after the client started (its set-up and the target's are not what we look at), PASS
+# count-* counts each end's system calls and the guest's counters over the client's whole run.
 run_pass() {
-	local w=$1 pass=$2 d=$out/$1 rw bs qd spid
+	local w=$1 pass=$2 secs=$3 d=$out/$1 rw bs qd bpid tpid=
 	IFS=- read -r rw bs qd <<<"$w"
 	qd=${qd#qd}
-	local -a server_tool client_tool
-	if [ "$pass" = perf ]; then
-		server_tool=(perf record -q -F "$freq" -e cpu-clock -g -o "$d/server.perf.data" --)
-		client_tool=(perf record -q -F "$freq" -e cpu-clock -g -o "$d/client.perf.data" --)
-	else
-		server_tool=(perf stat -x, -o "$d/server.stat" -e "$calls" --)
-		client_tool=(perf stat -x, -o "$d/client.stat" -e "$calls" --)
-	fi
-	rm -f "$img" "$d/blkd.pid"
-	fabric on 1 "${server_tool[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' - "$d/blkd.pid" \
-		"$blkd" --certs "$out/pki" --listen "$s1:7472" --export "bench=$img,size=256M" --rw '*' \
+	rm -f "$img"
+	fabric on 1 "$blkd" --certs "$out/pki" --listen "$s1:7472" --export "bench=$img,size=256M" --rw '*' \
 		--audit "$d/audit-$pass.jsonl" 2>"$d/blkd-$pass.log" &
-	spid=$!
+	bpid=$!
 	fabric wait-port 7472 120 || { cat "$d/blkd-$pass.log"; return 1; }
+	local -a client_tool
+	if [ "$pass" = perf ]; then
+		client_tool=(perf record -q -F "$freq" -e cpu-clock -g -D "$delay" -o "$d/client.perf.data" --)
+		{ sleep "$((delay / 1000)).$((delay % 1000 / 100))"
+		  exec perf record -q -F "$freq" -e cpu-clock -g -p "$bpid" -o "$d/server.perf.data"; } &
+		tpid=$!
+	else
+		client_tool=(perf stat -x, -o "$d/client-$pass.stat" -e "$calls" --)
+		perf stat -x, -o "$d/server-$pass.stat" -e "$calls" -p "$bpid" &
+		tpid=$!
+	fi
 	counters "$d/$pass.before"
 	fabric on 2 "${client_tool[@]}" "$blk" bench --server "$s1:7472" --certs "$out/pki" --export bench \
-		--source "$s2" --rw "$rw" --bs "$bs" --iodepth "$qd" --size 192M --runtime "$runtime" --json \
+		--source "$s2" --rw "$rw" --bs "$bs" --iodepth "$qd" --size 192M --runtime "$secs" --json \
 		>"$d/$pass.json" 2>"$d/client-$pass.err"
 	local rc=$?
 	counters "$d/$pass.after"
-	kill -TERM "$(cat "$d/blkd.pid")"
-	wait $spid
+	kill -INT "$tpid"
+	wait "$tpid"
+	kill -TERM "$bpid"
+	wait "$bpid"
 	echo "$w $pass client=$rc"
 }
 for w in "$@"; do
 	mkdir -p "$out/$w"
-	run_pass "$w" perf
-	run_pass "$w" count
+	run_pass "$w" perf "$runtime"
+	run_pass "$w" count-short 2
+	run_pass "$w" count-long "$runtime"
 done
 rm -f "$img"
 echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
@@ -88,7 +97,7 @@ cat /proc/kallsyms >"$out/kallsyms"
 GUEST
 
 "$top/fabric/rxe-fabric" run --hosts 2 --mem 2048 --timeout 2400 --share "$out" -- \
-	bash "$out/guest.sh" "$build" "$out" "$freq" "$runtime" "$@" >"$out/run.out" 2>&1
+	bash "$out/guest.sh" "$build" "$out" "$freq" "$runtime" "$delay" "$@" >"$out/run.out" 2>&1
 rc=$?
 cat "$out/run.out"
 [ $rc = 0 ] || { echo "profile: the run failed" >&2; exit 1; }
@@ -99,21 +108,35 @@ per_io_counts() {
 	python3 - "$1" <<'PY2'
 import json, os, sys
 d = sys.argv[1]
-r = json.load(open(os.path.join(d, "count.json")))
-ios = max(r["read"]["ios"] + r["write"]["ios"], 1)
+def ios(p):
+    r = json.load(open(os.path.join(d, p + ".json")))
+    return r["read"]["ios"] + r["write"]["ios"]
 def kv(name):
     return {k: int(v) for k, v in (l.split() for l in open(os.path.join(d, name)))}
-b, a = kv("count.before"), kv("count.after")
-hz = os.sysconf("SC_CLK_TCK")
-print(f"# {ios} I/Os in the count pass; per I/O:")
-print(f"{(a['tcp_segments'] - b['tcp_segments']) / ios:8.2f}  TCP segments (TLS control channel, both ways)")
-print(f"{(a['roce_packets'] - b['roce_packets']) / ios:8.2f}  RoCE packets (both ways)")
-print(f"{(a['busy_ticks'] - b['busy_ticks']) * 1000 / hz / ios:8.2f}  ms guest busy time (both ends and the kernel)")
-for side in ("client", "server"):
-    for line in open(os.path.join(d, side + ".stat")):
+def calls(name):
+    out = {}
+    for line in open(os.path.join(d, name)):
         f = line.strip().split(",")
-        if len(f) > 2 and f[2].startswith("syscalls:sys_enter_") and f[0].isdigit() and int(f[0]):
-            print(f"{int(f[0]) / ios:8.2f}  {side} {f[2][len('syscalls:sys_enter_'):]}")
+        if len(f) > 2 and f[2].startswith("syscalls:sys_enter_") and f[0].isdigit():
+            out[f[2][len("syscalls:sys_enter_"):]] = int(f[0])
+    return out
+def delta(p):
+    b, a = kv(p + ".before"), kv(p + ".after")
+    return {k: a[k] - b[k] for k in a}
+n = ios("count-long") - ios("count-short")
+if n <= 0:
+    sys.exit("the long count run did no more I/O than the short one")
+hz = os.sysconf("SC_CLK_TCK")
+g = {k: delta("count-long")[k] - delta("count-short")[k] for k in ("tcp_segments", "roce_packets", "busy_ticks")}
+print(f"# per I/O: the long count run minus the short one ({n} I/Os more), so set-up cancels out")
+print(f"{g['tcp_segments'] / n:8.2f}  TCP segments (the TLS control channel, both ways)")
+print(f"{g['roce_packets'] / n:8.2f}  RoCE packets (both ways)")
+print(f"{g['busy_ticks'] * 1000 / hz / n:8.2f}  ms guest busy time (both ends and the kernel)")
+for side in ("client", "server"):
+    lo, hi = calls(side + "-count-short.stat"), calls(side + "-count-long.stat")
+    for k in sorted(hi, key=lambda k: -(hi[k] - lo.get(k, 0))):
+        if (hi[k] - lo.get(k, 0)) / n >= 0.05:
+            print(f"{(hi[k] - lo.get(k, 0)) / n:8.2f}  {side} {k}")
 PY2
 }
 
