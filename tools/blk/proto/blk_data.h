@@ -18,7 +18,7 @@
 
 #define BLK_DATA_KEY_LEN 32u
 #define BLK_DATA_TAG_LEN 16u
-#define BLK_DATA_LABEL "EXPORTER-rdmasec-blk-v2-data" /* rsec_conn_export_key label; context: u16 queue */
+#define BLK_DATA_LABEL "EXPORTER-blk-v2-data" /* rsec_conn_export_key label; context: u16 queue */
 
 enum blk_data_dir { BLK_DATA_TO_TARGET = 1, BLK_DATA_TO_CLIENT = 2 };
 
