@@ -399,7 +399,7 @@ static int mode_hostile(void)
 	/* A capsule that does not decode: an unknown opcode. */
 	if (open_session(&b, BLK_OPEN_WRITE, QUEUES, &st) < 0)
 		check_die("OPEN: %s", blk_status_name(st));
-	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 0 };
+	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 0, .seq = 1 };
 	uint8_t raw[BLK_CMD_HDR];
 	if (blk_cmd_encode_hdr(&m, raw, sizeof(raw)) != BLK_CMD_HDR)
 		check_die("cannot encode");
@@ -415,6 +415,16 @@ static int mode_hostile(void)
 	r.seq = 0;
 	send_cmd(&b, 0, &r, NULL);
 	expect_closed("dup-cid", &b, 0);
+
+	/* A sequence number used again (its transfer's nonce would repeat). */
+	if (open_session(&b, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	struct blk_cmd f = { .opcode = BLK_OP_FLUSH, .cid = 1, .seq = 5 };
+	send_cmd(&b, 0, &f, NULL);
+	(void)recv_cpl(&b, 0);
+	f.cid = 2;
+	send_cmd(&b, 0, &f, NULL);
+	expect_closed("old-seq", &b, 0);
 
 	/* A command before OPEN. */
 	memset(&b, 0, sizeof(b));
