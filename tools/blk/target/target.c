@@ -438,10 +438,10 @@ static void cmd_post(struct queue *q, struct cmd *c)
 	int rc = c->m.opcode == BLK_OP_READ
 			 ? rsec_post_write(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid)
 			 : rsec_post_read(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid);
-	if (rc == RSEC_E_AGAIN)
+	/* RSEC_E_GRANT: a rebuild took the pool, and the client's grant bound again has not come yet (the
+	 * library resolves it then): retried, as a full send queue is, until the command's deadline. */
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_GRANT)
 		return;
-	if (rc == RSEC_E_GRANT)
-		q->have_pool = false; /* a rebuild took it: the client's grant, bound again, comes anew */
 	if (rc < 0) {
 		complete(q, c, BLK_S_TRANSFER);
 		return;
