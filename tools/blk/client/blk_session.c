@@ -171,17 +171,6 @@ static size_t round_up(size_t v, size_t unit)
 	return (v + unit - 1) / unit * unit;
 }
 
-/* The queue's data key, from the session's TLS exporter (context: the queue's index): never sent. */
-static int queue_key(struct queue *q)
-{
-	uint8_t key[BLK_DATA_KEY_LEN], ctx[2] = { (uint8_t)(q->index >> 8), (uint8_t)q->index };
-	int rc = rsec_conn_export_key(q->conn, BLK_DATA_LABEL, ctx, sizeof(ctx), key, sizeof(key));
-	if (rc == 0 && !(q->key = blk_data_key_new(key)))
-		rc = RSEC_E_CRYPTO;
-	OPENSSL_cleanse(key, sizeof(key));
-	return rc;
-}
-
 /* The slots, registered once and granted to the target once (docs/blk.md, "Data transfers"). */
 static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t errlen)
 {
@@ -194,7 +183,7 @@ static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t
 		rc = rsec_grant(q->conn, q->region, 0, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG,
 				&q->pool_grant);
 	if (rc == 0)
-		rc = queue_key(q);
+		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
 	if (rc < 0) {
 		set_err(err, errlen, "cannot register and grant %zu bytes of I/O slots: %s", len, conn_why(q->conn, rc));
 		return -ENOMEM;

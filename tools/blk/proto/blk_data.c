@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "blk_data.h"
+#include "rdmasec.h"
 #include "cursor.h"
 
 #define NONCE_LEN 12u
@@ -37,6 +38,16 @@ struct blk_data_key *blk_data_key_new(const uint8_t key[BLK_DATA_KEY_LEN])
 		return NULL;
 	}
 	return k;
+}
+
+int blk_data_queue_key(struct rsec_conn *conn, uint16_t queue, struct blk_data_key **out)
+{
+	uint8_t key[BLK_DATA_KEY_LEN], ctx[2] = { (uint8_t)(queue >> 8), (uint8_t)queue };
+	int rc = rsec_conn_export_key(conn, BLK_DATA_LABEL, ctx, sizeof(ctx), key, sizeof(key));
+	if (rc == 0 && !(*out = blk_data_key_new(key)))
+		rc = RSEC_E_CRYPTO;
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
 }
 
 void blk_data_key_free(struct blk_data_key *k)

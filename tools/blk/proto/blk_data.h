@@ -32,6 +32,11 @@ struct blk_data_ctx {
 };
 
 struct blk_data_key; /* the queue's key, kept ready (a keyed cipher context) */
+struct rsec_conn;
+
+/* Queue `queue`'s key from the session's TLS exporter (BLK_DATA_LABEL), the same on both sides.
+ * 0 and *out set, or an RSEC_E_* code. */
+int blk_data_queue_key(struct rsec_conn *conn, uint16_t queue, struct blk_data_key **out);
 
 /* NULL on failure. key is copied into the cipher context; the caller wipes its copy. */
 struct blk_data_key *blk_data_key_new(const uint8_t key[BLK_DATA_KEY_LEN]);

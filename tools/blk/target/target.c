@@ -312,24 +312,13 @@ static struct queue *queue_new(struct session *s, struct rsec_conn *c, unsigned 
 	return q;
 }
 
-/* The queue's data key, from the session's TLS exporter (context: the queue's index): never sent. */
-static int queue_key(struct queue *q)
-{
-	uint8_t key[BLK_DATA_KEY_LEN], ctx[2] = { (uint8_t)(q->index >> 8), (uint8_t)q->index };
-	int rc = rsec_conn_export_key(q->conn, BLK_DATA_LABEL, ctx, sizeof(ctx), key, sizeof(key));
-	if (rc == 0 && !(q->key = blk_data_key_new(key)))
-		rc = RSEC_E_CRYPTO;
-	OPENSSL_cleanse(key, sizeof(key));
-	return rc;
-}
-
 /* The queue's command slots (registered once, one max_transfer per command id) and its data key. */
 static int queue_alloc_slots(struct session *s, struct queue *q)
 {
 	size_t len = s->slot_len * s->lim.queue_depth;
 	int rc = rsec_region_alloc(q->conn, len, RSEC_ACCESS_LOCAL, &q->region);
 	if (rc == 0)
-		rc = queue_key(q);
+		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
 	if (rc < 0) {
 		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=\"%s\"", (unsigned long long)s->id,
 			 q->index, len, rsec_strerror(rc));
