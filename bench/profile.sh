@@ -7,8 +7,20 @@
 # host's files over 9p) and the guest kernel's symbols.
 #
 # usage: bench/profile.sh [rdmasec-bench client options, e.g. --op connect -n 20]
+#        bench/profile.sh blk [WORKLOAD...]
 # Writes BUILD/bench/profile/{client,server}.perf.data and .txt (flat
 # profile by shared object and symbol, the top 60 lines printed here).
+#
+# blk: rdmasec-blkd on host 1 (a 256 MiB export in the guest's RAM, audit
+# on) and `rdmasec-blk bench` on host 2, one WORKLOAD after another, each
+# twice: under perf record (both ends), then counting (system calls of each
+# end, the TLS channel's TCP segments, RoCE packets, busy time). WORKLOAD is
+# RW-BS-qdDEPTH (default: randread-4k-qd1 randwrite-4k-qd1 randread-4k-qd32
+# randwrite-4k-qd32). Writes BUILD/bench/profile/WORKLOAD/{client,server}.txt
+# (top symbols), {client,server}.dso.txt, counts.txt (per I/O) and the
+# client's results (perf.json, count-{short,long}.json). PROFILE_DELAY: ms of each
+# run perf leaves out (set-up; default 4000).
+# PROFILE_RUNTIME: seconds per run (default 12; counts: that run minus one of 2 s).
 # RSEC_BUILD_DIR: the build (default build/). PROFILE_FREQ: samples/s (default 2000).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +28,13 @@ build=$(cd "${RSEC_BUILD_DIR:-$top/build}" && pwd) || exit 2
 out=$build/bench/profile
 freq=${PROFILE_FREQ:-2000}
 bench=$build/tools/bench/rdmasec-bench
-[ -x "$bench" ] || { echo "profile: build rdmasec-bench first (make build)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "profile: perf is missing (apt install linux-perf)" >&2; exit 2; }
 [[ $freq =~ ^[1-9][0-9]*$ ]] || { echo "profile: PROFILE_FREQ '$freq' is not a number" >&2; exit 2; }
+if [ "${1:-}" = blk ]; then
+	shift
+	exec bash "$top/bench/profile_blk.sh" "$top" "$build" "$out" "$freq" "$@"
+fi
+[ -x "$bench" ] || { echo "profile: build rdmasec-bench first (make build)" >&2; exit 2; }
 if [ $# = 0 ]; then
 	set -- --op send -s 64 -n 2000
 fi

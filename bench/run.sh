@@ -27,6 +27,8 @@
 #                      (default: all)
 #   BENCH_STORAGE      'ROUNDS:SECONDS' of the storage rows (default 3:4: three interleaved rounds,
 #                      four seconds per run)
+#   BENCH_STORAGE_OLD  another build directory (e.g. of an older commit): its rdmasec-blkd and
+#                      direct client run in the storage rounds too, as system blkold (an A/B)
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -97,6 +99,12 @@ snapshot() {
 	if wanted storage; then
 		cp "$build/tools/blk/target/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
 			"$build/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/" || die "cannot copy the storage programs"
+		if [ -n "${BENCH_STORAGE_OLD:-}" ]; then
+			local old=$BENCH_STORAGE_OLD
+			mkdir -p "$bin/old"
+			cp -L "$old/tools/blk/target/rdmasec-blkd" "$old/tools/blk/cli/rdmasec-blk" "$old/lib/librdmasec.so.0" \
+				"$bin/old/" || die "BENCH_STORAGE_OLD: cannot copy rdmasec-blkd, rdmasec-blk and librdmasec from $old"
+		fi
 	fi
 }
 

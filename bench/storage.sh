@@ -11,12 +11,14 @@
 #   BIN: the snapshot of the programs (bench/run.sh); RAW: where the results go
 #   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
 #   guest's busy CPU ticks over the run, both ends, since all hosts share one
-#   kernel).
+#   kernel). With BIN/old (bench/run.sh's copy of BENCH_STORAGE_OLD), that
+#   build's target and direct client run too, as system blkold, in the same
+#   rounds: an A/B of two builds against the same kernel reference.
 set -u
 bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5
 out=$raw/storage
 s1=$(fabric ip 1) s2=$(fabric ip 2)
-port=7473
+port=7473 old_port=7474
 sock=/tmp/bench-nbd.sock
 mkdir -p "$out"
 # The snapshot's librdmasec, for our programs and the plugin nbdkit loads.
@@ -74,6 +76,13 @@ blk_run() {
 		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --json
 }
 
+blkold_run() {
+	local rw=$1 bs=$2 depth=$3
+	timeout $((runtime + 60)) fabric on 2 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blk" bench \
+		--server "$s1:$old_port" --certs "$pki" --export bench --source "$s2" \
+		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --json
+}
+
 nbd_run() {
 	fio_job "$@" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
 }
@@ -91,6 +100,12 @@ start_blk() {
 		--audit "$out/blkd-audit.jsonl" --metrics "$out/blkd.prom" 2>"$out/blkd.log" &
 	blkd_pid=$!
 	fabric wait-port $port 60 || die "rdmasec-blkd did not listen: $(tail -n 3 "$out/blkd.log")"
+	if [ -d "$bin/old" ]; then
+		fabric on 1 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blkd" --certs "$pki" --listen "$s1:$old_port" \
+			--export bench=/dev/ram0 --rw '*' --audit "$out/blkold-audit.jsonl" 2>"$out/blkold.log" &
+		blkold_pid=$!
+		fabric wait-port $old_port 60 || die "the old rdmasec-blkd did not listen: $(tail -n 3 "$out/blkold.log")"
+	fi
 	fabric on 2 nbdkit -U "$sock" -P /tmp/bench-nbdkit.pid "$bin/nbdkit-rdmasec-plugin.so" server="$s1:$port" \
 		certs="$pki" export=bench source="$s2" 2>"$out/nbdkit.log" || die "nbdkit did not start"
 }
@@ -98,6 +113,7 @@ start_blk() {
 stop_all() {
 	[ -f /tmp/bench-nbdkit.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit.pid)" 2>/dev/null
 	[ -n "${blkd_pid:-}" ] && kill -TERM "$blkd_pid" 2>/dev/null && wait "$blkd_pid" 2>/dev/null
+	[ -n "${blkold_pid:-}" ] && kill -TERM "$blkold_pid" 2>/dev/null && wait "$blkold_pid" 2>/dev/null
 	fabric nvmf-disconnect >/dev/null 2>&1
 	fabric nvmf-target-stop >/dev/null 2>&1
 }
@@ -113,6 +129,9 @@ for round in $(seq 1 "$rounds"); do
 		measure "$out/nvmf-$name-r$round" nvmf_run "$rw" "$bs" "$depth" || rc=1
 		measure "$out/blk-$name-r$round" blk_run "$rw" "$bs" "$depth" || rc=1
 		measure "$out/nbd-$name-r$round" nbd_run "$rw" "$bs" "$depth" || rc=1
+		if [ -d "$bin/old" ]; then
+			measure "$out/blkold-$name-r$round" blkold_run "$rw" "$bs" "$depth" || rc=1
+		fi
 	done
 done
 exit $rc

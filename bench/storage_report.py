@@ -10,7 +10,7 @@ import os
 import re
 import statistics
 
-SYSTEMS = ("nvmf", "blk", "nbd")
+SYSTEMS = ("nvmf", "blk", "nbd", "blkold")  # blkold: BENCH_STORAGE_OLD's direct client, when it ran
 WORKLOADS = ("randread-4k-qd1", "randread-4k-qd32", "randwrite-4k-qd1", "randwrite-4k-qd32", "read-128k-qd16",
              "write-128k-qd16")
 
@@ -66,7 +66,7 @@ def _run(raw, system, workload, rnd):
     doc = _load(base + ".json")
     if doc is None:
         return None
-    r = (_from_blk if system == "blk" else _from_fio)(doc, _direction(workload))
+    r = (_from_blk if system.startswith("blk") else _from_fio)(doc, _direction(workload))
     if r is None or not r["ios"]:
         return None
     cpu = _cpu_s(base + ".cpu")
@@ -90,13 +90,14 @@ def storage_rows(raw):
         return []
     rounds = sorted({int(m.group(1)) for f in os.listdir(d) for m in [re.search(r"-r(\d+)\.json$", f)] if m})
     rows = []
+    systems = [s for s in SYSTEMS if s != "blkold" or any(f.startswith("blkold-") for f in os.listdir(d))]
     for w in WORKLOADS:
-        row = {"workload": w, "rounds": len(rounds)}
-        for s in SYSTEMS:
+        row = {"workload": w, "rounds": len(rounds), "systems": systems}
+        for s in systems:
             runs = [_run(raw, s, w, n) for n in rounds]
             row[s] = {k: _median(runs, k) for k in ("iops", "bw", "p50", "p99", "cpu_us_per_io", "client_cpu_us")}
             row[s]["failed_runs"] = sum(1 for r in runs if r is None or r["errors"])
-        for s in ("blk", "nbd"):
+        for s in systems[1:]:
             row[s]["iops_ratio"] = _ratio(row[s]["iops"], row["nvmf"]["iops"])
             row[s]["bw_ratio"] = _ratio(row[s]["bw"], row["nvmf"]["bw"])
             row[s]["p50_ratio"] = _ratio(row[s]["p50"], row["nvmf"]["p50"])
@@ -116,7 +117,7 @@ def print_storage(rows):
     print("%-18s %-5s %9s %9s %9s %9s %8s %8s %10s" % ("workload", "sys", "IOPS", "MB/s", "p50 us", "p99 us",
                                                       "xIOPS", "xp50", "CPU/IO us"))
     for r in rows:
-        for s in SYSTEMS:
+        for s in r["systems"]:
             x = r[s]
             print("%-18s %-5s %9s %9s %9s %9s %8s %8s %10s%s" % (
                 r["workload"] if s == "nvmf" else "", s, _f(x["iops"]), _f(x["bw"] and x["bw"] / 1e6, 1),
@@ -125,3 +126,5 @@ def print_storage(rows):
     print("  nvmf: fio libaio on /dev/nvmeXnY; blk: rdmasec-blk bench (direct client); nbd: fio's nbd engine through"
           " nbdkit-rdmasec-plugin. xIOPS, xp50: / nvmf. Goals (direct client): IOPS >= 0.8x, 128k MB/s >= 0.9x,"
           " p50 at depth 1 <= 1.5x. CPU/IO: the whole guest's busy time per I/O (both ends)")
+    if rows and "blkold" in rows[0]["systems"]:
+        print("  blkold: the direct client and target of BENCH_STORAGE_OLD (an older build), in the same rounds")

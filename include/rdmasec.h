@@ -448,6 +448,17 @@ int rsec_revoke(struct rsec_conn *c, uint64_t grant_id);
  * the connection, and closing revokes every grant.
  */
 int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms);
+/**
+ * rsec_conn_export_key - out_len (16..64) bytes of keying material from the
+ * session's TLS 1.3 exporter (RFC 8446 7.5) under label ("EXPORTER-...",
+ * at most 64 bytes, not "EXPORTER-rdmasec...": those are the library's)
+ * and context (0..64 bytes): the same at both ends and on every queue pair
+ * of the session, never sent. For an application that seals its own
+ * transfers through long-lived grants (rdmasec-blk, docs/blk.md). Returns
+ * 0, RSEC_E_INVAL, RSEC_E_AGAIN (not established yet), RSEC_E_TLS.
+ */
+int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const void *context, size_t context_len,
+			 void *out, size_t out_len);
 /** rsec_conn_grant_mechanism - "mw2" (type-2 windows) or "mr" (fallback registrations); NULL before set-up. */
 const char *rsec_conn_grant_mechanism(const struct rsec_conn *c);
 

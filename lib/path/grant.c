@@ -77,6 +77,30 @@ static RSEC_MUST_CHECK int use_mr(const struct rsec_conn *c, bool *mr)
 	}
 }
 
+/*
+ * Keys for an application's own sealed transfers through long-lived grants
+ * (rdmasec-blk): from the session's TLS exporter, never sent. The library's
+ * own labels are refused, so no application key equals one of ours.
+ */
+int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const void *context, size_t context_len,
+			 void *out, size_t out_len)
+{
+	static const char ours[] = "EXPORTER-rdmasec";
+	RSEC_ENSURE(c && label && out && (context || !context_len), RSEC_E_INVAL);
+	size_t label_len = strlen(label);
+	RSEC_ENSURE(label_len > 9 && label_len <= 64 && strncmp(label, "EXPORTER-", 9) == 0 &&
+			    strncmp(label, ours, sizeof(ours) - 1) != 0,
+		    RSEC_E_INVAL);
+	RSEC_ENSURE(out_len >= 16 && out_len <= 64 && context_len <= 64, RSEC_E_INVAL);
+	RSEC_ENSURE(c->phase == PHASE_ESTABLISHED && c->ssl && SSL_version(c->ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
+	if (SSL_export_keying_material(c->ssl, out, out_len, label, label_len, context, context_len,
+				       context_len > 0) != 1) {
+		OPENSSL_cleanse(out, out_len);
+		return RSEC_E_TLS;
+	}
+	return 0;
+}
+
 const char *rsec_conn_grant_mechanism(const struct rsec_conn *c)
 {
 	bool mr;

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "blk_data.h"
 #include "blk_wire.h"
 #include "check_util.h"
 #include "rdmasec.h"
@@ -25,15 +26,16 @@
 #define QD 16
 #define QUEUES 2
 #define TIMEOUT_MS 15000
-#define SLOT (2u << 20) /* per command: a sealed transfer of 1 MiB and its tags */
+#define SLOT (2u << 20) /* per command: at most 1 MiB, then room for a READ past the pool's end */
 
 struct client {
 	struct rsec_conn *conn[QUEUES];
 	struct rsec_region *region[QUEUES];
 	uint8_t *mem[QUEUES];
+	struct blk_data_key *key[QUEUES];
+	uint64_t seq[QUEUES]; /* of the last capsule sent on the queue */
 	unsigned nq;
 	struct blk_open_reply r;
-	uint64_t next_tag;
 };
 
 static struct rsec_ctx *ctx;
@@ -47,7 +49,6 @@ static void send_raw(struct rsec_conn *c, const void *buf, size_t len)
 static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint16_t *status)
 {
 	memset(cl, 0, sizeof(*cl));
-	cl->next_tag = 1;
 	check_must(rsec_connect(ctx, server, BLK_DEFAULT_PORT, NULL, TIMEOUT_MS, &cl->conn[0]), "connect", NULL);
 	struct blk_open o = { .flags = flags, .queue_depth = QD, .queues = (uint16_t)queues };
 	snprintf(o.name, sizeof(o.name), "%s", export_name);
@@ -73,6 +74,23 @@ static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint
 					     &cl->region[i]),
 			   "region", cl->conn[i]);
 		cl->mem[i] = rsec_region_addr(cl->region[i]);
+		/* The pool: every slot granted once, as rdmasec-blk does (docs/blk.md, "Data transfers"). */
+		uint64_t gid;
+		int rc;
+		while ((rc = rsec_grant(cl->conn[i], cl->region[i], 0, (size_t)SLOT * QD,
+					RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG, &gid)) == RSEC_E_AGAIN)
+		{
+			int prc = rsec_conn_process(cl->conn[i]);
+			if (prc != RSEC_E_AGAIN)
+				check_must(prc, "process", cl->conn[i]);
+		}
+		check_must(rc, "pool grant", cl->conn[i]);
+		uint8_t key[BLK_DATA_KEY_LEN], kctx[2] = { 0, (uint8_t)i };
+		check_must(rsec_conn_export_key(cl->conn[i], BLK_DATA_LABEL, kctx, 2, key, sizeof(key)), "data key",
+			   cl->conn[i]);
+		cl->key[i] = blk_data_key_new(key);
+		if (!cl->key[i])
+			check_die("cannot key the data cipher");
 	}
 	return 0;
 }
@@ -81,6 +99,7 @@ static void close_session(struct client *cl)
 {
 	for (unsigned i = cl->nq; i-- > 0;) {
 		rsec_region_free(cl->region[i]);
+		blk_data_key_free(cl->key[i]);
 		if (i)
 			rsec_conn_free(cl->conn[i]);
 	}
@@ -91,9 +110,12 @@ static void close_session(struct client *cl)
 	memset(cl, 0, sizeof(*cl));
 }
 
-static void send_cmd(struct client *cl, unsigned q, const struct blk_cmd *m, const void *inline_data)
+/* Sends m with the queue's next sequence number (m->seq set to it), unless m has one already. */
+static void send_cmd(struct client *cl, unsigned q, struct blk_cmd *m, const void *inline_data)
 {
 	static uint8_t buf[BLK_CMD_MAX + 4096];
+	if (!m->seq)
+		m->seq = ++cl->seq[q];
 	size_t n = blk_cmd_encode_hdr(m, buf, sizeof(buf));
 	if (!n)
 		check_die("cannot encode a command");
@@ -116,65 +138,55 @@ static struct blk_cpl recv_cpl(struct client *cl, unsigned q)
 	return c;
 }
 
-/* Grant the client's slot cid of queue q for one transfer: a sealed READ grant (a pulled WRITE) or WRITE grant. */
-static uint64_t grant_slot(struct client *cl, unsigned q, uint16_t cid, const void *data, uint32_t len,
-			   uint64_t tag, size_t grant_len)
+static struct blk_data_ctx data_ctx(unsigned q, const struct blk_cmd *m, enum blk_data_dir dir)
 {
-	uint8_t *p = cl->mem[q] + (size_t)cid * SLOT;
-	unsigned access = data ? RSEC_ACCESS_READ | RSEC_GRANT_SEALED : RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED;
-	if (data)
-		memcpy(p, data, len);
-	uint64_t gid = 0;
-	int rc;
-	while ((rc = rsec_grant(cl->conn[q], cl->region[q], (size_t)cid * SLOT, grant_len, access, 20000, tag, &gid)) ==
-	       RSEC_E_AGAIN) {
-		int prc = rsec_conn_process(cl->conn[q]);
-		if (prc != RSEC_E_AGAIN)
-			check_must(prc, "process", cl->conn[q]);
-	}
-	check_must(rc, "grant", cl->conn[q]);
-	return gid;
+	return (struct blk_data_ctx){ .dir = dir, .queue = (uint16_t)q, .cid = m->cid, .opcode = m->opcode,
+				      .offset = m->offset, .seq = m->seq, .length = m->length };
+}
+
+/* A pulled WRITE's data, sealed into its slot of the pool; the tag into m->mac. */
+static void seal_slot(struct client *cl, unsigned q, struct blk_cmd *m, const void *data)
+{
+	m->seq = ++cl->seq[q];
+	m->pool_off = (uint32_t)m->cid * SLOT;
+	struct blk_data_ctx x = data_ctx(q, m, BLK_DATA_TO_TARGET);
+	if (!blk_data_seal(cl->key[q], &x, data, cl->mem[q] + m->pool_off, m->mac))
+		check_die("cannot seal");
 }
 
 static uint16_t do_write(struct client *cl, unsigned q, uint64_t off, const void *data, uint32_t len, bool fua)
 {
 	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 1, .offset = off, .length = len,
 			     .flags = (uint16_t)(fua ? BLK_CMD_FUA : 0) };
-	uint64_t gid = 0;
 	if (len <= cl->r.max_inline) {
 		m.flags |= BLK_CMD_INLINE;
 		send_cmd(cl, q, &m, data);
 	} else {
-		m.tag = cl->next_tag++;
-		gid = grant_slot(cl, q, m.cid, data, len, m.tag, rsec_sealed_len(len));
+		seal_slot(cl, q, &m, data);
 		send_cmd(cl, q, &m, NULL);
 	}
 	struct blk_cpl c = recv_cpl(cl, q);
 	if (c.cid != m.cid)
 		check_die("completion for cid %u, expected %u", c.cid, m.cid);
-	if (gid)
-		check_must(rsec_revoke(cl->conn[q], gid), "revoke", cl->conn[q]);
 	if (c.status == BLK_S_OK && c.length != len)
 		check_die("write completed %u bytes of %u", c.length, len);
 	return c.status;
 }
 
-/* READ into out; with grant_len 0 the grant is the sealed length of len. */
-static uint16_t do_read(struct client *cl, unsigned q, uint64_t off, uint32_t len, uint8_t *out, size_t grant_len)
+/* READ into out, through the slot at pool_off (0: its cid's, 2), opened with the completion's tag. */
+static uint16_t do_read(struct client *cl, unsigned q, uint64_t off, uint32_t len, uint8_t *out, uint32_t pool_off)
 {
-	struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = 2, .offset = off, .length = len, .tag = cl->next_tag++ };
-	uint64_t gid = grant_slot(cl, q, m.cid, NULL, len, m.tag, grant_len ? grant_len : rsec_sealed_len(len));
+	struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = 2, .offset = off, .length = len,
+			     .pool_off = pool_off ? pool_off : 2 * SLOT };
 	send_cmd(cl, q, &m, NULL);
 	struct blk_cpl c = recv_cpl(cl, q);
-	if (c.status != BLK_S_OK) {
-		(void)rsec_revoke(cl->conn[q], gid); /* the target never wrote: nothing to open */
+	if (c.status != BLK_S_OK)
 		return c.status;
-	}
-	uint64_t at = 0, got = 0;
-	check_must(rsec_grant_open(cl->conn[q], gid, &at, &got, TIMEOUT_MS), "open the read's grant", cl->conn[q]);
-	if (got != len)
-		check_die("read opened %llu bytes of %u", (unsigned long long)got, len);
-	memcpy(out, cl->mem[q] + (size_t)m.cid * SLOT + at, len);
+	if (c.length != len)
+		check_die("read completed %u bytes of %u", c.length, len);
+	struct blk_data_ctx x = data_ctx(q, &m, BLK_DATA_TO_CLIENT);
+	if (!blk_data_open(cl->key[q], &x, cl->mem[q] + m.pool_off, out, c.mac))
+		check_die("a READ's data did not open");
 	return c.status;
 }
 
@@ -237,16 +249,16 @@ static void io_writes(struct client *cl, const char *outdir)
 	free(back);
 }
 
-/* Many READs in flight on one queue, each its own grant; completions in any order. */
+/* Many READs in flight on one queue, each through its own slot of the pool; completions in any order. */
 static void io_inflight(struct client *cl)
 {
 	enum { N = 16 };
-	uint64_t gid[N];
+	struct blk_cmd sent[N];
+	static uint8_t back[65536];
 	for (uint16_t cid = 0; cid < N; cid++) {
-		struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = cid, .offset = (uint64_t)cid * 65536, .length = 65536,
-				     .tag = cl->next_tag++ };
-		gid[cid] = grant_slot(cl, 0, cid, NULL, m.length, m.tag, rsec_sealed_len(m.length));
-		send_cmd(cl, 0, &m, NULL);
+		sent[cid] = (struct blk_cmd){ .opcode = BLK_OP_READ, .cid = cid, .offset = (uint64_t)cid * 65536,
+					      .length = 65536, .pool_off = (uint32_t)cid * SLOT };
+		send_cmd(cl, 0, &sent[cid], NULL);
 	}
 	unsigned ok = 0, seen = 0;
 	for (unsigned i = 0; i < N; i++) {
@@ -254,9 +266,9 @@ static void io_inflight(struct client *cl)
 		if (c.cid >= N || (seen & (1u << c.cid)))
 			check_die("completion for an unknown or finished cid %u", c.cid);
 		seen |= 1u << c.cid;
-		uint64_t at, got;
-		if (c.status == BLK_S_OK && rsec_grant_open(cl->conn[0], gid[c.cid], &at, &got, TIMEOUT_MS) == 0 &&
-		    got == 65536)
+		struct blk_data_ctx x = data_ctx(0, &sent[c.cid], BLK_DATA_TO_CLIENT);
+		if (c.status == BLK_S_OK && c.length == 65536 &&
+		    blk_data_open(cl->key[0], &x, cl->mem[0] + sent[c.cid].pool_off, back, c.mac))
 			ok++;
 	}
 	check_result("inflight", "%u of %u", ok, (unsigned)N);
@@ -269,7 +281,8 @@ static void io_errors(struct client *cl)
 		check_die("out of memory");
 	check_result("past-end", "%s", blk_status_name(do_read(cl, 0, cl->r.size - 4096, 8192, buf, 0)));
 	check_result("misaligned", "%s", blk_status_name(do_read(cl, 0, 100, 4096, buf, 0)));
-	check_result("too-small-grant", "%s", blk_status_name(do_read(cl, 0, 0, 8192, buf, 4096)));
+	/* A transfer past the end of the pool grant. */
+	check_result("past-pool", "%s", blk_status_name(do_read(cl, 0, 0, 8192, buf, QD * SLOT - 4096)));
 	/* In capsule, over the target's max_inline, and within what the protocol allows. */
 	if (cl->r.max_inline < BLK_INLINE_MAX) {
 		struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 4, .offset = 0, .length = BLK_INLINE_MAX,
@@ -277,10 +290,12 @@ static void io_errors(struct client *cl)
 		send_cmd(cl, 0, &m, buf);
 		check_result("inline-over-max", "%s", blk_status_name(recv_cpl(cl, 0).status));
 	}
-	/* A pulled WRITE whose grant never comes. */
-	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 5, .offset = 0, .length = 1u << 20, .tag = 999999 };
+	/* A pulled WRITE whose data does not open under its tag: nothing reaches the store. */
+	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = 5, .offset = 0, .length = 1u << 20 };
+	seal_slot(cl, 1 % cl->nq, &m, cl->mem[1 % cl->nq] + m.cid * SLOT);
+	m.mac[0] ^= 1;
 	send_cmd(cl, 1 % cl->nq, &m, NULL);
-	check_result("no-grant", "%s", blk_status_name(recv_cpl(cl, 1 % cl->nq).status));
+	check_result("bad-mac", "%s", blk_status_name(recv_cpl(cl, 1 % cl->nq).status));
 	free(buf);
 }
 
@@ -384,7 +399,7 @@ static int mode_hostile(void)
 	/* A capsule that does not decode: an unknown opcode. */
 	if (open_session(&b, BLK_OPEN_WRITE, QUEUES, &st) < 0)
 		check_die("OPEN: %s", blk_status_name(st));
-	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 0 };
+	struct blk_cmd m = { .opcode = BLK_OP_FLUSH, .cid = 0, .seq = 1 };
 	uint8_t raw[BLK_CMD_HDR];
 	if (blk_cmd_encode_hdr(&m, raw, sizeof(raw)) != BLK_CMD_HDR)
 		check_die("cannot encode");
@@ -392,13 +407,24 @@ static int mode_hostile(void)
 	send_raw(b.conn[1 % b.nq], raw, sizeof(raw));
 	expect_closed("malformed", &b, 1 % b.nq);
 
-	/* A cid already in flight: a READ whose grant never comes, and the same cid again. */
+	/* A cid already in flight: a READ (its store I/O on a worker thread), and the same cid again at once. */
 	if (open_session(&b, BLK_OPEN_WRITE, QUEUES, &st) < 0)
 		check_die("OPEN: %s", blk_status_name(st));
-	struct blk_cmd r = { .opcode = BLK_OP_READ, .cid = 7, .offset = 0, .length = 4096, .tag = 424242 };
+	struct blk_cmd r = { .opcode = BLK_OP_READ, .cid = 7, .offset = 0, .length = 1u << 20, .pool_off = 0 };
 	send_cmd(&b, 0, &r, NULL);
+	r.seq = 0;
 	send_cmd(&b, 0, &r, NULL);
 	expect_closed("dup-cid", &b, 0);
+
+	/* A sequence number used again (its transfer's nonce would repeat). */
+	if (open_session(&b, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	struct blk_cmd f = { .opcode = BLK_OP_FLUSH, .cid = 1, .seq = 5 };
+	send_cmd(&b, 0, &f, NULL);
+	(void)recv_cpl(&b, 0);
+	f.cid = 2;
+	send_cmd(&b, 0, &f, NULL);
+	expect_closed("old-seq", &b, 0);
 
 	/* A command before OPEN. */
 	memset(&b, 0, sizeof(b));

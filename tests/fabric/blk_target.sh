@@ -90,9 +90,9 @@ expect_each "$io" "(io)" <<'EOF'
 ^RESULT inflight=16 of 16$	16 READs in flight did not all complete
 ^RESULT past-end=out of range$	a read past the end was not refused
 ^RESULT misaligned=invalid field$	a misaligned read was not refused
-^RESULT too-small-grant=transfer failed$	a grant too small for the read was used
+^RESULT past-pool=transfer failed$	a read past the end of the client's pool grant was tried
 ^RESULT inline-over-max=invalid field$	an in-capsule write over max_inline was taken
-^RESULT no-grant=transfer failed$	a write whose grant never came did not fail
+^RESULT bad-mac=transfer failed$	a pulled write whose data did not authenticate was not refused
 EOF
 expect_each "$work/ro-id.out" "(read-only identity)" <<'EOF'
 ^RESULT open-write=read-only$	OPEN with WRITE was not refused
@@ -111,6 +111,7 @@ expect_match "$work/unknown.out" '^RESULT open=no such export$' "an unknown expo
 expect_each "$work/hostile.out" "" <<'EOF'
 ^RESULT malformed=closed \(.*protocol violation: malformed command	a malformed capsule did not close its session
 ^RESULT dup-cid=closed \(.*protocol violation: cid 7 already in flight	a duplicate cid did not close its session
+^RESULT old-seq=closed \(.*protocol violation: sequence number 5 after 5	a sequence number used twice did not close its session
 ^RESULT before-open=closed \(.*protocol violation: message type 0x10 out of turn	a command before OPEN did not close its session
 ^RESULT second-open=closed \(.*protocol violation: message type 0x01 out of turn	a second OPEN did not close its session
 ^RESULT survivor=ok ok same$	the other session did not go on
@@ -152,7 +153,7 @@ expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
 ^rdmasec_blkd_flushes_total\{export="disk"\} [1-9]	flush count
 ^rdmasec_blkd_errors_total\{export="disk",status="out of range"\} 1$	out-of-range count
 ^rdmasec_blkd_opens_refused_total\{export="disk"\} [1-9]	refused OPEN count
-^rdmasec_blkd_violations_total 4$	violation count
+^rdmasec_blkd_violations_total 5$	violation count
 ^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
 EOF
 expect_each "$work/budget.out" "(memory_limit)" <<'EOF'

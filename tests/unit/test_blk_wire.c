@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "blk_data.h"
 #include "blk_wire.h"
 
 static const struct blk_open_reply good_reply = {
@@ -30,7 +31,7 @@ static void open_round_trip_and_layout(void **state)
 	/* Every byte the header bounds, broken one at a time. */
 	uint8_t bad[BLK_OPEN_MAX];
 	const struct { size_t at; uint8_t v; } breaks[] = {
-		{ 1, 2 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
+		{ 1, 1 }, { 1, 3 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
 	};
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		memcpy(bad, buf, n);
@@ -116,10 +117,12 @@ static void cmd_round_trips(void **state)
 	static uint8_t data[4096];
 	memset(data, 0x5a, sizeof(data));
 	const struct blk_cmd cmds[] = {
-		{ .opcode = BLK_OP_READ, .cid = 0, .offset = 4096, .length = 4096, .tag = 1 },
-		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_FUA, .cid = 31, .offset = 0, .length = 1u << 20, .tag = ~0ull },
-		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .cid = 255, .offset = 512, .length = 4096, .data = data },
-		{ .opcode = BLK_OP_FLUSH, .cid = 7 },
+		{ .opcode = BLK_OP_READ, .cid = 0, .offset = 4096, .length = 4096, .pool_off = 8192, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_FUA, .cid = 31, .offset = 0, .length = 1u << 20,
+		  .pool_off = UINT32_MAX, .seq = ~0ull, .mac = { 1, 2, 3, [15] = 0xff } },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .cid = 255, .offset = 512, .length = 4096, .seq = 3,
+		  .data = data },
+		{ .opcode = BLK_OP_FLUSH, .cid = 7, .seq = 4 },
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		uint8_t buf[BLK_CMD_HDR + sizeof(data)];
@@ -134,7 +137,9 @@ static void cmd_round_trips(void **state)
 		assert_int_equal(out.cid, cmds[i].cid);
 		assert_int_equal(out.offset, cmds[i].offset);
 		assert_int_equal(out.length, cmds[i].length);
-		assert_int_equal(out.tag, cmds[i].tag);
+		assert_int_equal(out.pool_off, cmds[i].pool_off);
+		assert_int_equal(out.seq, cmds[i].seq);
+		assert_memory_equal(out.mac, cmds[i].mac, BLK_MAC_LEN);
 		if (cmds[i].flags & BLK_CMD_INLINE) {
 			assert_ptr_equal(out.data, buf + BLK_CMD_HDR);
 			/* Data one byte short or long: refused. */
@@ -150,25 +155,30 @@ static void cmd_stateless_rules(void **state)
 {
 	(void)state;
 	const struct blk_cmd bad[] = {
-		{ .opcode = 0, .length = 512, .tag = 1 },
-		{ .opcode = 4, .length = 512, .tag = 1 },
-		{ .opcode = BLK_OP_READ, .length = 512, .tag = 0 },
-		{ .opcode = BLK_OP_READ, .length = 0, .tag = 1 },
-		{ .opcode = BLK_OP_READ, .flags = BLK_CMD_FUA, .length = 512, .tag = 1 },
-		{ .opcode = BLK_OP_WRITE, .length = 512, .tag = 0 },
-		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 512, .tag = 1 },
-		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = BLK_INLINE_MAX + 512 },
-		{ .opcode = BLK_OP_WRITE, .flags = 0x8, .length = 512, .tag = 1 },
-		{ .opcode = BLK_OP_WRITE, .length = BLK_TRANSFER_MAX + 512, .tag = 1 },
-		{ .opcode = BLK_OP_FLUSH, .offset = 512 },
-		{ .opcode = BLK_OP_FLUSH, .flags = BLK_CMD_FUA },
-		{ .opcode = BLK_OP_READ, .cid = BLK_QD_MAX, .length = 512, .tag = 1 },
+		{ .opcode = 0, .length = 512, .seq = 1 },
+		{ .opcode = 4, .length = 512, .seq = 1 },
+		{ .opcode = BLK_OP_READ, .length = 512, .seq = 0 },
+		{ .opcode = BLK_OP_READ, .length = 0, .seq = 1 },
+		{ .opcode = BLK_OP_READ, .flags = BLK_CMD_FUA, .length = 512, .seq = 1 },
+		{ .opcode = BLK_OP_READ, .length = 512, .seq = 1, .mac = { [7] = 1 } },
+		{ .opcode = BLK_OP_WRITE, .length = 512, .seq = 0 },
+		{ .opcode = BLK_OP_WRITE, .length = 0, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 512, .pool_off = 4096, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 512, .seq = 1, .mac = { 1 } },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = BLK_INLINE_MAX + 512, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = 0x8, .length = 512, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .length = BLK_TRANSFER_MAX + 512, .seq = 1 },
+		{ .opcode = BLK_OP_FLUSH, .offset = 512, .seq = 1 },
+		{ .opcode = BLK_OP_FLUSH, .flags = BLK_CMD_FUA, .seq = 1 },
+		{ .opcode = BLK_OP_FLUSH, .pool_off = 4096, .seq = 1 },
+		{ .opcode = BLK_OP_FLUSH, .seq = 1, .mac = { [15] = 1 } },
+		{ .opcode = BLK_OP_READ, .cid = BLK_QD_MAX, .length = 512, .seq = 1 },
 	};
 	uint8_t buf[BLK_CMD_HDR];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(blk_cmd_encode_hdr(&bad[i], buf, sizeof(buf)), 0);
 	/* The decoder refuses the same, and a reserved byte set. */
-	struct blk_cmd ok = { .opcode = BLK_OP_READ, .cid = 1, .length = 512, .tag = 1 }, out;
+	struct blk_cmd ok = { .opcode = BLK_OP_READ, .cid = 1, .length = 512, .seq = 1 }, out;
 	const char *why;
 	assert_int_equal(blk_cmd_encode_hdr(&ok, buf, sizeof(buf)), BLK_CMD_HDR);
 	buf[1] = 4;
@@ -177,9 +187,13 @@ static void cmd_stateless_rules(void **state)
 	buf[6] = 1;
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 	buf[6] = 0;
-	buf[20] = 1;
+	buf[40] = 1; /* a READ carries no data MAC */
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
-	buf[20] = 0;
+	buf[40] = 0;
+	buf[31] = 0; /* sequence number 0 */
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[31] = 1;
+	assert_true(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 	buf[0] = BLK_CPL;
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 }
@@ -189,7 +203,7 @@ static void cmd_check_against_session(void **state)
 	(void)state;
 	const struct blk_limits l = { .size = 1u << 20, .block_size = 4096, .max_transfer = 65536,
 				      .max_inline = 8192, .queue_depth = 32 };
-	struct blk_cmd c = { .opcode = BLK_OP_READ, .cid = 31, .offset = (1u << 20) - 4096, .length = 4096, .tag = 1 };
+	struct blk_cmd c = { .opcode = BLK_OP_READ, .cid = 31, .offset = (1u << 20) - 4096, .length = 4096, .seq = 1 };
 	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
 	c.cid = 32;
 	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
@@ -214,24 +228,73 @@ static void cmd_check_against_session(void **state)
 static void cpl_bounds(void **state)
 {
 	(void)state;
-	struct blk_cpl in = { .cid = 9, .status = BLK_S_OK, .length = 131072 }, out;
+	struct blk_cpl in = { .cid = 9, .status = BLK_S_OK, .length = 131072, .mac = { 0xaa, [15] = 0x55 } }, out;
 	uint8_t buf[BLK_CPL_LEN];
 	const char *why;
 	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), BLK_CPL_LEN);
-	const uint8_t want[] = { BLK_CPL, 0, 0, 9, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0 };
+	const uint8_t want[] = { BLK_CPL, 0, 0, 9, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0xaa, 0, 0, 0, 0, 0, 0, 0,
+				 0,       0, 0, 0, 0, 0, 0, 0x55 };
 	assert_memory_equal(buf, want, sizeof(want));
 	assert_true(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	assert_memory_equal(&in, &out, sizeof(in));
 	buf[5] = BLK_S_IO; /* an error with a length */
 	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	buf[9] = buf[10] = 0; /* an error with a data MAC */
+	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	buf[16] = buf[31] = 0;
+	assert_true(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	buf[5] = BLK_S_MAX + 1;
 	buf[9] = 0;
 	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	assert_false(blk_cpl_decode(buf, sizeof(buf) - 1, &out, &why));
 	in.status = BLK_S_IO;
-	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), 0);
+	in.length = 0;
+	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), 0); /* an error with a data MAC */
 	assert_string_equal(blk_status_name(BLK_S_RANGE), "out of range");
 	assert_string_equal(blk_status_name(999), "unknown status");
+}
+
+/* The data of one transfer opens under its own command only, and never leaves unauthenticated bytes. */
+static void data_seal_open(void **state)
+{
+	(void)state;
+	uint8_t key[BLK_DATA_KEY_LEN] = { 7 }, plain[8192], buf[8192], out[8192], tag[BLK_DATA_TAG_LEN];
+	for (size_t i = 0; i < sizeof(plain); i++)
+		plain[i] = (uint8_t)(i * 31 + 1);
+	struct blk_data_key *k = blk_data_key_new(key);
+	assert_non_null(k);
+	const struct blk_data_ctx x = { .dir = BLK_DATA_TO_CLIENT, .queue = 2, .cid = 5, .opcode = BLK_OP_READ,
+					.offset = 1u << 20, .seq = 42, .length = sizeof(plain) };
+	assert_true(blk_data_seal(k, &x, plain, buf, tag));
+	assert_memory_not_equal(buf, plain, 64);
+	assert_true(blk_data_open(k, &x, buf, out, tag));
+	assert_memory_equal(out, plain, sizeof(plain));
+	/* Another command's nonce or binding, a changed byte, a changed tag: refused, the output wiped. */
+	struct blk_data_ctx other[6];
+	for (unsigned i = 0; i < 6; i++)
+		other[i] = x;
+	other[0].dir = BLK_DATA_TO_TARGET;
+	other[1].queue = 3;
+	other[2].cid = 6;
+	other[3].offset += 4096;
+	other[4].seq = 43;
+	other[5].length = 4096;
+	for (unsigned i = 0; i < 6; i++) {
+		memset(out, 0x33, sizeof(out));
+		assert_false(blk_data_open(k, &other[i], buf, out, tag));
+		for (size_t j = 0; j < other[i].length; j++)
+			assert_int_equal(out[j], 0);
+	}
+	buf[100] ^= 1;
+	assert_false(blk_data_open(k, &x, buf, out, tag));
+	buf[100] ^= 1;
+	tag[0] ^= 1;
+	assert_false(blk_data_open(k, &x, buf, out, tag));
+	tag[0] ^= 1;
+	/* In place, as the target opens a pulled WRITE in its slot. */
+	assert_true(blk_data_open(k, &x, buf, buf, tag));
+	assert_memory_equal(buf, plain, sizeof(plain));
+	blk_data_key_free(k);
 }
 
 int main(void)
@@ -244,6 +307,7 @@ int main(void)
 		cmocka_unit_test(cmd_stateless_rules),
 		cmocka_unit_test(cmd_check_against_session),
 		cmocka_unit_test(cpl_bounds),
+		cmocka_unit_test(data_seal_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

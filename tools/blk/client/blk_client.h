@@ -132,7 +132,7 @@ bool blk_cids_give(struct blk_cids *f, uint16_t cid);
 /* What a completion must match: the command in flight under its cid. */
 struct blk_expect {
 	bool busy;
-	bool answered; /* its completion came: it awaits its data's claim, or its capsule goes again */
+	bool answered; /* its completion came: its capsule goes again */
 	uint8_t opcode;
 	uint32_t length;
 };

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "blk_client.h"
+#include "blk_data.h"
 #include "rdmasec.h"
 
 #define DEFAULT_DEPTH 32u
@@ -18,24 +21,24 @@
 
 struct cmd_slot {
 	struct blk_io io;
-	uint64_t grant_id;
+	uint64_t seq; /* of its last capsule: its transfer's nonce */
 	uint64_t deadline_ms;
 	unsigned tries;
-	bool has_grant;
 	bool resend; /* its transfer failed: send it again when the queue lets us */
-	bool awaiting_claim; /* a READ completed: its data is ours once the target's claim of the write came */
-	uint64_t claim_deadline_ms;
 };
 
 struct queue {
 	struct rsec_conn *conn;
-	struct rsec_region *region; /* one slot per cid */
+	struct rsec_region *region; /* one slot per cid, all of it granted to the target once (the pool) */
 	uint8_t *base;
+	uint64_t pool_grant;
+	struct blk_data_key *key; /* the queue's data key: every transfer through the pool is sealed */
+	uint64_t next_seq;
+	unsigned index;
 	struct blk_cids free;
 	struct blk_expect expect[BLK_QD_MAX];
 	struct cmd_slot cmd[BLK_QD_MAX];
-	unsigned inflight, resends, claims;
-	uint64_t next_tag;
+	unsigned inflight, resends;
 	uint8_t *tx; /* one capsule: header + in-capsule data */
 	size_t tx_cap;
 };
@@ -168,18 +171,21 @@ static size_t round_up(size_t v, size_t unit)
 	return (v + unit - 1) / unit * unit;
 }
 
+/* The slots, registered once and granted to the target once (docs/blk.md, "Data transfers"). */
 static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t errlen)
 {
+	size_t len = s->slot_size * s->info.queue_depth;
 	blk_cids_init(&q->free, s->info.queue_depth);
-	q->next_tag = 1;
 	q->tx_cap = BLK_CMD_HDR + s->info.max_inline;
 	q->tx = malloc(q->tx_cap);
-	int rc = q->tx ? rsec_region_alloc(q->conn, s->slot_size * s->info.queue_depth,
-					   RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &q->region)
-		       : RSEC_E_NOMEM;
+	int rc = q->tx ? rsec_region_alloc(q->conn, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &q->region) : RSEC_E_NOMEM;
+	if (rc == 0)
+		rc = rsec_grant(q->conn, q->region, 0, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG,
+				&q->pool_grant);
+	if (rc == 0)
+		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
 	if (rc < 0) {
-		set_err(err, errlen, "cannot register %zu bytes of I/O slots: %s", s->slot_size * s->info.queue_depth,
-			conn_why(q->conn, rc));
+		set_err(err, errlen, "cannot register and grant %zu bytes of I/O slots: %s", len, conn_why(q->conn, rc));
 		return -ENOMEM;
 	}
 	q->base = rsec_region_addr(q->region);
@@ -196,6 +202,7 @@ static int add_queues(struct blk_session *s, char *err, size_t errlen)
 		}
 	}
 	for (unsigned i = 0; i < s->nq; i++) {
+		s->q[i].index = i;
 		int rc = queue_setup(s, &s->q[i], err, errlen);
 		if (rc < 0)
 			return rc;
@@ -209,7 +216,7 @@ static void limits_from_reply(struct blk_session *s, const struct blk_client_opt
 	uint32_t io_max = want < s->info.max_transfer ? want : s->info.max_transfer;
 	io_max -= io_max % s->info.block_size;
 	s->io_max = io_max ? io_max : s->info.block_size;
-	s->slot_size = round_up(rsec_sealed_len(s->io_max), PAGE);
+	s->slot_size = round_up(s->io_max, PAGE);
 	s->nq = s->info.queues;
 }
 
@@ -265,6 +272,7 @@ void blk_session_close(struct blk_session *s)
 	for (unsigned i = n; i-- > 0;) {
 		rsec_region_free(s->q[i].region);
 		rsec_conn_free(s->q[i].conn);
+		blk_data_key_free(s->q[i].key);
 		free(s->q[i].tx);
 	}
 	free(s->q);
@@ -311,56 +319,42 @@ static int after_failure(struct blk_session *s, struct queue *q, int rc, const c
 	return -EIO;
 }
 
-/* Sealed grant of the command's slot: READ grants let the target write into it, WRITE grants let it read. */
-static int grant_slot(struct blk_session *s, struct queue *q, uint16_t cid, unsigned access, uint64_t *tag)
+/* What the transfer of the command under cid is bound to (blk_data.h). */
+static struct blk_data_ctx data_ctx(const struct queue *q, uint16_t cid, enum blk_data_dir dir)
 {
-	struct cmd_slot *c = &q->cmd[cid];
-	*tag = q->next_tag++;
-	int rc = rsec_grant(q->conn, q->region, (size_t)cid * s->slot_size, rsec_sealed_len(c->io.length),
-			    access | RSEC_GRANT_SEALED, 0, *tag, &c->grant_id);
-	if (rc == RSEC_E_LIMIT)
-		return -EAGAIN; /* the grant table is full until a revoked grant's window is invalidated: later */
-	if (rc < 0)
-		return after_failure(s, q, rc, "a grant");
-	c->has_grant = true;
-	return 0;
+	const struct cmd_slot *c = &q->cmd[cid];
+	return (struct blk_data_ctx){ .dir = dir, .queue = (uint16_t)q->index, .cid = cid, .opcode = c->io.opcode,
+				      .offset = c->io.offset, .seq = c->seq, .length = c->io.length };
 }
 
-static void drop_grant(struct queue *q, struct cmd_slot *c)
-{
-	if (!c->has_grant)
-		return;
-	c->has_grant = false;
-	/* RSEC_E_GRANT: a rebuild revoked it already; anything worse closes the connection, seen on the next call. */
-	(void)rsec_revoke(q->conn, c->grant_id);
-}
-
-/* Build and send the capsule of the command under cid (its slot filled in). */
+/* Build and send the capsule of the command under cid (its slot filled in): a new sequence number each time. */
 static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 {
 	struct cmd_slot *c = &q->cmd[cid];
+	c->seq = ++q->next_seq;
 	struct blk_cmd m = { .opcode = c->io.opcode, .flags = c->io.flags, .cid = cid, .offset = c->io.offset,
-			     .length = c->io.length };
+			     .length = c->io.length, .seq = c->seq };
+	uint8_t *slot = q->base + (size_t)cid * s->slot_size;
 	size_t data = 0;
-	int rc = 0;
 	if (m.opcode == BLK_OP_WRITE && m.length <= s->info.max_inline) {
 		m.flags |= BLK_CMD_INLINE;
 		memcpy(q->tx + BLK_CMD_HDR, c->io.buf, m.length);
 		data = m.length;
 	} else if (m.opcode == BLK_OP_WRITE) {
-		memcpy(q->base + (size_t)cid * s->slot_size, c->io.buf, m.length);
-		rc = grant_slot(s, q, cid, RSEC_ACCESS_READ, &m.tag);
+		/* Only ciphertext goes into the pool the target may read. */
+		struct blk_data_ctx x = data_ctx(q, cid, BLK_DATA_TO_TARGET);
+		if (!blk_data_seal(q->key, &x, c->io.buf, slot, m.mac)) {
+			end_session(s, "cannot seal a WRITE's data");
+			return -EIO;
+		}
+		m.pool_off = (uint32_t)((size_t)cid * s->slot_size);
 	} else if (m.opcode == BLK_OP_READ) {
-		rc = grant_slot(s, q, cid, RSEC_ACCESS_WRITE, &m.tag);
+		m.pool_off = (uint32_t)((size_t)cid * s->slot_size);
 	}
-	if (rc < 0)
-		return rc;
 	size_t n = blk_cmd_encode_hdr(&m, q->tx, q->tx_cap);
-	rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
-	if (rc < 0) {
-		drop_grant(q, c);
+	int rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
+	if (rc < 0)
 		return rc == RSEC_E_INVAL ? -EINVAL : after_failure(s, q, rc, "sending a command");
-	}
 	c->deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
 	return 0;
 }
@@ -402,39 +396,13 @@ static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16
 	(void)blk_cids_give(&q->free, cid);
 }
 
-/*
- * A completed READ: its data is ours once the grant opens, which needs the
- * target's claim of its write (over TLS, it may trail the completion): never
- * waited for here, so one slow claim holds up no other command. 0, EIO (not
- * authentic), EAGAIN (send again), EINPROGRESS (no claim yet).
- */
-static int open_read(struct blk_session *s, struct queue *q, uint16_t cid)
+/* A completed READ: its data is the command's result once it opened, out of the pool into the caller's
+ * buffer (plaintext never sits where the target can reach). 0, or EAGAIN: not authentic (buffer wiped). */
+static int open_read(struct blk_session *s, struct queue *q, uint16_t cid, const uint8_t mac[BLK_MAC_LEN])
 {
 	struct cmd_slot *c = &q->cmd[cid];
-	uint64_t off = 0, len = 0;
-	int rc = rsec_grant_open(q->conn, c->grant_id, &off, &len, 0);
-	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT) {
-		if (now_ms() <= c->claim_deadline_ms)
-			return EINPROGRESS;
-		end_session(s, "protocol violation by the target: READ cid %u completed but its data never came", cid);
-		return EIO;
-	}
-	c->has_grant = false;
-	if (rc == RSEC_E_MAC)
-		return EIO;
-	if (rc == RSEC_E_GRANT)
-		return EAGAIN; /* a rebuild revoked it: its bytes are gone, the command can go again */
-	if (rc < 0) {
-		(void)after_failure(s, q, rc, "opening a READ's data");
-		return EIO;
-	}
-	if (off != 0 || len != c->io.length) {
-		end_session(s, "protocol violation by the target: READ cid %u wrote %llu bytes at %llu, not %u at 0", cid,
-			    (unsigned long long)len, (unsigned long long)off, c->io.length);
-		return EIO;
-	}
-	memcpy(c->io.buf, q->base + (size_t)cid * s->slot_size, len);
-	return 0;
+	struct blk_data_ctx x = data_ctx(q, cid, BLK_DATA_TO_CLIENT);
+	return blk_data_open(q->key, &x, q->base + (size_t)cid * s->slot_size, c->io.buf, mac) ? 0 : EAGAIN;
 }
 
 /* A transfer that failed for a reason a rebuild or a forged packet can cause goes again, a few times. */
@@ -451,25 +419,17 @@ static bool try_again(const struct blk_session *s, struct queue *q, uint16_t cid
 	return true;
 }
 
-/* One valid completion: 1 if it produced *d, 0 if the command waits for its data or goes again. Until
- * it is sent again or finished, another completion for it is a violation (blk_cpl_violation). */
+/* One valid completion: 1 if it produced *d, 0 if the command goes again. Until it is sent again or
+ * finished, another completion for it is a violation (blk_cpl_violation). */
 static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, const struct blk_cpl *cpl,
 			struct blk_done *d)
 {
 	struct cmd_slot *c = &q->cmd[cpl->cid];
 	q->expect[cpl->cid].answered = true;
 	int error = blk_status_errno(cpl->status);
-	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ) {
-		c->claim_deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
-		error = open_read(s, q, cpl->cid);
-		if (error == EINPROGRESS) {
-			c->awaiting_claim = true;
-			q->claims++;
-			return 0;
-		}
-	} else {
-		drop_grant(q, c);
-	}
+	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ)
+		error = open_read(s, q, cpl->cid, cpl->mac);
+	/* A forged packet or a rebuild can spoil a transfer: it goes again, a few times. */
 	bool transient = cpl->status == BLK_S_TRANSFER || error == EAGAIN;
 	if (transient && !s->ended && try_again(s, q, cpl->cid))
 		return 0;
@@ -519,27 +479,6 @@ static unsigned drain_queue(struct blk_session *s, unsigned qi, struct blk_done 
 	return n;
 }
 
-/* READs whose completion came before the target's claim of their data: open those whose claim came since. */
-static unsigned claim_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
-{
-	struct queue *q = &s->q[qi];
-	unsigned n = 0;
-	for (unsigned cid = 0; cid < q->free.depth && q->claims && n < max && !s->ended; cid++) {
-		struct cmd_slot *c = &q->cmd[cid];
-		if (!c->awaiting_claim)
-			continue;
-		int error = open_read(s, q, (uint16_t)cid);
-		if (error == EINPROGRESS)
-			continue;
-		c->awaiting_claim = false;
-		q->claims--;
-		if (error == EAGAIN && !s->ended && try_again(s, q, (uint16_t)cid))
-			continue;
-		finish(q, qi, (uint16_t)cid, error == EAGAIN ? EIO : error, BLK_S_OK, &d[n++]);
-	}
-	return n;
-}
-
 /* Commands whose transfer failed go out again as soon as their queue allows. */
 static unsigned resend_queue(struct blk_session *s, unsigned qi, struct blk_done *d, unsigned max)
 {
@@ -571,12 +510,8 @@ static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned ma
 		for (unsigned cid = 0; cid < q->free.depth && n < max; cid++) {
 			if (!q->expect[cid].busy)
 				continue;
-			q->cmd[cid].has_grant = false; /* closing revoked it */
 			if (q->cmd[cid].resend)
 				q->resends--;
-			if (q->cmd[cid].awaiting_claim)
-				q->claims--;
-			q->cmd[cid].awaiting_claim = false;
 			finish(q, qi, (uint16_t)cid, EIO, BLK_S_IO, &d[n++]);
 		}
 	}
@@ -589,7 +524,7 @@ static void check_deadlines(struct blk_session *s)
 	for (unsigned qi = 0; qi < s->nq; qi++) {
 		const struct queue *q = &s->q[qi];
 		for (unsigned cid = 0; cid < q->free.depth; cid++) {
-			if (!q->expect[cid].busy || q->cmd[cid].awaiting_claim || now <= q->cmd[cid].deadline_ms)
+			if (!q->expect[cid].busy || now <= q->cmd[cid].deadline_ms)
 				continue;
 			if (q->cmd[cid].resend)
 				end_session(s, "command %u of queue %u could not be sent again within %d ms (%zu bytes "
@@ -624,7 +559,6 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++) {
 			n += resend_queue(s, qi, d + n, max - n);
 			n += drain_queue(s, qi, d + n, max - n);
-			n += claim_queue(s, qi, d + n, max - n);
 		}
 		if (n)
 			return (int)n;

@@ -145,6 +145,14 @@ bool blk_open_reply_decode(const uint8_t *in, size_t len, struct blk_open_reply 
 	return true;
 }
 
+static bool mac_zero(const uint8_t mac[BLK_MAC_LEN])
+{
+	uint8_t any = 0;
+	for (unsigned i = 0; i < BLK_MAC_LEN; i++)
+		any |= mac[i];
+	return any == 0;
+}
+
 /* The stateless rules of a command (docs/blk.md, "Command capsule"). */
 static bool cmd_valid(const struct blk_cmd *m, const char **why)
 {
@@ -153,21 +161,20 @@ static bool cmd_valid(const struct blk_cmd *m, const char **why)
 	case BLK_OP_READ:
 		if (m->flags)
 			return fail(why, "READ takes no flags");
-		if (m->length == 0 || m->tag == 0)
-			return fail(why, "READ needs a length and a grant tag");
+		if (m->length == 0 || !mac_zero(m->mac))
+			return fail(why, "READ needs a length and carries no data MAC");
 		break;
 	case BLK_OP_WRITE:
 		if (m->flags & ~(BLK_CMD_FUA | BLK_CMD_INLINE))
 			return fail(why, "unknown WRITE flags");
 		if (m->length == 0)
 			return fail(why, "WRITE needs a length");
-		if (inl ? m->tag != 0 || m->length > BLK_INLINE_MAX : m->tag == 0)
-			return fail(why, inl ? "in-capsule WRITE with a grant tag or over BLK_INLINE_MAX"
-					     : "WRITE without data needs a grant tag");
+		if (inl && (m->pool_off || !mac_zero(m->mac) || m->length > BLK_INLINE_MAX))
+			return fail(why, "in-capsule WRITE with a pool offset, a data MAC or over BLK_INLINE_MAX");
 		break;
 	case BLK_OP_FLUSH:
-		if (m->flags || m->offset || m->length || m->tag)
-			return fail(why, "FLUSH takes no flags, offset, length or tag");
+		if (m->flags || m->offset || m->length || m->pool_off || !mac_zero(m->mac))
+			return fail(why, "FLUSH takes no flags, offset, length, pool offset or data MAC");
 		break;
 	default:
 		return fail(why, "unknown opcode");
@@ -176,6 +183,8 @@ static bool cmd_valid(const struct blk_cmd *m, const char **why)
 		return fail(why, "length over BLK_TRANSFER_MAX");
 	if (m->cid >= BLK_QD_MAX)
 		return fail(why, "command id over BLK_QD_MAX");
+	if (m->seq == 0)
+		return fail(why, "sequence number 0");
 	return true;
 }
 
@@ -192,8 +201,9 @@ size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap)
 	p = cur_store_be(p, 2, 0);
 	p = cur_store_be(p, 8, m->offset);
 	p = cur_store_be(p, 4, m->length);
-	p = cur_store_be(p, 4, 0);
-	cur_store_be(p, 8, m->tag);
+	p = cur_store_be(p, 4, m->pool_off);
+	p = cur_store_be(p, 8, m->seq);
+	memcpy(p, m->mac, BLK_MAC_LEN);
 	return BLK_CMD_HDR;
 }
 
@@ -208,7 +218,7 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 		return fail(why, "not a command");
 	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) ||
 	    !cur_get_zero(&c, 2) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
-	    !cur_get_zero(&c, 4) || !cur_get_u64(&c, &m->tag))
+	    !cur_get_u32(&c, &m->pool_off) || !cur_get_u64(&c, &m->seq) || !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
 		return fail(why, "command reserved field not zero");
 	if (!cmd_valid(m, why))
 		return false;
@@ -224,7 +234,7 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 
 size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
 {
-	if (m->status > BLK_S_MAX || (m->status != BLK_S_OK && m->length) || m->cid >= BLK_QD_MAX ||
+	if (m->status > BLK_S_MAX || (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac))) || m->cid >= BLK_QD_MAX ||
 	    cap < BLK_CPL_LEN)
 		return 0;
 	uint8_t *p = out;
@@ -234,7 +244,8 @@ size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
 	p = cur_store_be(p, 2, m->status);
 	p = cur_store_be(p, 2, 0);
 	p = cur_store_be(p, 4, m->length);
-	cur_store_be(p, 4, 0);
+	p = cur_store_be(p, 4, 0);
+	memcpy(p, m->mac, BLK_MAC_LEN);
 	return BLK_CPL_LEN;
 }
 
@@ -248,12 +259,12 @@ bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char
 	if (!cur_get_u8(&c, &type) || type != BLK_CPL)
 		return fail(why, "not a completion");
 	if (!cur_get_zero(&c, 1) || !cur_get_u16(&c, &m->cid) || !cur_get_u16(&c, &m->status) || !cur_get_zero(&c, 2) ||
-	    !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4))
+	    !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4) || !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
 		return fail(why, "completion reserved field not zero");
 	if (m->status > BLK_S_MAX)
 		return fail(why, "unknown completion status");
-	if (m->status != BLK_S_OK && m->length)
-		return fail(why, "failed completion with a length");
+	if (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac)))
+		return fail(why, "failed completion with a length or a data MAC");
 	if (m->cid >= BLK_QD_MAX)
 		return fail(why, "command id over BLK_QD_MAX");
 	return true;

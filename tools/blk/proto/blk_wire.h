@@ -17,8 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BLK_VERSION 1
+#define BLK_VERSION 2 /* 2: long-lived pool grants, data MACs in capsules and completions */
 #define BLK_DEFAULT_PORT 7472
+#define BLK_POOL_TAG 1u /* the tag of each queue's pool grant (rsec_grant, rsec_grant_wait) */
 
 enum blk_type {
 	BLK_OPEN = 0x01,       /* client -> target, first message of a session's first queue pair */
@@ -74,9 +75,10 @@ enum blk_status {
 #define BLK_OPEN_HDR 8u
 #define BLK_OPEN_MAX (BLK_OPEN_HDR + BLK_NAME_MAX)
 #define BLK_OPEN_REPLY_LEN 32u
-#define BLK_CMD_HDR 32u
+#define BLK_MAC_LEN 16u /* a transfer's AES-GCM tag (blk_data.h) */
+#define BLK_CMD_HDR 48u
 #define BLK_CMD_MAX (BLK_CMD_HDR + BLK_INLINE_MAX)
-#define BLK_CPL_LEN 16u
+#define BLK_CPL_LEN 32u
 
 struct blk_open {
 	uint16_t flags;       /* BLK_OPEN_* */
@@ -102,7 +104,9 @@ struct blk_cmd {
 	uint16_t cid;      /* command id: < the session's queue depth, unique among this queue pair's commands in flight */
 	uint64_t offset;   /* bytes */
 	uint32_t length;   /* bytes; 0 for FLUSH */
-	uint64_t tag;      /* the client's grant for the transfer (READ; WRITE without INLINE); else 0 */
+	uint32_t pool_off; /* READ, pulled WRITE: where the transfer's bytes are in the queue's pool grant */
+	uint64_t seq;      /* >= 1, increasing on the queue: the transfer's nonce */
+	uint8_t mac[BLK_MAC_LEN]; /* pulled WRITE: its data's tag; else zero */
 	const uint8_t *data; /* INLINE: length bytes, pointing into the decoded buffer */
 };
 
@@ -110,6 +114,7 @@ struct blk_cpl {
 	uint16_t cid;
 	uint16_t status; /* enum blk_status */
 	uint32_t length; /* bytes transferred (0 on error) */
+	uint8_t mac[BLK_MAC_LEN]; /* an OK READ: its data's tag; else zero */
 };
 
 /* What a session negotiated: the bounds blk_cmd_check applies. */

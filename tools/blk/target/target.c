@@ -30,8 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "admission.h"
 #include "audit.h"
+#include "blk_data.h"
 #include "blk_wire.h"
 #include "clock.h"
 #include "blkd_conf_live.h"
@@ -61,7 +64,7 @@ struct cmd {
 	struct queue *q;     /* its queue, for the worker that does its store I/O */
 	uint16_t io_status;  /* the store I/O's result, set by the worker */
 	struct blk_cmd m; /* m.data is never kept: it pointed into the receive buffer */
-	struct rsec_remote_grant g;
+	uint8_t mac[BLK_MAC_LEN]; /* an OK READ's data tag, for its completion */
 	uint64_t deadline_ms;
 	uint8_t cpl[BLK_CPL_LEN];
 };
@@ -79,6 +82,10 @@ struct queue {
 	struct rsec_conn *conn;
 	unsigned index;
 	struct rsec_region *region;
+	struct rsec_remote_grant pool; /* the client's grant of its slots for this queue, once it came */
+	bool have_pool;
+	struct blk_data_key *key;      /* the queue's data key (blk_data.h) */
+	uint64_t last_seq;             /* commands' sequence numbers only grow: no nonce twice */
 	uint8_t *mem;
 	size_t mem_len;
 	bool watched;
@@ -175,6 +182,7 @@ static void queue_free(struct target *t, struct queue *q)
 			 strerror(errno));
 	queue_free_slots(q);
 	rsec_conn_free(q->conn);
+	blk_data_key_free(q->key);
 	free(q);
 }
 
@@ -304,11 +312,13 @@ static struct queue *queue_new(struct session *s, struct rsec_conn *c, unsigned 
 	return q;
 }
 
-/* The queue's command slots: registered once, one sealed max_transfer per command id. */
+/* The queue's command slots (registered once, one max_transfer per command id) and its data key. */
 static int queue_alloc_slots(struct session *s, struct queue *q)
 {
 	size_t len = s->slot_len * s->lim.queue_depth;
 	int rc = rsec_region_alloc(q->conn, len, RSEC_ACCESS_LOCAL, &q->region);
+	if (rc == 0)
+		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
 	if (rc < 0) {
 		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=\"%s\"", (unsigned long long)s->id,
 			 q->index, len, rsec_strerror(rc));
@@ -370,6 +380,8 @@ static void complete(struct queue *q, struct cmd *c, uint16_t status)
 {
 	struct session *s = q->s;
 	struct blk_cpl cpl = { .cid = c->m.cid, .status = status, .length = status == BLK_S_OK ? c->m.length : 0 };
+	if (status == BLK_S_OK && c->m.opcode == BLK_OP_READ)
+		memcpy(cpl.mac, c->mac, BLK_MAC_LEN);
 	if (blk_cpl_encode(&cpl, c->cpl, sizeof(c->cpl)) != BLK_CPL_LEN)
 		abort(); /* every field is ours and in range */
 	struct audit_who w = who(s);
@@ -380,24 +392,28 @@ static void complete(struct queue *q, struct cmd *c, uint16_t status)
 	try_send_cpl(q, c);
 }
 
-static bool grant_fits(const struct cmd *c)
+/* The client's pool grant must allow both directions, unsealed (we seal), and hold the transfer. */
+static bool pool_fits(const struct queue *q, const struct cmd *c)
 {
-	size_t sealed = rsec_sealed_len(c->m.length);
-	unsigned want = c->m.opcode == BLK_OP_READ ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ;
-	if (!(c->g.access & RSEC_GRANT_SEALED) || !(c->g.access & want) || sealed == 0)
-		return false;
-	/* A READ's data goes at the grant's start; a pulled WRITE reads the whole grant. */
-	return c->m.opcode == BLK_OP_READ ? c->g.len >= sealed : c->g.len == sealed;
+	const struct rsec_remote_grant *g = &q->pool;
+	unsigned rw = RSEC_ACCESS_READ | RSEC_ACCESS_WRITE;
+	return (g->access & rw) == rw && !(g->access & RSEC_GRANT_SEALED) && c->m.pool_off <= g->len &&
+	       c->m.length <= g->len - c->m.pool_off;
 }
 
-/* Seal a READ's data for its grant, or go on to posting a pulled WRITE's RDMA READ. */
+static struct blk_data_ctx data_ctx(const struct queue *q, const struct cmd *c, enum blk_data_dir dir)
+{
+	return (struct blk_data_ctx){ .dir = dir, .queue = (uint16_t)q->index, .cid = c->m.cid,
+				      .opcode = c->m.opcode, .offset = c->m.offset, .seq = c->m.seq,
+				      .length = c->m.length };
+}
+
+/* Seal a READ's data in its slot (the tag goes in its completion), or go on to a pulled WRITE's RDMA READ. */
 static void cmd_seal(struct queue *q, struct cmd *c)
 {
 	if (c->m.opcode == BLK_OP_READ) {
-		int rc = rsec_region_seal(q->conn, &c->g, 0, q->region, (size_t)c->m.cid * q->s->slot_len, c->m.length);
-		if (rc == RSEC_E_AGAIN || rc == RSEC_E_LIMIT)
-			return;
-		if (rc < 0) {
+		struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_CLIENT);
+		if (!blk_data_seal(q->key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->mac)) {
 			complete(q, c, BLK_S_TRANSFER);
 			return;
 		}
@@ -409,9 +425,11 @@ static void cmd_post(struct queue *q, struct cmd *c)
 {
 	size_t off = (size_t)c->m.cid * q->s->slot_len;
 	int rc = c->m.opcode == BLK_OP_READ
-			 ? rsec_post_write(q->conn, &c->g, 0, q->region, off, (uint32_t)rsec_sealed_len(c->m.length), c->m.cid)
-			 : rsec_post_read(q->conn, &c->g, 0, q->region, off, (uint32_t)c->g.len, c->m.cid);
-	if (rc == RSEC_E_AGAIN)
+			 ? rsec_post_write(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid)
+			 : rsec_post_read(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid);
+	/* RSEC_E_GRANT: a rebuild took the pool, and the client's grant bound again has not come yet (the
+	 * library resolves it then): retried, as a full send queue is, until the command's deadline. */
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_GRANT)
 		return;
 	if (rc < 0) {
 		complete(q, c, BLK_S_TRANSFER);
@@ -480,10 +498,10 @@ static void cmd_stored(struct cmd *c)
 		complete(q, c, c->io_status);
 }
 
-/* The grant came: a READ reads the store, then seals; a WRITE pulls. */
+/* The pool grant is there: a READ reads the store, then seals; a WRITE pulls. */
 static void cmd_granted(struct queue *q, struct cmd *c)
 {
-	if (!grant_fits(c)) {
+	if (!pool_fits(q, c)) {
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
@@ -495,8 +513,9 @@ static void cmd_granted(struct queue *q, struct cmd *c)
 
 static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
 {
-	int rc = rsec_grant_wait(q->conn, c->m.tag, &c->g, 0);
+	int rc = q->have_pool ? 0 : rsec_grant_wait(q->conn, BLK_POOL_TAG, &q->pool, 0);
 	if (rc == 0) {
+		q->have_pool = true;
 		cmd_granted(q, c);
 		return;
 	}
@@ -515,9 +534,8 @@ static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 		complete(q, c, BLK_S_OK);
 		return;
 	}
-	size_t plain = 0, off = (size_t)c->m.cid * q->s->slot_len;
-	int rc = rsec_region_open(q->conn, &c->g, q->region, off, &plain);
-	if (rc < 0 || plain != c->m.length) {
+	struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_TARGET);
+	if (!blk_data_open(q->key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->m.mac)) {
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
@@ -538,6 +556,12 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 		violation(s, q->index, "cid %u already in flight on queue %u", m.cid, q->index);
 		return;
 	}
+	if (m.seq <= q->last_seq) {
+		violation(s, q->index, "sequence number %llu after %llu on queue %u", (unsigned long long)m.seq,
+			  (unsigned long long)q->last_seq, q->index);
+		return;
+	}
+	q->last_seq = m.seq;
 	const uint8_t *data = m.data;
 	c->m = m;
 	c->m.data = NULL;
@@ -612,7 +636,7 @@ static uint16_t open_size(struct session *s, const struct blk_open *m, const cha
 {
 	const struct blkd_conf *conf = s->t->conf;
 	struct blkd_open_budget b;
-	s->slot_len = (rsec_sealed_len(conf->max_transfer) + PAGE - 1) / PAGE * PAGE;
+	s->slot_len = ((size_t)conf->max_transfer + PAGE - 1) / PAGE * PAGE;
 	if (!blkd_open_budget(conf, m->queue_depth, m->queues, s->slot_len, s->t->mem_reserved, &b)) {
 		*why = "memory_limit reached";
 		return BLK_S_LIMIT;
