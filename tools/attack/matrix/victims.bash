@@ -49,7 +49,8 @@
 #       RAM disk VICTIM_NVMF_BACKING, NVMF_SIZE_MIB MiB, default 16, filled
 #       with the known pattern of fabric nvmf-pattern), host 2 the kernel host
 #       (fabric nvmf-connect: controller VICTIM_NVMF_CTRL, block device
-#       VICTIM_NVMF_DEV; reconnect delay 1 s, controller loss after 60 s),
+#       VICTIM_NVMF_DEV; reconnect delay 1 s, controller loss after 60 s,
+#       I/O timeout NVMF_IO_TIMEOUT s if set, else the kernel's 30 s),
 #       and on it fio writes and verifies (randwrite, 4 KiB, crc32c,
 #       verify_backlog, at most NVMF_FIO_IOPS=60 writes and reads a second)
 #       the first NVMF_FIO_MIB MiB (default 4) for VICTIM_SECONDS; every
@@ -501,7 +502,8 @@ _victim_nvmf_start() {
 	local admin qpns
 	victim_nvmf_target || return 1
 	NVMF_HOST_UP=1
-	fabric on 2 fabric nvmf-connect 2 1 --reconnect-delay 1 --ctrl-loss-tmo 60 >"$CELL/nvmf-connect.txt" \
+	fabric on 2 fabric nvmf-connect 2 1 --reconnect-delay 1 --ctrl-loss-tmo 60 ${NVMF_IO_TIMEOUT:+--io-timeout "$NVMF_IO_TIMEOUT"} \
+		>"$CELL/nvmf-connect.txt" \
 		2>>"$CELL/victim-errors.log" ||
 		{ echo "victims: nvmf-connect failed: $(tail -n 1 "$CELL/victim-errors.log")" >&2; return 1; }
 	VICTIM_NVMF_DEV=$(awk '$1 == "device" {print $2}' "$CELL/nvmf-connect.txt")

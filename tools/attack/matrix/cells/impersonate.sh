@@ -23,7 +23,8 @@
 cell_impersonate() {
 	local v=$1 line sweep ev opts=()
 	# rdmasec's client holds its connection until the sweep ends: give both sides time.
-	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; nvmf) VICTIM_SECONDS=60 ;; esac
+	# nvmf: a 10 s I/O timeout, as qp-error's (the host learns of the broken QP by it).
+	case "$v" in rdmasec) VICTIM_SECONDS=24 ;; rping | ucmatose) VICTIM_SECONDS=60 ;; nvmf) VICTIM_SECONDS=60 NVMF_IO_TIMEOUT=10 ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result impersonate "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop

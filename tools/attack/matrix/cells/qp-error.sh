@@ -15,7 +15,9 @@
 
 cell_qp_error() {
 	local v=$1 count=200000 line ap
-	[ "$v" = nvmf ] && VICTIM_SECONDS=60
+	# nvmf: the broken target QP is silent; the host finds out when an I/O
+	# times out: 10 s instead of the kernel's 30 (the cell waits for it).
+	[ "$v" = nvmf ] && VICTIM_SECONDS=60 NVMF_IO_TIMEOUT=10
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
