@@ -123,18 +123,9 @@ static RSEC_MUST_CHECK int ctx_check_optional(const struct rsec_ctx_attr *a, cha
 	return 0;
 }
 
-int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen)
+/* Sizes, depths and limits from a (checked): each unset one gets its default. */
+static void ctx_set_limits(struct rsec_ctx *ctx, const struct rsec_ctx_attr *a)
 {
-	if (!a || !out)
-		return RSEC_E_INVAL;
-	*out = NULL;
-	RSEC_GUARD(ctx_check_attr(a, err, errlen));
-	RSEC_GUARD(ctx_check_optional(a, err, errlen));
-
-	struct rsec_ctx *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
-		return RSEC_E_NOMEM;
-	int rc = RSEC_E_NOMEM;
 	ctx->is_server = a->is_server;
 	ctx->aead = a->aead == RSEC_AEAD_CHACHA20_POLY1305 ? RSEC_AEAD_CHACHA20POLY1305 : RSEC_AEAD_AES256GCM;
 	ctx->recv_slots = or_default(a->recv_slots, RSEC_DEFAULT_RECV_SLOTS);
@@ -159,34 +150,37 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		.send_wr = rsec_data_send_wr(ctx->max_inflight),
 		.recv_wr = ctx->recv_slots,
 	};
-	pthread_mutex_init(&ctx->dev_lock, NULL);
-	pthread_mutex_init(&ctx->sessions_lock, NULL);
-	pthread_mutex_init(&ctx->tls_lock, NULL);
-	pthread_mutex_init(&ctx->authz_lock, NULL);
+}
+
+/* Who may connect (admission hook, allow rules), how grants are made, where the audit log goes. */
+static RSEC_MUST_CHECK int ctx_set_policy(struct rsec_ctx *ctx, const struct rsec_ctx_attr *a, char *err,
+					  size_t errlen)
+{
 	ctx->admit = a->admit;
 	ctx->admit_arg = a->admit_arg;
-	if (a->comp_mask & RSEC_CTX_ATTR_ALLOW) {
-		rc = rsec_authz_set_load(&ctx->allow, a->allow, a->n_allow, err, errlen);
-		if (rc < 0)
-			goto err;
-		rc = RSEC_E_NOMEM;
-	}
+	if (a->comp_mask & RSEC_CTX_ATTR_ALLOW)
+		RSEC_GUARD(rsec_authz_set_load(&ctx->allow, a->allow, a->n_allow, err, errlen));
 	ctx->grant_mode = (a->comp_mask & RSEC_CTX_ATTR_GRANT_MODE) ? a->grant_mode : RSEC_GRANT_AUTO;
 	if ((a->comp_mask & RSEC_CTX_ATTR_AUDIT) && a->audit_path) {
-		rc = rsec_audit_open(a->audit_path, &ctx->audit);
+		int rc = rsec_audit_open(a->audit_path, &ctx->audit);
 		if (rc < 0) {
 			if (err && errlen)
 				snprintf(err, errlen, "cannot open the audit log %s: %s", a->audit_path,
 					 rc == RSEC_E_IO ? strerror(errno) : rsec_strerror(rc));
-			rc = RSEC_E_CONFIG;
-			goto err;
+			return RSEC_E_CONFIG;
 		}
 	}
+	return 0;
+}
+
+/* The credentials, copied (a reload makes a new TLS context from them), and the TLS context. */
+static RSEC_MUST_CHECK int ctx_set_tls(struct rsec_ctx *ctx, const struct rsec_ctx_attr *a, char *err, size_t errlen)
+{
 	if (dup_opt(a->ca_file, &ctx->ca_file) || dup_opt(a->cert_file, &ctx->cert_file) ||
 	    dup_opt(a->key_file, &ctx->key_file) || dup_opt(a->psk_identity, &ctx->psk_identity) ||
 	    dup_opt(a->local_addr, &ctx->local_addr) ||
 	    dup_opt(a->comp_mask & RSEC_CTX_ATTR_CRL ? a->crl_file : NULL, &ctx->crl_file))
-		goto err;
+		return RSEC_E_NOMEM;
 	if (a->psk) {
 		memcpy(ctx->psk, a->psk, a->psk_len);
 		ctx->psk_len = a->psk_len;
@@ -202,31 +196,56 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 		.psk_identity = ctx->psk_identity,
 		.resume_s = (a->comp_mask & RSEC_CTX_ATTR_RESUME) ? a->tls_resume_s : RSEC_DEFAULT_RESUME_S,
 	};
-	rc = rsec_tls_ctx_new(&ctx->tls_opts, &ctx->tls, err, errlen);
-	if (rc < 0)
-		goto err;
-	if (!a->device && !a->local_addr) {
-		*out = ctx;
+	return rsec_tls_ctx_new(&ctx->tls_opts, &ctx->tls, err, errlen);
+}
+
+/* The device a names (by name or local address) and its QP pool; none when a names neither. */
+static RSEC_MUST_CHECK int ctx_open_device(struct rsec_ctx *ctx, const struct rsec_ctx_attr *a, char *err,
+					   size_t errlen)
+{
+	if (!a->device && !a->local_addr)
 		return 0;
-	}
-	rc = rsec_dev_open(a->device, a->local_addr, &ctx->dev);
+	int rc = rsec_dev_open(a->device, a->local_addr, &ctx->dev);
 	if (rc < 0) {
 		if (err && errlen)
 			snprintf(err, errlen, "no usable RDMA device%s%s%s%s", a->device ? " " : "",
 				 a->device ? a->device : "", a->local_addr ? " for " : "",
 				 a->local_addr ? a->local_addr : "");
-		goto err;
+		return rc;
 	}
 	rc = rsec_qpool_new(ctx->dev, &ctx->pool_opts, &ctx->pool);
-	if (rc < 0) {
+	if (rc < 0)
 		set_err(err, errlen, "cannot start the QP pool");
-		goto err;
+	return rc;
+}
+
+int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen)
+{
+	if (!a || !out)
+		return RSEC_E_INVAL;
+	*out = NULL;
+	RSEC_GUARD(ctx_check_attr(a, err, errlen));
+	RSEC_GUARD(ctx_check_optional(a, err, errlen));
+
+	struct rsec_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return RSEC_E_NOMEM;
+	ctx_set_limits(ctx, a);
+	pthread_mutex_init(&ctx->dev_lock, NULL);
+	pthread_mutex_init(&ctx->sessions_lock, NULL);
+	pthread_mutex_init(&ctx->tls_lock, NULL);
+	pthread_mutex_init(&ctx->authz_lock, NULL);
+	int rc = ctx_set_policy(ctx, a, err, errlen);
+	if (rc == 0)
+		rc = ctx_set_tls(ctx, a, err, errlen);
+	if (rc == 0)
+		rc = ctx_open_device(ctx, a, err, errlen);
+	if (rc < 0) {
+		rsec_ctx_free(ctx);
+		return rc;
 	}
 	*out = ctx;
 	return 0;
-err:
-	rsec_ctx_free(ctx);
-	return rc;
 }
 
 int rsec_ctx_set_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen)

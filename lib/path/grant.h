@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the grant files share (region.c, grant.c, grant_claim.c,
+ * grant_peer.c); the rest of lib/ uses session/conn.h's declarations.
+ */
+#ifndef RSEC_PATH_GRANT_H
+#define RSEC_PATH_GRANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/audit.h"
+#include "grant_table.h"
+#include "rdmasec.h"
+#include "result.h"
+
+struct rsec_conn;
+struct rsec_region;
+
+#define RSEC_GRANT_ACCESS_RW (RSEC_ACCESS_READ | RSEC_ACCESS_WRITE)
+
+/* READ, WRITE or both, nothing else. */
+static inline bool rsec_grant_access_valid(unsigned access)
+{
+	return (access & RSEC_GRANT_ACCESS_RW) && !(access & ~(unsigned)RSEC_GRANT_ACCESS_RW);
+}
+
+/* Fallback registrations instead of windows? RSEC_E_NODEV if windows are demanded and missing. (region.c) */
+RSEC_MUST_CHECK int rsec_grant_use_mr(const struct rsec_conn *c, bool *mr);
+/* Deregister, wipe and unmap what we mapped, free. (region.c) */
+void rsec_region_destroy(struct rsec_region *r);
+
+/* An audit record of one of our grants; off and span: the bytes it is about. (grant.c) */
+void rsec_grant_audit_local(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_local_grant *g,
+			    const char *result, const char *reason, uint64_t off, uint64_t span);
+/* Revoke g now, or when its bind completes; fails the connection if the device refuses. (grant.c) */
+RSEC_MUST_CHECK int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev);
+
+/* Does g's range hold what the peer's claim says it wrote? *rc: why it could not tell. (grant_claim.c) */
+bool rsec_grant_check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc);
+
+#endif

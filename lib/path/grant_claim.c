@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer's claims on our grants (docs/protocol.md): rsec_grant_verify and
+ * rsec_grant_open wait for the claim, revoke the grant so nobody may change
+ * the bytes any more, then check them. A verified claim carries an HMAC of
+ * what the writer wrote, under the sender's data-MAC key; a sealed one
+ * carries the plaintext length and nonce prefix of a sealed transfer
+ * (lib/base/sealed.h), and the bytes in the grant are AEAD ciphertext under
+ * the grant's own key.
+ */
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "base/audit.h"
+#include "session/conn.h"
+#include "base/sealed.h"
+#include "grant.h"
+
+/*
+ * Seal or open buf under the key of grant p->grant_id, derived from this
+ * connection's TLS session and wiped after. Opening wipes the sealed range
+ * whenever it fails, the key's derivation included: unopened bytes never stay.
+ */
+static RSEC_MUST_CHECK int sealed_by_session(struct rsec_conn *c, const struct rsec_sealed_params *p, uint8_t *buf,
+					     bool seal)
+{
+	uint8_t key[RSEC_SEALED_KEY_LEN];
+	int rc = rsec_sealed_key(c->ssl, p->grant_id, key);
+	if (rc == 0)
+		rc = seal ? rsec_sealed_seal(key, p, buf) : rsec_sealed_open(key, p, buf);
+	else if (!seal)
+		OPENSSL_cleanse(buf, rsec_sealed_len(p->plain_len));
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
+}
+
+/* Open in place what the peer's claim says it sealed into our WRITE grant g. */
+static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct rsec_local_grant *g)
+{
+	struct rsec_sealed_params p = {
+		.alg = c->aead, .grant_id = g->id, .offset = g->claim_off, .plain_len = g->claim_len
+	};
+	memcpy(p.prefix, g->claim_mac, sizeof(p.prefix));
+	return sealed_by_session(c, &p, g->addr + g->claim_off, false);
+}
+
+/* A live grant of ours, or NULL; one past its ttl but not yet swept counts as gone. */
+static struct rsec_local_grant *find_live(struct rsec_conn *c, uint64_t grant_id)
+{
+	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	if (g && g->expires_ms && g->expires_ms <= rsec_now_ms())
+		return NULL;
+	return g;
+}
+
+struct claim_wanted {
+	const struct rsec_local_grant *g;
+	uint64_t grant_id;
+};
+
+/* The peer's claim arrived, or the grant is gone (expired meanwhile). */
+static bool claim_arrived(struct rsec_conn *c, void *arg)
+{
+	(void)c;
+	const struct claim_wanted *w = arg;
+	return w->g->claim || !w->g->live || w->g->id != w->grant_id;
+}
+
+/* Wait for the peer's claim on g, then revoke g: once checked, nobody may change the bytes. */
+static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t grant_id,
+					    int timeout_ms)
+{
+	struct claim_wanted w = { .g = g, .grant_id = grant_id };
+	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
+	RSEC_GUARD(rsec_conn_require_established(c, false)); /* closing revoked it: say why, not RSEC_E_GRANT */
+	if (!g->live || g->id != grant_id)
+		return RSEC_E_GRANT; /* expired meanwhile */
+	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE));
+	c->stats.grants_revoked++;
+	return 0;
+}
+
+/* Does g's range hold what the peer's claim says it wrote? *rc: why it could not tell. */
+bool rsec_grant_check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc)
+{
+	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
+	*rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
+				 g->claim_len, mac);
+	bool ok = *rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return ok;
+}
+
+/* What verify and open start with: the arguments, outputs zeroed, a live grant on an established connection. */
+static RSEC_MUST_CHECK int find_claimable(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+					  struct rsec_local_grant **out)
+{
+	if (!c || !off || !len)
+		return RSEC_E_INVAL;
+	*off = *len = 0;
+	RSEC_GUARD(rsec_conn_require_established(c, false));
+	*out = find_live(c, grant_id);
+	return *out ? 0 : RSEC_E_GRANT;
+}
+
+int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+{
+	struct rsec_local_grant *g;
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
+	if (!(g->access & RSEC_ACCESS_WRITE) || g->sealed)
+		return RSEC_E_GRANT;
+	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
+	uint8_t *p = g->addr + g->claim_off;
+	int rc = 0;
+	bool ok = g->claim_checked ? g->claim_ok : rsec_grant_check_claim(c, g, &rc);
+	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
+	g->claim = g->claim_checked = g->claim_ok = false;
+	if (rc < 0) {
+		OPENSSL_cleanse(p, g->claim_len); /* unverified: never handed out */
+		return rc;
+	}
+	rsec_grant_audit_local(c, RSEC_AUDIT_VERIFIED_WRITE, g, ok ? "ok" : "mismatch",
+			       ok ? NULL : "bytes differ from what the peer wrote; wiped", g->claim_off, g->claim_len);
+	if (!ok) {
+		OPENSSL_cleanse(p, g->claim_len);
+		c->data_mac_failures++;
+		return RSEC_E_MAC;
+	}
+	*off = g->claim_off;
+	*len = g->claim_len;
+	return 0;
+}
+
+int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+{
+	struct rsec_local_grant *g;
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
+	if (!g->sealed)
+		return RSEC_E_GRANT;
+	if (!(g->access & RSEC_ACCESS_WRITE)) {
+		if (g->busy)
+			return RSEC_E_AGAIN; /* its bind is in flight; the peer cannot have read it yet */
+		RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE)); /* turns it back into plaintext */
+		c->stats.grants_revoked++;
+		RSEC_GUARD(g->unseal_rc);
+		*len = g->sealed_len;
+		return 0;
+	}
+	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
+	/* Where the peer says it sealed, and how. */
+	uint64_t at = g->claim_off, plain_len = g->claim_len;
+	int rc = open_sealed_claim(c, g);
+	OPENSSL_cleanse(g->claim_mac, sizeof(g->claim_mac));
+	g->claim = false;
+	rsec_grant_audit_local(c, RSEC_AUDIT_SEALED_OPEN, g, rc == 0 ? "ok" : "mismatch",
+			       rc == 0 ? NULL : "sealed bytes do not open (changed, replayed or cut); wiped", at,
+			       rsec_sealed_len(plain_len));
+	if (rc == RSEC_E_MAC)
+		c->data_mac_failures++;
+	if (rc < 0)
+		return rc;
+	*off = at;
+	*len = plain_len;
+	return 0;
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regions: memory an application registers (or has us map) to grant from
+ * and to post from. Registered without remote access: their rkeys never
+ * leave the process. In window mode a region also gets the registration
+ * its grants' windows bind to; in fallback mode each grant registers its
+ * own range (grant.c). A region in use by a bind or an operation goes when
+ * that completes.
+ */
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "session/conn.h"
+#include "grant.h"
+
+/* A region: what grants of it may allow, or RSEC_ACCESS_LOCAL alone (never granted). */
+static bool region_access_valid(unsigned access)
+{
+	return access == RSEC_ACCESS_LOCAL || rsec_grant_access_valid(access);
+}
+
+int rsec_grant_use_mr(const struct rsec_conn *c, bool *mr)
+{
+	RSEC_ENSURE(c->dev != NULL, RSEC_E_AGAIN);
+	switch (c->ctx->grant_mode) {
+	case RSEC_GRANT_MR:
+		*mr = true;
+		return 0;
+	case RSEC_GRANT_MW:
+		RSEC_ENSURE(c->dev->mw_type2, RSEC_E_NODEV);
+		*mr = false;
+		return 0;
+	default:
+		*mr = !c->dev->mw_type2;
+		return 0;
+	}
+}
+
+const char *rsec_conn_grant_mechanism(const struct rsec_conn *c)
+{
+	bool mr;
+	if (!c || rsec_grant_use_mr(c, &mr) < 0)
+		return NULL;
+	return mr ? "mr" : "mw2";
+}
+
+static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
+{
+	bool mr;
+	RSEC_GUARD(rsec_grant_use_mr(c, &mr));
+	/* The local side of rsec_post: a READ writes into it. No remote access.
+	 * Memory the process may not write (a read-only mapping) is still a
+	 * source for WRITEs and READ grants. */
+	r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->local_mr) {
+		r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, 0);
+		r->local_ro = true;
+	}
+	RSEC_ENSURE(r->local_mr != NULL, RSEC_E_VERBS);
+	/* Fallback mode registers per grant; window mode binds windows to this. */
+	if (mr || !(r->access & RSEC_GRANT_ACCESS_RW))
+		return 0;
+	return rsec_mr_reg(&c->qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
+}
+
+int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access, struct rsec_region **out)
+{
+	if (!c || !addr || !len || !out || !region_access_valid(access))
+		return RSEC_E_INVAL;
+	*out = NULL;
+	RSEC_GUARD(rsec_conn_require_established(c, false));
+	struct rsec_region *r = calloc(1, sizeof(*r));
+	if (!r)
+		return RSEC_E_NOMEM;
+	r->conn = c;
+	r->serial = ++c->regions_made;
+	r->addr = addr;
+	r->len = len;
+	r->access = access;
+	int rc = region_register(c, r);
+	if (rc < 0) {
+		if (r->local_mr)
+			(void)ibv_dereg_mr(r->local_mr);
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+/*
+ * Map len bytes at a random page-aligned address in the lower half of the
+ * 47-bit user space, so a peer's address says nothing about the next one.
+ * MAP_FIXED_NOREPLACE never clobbers an existing mapping; after a few
+ * collisions the kernel's choice is the fallback.
+ */
+static void *map_random(size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	for (int tries = 0; tries < 8 && page > 0; tries++) {
+		uint64_t r;
+		if (RAND_bytes((uint8_t *)&r, sizeof(r)) != 1)
+			break;
+		uintptr_t hint = (uintptr_t)((UINT64_C(1) << 40) + (r % (UINT64_C(1) << 45))) & ~(uintptr_t)(page - 1);
+		void *p = mmap((void *)hint, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p == (void *)hint)
+			return p;
+		if (p != MAP_FAILED)
+			(void)munmap(p, len); /* an old kernel ignoring NOREPLACE put it elsewhere */
+	}
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct rsec_region **out)
+{
+	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !region_access_valid(access))
+		return RSEC_E_INVAL;
+	*out = NULL;
+	RSEC_GUARD(rsec_conn_require_established(c, false));
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t map_len = (len + page - 1) / page * page;
+	void *p = map_random(map_len);
+	if (!p)
+		return RSEC_E_NOMEM;
+	int rc = rsec_region_reg(c, p, len, access, out);
+	if (rc < 0) {
+		(void)munmap(p, map_len);
+		return rc;
+	}
+	(*out)->map_len = map_len;
+	return 0;
+}
+
+void *rsec_region_addr(const struct rsec_region *r)
+{
+	return r ? r->addr : NULL;
+}
+
+void rsec_region_destroy(struct rsec_region *r)
+{
+	if (r->mr)
+		(void)ibv_dereg_mr(r->mr);
+	if (r->local_mr)
+		(void)ibv_dereg_mr(r->local_mr);
+	if (r->map_len) {
+		OPENSSL_cleanse(r->addr, r->map_len);
+		(void)munmap(r->addr, r->map_len);
+	}
+	free(r);
+}
+
+/* A bind or an operation over the region is in flight: the device still uses its registration, so it goes when that completes. */
+void rsec_region_free(struct rsec_region *r)
+{
+	if (!r)
+		return;
+	if (r->users == 0) {
+		rsec_region_destroy(r);
+		return;
+	}
+	r->dying = true;
+	r->next_dying = r->conn->dying;
+	r->conn->dying = r;
+}
+
+void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r)
+{
+	if (!r || r->users == 0 || --r->users > 0 || !r->dying)
+		return;
+	for (struct rsec_region **p = &c->dying; *p; p = &(*p)->next_dying) {
+		if (*p == r) {
+			*p = r->next_dying;
+			break;
+		}
+	}
+	rsec_region_destroy(r);
+}
