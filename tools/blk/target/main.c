@@ -261,13 +261,14 @@ int main(int argc, char **argv)
 	int rc = conf_read(&cl, conf, err, sizeof(err));
 	if (rc == 1)
 		fprintf(stderr, "rdmasec-blkd: %s\n", err);
-	struct trust_watch *watch = NULL;
-	int status = rc < 0 ? 0 : rc > 0 ? 2 : 0;
-	if (rc == 0 && conf->etcd[0]) {
-		struct trust_conf_slots to = trust_slots(conf);
-		status = trust_conf_start("rdmasec-blkd", conf->etcd, conf->state_dir, &to, &watch);
+	if (rc != 0) {
+		free(conf);
+		return rc < 0 ? 0 : 2;
 	}
-	if (rc == 0 && status == 0)
+	struct trust_watch *watch = NULL;
+	struct trust_conf_slots to = trust_slots(conf);
+	int status = conf->etcd[0] ? trust_conf_start("rdmasec-blkd", conf->etcd, conf->state_dir, &to, &watch) : 0;
+	if (status == 0)
 		status = target_run(conf, conf_reread, &cl, watch);
 	trust_watch_stop(watch);
 	free(conf);
