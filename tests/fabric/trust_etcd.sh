@@ -78,9 +78,8 @@ blk() { # CERTDIR COMMAND ARGS...: rdmasec-blk from host 3 to the blkd on host 2
 	fabric on 3 "$bin/blk/cli/rdmasec-blk" "$cmd" --server "$(fabric ip 2)" --certs "$dir" --export d \
 		--source "$(fabric ip 3)" "$@"
 }
-blk "$work/c2" bench --rw randread --runtime 120 >"$work/blk-c2.out" 2>&1 &
+blk "$work/c2" bench --rw randread --runtime 300 >"$work/blk-c2.out" 2>&1 &
 bbench=$!
-wait_for "$work/blkd.log" 'event=open .*CN=client2' || echo "no blk session of client2"
 client() { # NAME HOST ARGS...: NAME.pem/NAME.key of the test PKI, from host 3 to the server on HOST
 	local name=$1 host=$2
 	shift 2
@@ -109,6 +108,7 @@ for h in 1 2; do
 		wait_for "$work/s-$c-$h.out" "^reply: msg-$c-$h-10$" || echo "no reply 10 ($c to $h)"
 	done
 done
+wait_for "$work/blkd.log" 'event=open .*CN=client2' || echo "no blk session of client2"
 
 # (a) client2 revoked in etcd.
 "$bin/keygen/rdmasec-keygen" revoke "$work/pki" client2 >/dev/null || echo "revoke client2 failed"
@@ -123,8 +123,9 @@ for h in 1 2; do
 done
 echo "revoked_after=$((SECONDS - t0))"
 wait $bwait
-wait $bbench; echo "blk_c2=$?"
-blk "$work/pki" info >"$work/blk-c1.out" 2>&1; echo "blk_c1=$?"
+# client1 opens the export meanwhile (etcd's allow and the export's --rw take it).
+blk "$work/pki" info >"$work/blk-c1.out" 2>&1 &
+binfo=$!
 n1=$(grep -c '^reply:' "$work/s-client-1.out") n2=$(grep -c '^reply:' "$work/s-client-2.out")
 wait_for "$work/s-client-1.out" "^reply: msg-client-1-$((n1 + 20))$" || echo "client1's stream to 1 stalled"
 wait_for "$work/s-client-2.out" "^reply: msg-client-2-$((n2 + 20))$" || echo "client1's stream to 2 stalled"
@@ -149,6 +150,8 @@ for h in 1 2; do
 done
 touch "$work/stop"
 for p in "${cpids[@]}"; do wait $p; done
+wait $bbench; echo "blk_c2=$?"
+wait $binfo; echo "blk_c1=$?"
 for h in 1 2; do
 	for c in client client2; do echo "s_${c}_$h=$(grep -c '^reply:' "$work/s-$c-$h.out")"; done
 done
@@ -164,7 +167,7 @@ wait $spid2; echo "server2=$?"
 wait $bpid; echo "blkd=$?"
 GUEST
 
-"$fabric" run --hosts 3 --timeout 420 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
+"$fabric" run --hosts 3 --timeout 480 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
 for f in run.out server-1.log server-2.log server-1b.log audit-1.jsonl blkd.log blk-c2.out blk-c1.out; do
 	echo "--- $f"

@@ -347,6 +347,10 @@ static void test_conf_start(void **state)
 	assert_int_equal(n, 1);
 	assert_string_equal(allow[0], "CN=z");
 	assert_non_null(strstr(ca, "/start/ca.pem"));
+	/* Nothing from etcd yet: nothing to reload, nothing refused. */
+	char rejected[600] = "x";
+	assert_false(trust_conf_take(w, rejected, sizeof(rejected)));
+	assert_string_equal(rejected, "");
 	trust_watch_stop(w);
 }
 

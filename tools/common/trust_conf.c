@@ -58,3 +58,13 @@ int trust_conf_start(const char *prog, const char *etcd, const char *state_dir, 
 	}
 	return 0;
 }
+
+bool trust_conf_take(struct trust_watch *w, char *rejected, size_t cap)
+{
+	char why[512];
+	unsigned ev = trust_watch_take(w, why, sizeof(why));
+	snprintf(rejected, cap, "%s%s", ev & TRUST_EV_REJECTED ? "trust-etcd: " : "", ev & TRUST_EV_REJECTED ? why : "");
+	if (ev & TRUST_EV_CHANGED)
+		log_event("info", "trust_etcd_changed", "action=reload");
+	return ev & TRUST_EV_CHANGED;
+}

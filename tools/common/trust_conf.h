@@ -4,11 +4,12 @@
  * (etcd's copy or the last good one, then the watcher) and how a
  * configuration takes the last good copy, at start and at every reload.
  * The daemon's loop then reloads as on SIGHUP when the watcher says so
- * (trust_watch_take).
+ * (trust_conf_take).
  */
 #ifndef RSEC_TRUST_CONF_H
 #define RSEC_TRUST_CONF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,13 @@ int trust_conf_apply(const char *state_dir, const struct trust_conf_slots *to, c
  */
 int trust_conf_start(const char *prog, const char *etcd, const char *state_dir, const struct trust_conf_slots *to,
 		     struct trust_watch **watch);
+
+/*
+ * The loop's side, when the watcher's fd is readable: true if a new good copy
+ * is in the state directory (logged as trust_etcd_changed; reload it as
+ * SIGHUP would). rejected gets "trust-etcd: " and the reason of a copy the
+ * watcher refused (the loop logs and audits it as a failed reload), or "".
+ */
+bool trust_conf_take(struct trust_watch *w, char *rejected, size_t cap);
 
 #endif

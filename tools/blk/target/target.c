@@ -1190,17 +1190,12 @@ static void target_reload(struct target *t)
 /* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
 static void on_trust(struct target *t)
 {
-	char why[512];
-	unsigned ev = trust_watch_take(t->trust, why, sizeof(why));
-	if (ev & TRUST_EV_REJECTED) {
-		char what[600];
-		snprintf(what, sizeof(what), "trust-etcd: %s", why);
-		reload_failed(t, "trust_etcd", what, true);
-	}
-	if (ev & TRUST_EV_CHANGED) {
-		blkd_log("info", "trust_etcd_changed", "action=reload");
+	char rejected[600];
+	bool changed = trust_conf_take(t->trust, rejected, sizeof(rejected));
+	if (rejected[0])
+		reload_failed(t, "trust_etcd", rejected, true);
+	if (changed)
 		target_reload(t);
-	}
 }
 
 /*

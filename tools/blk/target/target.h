@@ -5,7 +5,7 @@
 
 #include "blkd_conf.h"
 #include "log.h"
-#include "trust_etcd.h"
+#include "trust_conf.h"
 
 /* The configuration as it is now (SIGHUP): a new one the caller frees, or NULL with err. */
 typedef struct blkd_conf *(*blkd_conf_reader)(void *arg, char *err, size_t errlen);
