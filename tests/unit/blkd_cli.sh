@@ -38,6 +38,12 @@ expect 2 "queue_depth: '257'" "${certs[@]}" --queue-depth 257
 expect 2 "queue_depth: '65' is not a number in 1..64" "${certs[@]}" --queue-depth 65
 expect 2 "store_threads: '65'" "${certs[@]}" --store-threads 65
 expect 2 "unexpected argument 'extra'" "${certs[@]}" extra
+# --trust-etcd ([trust] etcd) stands in for --ca; a bad spec, or no etcd and no last good copy, stops the start.
+tcerts=(--cert "$work/s.pem" --key "$work/s.key" --export "d=$work/d.img,size=1M" --rw '*')
+expect 2 "trust-etcd: '127.0.0.1:2379' has no /PREFIX" "${tcerts[@]}" --trust-etcd 127.0.0.1:2379
+printf '[trust]\netcd = 127.0.0.1:1/p/\n' >"$work/trust.ini"
+expect 2 "prefix '/p/' is not" -f "$work/trust.ini" "${tcerts[@]}"
+expect 1 "no good copy on disk" "${tcerts[@]}" --trust-etcd 127.0.0.1:1/p --trust-state-dir "$work/none"
 expect 2 "usage:" --no-such-flag
 expect 0 "--export NAME=PATH" --help
 # A read-only export's file must exist: the target stops before any device.

@@ -230,6 +230,30 @@ static void cross_checks(void **state)
 	}
 }
 
+/* [trust] etcd stands in for the CA (the last good copy gives it at start); cert and key stay required. */
+static void trust_etcd_keys(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	int rc;
+	struct blkd_conf *c = parse("[tls]\ncert=b\nkey=c\n[trust]\netcd = 10.0.0.1:2379/rdmasec/trust\n"
+				    "state_dir = /tmp/s\n[export d]\npath=/x\nrw=*\n", &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(c->etcd, "10.0.0.1:2379/rdmasec/trust");
+	assert_string_equal(c->state_dir, "/tmp/s");
+	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), 0);
+	free(c);
+	c = parse("[trust]\netcd = 10.0.0.1:2379/p\n[export d]\npath=/x\nrw=*\n", &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no credentials"));
+	free(c);
+	c = parse("[trust]\nwatch = yes\n", &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "unknown key 'watch' in [trust]"));
+	free(c);
+}
+
 /* An identity librdmasec may have cut short (255 characters or more) is refused, never truncated. */
 static void identity_length(void **state)
 {
@@ -314,7 +338,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid), cmocka_unit_test(rekey_keys),
-		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks),
+		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks), cmocka_unit_test(trust_etcd_keys),
 		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(prefix_rules), cmocka_unit_test(open_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,6 +72,16 @@ static void blkd_keeps_stores_and_takes_access_lists(void **state)
 	assert_string_equal(names, "exports");
 	assert_string_equal(fresh->exports[0].name, "d");
 	free(fresh);
+	/* --trust-etcd's endpoints and state directory need a restart; the copy's allow rules do not. */
+	fresh = blkd_conf("[target]\nqueues = 2\n[trust]\netcd = h:1/p\nstate_dir = /s\n"
+			  "[export d]\npath = /x\nsize = 1M\nrw = CN=a\n");
+	strcpy(fresh->allow[0], "CN=z");
+	fresh->n_allow = 1;
+	assert_int_equal(blkd_conf_pin_fixed(fresh, old, names, sizeof(names)), 2);
+	assert_string_equal(names, "etcd,state_dir");
+	assert_string_equal(fresh->etcd, "");
+	assert_int_equal(fresh->n_allow, 1);
+	free(fresh);
 	free(old);
 }
 

@@ -3,7 +3,8 @@
  * --trust-etcd's checks without etcd (tools/common/trust_etcd.c): the option,
  * the /v3/kv/range reply, the one check every snapshot passes before it is
  * applied, the last good copy on disk, and the start-up choice between etcd
- * and that copy when no endpoint answers.
+ * and that copy when no endpoint answers; a daemon's share of it
+ * (trust_conf.c: rdmasec-server's and rdmasec-blkd's).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 
 #include "pki.h"
 #include "rdmasec.h"
+#include "trust_conf.h"
 #include "trust_etcd.h"
 
 static char root[64];
@@ -292,6 +294,66 @@ static void test_bootstrap_offline(void **state)
 	trust_snapshot_clear(&got);
 }
 
+/* A configuration takes the copy's CA and CRL paths, and its rules after its own (64 in all). */
+static void test_conf_apply(void **state)
+{
+	(void)state;
+	static char allow[RSEC_AUTHZ_RULES_MAX][RSEC_AUTHZ_RULE_MAX + 1];
+	char dir[256], err[1024], ca[512] = "", crl[512] = "", want[512];
+	uint32_t n = 1;
+	snprintf(allow[0], sizeof(allow[0]), "CN=local");
+	struct trust_conf_slots to = { .ca = ca, .ca_cap = sizeof(ca), .crl = crl, .crl_cap = sizeof(crl),
+				       .allow = allow, .n_allow = &n };
+	snprintf(dir, sizeof(dir), "%s/conf", root);
+	assert_int_equal(trust_conf_apply(dir, &to, err, sizeof(err)), -1); /* no copy yet */
+	assert_non_null(strstr(err, "last good copy"));
+	struct trust_snapshot good = { .ca = ca_a, .crl = crl_a, .allow = (char *)"CN=a\n# c\nspiffe://x/y/*\n" };
+	assert_int_equal(trust_state_write(dir, &good, err, sizeof(err)), 0);
+	assert_int_equal(trust_conf_apply(dir, &to, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(allow[0], "CN=local");
+	assert_string_equal(allow[1], "CN=a");
+	assert_string_equal(allow[2], "spiffe://x/y/*");
+	snprintf(want, sizeof(want), "%s/ca.pem", dir);
+	assert_string_equal(ca, want);
+	snprintf(want, sizeof(want), "%s/crl.pem", dir);
+	assert_string_equal(crl, want);
+	/* With the configuration's own rules the copy's would pass 64: refused, the count unchanged. */
+	n = RSEC_AUTHZ_RULES_MAX - 1;
+	assert_int_equal(trust_conf_apply(dir, &to, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "the file's and the flags' rules"));
+	assert_int_equal(n, RSEC_AUTHZ_RULES_MAX - 1);
+}
+
+/* The start a daemon makes: a bad option is bad usage (2), no copy at all is 1, the last good copy starts it. */
+static void test_conf_start(void **state)
+{
+	(void)state;
+	static char allow[RSEC_AUTHZ_RULES_MAX][RSEC_AUTHZ_RULE_MAX + 1];
+	char dir[256], err[1024], ca[512] = "", crl[512] = "";
+	uint32_t n = 0;
+	struct trust_conf_slots to = { .ca = ca, .ca_cap = sizeof(ca), .crl = crl, .crl_cap = sizeof(crl),
+				       .allow = allow, .n_allow = &n };
+	struct trust_watch *w = NULL;
+	snprintf(dir, sizeof(dir), "%s/start", root);
+	assert_int_equal(trust_conf_start("test", "127.0.0.1:1", dir, &to, &w), 2);
+	assert_int_equal(trust_conf_start("test", "127.0.0.1:1/t", dir, &to, &w), 1);
+	assert_null(w);
+	struct trust_snapshot good = { .ca = ca_a, .crl = crl_a, .allow = (char *)"CN=z" };
+	assert_int_equal(trust_state_write(dir, &good, err, sizeof(err)), 0);
+	assert_int_equal(trust_conf_start("test", "127.0.0.1:1/t", dir, &to, &w), 0);
+	assert_non_null(w);
+	assert_true(trust_watch_fd(w) >= 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(allow[0], "CN=z");
+	assert_non_null(strstr(ca, "/start/ca.pem"));
+	/* Nothing from etcd yet: nothing to reload, nothing refused. */
+	char rejected[600] = "x";
+	assert_false(trust_conf_take(w, rejected, sizeof(rejected)));
+	assert_string_equal(rejected, "");
+	trust_watch_stop(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +363,8 @@ int main(void)
 		cmocka_unit_test(test_allow_split),
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_bootstrap_offline),
+		cmocka_unit_test(test_conf_apply),
+		cmocka_unit_test(test_conf_start),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,7 +12,7 @@
 #include "log.h"
 #include "psk.h"
 #include "server.h"
-#include "trust_etcd.h"
+#include "trust_conf.h"
 
 #define SHORT_OPTS "f:C:l:d:vh"
 
@@ -243,82 +243,36 @@ static int conf_read(const struct cmdline *cl, struct rsec_conf *conf, char *err
 	return 0;
 }
 
-/*
- * --trust-etcd: the context reads the CA and CRL of the last good copy, and
- * its allow rules join the file's and the flags'. 0, or -1 with err.
- */
-static int trust_conf_apply(struct rsec_conf *conf, char *err, size_t errlen)
+/* --trust-etcd: the context reads the CA and CRL of the last good copy, and its allow rules join the file's and
+ * the flags'. */
+static struct trust_conf_slots trust_slots(struct rsec_conf *conf)
 {
-	struct trust_snapshot last;
-	char why[512];
-	if (trust_state_read(conf->state_dir, &last, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "trust-etcd: last good copy: %s", why);
-		return -1;
-	}
-	int n = trust_allow_split(last.allow, conf->allow + conf->n_allow, RSEC_AUTHZ_RULES_MAX - conf->n_allow, why,
-				  sizeof(why));
-	trust_snapshot_clear(&last);
-	if (n < 0) {
-		snprintf(err, errlen, "trust-etcd: %s (with the file's and the flags' rules)", why);
-		return -1;
-	}
-	conf->n_allow += (uint32_t)n;
-	trust_state_path(conf->ca, sizeof(conf->ca), conf->state_dir, "ca.pem");
-	trust_state_path(conf->crl, sizeof(conf->crl), conf->state_dir, "crl.pem");
-	return 0;
+	return (struct trust_conf_slots){ .ca = conf->ca, .ca_cap = sizeof(conf->ca), .crl = conf->crl,
+					  .crl_cap = sizeof(conf->crl), .allow = conf->allow, .n_allow = &conf->n_allow };
 }
 
 /* server_run's reader at a reload: the same command line, the file (and the trust copy) as they are now. */
 static int conf_reread(void *arg, struct rsec_conf *conf, char *err, size_t errlen)
 {
 	int rc = conf_read(arg, conf, err, errlen);
-	if (rc == 0)
-		return conf->etcd[0] && trust_conf_apply(conf, err, errlen) < 0 ? RSEC_E_CONFIG : 0;
+	if (rc == 0) {
+		struct trust_conf_slots to = trust_slots(conf);
+		return conf->etcd[0] && trust_conf_apply(conf->state_dir, &to, err, errlen) < 0 ? RSEC_E_CONFIG : 0;
+	}
 	if (rc != 1)
 		snprintf(err, errlen, "the command line no longer parses");
 	return RSEC_E_CONFIG;
 }
 
-/*
- * --trust-etcd at start: etcd's copy (a bad one refuses the start), or the
- * last good one on disk when etcd is unreachable; the watcher then follows
- * etcd. 0, or the exit status.
- */
+/* --trust-etcd at start (trust_conf_start), in certificate mode only. 0, or the exit status. */
 static int trust_start(struct rsec_conf *conf, struct trust_watch **watch)
 {
-	struct trust_spec spec;
-	struct trust_snapshot applied;
-	char err[1200];
-	bool from_etcd;
 	if (conf->psk_file[0]) {
 		fprintf(stderr, "rdmasec-server: --trust-etcd needs certificate mode (--cert and --key), not a PSK\n");
 		return 2;
 	}
-	if (trust_spec_parse(conf->etcd, &spec, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rdmasec-server: %s\n", err);
-		return 2;
-	}
-	if (trust_bootstrap(&spec, conf->state_dir, &applied, &from_etcd, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rdmasec-server: trust-etcd: %s\n", err);
-		return 1;
-	}
-	if (from_etcd)
-		log_event("info", "trust_etcd", "prefix=%s source=etcd state_dir=%s", log_q(spec.prefix),
-			  log_q(conf->state_dir));
-	else
-		log_event("warn", "trust_etcd", "prefix=%s source=last_good state_dir=%s reason=%s", log_q(spec.prefix),
-			  log_q(conf->state_dir), log_q(err));
-	if (trust_conf_apply(conf, err, sizeof(err)) < 0) {
-		trust_snapshot_clear(&applied);
-		fprintf(stderr, "rdmasec-server: %s\n", err);
-		return 1;
-	}
-	*watch = trust_watch_start(&spec, conf->state_dir, &applied, from_etcd, err, sizeof(err));
-	if (!*watch) {
-		fprintf(stderr, "rdmasec-server: %s\n", err);
-		return 1;
-	}
-	return 0;
+	struct trust_conf_slots to = trust_slots(conf);
+	return trust_conf_start("rdmasec-server", conf->etcd, conf->state_dir, &to, watch);
 }
 
 int main(int argc, char **argv)

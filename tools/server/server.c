@@ -37,7 +37,7 @@
 #include "rdmasec.h"
 #include "conf_live.h"
 #include "server.h"
-#include "trust_etcd.h"
+#include "trust_conf.h"
 
 #define TICK_MS 250
 #define DEVICES_BY_ADDRESS 8 /* without --device, librdmasec opens up to 8, one per local address */
@@ -1025,17 +1025,12 @@ static void server_reload(struct server *srv)
 /* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
 static void on_trust(struct server *srv)
 {
-	char why[512];
-	unsigned ev = trust_watch_take(srv->trust, why, sizeof(why));
-	if (ev & TRUST_EV_REJECTED) {
-		char what[600];
-		snprintf(what, sizeof(what), "trust-etcd: %s", why);
-		reload_failed(srv, "trust_etcd", what, true);
-	}
-	if (ev & TRUST_EV_CHANGED) {
-		log_event("info", "trust_etcd_changed", "action=reload");
+	char rejected[600];
+	bool changed = trust_conf_take(srv->trust, rejected, sizeof(rejected));
+	if (rejected[0])
+		reload_failed(srv, "trust_etcd", rejected, true);
+	if (changed)
 		server_reload(srv);
-	}
 }
 
 static void tick_all(struct server *srv)

@@ -34,6 +34,9 @@ static void usage(FILE *f)
 		"  -d, --device NAME          RDMA device\n"
 		"  -t, --timeout MS           set-up, and the longest a command may take (default 30000)\n"
 		"      --busy-poll            spin on completions (lowest latency, a core while waiting)\n"
+		"      --rekey-s SECONDS      renew the keys at least this often (default 3600, 1..604800)\n"
+		"      --rekey-bytes BYTES    ... and every BYTES sent and received (K/M/G; default 64G,\n"
+		"                             1..128G)\n"
 		"bench (fio's knobs):\n"
 		"      --rw read|write|randread|randwrite|randrw   (default randread; randrw: 50%% reads)\n"
 		"      --bs SIZE              bytes per I/O, K/M suffixes (default 4K)\n"
@@ -53,7 +56,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
-       OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA };
+       OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -78,7 +81,7 @@ static bool parse_server(struct blk_cli *c, const char *s)
 
 static bool parse_option(struct blk_cli *c, int opt)
 {
-	uint64_t ms;
+	uint64_t ms, rekey_s;
 	switch (opt) {
 	case 'S': return parse_server(c, optarg);
 	case 'C': c->conn.certs_dir = optarg; return true;
@@ -92,6 +95,13 @@ static bool parse_option(struct blk_cli *c, int opt)
 		c->conn.timeout_ms = (int)ms;
 		return true;
 	case OPT_BUSY: c->conn.busy_poll = true; return true;
+	case OPT_REKEY_S:
+		if (!cli_parse_u64("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, false, &rekey_s))
+			return false;
+		c->conn.rekey_s = (uint32_t)rekey_s;
+		return true;
+	case OPT_REKEY_BYTES:
+		return cli_parse_u64("--rekey-bytes", optarg, 1, RSEC_MAX_REKEY_BYTES, true, &c->conn.rekey_bytes);
 	case OPT_RW: c->rw = optarg; return true;
 	case OPT_BS: return cli_parse_u64("--bs", optarg, 512, BLK_TRANSFER_MAX, true, &c->bs);
 	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
@@ -131,6 +141,8 @@ int main(int argc, char **argv)
 		{ "verify", no_argument, NULL, OPT_VERIFY },  { "seed", required_argument, NULL, OPT_SEED },
 		{ "json", no_argument, NULL, OPT_JSON },      { "offset", required_argument, NULL, OPT_OFFSET },
 		{ "length", required_argument, NULL, OPT_LENGTH }, { "fua", no_argument, NULL, OPT_FUA },
+		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 		{ "help", no_argument, NULL, 'h' },           { 0 },
 	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {

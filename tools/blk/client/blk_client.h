@@ -43,6 +43,8 @@ struct blk_client_opts {
 				  * (never more than the target's max_transfer) */
 	int timeout_ms;          /* set-up, and the longest a command may stay in flight; 0: 30000 */
 	bool busy_poll;          /* spin on completions instead of sleeping */
+	uint32_t rekey_s;        /* keys renewed at least this often, 1..RSEC_MAX_REKEY_S; 0: RSEC_DEFAULT_REKEY_S */
+	uint64_t rekey_bytes;    /* ... and every this many bytes, 1..RSEC_MAX_REKEY_BYTES; 0: RSEC_DEFAULT_REKEY_BYTES */
 };
 
 /* One I/O of the asynchronous core. buf stays the caller's and must stay

@@ -108,8 +108,10 @@ static int make_ctx(const struct blk_client_opts *o, uint16_t depth, uint16_t qu
 		.recv_slots = depth + 8u < 16u ? 16u : depth + 8u, .slot_size = 4096,
 		.handshake_timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS,
 	};
-	a.comp_mask |= RSEC_CTX_ATTR_QPS;
+	a.comp_mask |= RSEC_CTX_ATTR_QPS | RSEC_CTX_ATTR_REKEY;
 	a.max_qps = queues;
+	a.rekey_s = o->rekey_s ? o->rekey_s : RSEC_DEFAULT_REKEY_S;
+	a.rekey_bytes = o->rekey_bytes ? o->rekey_bytes : RSEC_DEFAULT_REKEY_BYTES;
 	if (o->busy_poll) {
 		a.comp_mask |= RSEC_CTX_ATTR_POLL;
 		a.poll_mode = RSEC_POLL_BUSY;

@@ -30,6 +30,22 @@ static int parse_uint(const char *what, const char *value, unsigned min, unsigne
 	return 0;
 }
 
+/* rekey_s= and rekey_bytes=: the bounds and parser of rdmasec-client's --rekey-s and --rekey-bytes. */
+static int parse_rekey(const char *key, const char *value)
+{
+	uint64_t v;
+	bool seconds = strcmp(key, "rekey_s") == 0;
+	if (!cli_parse_u64(key, value, 1, seconds ? RSEC_MAX_REKEY_S : RSEC_MAX_REKEY_BYTES, !seconds, &v)) {
+		nbdkit_error("%s=%s: refused (the reason is above)", key, value);
+		return -1;
+	}
+	if (seconds)
+		opts.rekey_s = (uint32_t)v;
+	else
+		opts.rekey_bytes = v;
+	return 0;
+}
+
 static int parse_server(const char *value)
 {
 	uint16_t port = BLK_DEFAULT_PORT;
@@ -69,6 +85,8 @@ static int rdmasec_config(const char *key, const char *value)
 		return opts.queue_depth = (uint16_t)v, 0;
 	if (strcmp(key, "timeout") == 0 && parse_uint("timeout", value, 1, 3600000, &v) == 0)
 		return opts.timeout_ms = (int)v, 0;
+	if (strcmp(key, "rekey_s") == 0 || strcmp(key, "rekey_bytes") == 0)
+		return parse_rekey(key, value);
 	if (strcmp(key, "max-io") == 0) {
 		int64_t n = nbdkit_parse_size(value);
 		if (n < 512 || n > BLK_TRANSFER_MAX) {
@@ -191,6 +209,8 @@ static struct nbdkit_plugin plugin = {
 		       "server-name=NAME     name the target's certificate must carry (default: HOST)\n"
 		       "queues=N depth=N     I/O queues and commands in flight per queue (default 1, 32)\n"
 		       "max-io=SIZE          largest command (default 256K)\n"
+		       "rekey_s=S rekey_bytes=B   renew the keys every S seconds (default 3600, 1..604800)\n"
+		       "                     and every B bytes (K/M/G; default 64G, 1..128G)\n"
 		       "device=NAME source=ADDR timeout=MS",
 	.magic_config_key = NULL,
 	.open = rdmasec_open,

@@ -48,6 +48,8 @@ static const struct key target_keys[] = {
 	{ "tls", "crl", KIND_STR, FIELD(crl), 0, 0 },
 	{ "tls", "rekey_s", KIND_U32, FIELD(rekey_s), 1, RSEC_MAX_REKEY_S },
 	{ "tls", "rekey_bytes", KIND_SIZE64, FIELD(rekey_bytes), 1, RSEC_MAX_REKEY_BYTES },
+	{ "trust", "etcd", KIND_STR, FIELD(etcd), 0, 0 },
+	{ "trust", "state_dir", KIND_STR, FIELD(state_dir), 0, 0 },
 };
 #define N_TARGET_KEYS (sizeof(target_keys) / sizeof(target_keys[0]))
 
@@ -281,7 +283,7 @@ int blkd_conf_set(struct blkd_conf *c, const char *section, const char *key, con
 			return set_target_key(c, &target_keys[i], value, err, errlen);
 	}
 	if (!known)
-		return fail(err, errlen, "unknown section '[%s]' (expected [target], [tls] or [export NAME])",
+		return fail(err, errlen, "unknown section '[%s]' (expected [target], [tls], [trust] or [export NAME])",
 			    conf_quote(q1, section));
 	return fail(err, errlen, "unknown key '%s' in [%s]", conf_quote(q1, key), conf_quote(q2, section));
 }
@@ -308,6 +310,7 @@ struct blkd_conf *blkd_conf_new(void)
 	c->store_threads = 4;
 	c->rekey_s = RSEC_DEFAULT_REKEY_S;
 	c->rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rdmasec/blkd-trust"); /* not the server's: one writer each */
 	return c;
 }
 
@@ -470,8 +473,9 @@ bool blkd_open_budget(const struct blkd_conf *c, unsigned asked_qd, unsigned ask
 
 int blkd_conf_check(const struct blkd_conf *c, char *err, size_t errlen)
 {
-	if (!c->ca[0] || !c->cert[0] || !c->key[0])
-		return fail(err, errlen, "no credentials: give --certs DIR, --ca/--cert/--key, or ca, cert and key in [tls]");
+	if ((!c->ca[0] && !c->etcd[0]) || !c->cert[0] || !c->key[0])
+		return fail(err, errlen, "no credentials: give --certs DIR, --ca/--cert/--key, or ca, cert and key in [tls]"
+				 " (ca: or --trust-etcd)");
 	if (c->n_exports == 0)
 		return fail(err, errlen, "no export: give --export NAME=PATH or an [export NAME] section");
 	if (c->max_transfer % BLK_BLOCK_MAX)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "blk_wire.h"
+#include "rdmasec.h"
 
 #define BLKD_EXPORTS_MAX 64u
 #define BLKD_IDS_MAX 32u     /* identities per list (rw, ro) of one export */
@@ -61,6 +62,13 @@ struct blkd_conf {
 	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN], crl[BLKD_PATH_LEN];
 	uint32_t rekey_s;       /* each queue pair's keys renewed at least this often (docs/protocol.md, "Rekeying") */
 	uint64_t rekey_bytes;   /* ... and after this many bytes sent and received */
+	/* [trust]: cluster trust through etcd (trust_conf.h); "": none. The CA, the CRL and the allow rules
+	 * (who may connect at all) then come from state_dir, the last good copy of etcd's; each export's
+	 * rw and ro lists stay this file's. */
+	char etcd[1200];
+	char state_dir[BLKD_PATH_LEN];
+	char allow[RSEC_AUTHZ_RULES_MAX][RSEC_AUTHZ_RULE_MAX + 1]; /* etcd's only */
+	uint32_t n_allow;
 	/* [export NAME] */
 	struct blkd_export_conf exports[BLKD_EXPORTS_MAX];
 	unsigned n_exports;

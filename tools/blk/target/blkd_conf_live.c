@@ -37,6 +37,8 @@ static const struct fixed_key target_keys[] = {
 	FIXED(struct blkd_conf, cert, "cert", true),
 	FIXED(struct blkd_conf, key, "key", true),
 	FIXED(struct blkd_conf, crl, "crl", true),
+	FIXED(struct blkd_conf, etcd, "etcd", true),
+	FIXED(struct blkd_conf, state_dir, "state_dir", true),
 };
 
 /* An export's store: opened at start-up. */

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "blkd_conf.h"
 #include "target.h"
+#include "trust_conf.h"
 
 #define SHORT_OPTS "f:C:l:d:e:vh"
 
@@ -48,12 +49,21 @@ static void usage(FILE *f)
 		"      --memory-limit BYTES    command buffers of all sessions (default 1G)\n"
 		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
 		"      --store-threads N       worker threads for the backing stores' I/O (default 4)\n"
+		"      --trust-etcd [http[s]://]HOST:PORT[,HOST:PORT...]/PREFIX\n"
+		"                              cluster trust: the CA bundle, CRL and allow rules (who may\n"
+		"                              connect at all) from etcd keys PREFIX/ca, PREFIX/crl,\n"
+		"                              PREFIX/allow, read each second and applied live as a reload;\n"
+		"                              replaces --ca and --crl; --rw and --ro stay local. A\n"
+		"                              malformed entry: refused at start, kept out at run time.\n"
+		"                              etcd unreachable: the last good copy on disk\n"
+		"      --trust-state-dir DIR   where that last good copy lives (default\n"
+		"                              /var/lib/rdmasec/blkd-trust)\n"
 		"  -v, --verbose               debug events in the log\n"
 		"  -h, --help\n"
 		"\n"
 		"Logs one logfmt line per event on stderr. SIGINT/SIGTERM: close every session, exit.\n"
 		"SIGHUP: reload the configuration, CA, certificate, key and CRL (all or nothing), close\n"
-		"clients revoked since.\n",
+		"clients revoked since; --trust-etcd's changes are applied the same way.\n",
 		BLK_DEFAULT_PORT);
 }
 
@@ -102,7 +112,7 @@ static bool add_id(struct args *a, const char *key, const char *id)
 /* Long options without a short letter: above the byte values getopt returns for letters. */
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
        OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
-       OPT_STORE_THREADS, OPT_REKEY_S, OPT_REKEY_BYTES };
+       OPT_STORE_THREADS, OPT_REKEY_S, OPT_REKEY_BYTES, OPT_TRUST_ETCD, OPT_TRUST_STATE };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -124,6 +134,8 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_MEMORY, "target", "memory_limit" },
 	{ OPT_REBUILDS, "target", "rebuilds_per_min" },
 	{ OPT_STORE_THREADS, "target", "store_threads" },
+	{ OPT_TRUST_ETCD, "trust", "etcd" },
+	{ OPT_TRUST_STATE, "trust", "state_dir" },
 	{ 0 },
 };
 
@@ -151,6 +163,8 @@ static const struct option long_opts[] = {
 	{ "memory-limit", required_argument, NULL, OPT_MEMORY },
 	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
 	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
+	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },
+	{ "trust-state-dir", required_argument, NULL, OPT_TRUST_STATE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -209,7 +223,14 @@ static int conf_read(const struct cmdline *cl, struct blkd_conf *conf, char *err
 	return 0;
 }
 
-/* target_run's reader at SIGHUP: the same command line, the file as it is now. */
+/* --trust-etcd: the context reads the CA and CRL of the last good copy and takes its allow rules. */
+static struct trust_conf_slots trust_slots(struct blkd_conf *conf)
+{
+	return (struct trust_conf_slots){ .ca = conf->ca, .ca_cap = sizeof(conf->ca), .crl = conf->crl,
+					  .crl_cap = sizeof(conf->crl), .allow = conf->allow, .n_allow = &conf->n_allow };
+}
+
+/* target_run's reader at a reload: the same command line, the file (and the trust copy) as they are now. */
 static struct blkd_conf *conf_reread(void *arg, char *err, size_t errlen)
 {
 	struct blkd_conf *conf = blkd_conf_new();
@@ -218,6 +239,10 @@ static struct blkd_conf *conf_reread(void *arg, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 	else if (rc > 1 || rc < 0)
 		snprintf(err, errlen, "the command line no longer parses");
+	if (rc == 0 && conf->etcd[0]) {
+		struct trust_conf_slots to = trust_slots(conf);
+		rc = trust_conf_apply(conf->state_dir, &to, err, errlen) < 0 ? 1 : 0;
+	}
 	if (rc == 0)
 		return conf;
 	free(conf);
@@ -236,7 +261,16 @@ int main(int argc, char **argv)
 	int rc = conf_read(&cl, conf, err, sizeof(err));
 	if (rc == 1)
 		fprintf(stderr, "rdmasec-blkd: %s\n", err);
-	int status = rc < 0 ? 0 : rc > 0 ? 2 : target_run(conf, conf_reread, &cl);
+	if (rc != 0) {
+		free(conf);
+		return rc < 0 ? 0 : 2;
+	}
+	struct trust_watch *watch = NULL;
+	struct trust_conf_slots to = trust_slots(conf);
+	int status = conf->etcd[0] ? trust_conf_start("rdmasec-blkd", conf->etcd, conf->state_dir, &to, &watch) : 0;
+	if (status == 0)
+		status = target_run(conf, conf_reread, &cl, watch);
+	trust_watch_stop(watch);
 	free(conf);
 	return status;
 }

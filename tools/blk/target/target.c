@@ -129,7 +129,8 @@ struct target {
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
 	int epfd, sigfd;
-	char listener_tag, signal_tag, pool_tag; /* their addresses mark their epoll events */
+	char listener_tag, signal_tag, pool_tag, trust_tag; /* their addresses mark their epoll events */
+	struct trust_watch *trust; /* --trust-etcd's watcher; NULL: none */
 	struct offload *pool; /* store I/O */
 	struct export *exports;
 	unsigned n_exports;
@@ -1000,6 +1001,20 @@ static int open_exports(struct target *t)
 	return 0;
 }
 
+/* Who may connect at all (--trust-etcd's allow rules; none: any authenticated identity). 0, or -1 with err. */
+static int apply_allow(struct target *t, const struct blkd_conf *conf, char *err, size_t errlen)
+{
+	const char *rules[RSEC_AUTHZ_RULES_MAX];
+	for (uint32_t i = 0; i < conf->n_allow; i++)
+		rules[i] = conf->allow[i];
+	int rc = rsec_ctx_set_allow(t->ctx, rules, conf->n_allow, err, errlen);
+	if (rc < 0)
+		return -1;
+	if (conf->n_allow)
+		blkd_log("info", "authz", "allow_rules=%u", conf->n_allow);
+	return 0;
+}
+
 static int open_context(struct target *t)
 {
 	const struct blkd_conf *conf = t->conf;
@@ -1032,6 +1047,10 @@ static int open_context(struct target *t)
 		blkd_log("error", "context", "error=\"%s\" reason=\"%s\"", rsec_strerror(rc), err);
 		return -1;
 	}
+	if (apply_allow(t, conf, err, sizeof(err)) < 0) {
+		blkd_log("error", "authz", "reason=%s", log_q(err));
+		return -1;
+	}
 	rc = rsec_listen(t->ctx, conf->listen_addr, conf->listen_port, 128, &t->listener);
 	if (rc < 0) {
 		blkd_log("error", "listen", "addr=%s port=%u error=\"%s\"", conf->listen_addr, conf->listen_port,
@@ -1057,6 +1076,9 @@ static int open_events(struct target *t)
 		return -1;
 	ev.data.ptr = &t->pool_tag;
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, offload_fd(t->pool), &ev) != 0)
+		return -1;
+	ev.data.ptr = &t->trust_tag;
+	if (t->trust && epoll_ctl(t->epfd, EPOLL_CTL_ADD, trust_watch_fd(t->trust), &ev) != 0)
 		return -1;
 	ev.data.ptr = &t->listener_tag;
 	return epoll_ctl(t->epfd, EPOLL_CTL_ADD, rsec_listener_fd(t->listener), &ev);
@@ -1147,6 +1169,12 @@ static void target_reload(struct target *t)
 		free(fresh);
 		return;
 	}
+	/* The rules were checked when the copy was read: only memory can fail here. */
+	if (apply_allow(t, fresh, err, sizeof(err)) < 0) {
+		reload_failed(t, "authz", err, true);
+		free(fresh);
+		return;
+	}
 	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
 		blkd_log("warn", "reload_not_live", "keys=\"%s\" reason=\"they need a restart\"", pinned);
 	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
@@ -1157,6 +1185,17 @@ static void target_reload(struct target *t)
 	blkd_log("info", "reloaded", "cert_expiry_days=%llu sessions=%u", (unsigned long long)t->n.cert_expiry_days,
 		 t->n_sessions);
 	recheck_peers(t);
+}
+
+/* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
+static void on_trust(struct target *t)
+{
+	char rejected[600];
+	bool changed = trust_conf_take(t->trust, rejected, sizeof(rejected));
+	if (rejected[0])
+		reload_failed(t, "trust_etcd", rejected, true);
+	if (changed)
+		target_reload(t);
 }
 
 /*
@@ -1209,6 +1248,8 @@ static void turn(struct target *t)
 			accept_some(t);
 		else if (ev[i].data.ptr == &t->pool_tag)
 			take_stored(t);
+		else if (ev[i].data.ptr == &t->trust_tag)
+			on_trust(t);
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
@@ -1235,9 +1276,10 @@ static void turn(struct target *t)
 	write_metrics(t, now, false);
 }
 
-int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg)
+int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struct trust_watch *trust)
 {
-	struct target t = { .conf = conf, .live = conf, .reread = reread, .reread_arg = arg, .epfd = -1, .sigfd = -1 };
+	struct target t = { .conf = conf, .live = conf, .reread = reread, .reread_arg = arg, .epfd = -1, .sigfd = -1,
+			    .trust = trust };
 	int status = 1;
 	t.msg_cap = BLK_CMD_MAX;
 	t.msg = malloc(t.msg_cap);
