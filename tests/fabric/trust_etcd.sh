@@ -189,11 +189,15 @@ expect_match "$work/blkd.log" 'event=trust_etcd prefix="/rdmasec/trust" source=e
 expect_match "$work/blkd.log" 'event=trust_etcd_changed action=reload' "(a) the blkd applied no change"
 expect_match "$work/blkd.log" 'event=peer_revoked .*peer="CN=client2,O=rdmasec-test" reason="certificate revoked"' \
 	"(a) the blkd did not close client2's session"
-python3 - "$work/audit-blkd.jsonl" <<'PY' || fail "(a) the blkd did not audit client2's closing"
+# audits_client2_revoked AUDIT: the audit log holds a peer_revoked record of client2.
+audits_client2_revoked() {
+	python3 - "$1" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 assert any(r["event"] == "peer_revoked" and r["peer"] == "CN=client2,O=rdmasec-test" for r in recs), recs
 PY
+}
+audits_client2_revoked "$work/audit-blkd.jsonl" || fail "(a) the blkd did not audit client2's closing"
 grep -q '^blk_c2=0$' "$work/run.out" && fail "(a) client2's rdmasec-blk write ended well after its revocation"
 expect_match "$work/blk-c2.out" 'certificate revoked' "(a) client2's rdmasec-blk did not say its session was revoked"
 expect_match "$work/run.out" '^blk_c1=0$' "(a) client1 could not open the export after client2's revocation"
@@ -208,11 +212,7 @@ for h in 1 2; do
 	expect_match "$work/server-$h.log" 'event=trust_etcd_changed action=reload' "(a) server $h applied no change"
 	expect_match "$work/server-$h.log" 'event=peer_revoked .*peer="?CN=client2,O=rdmasec-test"? reason="certificate revoked"' \
 		"(a) server $h did not close client2"
-	python3 - "$work/audit-$h.jsonl" <<'PY' || fail "(a) server $h did not audit client2's closing"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-assert any(r["event"] == "peer_revoked" and r["peer"] == "CN=client2,O=rdmasec-test" for r in recs), recs
-PY
+	audits_client2_revoked "$work/audit-$h.jsonl" || fail "(a) server $h did not audit client2's closing"
 	grep -q "^reply: msg-client2-$h-" "$work/s-client2-$h.out" || fail "(a) client2 never streamed to $h"
 	sent=$(cat "$work/sent-client-$h")
 	[ "${sent:-0}" -ge 40 ] || fail "(a) client1 sent only ${sent:-no} messages to $h"
