@@ -352,13 +352,16 @@ const char *rsec_conn_peer_addr(const struct rsec_conn *c);
 const char *rsec_conn_error(const struct rsec_conn *c);
 /**
  * rsec_conn_check_peer - whether an established connection's peer is still
- * good under the context's current CRL (after rsec_ctx_reload) and the
- * clock: every certificate of its chain but the trust anchor, neither revoked
- * nor expired (the leaf only for a TLS-resumed session). 0: good, also for
- * PSK peers and sessions whose control channel is lost (their resumption
- * checks the certificate). RSEC_E_AUTH: it is not; an audit record
- * `peer_revoked` says why (also in @why, may be NULL) and the caller closes
- * the connection (rsec_conn_close). RSEC_E_INVAL.
+ * good under the context's current allow rules (a server's, after
+ * rsec_ctx_set_allow), CRL (after rsec_ctx_reload) and the clock: its
+ * identity taken by the rules, and every certificate of its chain but the
+ * trust anchor neither revoked nor expired (the leaf only for a TLS-resumed
+ * session). 0: good, also for PSK peers the rules take and for the
+ * certificate of a session whose control channel is lost (its resumption
+ * checks it). RSEC_E_AUTH: it is not; an audit record `peer_revoked` says why
+ * ("no longer allowed (RULES)", "certificate revoked", ...; also in @why, may
+ * be NULL) and the caller closes the connection (rsec_conn_close).
+ * RSEC_E_INVAL.
  */
 int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen);
 /** rsec_conn_close - authenticated disconnect: tell the peer over TLS, then tear down. */

@@ -34,7 +34,7 @@ enum rsec_audit_event {
 	RSEC_AUDIT_REBUILD,          /* the data path was rebuilt under the same session (reason says why) */
 	RSEC_AUDIT_RESUME,           /* the control channel was lost ("lost") or the session resumed on a new one ("ok") */
 	RSEC_AUDIT_RELOAD,           /* credentials re-read (rsec_ctx_reload): "ok" with our certificate, or "failed" with why */
-	RSEC_AUDIT_PEER_REVOKED,     /* an established peer's certificate is revoked or expired now: closed */
+	RSEC_AUDIT_PEER_REVOKED,     /* an established peer is revoked, expired or no longer allowed now: closed */
 	RSEC_AUDIT_REKEY,            /* a queue pair's keys were renewed: reason says the new phase and why */
 };
 #define RSEC_AUDIT_EVENT_LAST RSEC_AUDIT_REKEY

@@ -255,7 +255,9 @@ struct rsec_resume {
 	char last_try[160];
 	/* A client's new control channel: RESUME with this token instead of HELLO; the answer. */
 	const uint8_t *offer;
-	bool answered, refused;
+	bool answered;
+	bool refused; /* the server has no such session (ERROR) */
+	bool denied;  /* the server refused our identity (DISCONNECT, RSEC_DISC_REFUSED): the allow rules */
 	/*
 	 * Both offered RSEC_WIRE_FEATURE_RESUME_EPOCH: RESUME and its SESSION
 	 * answer carry each side's data-path epoch (offer_epoch: ours, on a

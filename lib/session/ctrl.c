@@ -193,6 +193,8 @@ static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct r
 	if (qp_failed_unseen(c))
 		return rsec_ctrl_refuse(f, RSEC_E_QP, "queue pair error: in error state when the peer disconnected: %s",
 					m->u.disconnect.text.s);
+	/* A RESUME the server refused: our identity is no longer allowed there (setup.c). */
+	c->rs.denied = c->rs.offer != NULL && m->u.disconnect.reason == RSEC_DISC_REFUSED;
 	return rsec_ctrl_refuse(f, RSEC_E_CLOSED, "peer disconnected: %s", m->u.disconnect.text.s);
 }
 
@@ -248,9 +250,12 @@ static int on_session(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 	return rsec_resume_on_session(c, m);
 }
 
-/* A RESUME is no new connection: it is not admitted, it joins the parked session its token and identity name. */
+/*
+ * A RESUME is no new connection: the application does not admit it again, it joins the parked session its token
+ * and identity name. The allow rules still hold: an identity withdrawn since it connected is refused.
+ */
 static int on_resume(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	(void)f;
+	RSEC_GUARD(rsec_setup_check_allowed(c, f));
 	return rsec_resume_accept(c, m);
 }

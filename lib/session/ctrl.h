@@ -45,6 +45,8 @@ bool rsec_ctrl_lane_may_carry(uint8_t type);
 RSEC_MUST_CHECK int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 RSEC_MUST_CHECK int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 RSEC_MUST_CHECK int rsec_setup_on_ready(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
+/* Server: 0 if the allow rules in force let c's peer in, else c is refused (a DISCONNECT, audited). */
+RSEC_MUST_CHECK int rsec_setup_check_allowed(struct rsec_conn *c, struct rsec_ctrl_fault *f);
 /* TLS is up: the peer's identity; a client's HELLO, or its RESUME of a parked session. */
 RSEC_MUST_CHECK int rsec_setup_tls_done(struct rsec_conn *c);
 

@@ -389,8 +389,20 @@ int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen)
 	if (!c)
 		return RSEC_E_INVAL;
 	set_err(why, whylen, "");
-	/* Before authentication there is no peer to recheck; a lost channel is checked at resumption. */
-	if (!c->ssl || c->phase == PHASE_TLS || c->phase == PHASE_CLOSED)
+	/* Before authentication there is no peer to recheck. */
+	if (c->phase == PHASE_TLS || c->phase == PHASE_CLOSED)
+		return 0;
+	/* The allow rules in force now (rsec_ctx_set_allow), also while the channel is lost. */
+	char rules[160] = "";
+	if (c->is_server && !c->lane && !rsec_ctx_authorized(c->ctx, c->peer, rules, sizeof(rules))) {
+		char reason[224];
+		snprintf(reason, sizeof(reason), "no longer allowed (%s)", rules);
+		rsec_conn_audit(c, RSEC_AUDIT_PEER_REVOKED, "closed", reason, NULL);
+		set_err(why, whylen, reason);
+		return RSEC_E_AUTH;
+	}
+	/* A lost channel's certificate is checked at resumption. */
+	if (!c->ssl)
 		return 0;
 	SSL_CTX *now = ctx_tls_ref(c->ctx);
 	if (!now)

@@ -274,13 +274,16 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 		rsec_conn_free(n);
 		return rc == 0 ? resumed(c) : rsec_conn_fail(c, rc, "cannot resume the session: %s", rsec_strerror(rc));
 	}
-	bool refused = n && n->rs.refused;
+	bool refused = n && n->rs.refused, denied = n && n->rs.denied;
 	snprintf(c->rs.last_try, sizeof(c->rs.last_try), "%.150s", n && n->error[0] ? n->error : rsec_strerror(rc));
 	rsec_conn_free(n);
 	if (refused)
 		return rsec_conn_fail(c, RSEC_E_CLOSED,
 				      "control channel lost (%s); the server no longer has the session (it restarted, "
 				      "or the grace period passed)", c->rs.lost);
+	if (denied)
+		return rsec_conn_fail(c, RSEC_E_DENIED, "control channel lost (%s); the server refused to resume it: %s",
+				      c->rs.lost, c->rs.last_try);
 	c->rs.next_try_ms = rsec_now_ms() + next_wait(c);
 	return 0;
 }

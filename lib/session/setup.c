@@ -110,25 +110,32 @@ static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c, struct rsec_ctrl_fau
 	return 0;
 }
 
-/* Server: a HELLO starts a new session of this identity; the allow rules, then the application, may refuse it
- * (RSEC_DISC_REFUSED). */
-static RSEC_MUST_CHECK int admit(struct rsec_conn *c, struct rsec_ctrl_fault *f)
+/* Server: say no to a new channel's peer in a DISCONNECT (RSEC_DISC_REFUSED); audited as a refusal. */
+static RSEC_MUST_CHECK int refuse_peer(struct rsec_conn *c, struct rsec_ctrl_fault *f, int rc, const char *rules)
 {
-	char rules[192] = "";
-	int rc = rsec_ctx_authorized(c->ctx, c->peer, rules, sizeof(rules)) ? 0 : RSEC_E_DENIED;
-	if (rc == 0 && c->ctx->admit)
-		rc = c->ctx->admit(c->ctx->admit_arg, c->peer);
-	if (rc >= 0)
-		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
 	char text[96];
 	snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
 	m.u.disconnect.reason = RSEC_DISC_REFUSED;
 	rsec_wire_text_set(&m.u.disconnect.text, text);
 	(void)!rsec_chan_send(c, &m);
-	c->admit_refused = true; /* the DISCONNECT said it all; audited as a refusal */
+	c->admit_refused = true; /* the DISCONNECT said it all */
 	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s%s%s%s", c->peer, rsec_strerror(rc), rules[0] ? " (" : "",
 				rules, rules[0] ? ")" : "");
+}
+
+int rsec_setup_check_allowed(struct rsec_conn *c, struct rsec_ctrl_fault *f)
+{
+	char rules[192] = "";
+	return rsec_ctx_authorized(c->ctx, c->peer, rules, sizeof(rules)) ? 0 : refuse_peer(c, f, RSEC_E_DENIED, rules);
+}
+
+/* Server: a HELLO starts a new session of this identity; the allow rules, then the application, may refuse it. */
+static RSEC_MUST_CHECK int admit(struct rsec_conn *c, struct rsec_ctrl_fault *f)
+{
+	RSEC_GUARD(rsec_setup_check_allowed(c, f));
+	int rc = c->ctx->admit ? c->ctx->admit(c->ctx->admit_arg, c->peer) : 0;
+	return rc >= 0 ? 0 : refuse_peer(c, f, rc, "");
 }
 
 int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)

@@ -201,6 +201,7 @@ static inline void fake_conn_setup(struct fake_conn *f, const uint8_t *psk, size
 				    .resume_grace_ms = 8000, .aead = RSEC_AEAD_AES256GCM, .recv_slots = FAKE_SLOTS,
 				    .slot_size = FAKE_SLOT_SIZE, .max_msg = 65536, .poll_mode = RSEC_POLL_BUSY };
 	assert_int_equal(pthread_mutex_init(&f->ctx.sessions_lock, NULL), 0);
+	assert_int_equal(pthread_mutex_init(&f->ctx.authz_lock, NULL), 0);
 	f->dev = (struct rsec_dev){ .port = 1, .link_layer = IBV_LINK_LAYER_ETHERNET, .active_mtu = IBV_MTU_1024,
 				    .max_qp_wr = 1024, .max_sge = 1, .max_rd_atom = 1 };
 	struct rsec_conn *c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
@@ -234,6 +235,8 @@ static inline void fake_conn_teardown(struct fake_conn *f)
 	rsec_seal_free(&f->peer);
 	test_tls_pair_free(&f->tls);
 	pthread_mutex_destroy(&f->ctx.sessions_lock);
+	rsec_authz_set_free(&f->ctx.allow);
+	pthread_mutex_destroy(&f->ctx.authz_lock);
 	assert_int_equal(fake.qps_live, 0); /* every QP the library made (throwaways too) was destroyed */
 }
 

@@ -233,6 +233,28 @@ static void reload_is_atomic_then_rotates(void **state)
 	close(fds[0]);
 }
 
+/*
+ * Allow rules replaced under an established connection: while they still name its peer it stays good; once they
+ * do not, rsec_conn_check_peer finds it no longer allowed and audits it, as for a revoked certificate.
+ */
+static void withdrawn_allow_rule_closes(void **state)
+{
+	struct fixture *f = *state;
+	char err[256] = "", why[128] = "";
+	static const char *const both[] = { "CN=client1,O=rdmasec-test", "CN=client2,O=rdmasec-test" };
+	static const char *const other[] = { "CN=client2,O=rdmasec-test" };
+	assert_int_equal(rsec_ctx_set_allow(f->ctx, both, 2, err, sizeof(err)), 0);
+	assert_int_equal(connect_client(f, "client", &f->cctx, &f->client, f->fds, &f->conn), 0);
+	assert_int_equal(rsec_conn_check_peer(f->conn, why, sizeof(why)), 0);
+	assert_int_equal(rsec_ctx_set_allow(f->ctx, other, 1, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conn_check_peer(f->conn, why, sizeof(why)), RSEC_E_AUTH);
+	assert_string_equal(why, "no longer allowed (1 allow rule: CN=client2,O=rdmasec-test)");
+	assert_true(audited(f, "\"event\":\"peer_revoked\"", "CN=client1,O=rdmasec-test", "no longer allowed", NULL));
+	/* No rules: everyone authenticated may connect again. */
+	assert_int_equal(rsec_ctx_set_allow(f->ctx, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conn_check_peer(f->conn, why, sizeof(why)), 0);
+}
+
 /* A PSK context has no files: its reload is refused and says so. */
 static void psk_context_has_nothing_to_reload(void **state)
 {
@@ -254,6 +276,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(reload_is_atomic_then_rotates, setup, teardown),
+		cmocka_unit_test_setup_teardown(withdrawn_allow_rule_closes, setup, teardown),
 		cmocka_unit_test(psk_context_has_nothing_to_reload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "conn.h"
+#include "ctrl.h"
 #include "test_frames.h"
 #include "test_fakeqp.h"
 
@@ -167,6 +168,54 @@ static void ended_session_refused(void **state)
 	assert_non_null(strstr(rsec_conn_error(x->n[0]), "RESUME of a session this server does not have"));
 	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
 	assert_int_equal(s->stats.resumes, 0);
+}
+
+/*
+ * The allow rules hold at resumption: with node-a withdrawn since it connected, its RESUME (the right token) is
+ * refused in a DISCONNECT and audited as a refusal; the session is untouched, and a reload's recheck closes it.
+ */
+static void withdrawn_identity_refused(void **state)
+{
+	struct fixture *x = *state;
+	struct rsec_conn *s = x->f.c;
+	static const char *const rules[] = { "psk:node-b" };
+	char err[128];
+	assert_int_equal(rsec_ctx_set_allow(&x->f.ctx, rules, 1, err, sizeof(err)), 0);
+	struct rsec_conn *n = new_channel(x, 0, "psk:node-a");
+	struct rsec_msg m = { .type = RSEC_MSG_RESUME };
+	memcpy(m.u.session.token, x->token, RSEC_WIRE_TOKEN_LEN);
+	assert_int_equal(rsec_ctrl_handle(n, &m), RSEC_E_DENIED);
+	assert_int_equal(n->phase, PHASE_CLOSED);
+	assert_true(n->admit_refused);
+	assert_non_null(strstr(rsec_conn_error(n), "1 allow rule: psk:node-b"));
+	channel_gets(x, 0, RSEC_MSG_DISCONNECT, &m);
+	assert_int_equal(m.u.disconnect.reason, RSEC_DISC_REFUSED);
+	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->sock, x->f.tls.fds[1]);
+	char why[128];
+	assert_int_equal(rsec_conn_check_peer(s, why, sizeof(why)), RSEC_E_AUTH);
+	assert_string_equal(why, "no longer allowed (1 allow rule: psk:node-b)");
+	/* Allowed again: the same RESUME is taken. */
+	static const char *const both[] = { "psk:node-b", "psk:node-a" };
+	assert_int_equal(rsec_ctx_set_allow(&x->f.ctx, both, 2, err, sizeof(err)), 0);
+	assert_int_equal(rsec_conn_check_peer(s, why, sizeof(why)), 0);
+	new_channel(x, 1, "psk:node-a");
+	resumed_on(x, 1, offers(x, 1, x->token, false, 0), &m);
+}
+
+/* A client's new channel that the server refused for its identity notes it (try_once then gives up at once). */
+static void client_notes_denial(void **state)
+{
+	struct fixture *x = *state;
+	struct rsec_conn *n = new_channel(x, 0, "psk:server");
+	n->is_server = false;
+	n->rs.offer = x->token;
+	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
+	m.u.disconnect.reason = RSEC_DISC_REFUSED;
+	rsec_wire_text_set(&m.u.disconnect.text, "refused: not authorized");
+	assert_int_equal(rsec_ctrl_handle(n, &m), RSEC_E_CLOSED);
+	assert_true(n->rs.denied);
+	assert_false(n->rs.refused);
 }
 
 /* A parked session whose grace period passed has ended: a client just too late is refused. */
@@ -376,6 +425,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(other_identity_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(ended_session_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(expired_session_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(withdrawn_identity_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_notes_denial, setup, teardown),
 		cmocka_unit_test_setup_teardown(epochs_when_both_offered, setup, teardown),
 		cmocka_unit_test_setup_teardown(epoch_ignored_unless_both_offered, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_resume_takes_over, setup, teardown),
