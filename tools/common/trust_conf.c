@@ -68,3 +68,31 @@ bool trust_conf_take(struct trust_watch *w, char *rejected, size_t cap)
 		log_event("info", "trust_etcd_changed", "action=reload");
 	return ev & TRUST_EV_CHANGED;
 }
+
+int trust_conf_set_allow(struct rsec_ctx *ctx, struct trust_rules rules, char *err, size_t errlen)
+{
+	const char *list[RSEC_AUTHZ_RULES_MAX];
+	if (rules.n > RSEC_AUTHZ_RULES_MAX) {
+		snprintf(err, errlen, "%u allow rules, over the %u allowed", rules.n, RSEC_AUTHZ_RULES_MAX);
+		return RSEC_E_CONFIG;
+	}
+	for (uint32_t i = 0; i < rules.n; i++)
+		list[i] = rules.allow[i];
+	return rsec_ctx_set_allow(ctx, list, rules.n, err, errlen);
+}
+
+int trust_conf_reload(struct rsec_ctx *ctx, bool files, struct trust_rules fresh, struct trust_rules old,
+		      const char **what, char *err, size_t errlen)
+{
+	/* The rules were checked when the configuration was read: only memory can fail here. */
+	*what = "authz";
+	if (trust_conf_set_allow(ctx, fresh, err, errlen) < 0)
+		return -1;
+	*what = "credentials";
+	if (!files || rsec_ctx_reload(ctx, err, errlen) == 0)
+		return 0;
+	char again[256];
+	if (trust_conf_set_allow(ctx, old, again, sizeof(again)) < 0)
+		log_event("error", "authz", "reason=%s kept=new", log_q(again));
+	return -1;
+}

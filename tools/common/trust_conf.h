@@ -46,4 +46,22 @@ int trust_conf_start(const char *prog, const char *etcd, const char *state_dir, 
  */
 bool trust_conf_take(struct trust_watch *w, char *rejected, size_t cap);
 
+/* A configuration's allow rules: n of them in a table as conf.h and blkd_conf.h keep them. */
+struct trust_rules {
+	const char (*allow)[RSEC_AUTHZ_RULE_MAX + 1];
+	uint32_t n;
+};
+
+/* ctx's allow rules become rules (rsec_ctx_set_allow). 0, or its code with err. */
+int trust_conf_set_allow(struct rsec_ctx *ctx, struct trust_rules rules, char *err, size_t errlen);
+
+/*
+ * A reload's trust, all or nothing: the new allow rules, then (files) the
+ * context's CA, certificate, key and CRL (rsec_ctx_reload, which audits its
+ * own failure). When the files fail, the old rules are put back. 0, or -1
+ * with *what ("authz" or "credentials") and err.
+ */
+int trust_conf_reload(struct rsec_ctx *ctx, bool files, struct trust_rules fresh, struct trust_rules old,
+		      const char **what, char *err, size_t errlen);
+
 #endif

@@ -311,7 +311,7 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		{ "rdmasec_server_reload_failures_total", "counter",
 		  "Reloads (SIGHUP, a new etcd copy) that failed or were refused; the old configuration and credentials kept.", n->reload_failures },
 		{ "rdmasec_server_closed_revoked_total", "counter",
-		  "Established connections closed after a reload: their peer's certificate is revoked or expired.",
+		  "Established connections closed after a reload: their peer's certificate is revoked or expired, or the allow rules no longer name it.",
 		  n->closed_revoked },
 		{ "rdmasec_server_cert_expiry_days", "gauge",
 		  "Whole days until the server's own certificate expires (0: expired, or PSK mode).",

@@ -129,19 +129,9 @@ static int admit(void *arg, const char *peer)
 	return 0;
 }
 
-/* The [authz] allow rules of conf, for the connections to come (at start, and again on a reload). */
-static int server_apply_authz(struct server *srv, const struct rsec_conf *conf)
+static struct trust_rules conf_rules(const struct rsec_conf *conf)
 {
-	const char *rules[RSEC_AUTHZ_RULES_MAX];
-	char err[256];
-	for (uint32_t i = 0; i < conf->n_allow; i++)
-		rules[i] = conf->allow[i];
-	int rc = rsec_ctx_set_allow(srv->ctx, rules, conf->n_allow, err, sizeof(err));
-	if (rc < 0)
-		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set the allow rules", rsec_strerror(rc));
-	else if (conf->n_allow)
-		log_event("info", "authz", "allow_rules=%u", conf->n_allow);
-	return rc;
+	return (struct trust_rules){ conf->allow, conf->n_allow };
 }
 
 static void region_release(struct session *s)
@@ -942,7 +932,7 @@ static void update_cert_expiry(struct server *srv)
 	srv->n.cert_expiry_days = left > 0 ? (uint64_t)left / 86400u : 0;
 }
 
-/* A peer revoked or expired under the credentials now in force is closed (the library audits it). */
+/* A peer revoked, expired or no longer allowed under the trust now in force is closed (the library audits it). */
 static void recheck_peer(struct session *s)
 {
 	char why[128];
@@ -998,17 +988,16 @@ static void server_reload(struct server *srv)
 	}
 	if (!srv->reread)
 		*fresh = *srv->live;
-	if (!srv->psk_mode && rsec_ctx_reload(srv->ctx, err, sizeof(err)) < 0) {
-		reload_failed(srv, "credentials", err, false); /* the library audited it */
+	const char *what;
+	if (trust_conf_reload(srv->ctx, !srv->psk_mode, conf_rules(fresh), conf_rules(srv->live), &what, err,
+			      sizeof(err)) < 0) {
+		/* The library audited a failure of its files. */
+		reload_failed(srv, what, err, strcmp(what, "credentials") != 0);
 		free(fresh);
 		return;
 	}
-	/* The rules were checked when the file was read: only memory can fail here. */
-	if (server_apply_authz(srv, fresh) < 0) {
-		reload_failed(srv, "authz", "cannot set the allow rules", true);
-		free(fresh);
-		return;
-	}
+	if (fresh->n_allow)
+		log_event("info", "authz", "allow_rules=%u", fresh->n_allow);
 	if (conf_pin_fixed(fresh, srv->live, pinned, sizeof(pinned)))
 		log_event("warn", "reload_not_live", "keys=%s reason=%s", log_q(pinned), log_q("they need a restart"));
 	*srv->live = *fresh;
@@ -1118,9 +1107,13 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
 		return rc;
 	}
-	rc = server_apply_authz(srv, conf);
-	if (rc < 0)
+	rc = trust_conf_set_allow(srv->ctx, conf_rules(conf), err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "rdmasec-server: %s (%s)\n", err, rsec_strerror(rc));
 		return rc;
+	}
+	if (conf->n_allow)
+		log_event("info", "authz", "allow_rules=%u", conf->n_allow);
 	rc = rsec_listen(srv->ctx, conf->listen_addr, conf->listen_port, 1024, &srv->listener);
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-server: cannot listen on %s:%u: %s\n", conf->listen_addr, conf->listen_port,

@@ -67,7 +67,7 @@ static int render(FILE *f, const void *arg)
 		"# HELP " PREFIX "reload_failures_total reloads (SIGHUP, a new etcd copy) that failed or were refused;"
 		" the old material kept\n"
 		"# TYPE " PREFIX "reload_failures_total counter\n" PREFIX "reload_failures_total %llu\n"
-		"# HELP " PREFIX "closed_revoked_total sessions closed after a reload: peer revoked or expired\n"
+		"# HELP " PREFIX "closed_revoked_total sessions closed after a reload: peer revoked, expired or no longer allowed\n"
 		"# TYPE " PREFIX "closed_revoked_total counter\n" PREFIX "closed_revoked_total %llu\n"
 		"# HELP " PREFIX "cert_expiry_days whole days until the target's own certificate expires\n"
 		"# TYPE " PREFIX "cert_expiry_days gauge\n" PREFIX "cert_expiry_days %llu\n",

@@ -18,7 +18,7 @@ struct export_counters {
 struct target_counters {
 	uint64_t connections, violations, opens_unknown_export, audit_errors;
 	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
-	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked or expired */
+	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked, expired or no longer allowed */
 	uint64_t cert_expiry_days; /* gauge: whole days until our certificate expires (0: expired) */
 };
 

@@ -1002,17 +1002,9 @@ static int open_exports(struct target *t)
 }
 
 /* Who may connect at all (--trust-etcd's allow rules; none: any authenticated identity). 0, or -1 with err. */
-static int apply_allow(struct target *t, const struct blkd_conf *conf, char *err, size_t errlen)
+static struct trust_rules conf_rules(const struct blkd_conf *conf)
 {
-	const char *rules[RSEC_AUTHZ_RULES_MAX];
-	for (uint32_t i = 0; i < conf->n_allow; i++)
-		rules[i] = conf->allow[i];
-	int rc = rsec_ctx_set_allow(t->ctx, rules, conf->n_allow, err, errlen);
-	if (rc < 0)
-		return -1;
-	if (conf->n_allow)
-		blkd_log("info", "authz", "allow_rules=%u", conf->n_allow);
-	return 0;
+	return (struct trust_rules){ conf->allow, conf->n_allow };
 }
 
 static int open_context(struct target *t)
@@ -1047,10 +1039,12 @@ static int open_context(struct target *t)
 		blkd_log("error", "context", "error=\"%s\" reason=\"%s\"", rsec_strerror(rc), err);
 		return -1;
 	}
-	if (apply_allow(t, conf, err, sizeof(err)) < 0) {
+	if (trust_conf_set_allow(t->ctx, conf_rules(conf), err, sizeof(err)) < 0) {
 		blkd_log("error", "authz", "reason=%s", log_q(err));
 		return -1;
 	}
+	if (conf->n_allow)
+		blkd_log("info", "authz", "allow_rules=%u", conf->n_allow);
 	rc = rsec_listen(t->ctx, conf->listen_addr, conf->listen_port, 128, &t->listener);
 	if (rc < 0) {
 		blkd_log("error", "listen", "addr=%s port=%u error=\"%s\"", conf->listen_addr, conf->listen_port,
@@ -1127,7 +1121,7 @@ static void update_cert_expiry(struct target *t)
 	t->n.cert_expiry_days = days;
 }
 
-/* After a reload: a session whose peer is revoked or expired now is closed (the library audits it). */
+/* After a reload: a session whose peer is revoked, expired or no longer allowed now is closed (the library audits it). */
 static void recheck_peers(struct target *t)
 {
 	for (struct session *s = t->sessions; s; s = s->next) {
@@ -1164,17 +1158,15 @@ static void target_reload(struct target *t)
 		reload_failed(t, "config", err, true);
 		return;
 	}
-	if (rsec_ctx_reload(t->ctx, err, sizeof(err)) < 0) {
-		reload_failed(t, "credentials", err, false); /* the library audited it */
+	const char *what;
+	if (trust_conf_reload(t->ctx, true, conf_rules(fresh), conf_rules(t->live), &what, err, sizeof(err)) < 0) {
+		/* The library audited a failure of its files. */
+		reload_failed(t, what, err, strcmp(what, "credentials") != 0);
 		free(fresh);
 		return;
 	}
-	/* The rules were checked when the copy was read: only memory can fail here. */
-	if (apply_allow(t, fresh, err, sizeof(err)) < 0) {
-		reload_failed(t, "authz", err, true);
-		free(fresh);
-		return;
-	}
+	if (fresh->n_allow)
+		blkd_log("info", "authz", "allow_rules=%u", fresh->n_allow);
 	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
 		blkd_log("warn", "reload_not_live", "keys=\"%s\" reason=\"they need a restart\"", pinned);
 	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
