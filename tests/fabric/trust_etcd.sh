@@ -4,15 +4,17 @@
 # host) holds the CA, the CRL and the allow rules under /rdmasec/trust; two
 # rdmasec-servers (hosts 1 and 2) and an rdmasec-blkd (host 2) follow it
 # with --trust-etcd; clients on host 3 stream to both servers under two
-# identities (client1, client2), and client2 writes to the blkd export.
+# identities (client1, client2), client3 to server 1, and client2 writes to
+# the blkd export.
 #  (a) revoking client2 in etcd (a new CRL) closes its sessions on both
 #      servers and its rdmasec-blk session on the blkd within a few seconds
-#      (logged, audited), while client1's streams go on and lose nothing and
-#      client1 still opens the export;
+#      (logged, audited), and dropping client3 from etcd's allow rules closes
+#      its session ("no longer allowed"), while client1's streams go on and
+#      lose nothing and client1 still opens the export;
 #  (b) a malformed entry put at run time is refused by both servers and the
 #      blkd (logged, audited), which keep their last good copy;
 #  (c) with every etcd member stopped, both servers keep serving from that
-#      copy: client1 handshakes anew, client2 is still refused; a server
+#      copy: client1 handshakes anew, client2 and client3 are still refused; a server
 #      restarted while etcd is down starts from its copy on disk.
 . "$(dirname "$0")/common.bash"
 
@@ -20,7 +22,7 @@ bin=$build/tools
 keygen=$bin/keygen/rdmasec-keygen
 [ -x "$bin/blk/target/rdmasec-blkd" ] && [ -x "$bin/blk/cli/rdmasec-blk" ] || fail "build rdmasec-blkd and rdmasec-blk first"
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || fail "etcd and etcdctl are needed (scripts/install-deps)"
-"$keygen" --clients 2 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+"$keygen" --clients 3 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 "$keygen" crl "$work/pki" >/dev/null || fail "rdmasec-keygen crl failed"
 # rdmasec-blk takes DIR/client.pem: client2's, under that name.
 mkdir -p "$work/c2" && cp -p "$work/pki/ca.pem" "$work/c2/" && cp -p "$work/pki/client2.pem" "$work/c2/client.pem" &&
@@ -53,7 +55,7 @@ for _ in $(seq 1 120); do etcdctl endpoint health >/dev/null 2>&1 && break; slee
 etcdctl endpoint health >"$work/health.out" 2>&1 || { cat "$work/health.out"; echo "etcd not healthy"; }
 etcdctl put $prefix/ca <"$work/pki/ca.pem" >/dev/null || echo "put ca failed"
 etcdctl put $prefix/crl <"$work/pki/crl.pem" >/dev/null || echo "put crl failed"
-printf '# the test clients\nCN=client1,O=rdmasec-test\nCN=client2,O=rdmasec-test\n' |
+printf '# the test clients\nCN=client1,O=rdmasec-test\nCN=client2,O=rdmasec-test\nCN=client3,O=rdmasec-test\n' |
 	etcdctl put $prefix/allow >/dev/null || echo "put allow failed"
 
 server() { # HOST [LOG]: rdmasec-server on HOST following etcd, its log in LOG (default server-HOST.log)
@@ -107,6 +109,9 @@ for h in 1 2; do
 		cpids+=($!)
 	done
 done
+stream client3-1 | client client3 1 >"$work/s-client3-1.out" 2>&1 &
+cpids+=($!)
+wait_for "$work/s-client3-1.out" "^reply: msg-client3-1-10$" || echo "no reply 10 (client3 to 1)"
 for h in 1 2; do
 	for c in client client2; do
 		wait_for "$work/s-$c-$h.out" "^reply: msg-$c-$h-10$" || echo "no reply 10 ($c to $h)"
@@ -114,10 +119,12 @@ for h in 1 2; do
 done
 wait_for "$work/blkd.log" 'event=open .*CN=client2' || echo "no blk session of client2"
 
-# (a) client2 revoked in etcd.
+# (a) client2 revoked in etcd, client3 no longer allowed.
 "$bin/keygen/rdmasec-keygen" revoke "$work/pki" client2 >/dev/null || echo "revoke client2 failed"
 etcdctl put $prefix/crl <"$work/pki/crl.pem" >/dev/null || echo "put crl (revoked) failed"
 t0=$SECONDS
+printf 'CN=client1,O=rdmasec-test\nCN=client2,O=rdmasec-test\n' | etcdctl put $prefix/allow >/dev/null ||
+	echo "put allow (without client3) failed"
 # The blkd is watched alongside the servers, so that its time is measured as theirs.
 ( wait_for "$work/blkd.log" 'event=peer_revoked .*CN=client2' 150 || echo "no peer_revoked on the blkd"
   echo "blk_revoked_after=$((SECONDS - t0))" ) &
@@ -125,6 +132,7 @@ bwait=$!
 for h in 1 2; do
 	wait_for "$work/server-$h.log" 'event=peer_revoked .*CN=client2' 150 || echo "no peer_revoked on server $h"
 done
+wait_for "$work/server-1.log" 'event=peer_revoked .*CN=client3' 150 || echo "no peer_revoked of client3 on server 1"
 echo "revoked_after=$((SECONDS - t0))"
 wait $bwait
 # client1 opens the export meanwhile (etcd's allow and the export's --rw take it).
@@ -152,6 +160,7 @@ for h in 1 2; do
 	client client $h -c "send hello-$h; quit" >"$work/c-client-$h.out" 2>&1; echo "c_client_$h=$?"
 	client client2 $h -c "send hello-$h; quit" >"$work/c-client2-$h.out" 2>&1; echo "c_client2_$h=$?"
 done
+client client3 1 -c "send hello; quit" >"$work/c-client3.out" 2>&1; echo "c_client3=$?"
 touch "$work/stop"
 for p in "${cpids[@]}"; do wait $p; done
 wait $bwrite; echo "blk_c2=$?"
@@ -233,6 +242,18 @@ PY
 	expect_match "$work/c-client-$h.out" "^reply: hello-$h$" "(c) server $h did not answer client1 with etcd down"
 	grep -q "^c_client2_$h=0$" "$work/run.out" && fail "(c) the revoked client2 was admitted by $h with etcd down"
 done
+# (a) client3, no longer in etcd's allow: closed and audited, its client told why; (c) still refused.
+expect_match "$work/server-1.log" 'event=peer_revoked .*peer="?CN=client3,O=rdmasec-test"? reason="no longer allowed \(2 allow rules: ' \
+	"(a) server 1 did not close client3 when etcd's allow dropped it"
+python3 - "$work/audit-1.jsonl" <<'PY' || fail "(a) server 1 did not audit client3's closing"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert any(r["event"] == "peer_revoked" and r["peer"] == "CN=client3,O=rdmasec-test"
+           and r["reason"].startswith("no longer allowed") for r in recs), recs
+PY
+grep -q "^reply: msg-client3-1-" "$work/s-client3-1.out" || fail "(a) client3 never streamed to 1"
+grep -q '^c_client3=0$' "$work/run.out" && fail "(c) client3, dropped from allow, was admitted with etcd down"
+expect_match "$work/c-client3.out" 'identity not authorized' "(c) client3 was not told it is not authorized"
 revoked_after=$(sed -n 's/^revoked_after=//p' "$work/run.out")
 [ "${revoked_after:-99}" -le 15 ] || fail "(a) client2 was closed only after ${revoked_after:-?} s"
 expect_match "$work/server-1b.log" 'event=trust_etcd prefix="/rdmasec/trust" source=last_good ' \
