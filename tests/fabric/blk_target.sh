@@ -13,7 +13,9 @@
 # goes on. A second target, with room for two sessions and two queues: two
 # connections that never start TLS take no session's place; a session granted
 # two queues holds their memory from its OPEN on (a second one is refused,
-# audited), and gives it back when it closes.
+# audited), and gives it back when it closes; its exports come from a file,
+# and a SIGHUP that drops the writer from the export's lists closes the
+# writer's open session (logged, audited, the client told why).
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -53,14 +55,28 @@ kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
 # 64 KiB transfers at depth 16: 16 slots of 68 KiB a queue, and room for two and a half queues.
+# Its export from a file, which the SIGHUP below changes.
+printf '[export disk]\npath = %s\nrw = %s\n' "$work/disk.img" "$writer" >"$work/blkd2.ini"
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit2.jsonl" --max-sessions 2 \
-	--memory-limit 2720K --max-transfer 64K --queue-depth 16 --queues 2 \
-	--export "disk=$work/disk.img" --rw "$writer" -v 2>"$work/blkd2.log" &
+	--memory-limit 2720K --max-transfer 64K --queue-depth 16 --queues 2 -f "$work/blkd2.ini" \
+	-v 2>"$work/blkd2.log" &
 tpid=$!
 fabric wait-port 7472 60 || { cat "$work/blkd2.log"; exit 1; }
 exec 3<>"/dev/tcp/$server/7472" 4<>"/dev/tcp/$server/7472"
 run client budget disk budget
 exec 3<&- 4<&-
+# The writer streams 4 KiB writes; a SIGHUP with only the reader in the export's lists ends its session.
+opens() { grep -c 'event=open ' "$work/blkd2.log"; }
+n0=$(opens)
+for _ in $(seq 1 120); do head -c 4096 /dev/zero || break; sleep 0.25; done |
+	fabric on 2 "$(dirname "$blkd")/../cli/rdmasec-blk" write --server "$server" --certs "$work/pki" \
+		--export disk --source "$(fabric ip 2)" --offset 0 >"$work/withdrawn.out" 2>&1 &
+wpid=$!
+for _ in $(seq 1 300); do [ "$(opens)" -gt "$n0" ] && break; sleep 0.1; done
+printf '[export disk]\npath = %s\nro = %s\n' "$work/disk.img" "$reader" >"$work/blkd2.ini"
+kill -HUP $tpid
+wait $wpid
+echo "withdrawn=$?"
 kill -TERM $tpid
 wait $tpid
 echo "blkd2=$?"
@@ -72,7 +88,7 @@ start=$SECONDS
 	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
-for f in io ro-id ro-export stranger unknown hostile fill budget; do echo "--- $f"; cat "$work/$f.out"; done
+for f in io ro-id ro-export stranger unknown hostile fill budget withdrawn; do echo "--- $f"; cat "$work/$f.out"; done
 echo "--- blkd.log"
 tail -n 40 "$work/blkd.log"
 echo "--- blkd2.log"
@@ -163,4 +179,11 @@ expect_each "$work/budget.out" "(memory_limit)" <<'EOF'
 EOF
 expect_match "$work/audit2.jsonl" '"event":"blk_open".*"result":"limit reached".*memory_limit reached' \
 	"the OPEN refused for memory_limit was not audited with its reason"
+# The SIGHUP that dropped the writer from the export's lists closed its open session, and said why.
+grep -q '^withdrawn=0$' "$work/run.out" && fail "the writer's stream went on after the SIGHUP dropped it"
+expect_match "$work/blkd2.log" "event=peer_revoked .*peer=\"$w\" reason=\"no longer allowed on the export \\(its rw and ro lists\\)\" export=\"disk\"" \
+	"the SIGHUP did not close the writer's session"
+expect_match "$work/audit2.jsonl" '"event":"blk_close".*"reason":"no longer allowed on the export' \
+	"the withdrawn writer's session end was not audited"
+expect_match "$work/withdrawn.out" 'no longer allowed on the export' "the writer was not told why its session ended"
 echo "blk_target: ok"

@@ -6,7 +6,8 @@
  * address, device, queue and memory limits, threads, logs, credential
  * paths, and each export's name, backing path, size, block size and
  * O_DIRECT) keep their running values. The rest, each export's access
- * lists included, and keys added later, take effect for new OPENs.
+ * lists included, and keys added later, take effect for new OPENs; the
+ * access lists also for open sessions (target.c closes those they drop).
  */
 #ifndef RSEC_BLKD_CONF_LIVE_H
 #define RSEC_BLKD_CONF_LIVE_H

@@ -1121,17 +1121,44 @@ static void update_cert_expiry(struct target *t)
 	t->n.cert_expiry_days = days;
 }
 
-/* After a reload: a session whose peer is revoked, expired or no longer allowed now is closed (the library audits it). */
+/*
+ * An open session under its export's access lists in force now: NULL while they still take it, or why it
+ * must end. A session that may no longer write, and never asked to, just becomes read-only.
+ */
+static const char *export_access_withdrawn(struct session *s)
+{
+	if (!s->opened)
+		return NULL;
+	const struct blkd_export_conf *x = s->x->conf;
+	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
+	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
+	if (!may_read)
+		return "no longer allowed on the export (its rw and ro lists)";
+	if (!may_write && !s->read_only && s->write_asked)
+		return "no longer allowed to write the export (its rw list)";
+	s->read_only = s->read_only || !may_write;
+	return NULL;
+}
+
+/*
+ * After a reload: a session whose peer is revoked, expired or no longer allowed now (the library audits
+ * it), or whose export's access lists no longer take it, is closed.
+ */
 static void recheck_peers(struct target *t)
 {
 	for (struct session *s = t->sessions; s; s = s->next) {
 		char why[128];
-		if (s->dead || rsec_conn_check_peer(s->q[0]->conn, why, sizeof(why)) != RSEC_E_AUTH)
+		const char *reason = why;
+		if (s->dead)
+			continue;
+		if (rsec_conn_check_peer(s->q[0]->conn, why, sizeof(why)) != RSEC_E_AUTH &&
+		    !(reason = export_access_withdrawn(s)))
 			continue;
 		t->n.closed_revoked++;
-		blkd_log("warn", "peer_revoked", "session=%llu peer=\"%s\" reason=\"%s\"", (unsigned long long)s->id,
-			 s->established ? s->peer : "", why);
-		session_close(s, why);
+		blkd_log("warn", "peer_revoked", "session=%llu peer=\"%s\" reason=\"%s\" export=\"%s\"",
+			 (unsigned long long)s->id, s->established ? s->peer : "", reason,
+			 s->opened ? s->x->conf->name : "");
+		session_close(s, reason);
 	}
 }
 
