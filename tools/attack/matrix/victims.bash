@@ -71,15 +71,15 @@
 #       BLK_SIZE_MIB (default 16) MiB file in the guest's tmpfs
 #       (VICTIM_BLK_BACKING, 512-byte blocks) filled with the known pattern of
 #       fabric nvmf-pattern; host 2 runs rdmasec-blk bench in a loop, each run
-#       a session that writes the first BLK_IO_KIB (default 512) KiB in 4 KiB
+#       a session that writes the first BLK_IO_KIB (default 4096) KiB in 4 KiB
 #       blocks and reads every block back with --verify (its JSON in
 #       $CELL/bench-N.json, one line "run N after=0|1 rc=R errors=E
 #       verify_errors=V session_ended=B" each in VICTIM_CLIENT_LOG; after=1:
 #       it ended after victim_attack_done). The loop ends with the first run
 #       that ends after victim_attack_done, or after VICTIM_SECONDS; the
-#       target lives VICTIM_SECONDS + 60 s. The first MiB is the client's,
-#       the second the cells' own (sniff writes there); every block past
-#       them keeps the pattern. The attacked direction is the target's
+#       target lives VICTIM_SECONDS + 60 s. The first BLK_IO_MIB (4) MiB are
+#       the client's, the next one the cells' own (sniff writes there);
+#       every block past them keeps the pattern. The attacked direction is the target's
 #       queue pair (DST host 1).
 #   victim_wire_bth [--now]
 #       After victim_start: reads the captured request's BTH (with --now, of
@@ -597,8 +597,11 @@ nvmf_io_gap() {
 # ---- rdmasec-blk: rdmasec-blkd (host 1) and rdmasec-blk bench --verify in a loop (host 2) ----
 
 BLK_SIZE_MIB=${BLK_SIZE_MIB:-16}
-BLK_IO_MIB=1 # the client's region; its runs write the first BLK_IO_KIB of it
-BLK_IO_KIB=${BLK_IO_KIB:-512}
+# The client's region; its runs write the first BLK_IO_KIB of it: a few seconds of I/O per session, so
+# that a session a cell aims at still runs when the forger's sweep arrives (at 512 KiB the queue pair
+# lived half a second of a two-second run on a fast machine, and sweeps missed it).
+BLK_IO_MIB=4
+BLK_IO_KIB=${BLK_IO_KIB:-4096}
 BLK_DIR=/tmp/rdmasec-blk-matrix
 
 # _victim_blk_start: victim_start rdmasec-blk (see there).

@@ -191,10 +191,10 @@ _blk_mem_access() {
 		"$BLK_EV; [rdma res] $t MR(s) of rdmasec-blkd on rxe1, $h of rdmasec-blk on rxe2"
 }
 
-# _blk_legit write|read: one more session of host 2's client on 256 KiB at 1 MiB (stdin / stdout).
+# _blk_legit write|read: one more session of host 2's client on 256 KiB at BLK_IO_MIB MiB (stdin / stdout).
 _blk_legit() {
 	timeout 30 fabric on 2 "$BIN/blk/cli/rdmasec-blk" "$1" --server "$VICTIM_SERVER_IP" --certs "$VICTIM_PKI" \
-		--export disk --source "$VICTIM_CLIENT_IP" -t 10000 --offset 1048576 --length 262144
+		--export disk --source "$VICTIM_CLIENT_IP" -t 10000 --offset $((BLK_IO_MIB * 1048576)) --length 262144
 }
 
 # exhaust (A4): 64 TCP connections from host 3 that never start TLS, held
@@ -209,7 +209,7 @@ _blk_exhaust() {
 	_exh_wait "$CELL/atk.err" holding
 	held=$(_exh_qps)
 	kill -0 "$EXH_PID" 2>/dev/null && ev=held || ev="not held"
-	# Its own 256 KiB at 1 MiB: the verify loop writes the first BLK_IO_KIB of the export at the same time.
+	# Its own 256 KiB at BLK_IO_MIB MiB: the verify loop writes the first BLK_IO_KIB of the export at the same time.
 	head -c 262144 /dev/urandom >"$CELL/legit.in"
 	_blk_legit write <"$CELL/legit.in" >/dev/null 2>"$CELL/legit.err" &&
 		_blk_legit read >"$CELL/legit.out" 2>>"$CELL/legit.err" &&
@@ -320,12 +320,26 @@ PY
 	fi
 }
 
-# _blk_qp DEV COMM: "QPN RQ_PSN SQ_PSN" (decimal) of COMM's connected RC QP on DEV, the busiest (highest QPN: the newest).
-_blk_qp() {
+# _blk_qps DEV COMM: "QPN RQ_PSN SQ_PSN" (decimal) of each of COMM's connected RC QPs on DEV.
+_blk_qps() {
 	rdma -d res show qp link "$1/1" 2>/dev/null | grep -E " comm $2( |$)" |
 		awk '/ type RC / && / state RTS / {
 			for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "rq-psn") p = $(i + 1); if ($i == "sq-psn") s = $(i + 1) }
-			print q, p, s }' | sort -n | tail -n 1
+			print q, p, s }'
+}
+
+# _blk_qp DEV COMM: "QPN RQ_PSN SQ_PSN" of the one of COMM's QPs on DEV that a session uses now: the
+# one whose PSNs moved most over 0.3 s (QPNs are random: the highest is not the newest, and the QP of
+# a verify run that just ended stays in RTS until its session is torn down), else the highest.
+_blk_qp() {
+	local before
+	before=$(_blk_qps "$1" "$2")
+	sleep 0.3
+	_blk_qps "$1" "$2" | BLK_BEFORE=$before awk '
+		BEGIN { n = split(ENVIRON["BLK_BEFORE"], l, "\n"); for (i = 1; i <= n; i++) { split(l[i], f, " "); was[f[1]] = f[2] + f[3] } }
+		{ m = ($1 in was) ? ($2 + $3 - was[$1] + 33554432) % 33554432 : 0
+		  if (best == "" || m > bm || (m == bm && $1 + 0 > bq + 0)) { best = $0; bm = m; bq = $1 } }
+		END { if (best != "") print best }'
 }
 
 # _blk_frame SEQ BODY-HEX: a data-path frame (lib/base/seal.h: u64 seq |
