@@ -419,9 +419,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	return 0;
 }
 
-/* Post fragments of [p, p + len) from *off on while credits allow; all out when *started && *off == len. */
-static RSEC_MUST_CHECK int post_fragments(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off,
-					  bool *started)
+int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off, bool *started)
 {
 	uint32_t frag_max = c->frame_size - RSEC_SEAL_OVERHEAD;
 	while ((!*started || *off < len) && can_send_new(c)) {
@@ -434,8 +432,7 @@ static RSEC_MUST_CHECK int post_fragments(struct rsec_conn *c, const uint8_t *p,
 	return 0;
 }
 
-/* Keep what credits did not let out, to send as they return. */
-static RSEC_MUST_CHECK int queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off, bool started)
+int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off, bool started)
 {
 	size_t rest = len - off;
 	c->txm = malloc(rest ? rest : 1);
@@ -457,7 +454,7 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 		return 0;
 	size_t off = c->txm_off;
 	bool started = c->txm_started;
-	int rc = post_fragments(c, c->txm, c->txm_len, &c->txm_off, &c->txm_started);
+	int rc = rsec_data_send_some(c, c->txm, c->txm_len, &c->txm_off, &c->txm_started);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
 	uint64_t now = rsec_now_ms();
@@ -644,12 +641,6 @@ int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 	return 0;
 }
 
-static int remaining_ms(uint64_t deadline)
-{
-	uint64_t now = rsec_now_ms();
-	return now >= deadline ? 0 : (int)(deadline - now);
-}
-
 size_t rsec_send_queued(const struct rsec_conn *c)
 {
 	if (!c || !c->txm)
@@ -657,85 +648,35 @@ size_t rsec_send_queued(const struct rsec_conn *c)
 	return c->txm_len - c->txm_off + (c->txm_started ? 0 : 1); /* an empty message not yet out counts */
 }
 
-static bool queue_empty(struct rsec_conn *c, void *arg)
+bool rsec_data_can_send(const struct rsec_conn *c)
 {
-	(void)arg;
-	return c->txm == NULL;
+	return can_send_new(c);
 }
 
-/* Run the connection until no message waits in the library, or the deadline. */
-static RSEC_MUST_CHECK int wait_queue_empty(struct rsec_conn *c, uint64_t deadline, int timeout_ms)
+void rsec_data_recv_into(struct rsec_conn *c, void *buf, size_t cap)
 {
-	if (!c->txm)
-		return 0;
-	int rc = rsec_conn_wait_for(c, queue_empty, NULL, remaining_ms(deadline));
-	if (rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN)
-		return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-	RSEC_GUARD(rc);
-	return rsec_conn_require_established(c, false);
-}
-
-int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
-{
-	if (!c || (!buf && len))
-		return RSEC_E_INVAL;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
-	if (len > c->peer_max_msg)
-		return RSEC_E_RANGE;
-	uint64_t deadline = rsec_deadline_ms(timeout_ms);
-	RSEC_GUARD(wait_queue_empty(c, deadline, timeout_ms));
-	const uint8_t *p = buf;
-	size_t off = 0;
-	bool started = false;
-	for (;;) {
-		int rc = post_fragments(c, p, len, &off, &started);
-		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
-		if ((started && off == len) || remaining_ms(deadline) == 0)
-			break;
-		RSEC_GUARD(rsec_conn_step(c));
-		if (!can_send_new(c))
-			RSEC_GUARD(rsec_conn_wait(c, remaining_ms(deadline)));
-		RSEC_GUARD(rsec_conn_require_established(c, false));
-	}
-	if (!started || off < len)
-		RSEC_GUARD(queue_rest(c, p, len, off, started));
-	c->stats.msgs_sent++;
-	c->stats.bytes_sent += len;
-	return 0;
-}
-
-static bool message_arrived(struct rsec_conn *c, void *arg)
-{
-	(void)arg;
-	return c->rx_complete;
-}
-
-int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms)
-{
-	if (!c || !len || (!buf && cap))
-		return RSEC_E_INVAL;
-	/* While we wait, a message arriving is opened straight into buf: no copy after. */
+	/* While the caller waits, a message arriving is opened straight into buf: no copy after. */
 	if (buf && !c->rx_complete) {
 		c->rx_direct = buf;
 		c->rx_direct_cap = cap;
 	}
-	/* A message that arrived whole is delivered even if the peer closed since. */
-	int rc = rsec_conn_wait_for(c, message_arrived, NULL, timeout_ms);
+}
+
+int rsec_data_recv_take(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int waited)
+{
 	c->rx_direct_cap = 0;
-	if (rc == 0 && c->rx_in_direct) {
+	if (waited == 0 && c->rx_in_direct) {
 		*len = c->rx_len;
 		c->rx_in_direct = false;
 		c->rx_direct = NULL;
 		c->rx_len = 0;
 		c->rx_complete = false;
-		(void)!rsec_conn_step(c); /* resume reaping receives held back while this message waited */
 		return 0;
 	}
 	/* Part of a message in buf, or nothing: buf is the caller's again. */
 	int moved = leave_direct(c);
 	c->rx_direct = NULL;
-	RSEC_GUARD(rc);
+	RSEC_GUARD(waited);
 	RSEC_GUARD(moved);
 	*len = c->rx_len;
 	if (c->rx_len > cap)
@@ -745,7 +686,5 @@ int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeo
 	OPENSSL_cleanse(c->rx_msg, c->rx_len);
 	c->rx_len = 0;
 	c->rx_complete = false;
-	/* Resume reaping receives held back while this message waited. */
-	(void)!rsec_conn_step(c);
 	return 0;
 }

@@ -97,25 +97,6 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	}
 }
 
-struct grant_wanted {
-	uint64_t tag;
-	struct rsec_remote_grant *out;
-};
-
-static bool grant_arrived(struct rsec_conn *c, void *arg)
-{
-	struct grant_wanted *w = arg;
-	return rsec_gt_remote_take(&c->gt, w->tag, w->out);
-}
-
-int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms)
-{
-	if (!c || !out)
-		return RSEC_E_INVAL;
-	struct grant_wanted w = { .tag = tag, .out = out };
-	return rsec_conn_wait_for(c, grant_arrived, &w, timeout_ms);
-}
-
 int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 			size_t len, int timeout_ms)
 {

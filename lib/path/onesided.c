@@ -283,27 +283,11 @@ int rsec_post_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint6
 	return post_one(c, RSEC_OP_READ, g, remote_off, local, local_off, len, user_id);
 }
 
-static bool have_completions(struct rsec_conn *c, void *arg)
+unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max)
 {
-	(void)arg;
-	return c->ops.done_n > 0;
-}
-
-int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout_ms)
-{
-	if (!c || (!wc && max))
-		return RSEC_E_INVAL;
-	int rc = 0;
-	if (!have_completions(c, NULL) && c->phase != PHASE_CLOSED)
-		rc = rsec_conn_wait_for(c, have_completions, NULL, timeout_ms);
 	if (c->phase == PHASE_CLOSED && c->ops.busy)
 		drain_failed(c);
-	unsigned n = rsec_ops_take(&c->ops, wc, max > INT32_MAX ? INT32_MAX : max);
-	if (n)
-		return (int)n;
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN ? 0 : rc;
+	return rsec_ops_take(&c->ops, wc, max > INT32_MAX ? INT32_MAX : max);
 }
 
 unsigned rsec_inflight(const struct rsec_conn *c)

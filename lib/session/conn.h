@@ -596,8 +596,33 @@ RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops. */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
+/*
+ * rsec_send's and rsec_recv's steps, none of which waits (api/data.c waits
+ * between them). send_some posts fragments of the message [p, p + len)
+ * from *off on while credits allow: all of it is out when *started and
+ * *off == len; a failure is the frame's (the caller fails the connection).
+ * can_send: whether a new frame could go now. queue_rest keeps what did not
+ * go out, to be sent as credits return (0, or the connection failed).
+ */
+RSEC_MUST_CHECK int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off,
+					bool *started);
+bool rsec_data_can_send(const struct rsec_conn *c);
+RSEC_MUST_CHECK int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off,
+					 bool started);
+/*
+ * recv_into: a message that arrives while the caller waits is opened into
+ * buf (cap bytes). recv_take, after the wait (waited: its result): the
+ * message into buf and its length in *len, or why not (the wait's failure,
+ * RSEC_E_RANGE: longer than cap, kept for a larger buffer); buf is the
+ * caller's again either way.
+ */
+void rsec_data_recv_into(struct rsec_conn *c, void *buf, size_t cap);
+RSEC_MUST_CHECK int rsec_data_recv_take(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int waited);
 /* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */
 int rsec_conn_violation(struct rsec_conn *c, const char *why);
+
+/* onesided.c: the operations that completed, up to max of them (those of a closed connection failed first). */
+unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max);
 
 /* grant.c */
 /* A window bind or one-sided completion (checked against what we posted); a bound grant is announced. */
