@@ -199,7 +199,7 @@ struct rsec_msg_rebuild_ready {
 };
 
 /*
- * A queue pair's rekey (lib/session/rekey.c): REKEY offers the sender's
+ * A queue pair's rekey (lib/session/rekey_exchange.c): REKEY offers the sender's
  * ephemeral key for generation gen of the keys of data-path epoch epoch,
  * REKEY_REPLY answers with the other's; REKEY_DONE (no key) says the offerer
  * seals under the new keys.

@@ -99,7 +99,7 @@ struct rsec_ctx {
 	uint32_t max_qps;          /* queue pairs per connection, the first included (lane.c) */
 	uint32_t rebuilds_per_min; /* of each queue pair's data path; 0: a failed one closes (rebuild.c) */
 	uint32_t resume_grace_ms;  /* how long a session outlives its control channel; 0: not at all (resume.c) */
-	uint32_t rekey_s;          /* renew each queue pair's keys this often (rekey.c); 0: not by time */
+	uint32_t rekey_s;          /* renew each queue pair's keys this often (rekey_exchange.c); 0: not by time */
 	uint64_t rekey_bytes;      /* and after this many bytes sent and received; 0: not by bytes */
 	/* Sessions that can be resumed (resume.c): established connections with a token, linked by rs.next. */
 	pthread_mutex_t sessions_lock;
@@ -211,7 +211,7 @@ struct rsec_rebuild {
 };
 
 /*
- * A queue pair's key renewal (rekey.c; docs/protocol.md, "Rekeying"): the
+ * A queue pair's key renewal (rekey_exchange.c; docs/protocol.md, "Rekeying"): the
  * offerer sends REKEY, the other side answers REKEY_REPLY and takes the
  * offerer's new keys for receiving; the offerer then seals under the new
  * keys and says REKEY_DONE, upon which the other side does too.
@@ -517,7 +517,7 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 	return c->rb.resend != NULL;
 }
 
-/* rekey.c */
+/* rekey_exchange.c */
 /* Renew c's keys if they are due (rekey_s, rekey_bytes) and nothing stands in the way. Returns 0 or the failure. */
 RSEC_MUST_CHECK int rsec_rekey_step(struct rsec_conn *c);
 /* Offer new keys now (REKEY) unless a rekey or rebuild is under way: 0 (offered or not), or the failure. */
@@ -580,7 +580,7 @@ RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
 /* The peer's frames of the current epoch we opened. */
 uint64_t rsec_data_opened(const struct rsec_conn *c);
 /*
- * We seal under new keys (rekey.c): the old sending key goes now if the
+ * We seal under new keys (rekey_exchange.c): the old sending key goes now if the
  * peer acknowledged all it sealed, and a CREDIT_ONLY frame under the new
  * one retires the peer's old receiving key, so that an idle connection can
  * rekey again. Returns 0 or the failure.

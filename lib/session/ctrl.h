@@ -50,7 +50,7 @@ RSEC_MUST_CHECK int rsec_setup_check_allowed(struct rsec_conn *c, struct rsec_ct
 /* TLS is up: the peer's identity; a client's HELLO, or its RESUME of a parked session. */
 RSEC_MUST_CHECK int rsec_setup_tls_done(struct rsec_conn *c);
 
-/* rekey.c: REKEY, REKEY_REPLY and REKEY_DONE. */
+/* rekey_exchange.c: REKEY, REKEY_REPLY and REKEY_DONE. */
 RSEC_MUST_CHECK int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 
 /* lane.c: route a frame for lane m->lane != 0 of root (established); 0, or an error with f. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rekeying a queue pair (lib/session/rekey.c) without a device: an
+ * Rekeying a queue pair (lib/session/rekey_exchange.c) without a device: an
  * established session over a real TLS 1.3 session, its queue pair a
  * stand-in (test_fakeqp.h). The test plays the client: it computes its
  * generation secrets with lib/base/rekey.c from its own end of the TLS
