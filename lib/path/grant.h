@@ -39,4 +39,26 @@ RSEC_MUST_CHECK int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local
 /* Does g's range hold what the peer's claim says it wrote? *rc: why it could not tell. (grant_claim.c) */
 bool rsec_grant_check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc);
 
+/*
+ * rsec_grant_verify's and rsec_grant_open's steps (grant_claim.c; api/claim.c
+ * waits between them). begin: the arguments checked, *off and *len zeroed,
+ * *g the live grant of ours to wait for a claim on (0), or why not; open's
+ * begin returns 1 when done already: a sealed READ grant turned back into
+ * plaintext, its length in *len. claim_arrived: the claim came or g went.
+ * claim_settle: g revoked now that the claim is in (nobody may change the
+ * bytes any more), or why not (the connection closed, g expired). end: the
+ * claimed bytes checked (verify: their MAC; open: opened in place) and
+ * audited, *off and *len set; bytes that fail are wiped.
+ */
+RSEC_MUST_CHECK int rsec_grant_verify_begin(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+					    struct rsec_local_grant **g);
+RSEC_MUST_CHECK int rsec_grant_open_begin(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+					  struct rsec_local_grant **g);
+bool rsec_grant_claim_arrived(const struct rsec_local_grant *g, uint64_t grant_id);
+RSEC_MUST_CHECK int rsec_grant_claim_settle(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t grant_id);
+RSEC_MUST_CHECK int rsec_grant_verify_end(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t *off,
+					  uint64_t *len);
+RSEC_MUST_CHECK int rsec_grant_open_end(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t *off,
+					uint64_t *len);
+
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The peer's claims on our grants (docs/protocol.md): rsec_grant_verify and
- * rsec_grant_open wait for the claim, revoke the grant so nobody may change
- * the bytes any more, then check them. A verified claim carries an HMAC of
+ * rsec_grant_open (api/claim.c) wait for the claim; the steps here find the
+ * grant, revoke it once the claim came so nobody may change the bytes any
+ * more, then check them. A verified claim carries an HMAC of
  * what the writer wrote, under the sender's data-MAC key; a sealed one
  * carries the plaintext length and nonce prefix of a sealed transfer
  * (lib/base/sealed.h), and the bytes in the grant are AEAD ciphertext under
@@ -54,25 +55,13 @@ static struct rsec_local_grant *find_live(struct rsec_conn *c, uint64_t grant_id
 	return g;
 }
 
-struct claim_wanted {
-	const struct rsec_local_grant *g;
-	uint64_t grant_id;
-};
-
-/* The peer's claim arrived, or the grant is gone (expired meanwhile). */
-static bool claim_arrived(struct rsec_conn *c, void *arg)
+bool rsec_grant_claim_arrived(const struct rsec_local_grant *g, uint64_t grant_id)
 {
-	(void)c;
-	const struct claim_wanted *w = arg;
-	return w->g->claim || !w->g->live || w->g->id != w->grant_id;
+	return g->claim || !g->live || g->id != grant_id;
 }
 
-/* Wait for the peer's claim on g, then revoke g: once checked, nobody may change the bytes. */
-static RSEC_MUST_CHECK int claim_and_revoke(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t grant_id,
-					    int timeout_ms)
+int rsec_grant_claim_settle(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t grant_id)
 {
-	struct claim_wanted w = { .g = g, .grant_id = grant_id };
-	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
 	RSEC_GUARD(rsec_conn_require_established(c, false)); /* closing revoked it: say why, not RSEC_E_GRANT */
 	if (!g->live || g->id != grant_id)
 		return RSEC_E_GRANT; /* expired meanwhile */
@@ -104,13 +93,15 @@ static RSEC_MUST_CHECK int find_claimable(struct rsec_conn *c, uint64_t grant_id
 	return *out ? 0 : RSEC_E_GRANT;
 }
 
-int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+int rsec_grant_verify_begin(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+			    struct rsec_local_grant **g)
 {
-	struct rsec_local_grant *g;
-	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
-	if (!(g->access & RSEC_ACCESS_WRITE) || g->sealed)
-		return RSEC_E_GRANT;
-	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, g));
+	return !((*g)->access & RSEC_ACCESS_WRITE) || (*g)->sealed ? RSEC_E_GRANT : 0;
+}
+
+int rsec_grant_verify_end(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t *off, uint64_t *len)
+{
 	uint8_t *p = g->addr + g->claim_off;
 	int rc = 0;
 	bool ok = g->claim_checked ? g->claim_ok : rsec_grant_check_claim(c, g, &rc);
@@ -132,22 +123,26 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 	return 0;
 }
 
-int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
+int rsec_grant_open_begin(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len,
+			  struct rsec_local_grant **out)
 {
-	struct rsec_local_grant *g;
-	RSEC_GUARD(find_claimable(c, grant_id, off, len, &g));
+	RSEC_GUARD(find_claimable(c, grant_id, off, len, out));
+	struct rsec_local_grant *g = *out;
 	if (!g->sealed)
 		return RSEC_E_GRANT;
-	if (!(g->access & RSEC_ACCESS_WRITE)) {
-		if (g->busy)
-			return RSEC_E_AGAIN; /* its bind is in flight; the peer cannot have read it yet */
-		RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE)); /* turns it back into plaintext */
-		c->stats.grants_revoked++;
-		RSEC_GUARD(g->unseal_rc);
-		*len = g->sealed_len;
-		return 0;
-	}
-	RSEC_GUARD(claim_and_revoke(c, g, grant_id, timeout_ms));
+	if (g->access & RSEC_ACCESS_WRITE)
+		return 0; /* the peer's claim says where it sealed */
+	if (g->busy)
+		return RSEC_E_AGAIN; /* its bind is in flight; the peer cannot have read it yet */
+	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE)); /* turns it back into plaintext */
+	c->stats.grants_revoked++;
+	RSEC_GUARD(g->unseal_rc);
+	*len = g->sealed_len;
+	return 1;
+}
+
+int rsec_grant_open_end(struct rsec_conn *c, struct rsec_local_grant *g, uint64_t *off, uint64_t *len)
+{
 	/* Where the peer says it sealed, and how. */
 	uint64_t at = g->claim_off, plain_len = g->claim_len;
 	int rc = open_sealed_claim(c, g);

@@ -295,12 +295,6 @@ unsigned rsec_inflight(const struct rsec_conn *c)
 	return c ? rsec_ops_pending(&c->ops) : 0;
 }
 
-static bool waiter_done(struct rsec_conn *c, void *arg)
-{
-	(void)arg;
-	return c->ops.waiter_done;
-}
-
 /* The staging buffer of the blocking calls, made on first use and kept until the connection's RDMA goes. */
 static RSEC_MUST_CHECK int stage_get(struct rsec_conn *c)
 {
@@ -353,9 +347,8 @@ static void unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op,
 	OPENSSL_cleanse(c->stage, len);
 }
 
-/* rsec_write, rsec_read: buf staged or registered for the call, one operation, waited for. */
-static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
-				     size_t len, int timeout_ms, enum rsec_op op, bool sealed_ok)
+int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
+			enum rsec_op op, bool sealed_ok)
 {
 	if (!c || !g || !buf || !len)
 		return RSEC_E_INVAL;
@@ -375,16 +368,18 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 	fill_wr(c, &slot, &now, off, addr, mr->lkey, &w, &sge);
 	unsigned sent;
 	int rc = post_chain(c, &w, 1, &sent);
-	if (rc < 0) {
+	if (rc < 0)
 		unstage(c, buf, len, op, rc);
-		return rc;
-	}
-	rc = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
+	return rc;
+}
+
+int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int timeout_ms, int waited)
+{
 	if (!c->ops.waiter_done) {
 		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
-		rc = rsec_conn_fail(c, rc == RSEC_E_AGAIN ? RSEC_E_TIMEOUT : rc,
-				    "one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
-				    op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
+		int rc = rsec_conn_fail(c, waited == RSEC_E_AGAIN || waited == 0 ? RSEC_E_TIMEOUT : waited,
+					"one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
+					op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
 		drain_failed(c);
 		unstage(c, buf, len, op, rc);
 		return rc;
@@ -397,22 +392,4 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 		return rebuilt_error(c, RSEC_E_QP, what);
 	}
 	return c->ops.waiter_status;
-}
-
-int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf, size_t len,
-	       int timeout_ms)
-{
-	return one_sided(c, g, off, (void *)(uintptr_t)buf, len, timeout_ms, RSEC_OP_WRITE, false);
-}
-
-int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
-	      int timeout_ms)
-{
-	return one_sided(c, g, off, buf, len, timeout_ms, RSEC_OP_READ, false);
-}
-
-int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
-			 int timeout_ms, enum rsec_op op)
-{
-	return one_sided(c, g, off, buf, len, timeout_ms, op, true);
 }

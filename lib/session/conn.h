@@ -663,9 +663,18 @@ void rsec_onesided_abort(struct rsec_conn *c, int status);
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */
 void rsec_onesided_teardown(struct rsec_conn *c);
-/* rsec_write/rsec_read of a sealed grant's bytes, for the sealed calls (lib/path/grant.c) only. */
-RSEC_MUST_CHECK int rsec_onesided_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
-					 void *buf, size_t len, int timeout_ms, enum rsec_op op);
+/*
+ * A blocking one-sided call's steps (api/transfer.c waits between them).
+ * start: the arguments and the grant checked (sealed_ok: a sealed grant's
+ * bytes may be moved, for the sealed calls), buf staged or registered, the
+ * operation posted; 0 or why not (nothing posted). end, once the wait for
+ * c->ops.waiter_done returned waited: the operation's status (a READ's
+ * bytes in buf); when it never completed, the connection fails here.
+ */
+RSEC_MUST_CHECK int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
+					void *buf, size_t len, enum rsec_op op, bool sealed_ok);
+RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int timeout_ms,
+				      int waited);
 
 /* sealed_post.c */
 /* The kept key of the peer's sealed grant grant_id, derived now if it is not kept. */
