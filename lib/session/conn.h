@@ -597,7 +597,7 @@ void rsec_data_teardown(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops. */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
 /*
- * rsec_send's and rsec_recv's steps, none of which waits (api/data.c waits
+ * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits
  * between them). send_some posts fragments of the message [p, p + len)
  * from *off on while credits allow: all of it is out when *started and
  * *off == len; a failure is the frame's (the caller fails the connection).

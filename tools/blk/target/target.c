@@ -1001,7 +1001,7 @@ static int open_exports(struct target *t)
 	return 0;
 }
 
-/* Who may connect at all (--trust-etcd's allow rules; none: any authenticated identity). 0, or -1 with err. */
+/* Who may connect at all: --trust-etcd's allow rules (none: any authenticated identity). */
 static struct trust_rules conf_rules(const struct blkd_conf *conf)
 {
 	return (struct trust_rules){ conf->allow, conf->n_allow };
