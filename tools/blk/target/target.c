@@ -598,6 +598,14 @@ static bool id_listed(const char list[][BLKD_ID_LEN], unsigned n, const char *pe
 	return false;
 }
 
+/* What peer may do with export x under its lists now: read (rw or ro lists), write (rw, export not read-only). */
+static void export_rights(const struct blkd_export_conf *x, const char *peer, bool *may_read, bool *may_write)
+{
+	bool rw = id_listed(x->rw_ids, x->n_rw, peer);
+	*may_write = rw && !x->read_only;
+	*may_read = rw || id_listed(x->ro_ids, x->n_ro, peer);
+}
+
 static struct export *export_named(struct target *t, const char *name)
 {
 	for (unsigned i = 0; i < t->n_exports; i++)
@@ -654,8 +662,8 @@ static uint16_t open_size(struct session *s, const struct blk_open *m, const cha
 static uint16_t open_access(struct session *s, const struct blk_open *m, const char **why)
 {
 	const struct blkd_export_conf *x = s->x->conf;
-	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
-	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
+	bool may_read, may_write;
+	export_rights(x, s->peer, &may_read, &may_write);
 	if (!may_read) {
 		*why = "identity matches no rw or ro rule of the export";
 		return BLK_S_DENIED;
@@ -1122,16 +1130,15 @@ static void update_cert_expiry(struct target *t)
 }
 
 /*
- * An open session under its export's access lists in force now: NULL while they still take it, or why it
- * must end. A session that may no longer write, and never asked to, just becomes read-only.
+ * An open session put under its export's access lists in force now: NULL while they still take it, or why it
+ * must end. A session that may no longer write, and never asked to, becomes read-only here.
  */
-static const char *export_access_withdrawn(struct session *s)
+static const char *reapply_export_access(struct session *s)
 {
 	if (!s->opened)
 		return NULL;
-	const struct blkd_export_conf *x = s->x->conf;
-	bool may_write = !x->read_only && id_listed(x->rw_ids, x->n_rw, s->peer);
-	bool may_read = id_listed(x->rw_ids, x->n_rw, s->peer) || id_listed(x->ro_ids, x->n_ro, s->peer);
+	bool may_read, may_write;
+	export_rights(s->x->conf, s->peer, &may_read, &may_write);
 	if (!may_read)
 		return "no longer allowed on the export (its rw and ro lists)";
 	if (!may_write && !s->read_only && s->write_asked)
@@ -1152,7 +1159,7 @@ static void recheck_peers(struct target *t)
 		if (s->dead)
 			continue;
 		if (rsec_conn_check_peer(s->q[0]->conn, why, sizeof(why)) != RSEC_E_AUTH &&
-		    !(reason = export_access_withdrawn(s)))
+		    !(reason = reapply_export_access(s)))
 			continue;
 		t->n.closed_revoked++;
 		blkd_log("warn", "peer_revoked", "session=%llu peer=\"%s\" reason=\"%s\" export=\"%s\"",
