@@ -176,7 +176,7 @@ struct rsec_ctx_attr {
 	 * version do). Either side may start it. Without the bit:
 	 * RSEC_DEFAULT_REKEY_S and RSEC_DEFAULT_REKEY_BYTES. */
 	uint32_t rekey_s;          /* seconds, 0..RSEC_MAX_REKEY_S; 0: not by time */
-	uint64_t rekey_bytes;      /* bytes sent and received, 0..RSEC_MAX_REKEY_BYTES; 0: not by bytes */
+	uint64_t rekey_bytes;      /* bytes sent, received and moved one-sided, 0..RSEC_MAX_REKEY_BYTES; 0: not by bytes */
 };
 
 #define RSEC_MAX_INFLIGHT 4096u
@@ -456,8 +456,8 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
  * session's TLS 1.3 exporter (RFC 8446 7.5) under label ("EXPORTER-...",
  * at most 64 bytes, not "EXPORTER-rdmasec...": those are the library's)
  * and context (0..64 bytes): the same at both ends and on every queue pair
- * of the session, never sent. For an application that seals its own
- * transfers through long-lived grants (rdmasec-blk, docs/blk.md). Returns
+ * of the session, never sent, and never renewed: rsec_conn_derive_key()
+ * gives keys that follow each rekey. Returns
  * 0, RSEC_E_INVAL, RSEC_E_AGAIN (not established yet), RSEC_E_TLS.
  */
 int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const void *context, size_t context_len,
@@ -748,6 +748,30 @@ const char *rsec_conn_rebuild_reason(const struct rsec_conn *c);
  * up, rebuilds included; 0 for NULL.
  */
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c);
+/**
+ * rsec_conn_key_id - the id of the keys this queue pair seals under now.
+ * It grows with each rekey (rekey_s, rekey_bytes) and each rebuild of the
+ * data path, and both sides agree on what each id names. A sender that
+ * protects data with rsec_conn_derive_key() takes the id now and tells its
+ * peer which one it used. 0 for NULL (and until the first rekey or rebuild).
+ */
+uint64_t rsec_conn_key_id(const struct rsec_conn *c);
+/**
+ * rsec_conn_derive_key - out_len (16..64) bytes of keying material of key
+ * id `id` of this queue pair, under label (1..64 bytes, not "rdmasec...":
+ * those are the library's) and context (0..64 bytes): the same at both ends,
+ * never sent. Unlike rsec_conn_export_key(), it follows the rekey chain
+ * (docs/crypto.md, "Rekeying"): each id's keys come from a fresh X25519
+ * exchange, and once an id's secret is wiped its keys cannot be made again.
+ * The library holds the secret of the id in use, of one being agreed with
+ * the peer, and of the 3 ids before (a rebuild or rekey supersedes one);
+ * work begun under an older id must be redone. For an application that
+ * seals its own transfers through long-lived grants (rdmasec-blk). Returns
+ * 0, RSEC_E_INVAL, RSEC_E_AGAIN (no keys yet), RSEC_E_RANGE (no longer, or
+ * never, an id of this queue pair), RSEC_E_CRYPTO.
+ */
+int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *label, const void *context,
+			 size_t context_len, void *out, size_t out_len);
 
 #ifdef __cplusplus
 }

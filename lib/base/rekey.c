@@ -15,6 +15,7 @@
 
 #define INFO_NEXT "rdmasec-v1 rekey"
 #define INFO_DATA "rdmasec-v1 data"
+#define INFO_EXPORT "rdmasec-v1 export"
 
 int rsec_rekey_first(SSL *ssl, uint16_t lane, uint32_t epoch, uint8_t secret[static RSEC_REKEY_SECRET_LEN])
 {
@@ -109,4 +110,23 @@ int rsec_rekey_data_secret(const uint8_t secret[static RSEC_REKEY_SECRET_LEN], u
 	RSEC_ENSURE(secret && out, RSEC_E_INVAL);
 	return hkdf(NULL, secret, RSEC_REKEY_SECRET_LEN, (const uint8_t *)INFO_DATA, sizeof(INFO_DATA) - 1, out,
 		    RSEC_SEAL_SECRET_LEN);
+}
+
+int rsec_rekey_export(const uint8_t secret[static RSEC_REKEY_SECRET_LEN], const char *label, const void *context,
+		      size_t context_len, void *out, size_t out_len)
+{
+	RSEC_ENSURE(secret && label && out && (context || !context_len), RSEC_E_INVAL);
+	size_t label_len = strnlen(label, RSEC_REKEY_LABEL_MAX + 1);
+	RSEC_ENSURE(label_len >= 1 && label_len <= RSEC_REKEY_LABEL_MAX && context_len <= RSEC_REKEY_CONTEXT_MAX &&
+			    out_len >= 16 && out_len <= 64,
+		    RSEC_E_INVAL);
+	uint8_t info[sizeof(INFO_EXPORT) - 1 + 1 + RSEC_REKEY_LABEL_MAX + RSEC_REKEY_CONTEXT_MAX];
+	struct rsec_buf b;
+	rsec_buf_init(&b, info, sizeof(info));
+	RSEC_GUARD(rsec_buf_put_bytes(&b, INFO_EXPORT, sizeof(INFO_EXPORT) - 1));
+	RSEC_GUARD(rsec_buf_put_u8(&b, (uint8_t)label_len));
+	RSEC_GUARD(rsec_buf_put_bytes(&b, label, label_len));
+	if (context_len)
+		RSEC_GUARD(rsec_buf_put_bytes(&b, context, context_len));
+	return hkdf(NULL, secret, RSEC_REKEY_SECRET_LEN, info, b.wr, out, out_len);
 }

@@ -46,4 +46,15 @@ RSEC_MUST_CHECK int rsec_rekey_next(const uint8_t cur[static RSEC_REKEY_SECRET_L
 RSEC_MUST_CHECK int rsec_rekey_data_secret(const uint8_t secret[static RSEC_REKEY_SECRET_LEN],
 					   uint8_t out[static RSEC_SEAL_SECRET_LEN]);
 
+/*
+ * An application's key of a generation (rsec_conn_derive_key):
+ *   HKDF-Expand(S_g, "rdmasec-v1 export" | u8 label length | label | context, out_len)
+ * label 1..RSEC_REKEY_LABEL_MAX bytes, context 0..RSEC_REKEY_CONTEXT_MAX,
+ * out_len 16..64. Returns 0, RSEC_E_INVAL, RSEC_E_CRYPTO (out wiped).
+ */
+#define RSEC_REKEY_LABEL_MAX 64
+#define RSEC_REKEY_CONTEXT_MAX 64
+RSEC_MUST_CHECK int rsec_rekey_export(const uint8_t secret[static RSEC_REKEY_SECRET_LEN], const char *label,
+				      const void *context, size_t context_len, void *out, size_t out_len);
+
 #endif /* RSEC_REKEY_H */

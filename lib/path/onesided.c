@@ -41,6 +41,7 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 {
 	struct rsec_conn *c = arg;
 	if (status == 0) {
+		c->onesided_bytes += s->len;
 		if (s->op == RSEC_OP_WRITE)
 			c->stats.rdma_writes++;
 		else

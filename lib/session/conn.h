@@ -222,6 +222,14 @@ enum rsec_rekey_state {
 	REKEY_ANSWERED, /* our REKEY_REPLY is out, receiving under the new keys: waiting for REKEY_DONE */
 };
 
+/* Secrets a later key id superseded, kept for work begun under them (rsec_conn_derive_key). */
+#define RSEC_REKEY_KEPT 3
+struct rsec_rekey_kept {
+	bool used;
+	uint32_t epoch, gen;
+	uint8_t secret[RSEC_REKEY_SECRET_LEN];
+};
+
 struct rsec_rekey {
 	enum rsec_rekey_state state;
 	uint32_t epoch;           /* the data-path epoch (rb.epoch) the chain below belongs to */
@@ -234,6 +242,7 @@ struct rsec_rekey {
 	uint64_t bytes_at;        /* bytes sent and received by then */
 	uint64_t count;           /* rekeys done over the connection's life */
 	const char *why;          /* OFFERED: what made us offer, for the audit record */
+	struct rsec_rekey_kept kept[RSEC_REKEY_KEPT]; /* newest first */
 };
 
 /* A session outliving its control channel (resume.c). */
@@ -352,6 +361,7 @@ struct rsec_conn {
 
 	struct rsec_conn_stats stats;
 	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
+	uint64_t onesided_bytes;  /* moved by our RDMA WRITEs and READs that succeeded: rekey_bytes counts them */
 	struct rsec_seal_stats seal_before; /* counters of the keys earlier rebuilds replaced */
 	struct rsec_rebuild rb;
 	struct rsec_resume rs;
@@ -528,6 +538,12 @@ static inline bool rsec_rekey_possible(const struct rsec_conn *c)
 	const struct rsec_conn *root = c->lane ? c->root : c;
 	return root && root->peer_rekeys;
 }
+/*
+ * c's data path has new message keys from the exporter (set-up, a lane, a
+ * rebuild's epoch): its chain starts again there, made now from the same TLS
+ * session (a resumed channel later has another exporter). Returns 0 or RSEC_E_TLS.
+ */
+RSEC_MUST_CHECK int rsec_rekey_begin(struct rsec_conn *c);
 /* The connection goes: its key material is wiped. */
 void rsec_rekey_forget(struct rsec_conn *c);
 /* When rekey_s runs out for c's keys, for waits to wake then; UINT64_MAX if not ahead (none, or offered). */

@@ -72,6 +72,8 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->sock, &ev) == 0 ? 0 : RSEC_E_IO;
 	if (rc == 0)
 		rc = rsec_seal_from_tls(&c->seal, root->ssl, c->is_server, c->aead, idx, 0);
+	if (rc == 0)
+		rc = rsec_rekey_begin(c);
 	if (rc < 0) {
 		c->phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
 		c->close_code = rc;

@@ -254,6 +254,9 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_strerror(rc));
 	c->rb.epoch = r->epoch;
+	rc = rsec_rekey_begin(c);
+	if (rc < 0)
+		return rsec_conn_fail(c, rc, "cannot start the rebuilt data path's key chain: %s", rsec_strerror(rc));
 	c->stats.local_qpn = c->qp.qp->qp_num;
 	c->stats.remote_qpn = c->remote.qpn;
 	c->rb.state = REBUILD_CONNECTED;

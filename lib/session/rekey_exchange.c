@@ -25,9 +25,10 @@
 #include "conn.h"
 #include "ctrl.h"
 
+/* What rekey_bytes counts: messages both ways, and the one-sided transfers we made (the peer counts its own). */
 static uint64_t bytes_moved(const struct rsec_conn *c)
 {
-	return c->stats.bytes_sent + c->stats.bytes_received;
+	return c->stats.bytes_sent + c->stats.bytes_received + c->onesided_bytes;
 }
 
 static void drop_exchange(struct rsec_rekey *rk)
@@ -38,23 +39,45 @@ static void drop_exchange(struct rsec_rekey *rk)
 	rk->state = REKEY_IDLE;
 }
 
+/* A secret a newer one replaces stays for a while: work begun under it may still need its keys. */
+static void keep(struct rsec_rekey *rk, uint32_t epoch, uint32_t gen, const uint8_t secret[static RSEC_REKEY_SECRET_LEN])
+{
+	struct rsec_rekey_kept *last = &rk->kept[RSEC_REKEY_KEPT - 1];
+	OPENSSL_cleanse(last, sizeof(*last));
+	memmove(&rk->kept[1], &rk->kept[0], sizeof(rk->kept) - sizeof(rk->kept[0]));
+	rk->kept[0] = (struct rsec_rekey_kept){ .used = true, .epoch = epoch, .gen = gen };
+	memcpy(rk->kept[0].secret, secret, RSEC_REKEY_SECRET_LEN);
+}
+
 void rsec_rekey_forget(struct rsec_conn *c)
 {
 	drop_exchange(&c->rk);
 	OPENSSL_cleanse(c->rk.secret, sizeof(c->rk.secret));
+	OPENSSL_cleanse(c->rk.kept, sizeof(c->rk.kept));
 	c->rk.have_secret = false;
 }
 
-/* A rebuild made new keys from the exporter (generation 0 of its epoch): a chain of the old epoch ends. */
+/*
+ * A rebuild made new keys from the exporter (generation 0 of its epoch): a
+ * chain of the old epoch ends. Its last secrets are kept; an answered
+ * exchange's too, since the offerer may have sealed under it already.
+ */
 static void follow_epoch(struct rsec_conn *c)
 {
-	if (c->rk.epoch == c->rb.epoch && (c->rk.since_ms || c->rk.have_secret))
+	struct rsec_rekey *rk = &c->rk;
+	if (rk->epoch == c->rb.epoch && (rk->since_ms || rk->have_secret))
 		return;
-	rsec_rekey_forget(c);
-	c->rk.epoch = c->rb.epoch;
-	c->rk.gen = 0;
-	c->rk.since_ms = rsec_now_ms();
-	c->rk.bytes_at = bytes_moved(c);
+	if (rk->have_secret)
+		keep(rk, rk->epoch, rk->gen, rk->secret);
+	if (rk->state == REKEY_ANSWERED)
+		keep(rk, rk->epoch, rk->gen + 1, rk->next);
+	drop_exchange(rk);
+	OPENSSL_cleanse(rk->secret, sizeof(rk->secret));
+	rk->have_secret = false;
+	rk->epoch = c->rb.epoch;
+	rk->gen = 0;
+	rk->since_ms = rsec_now_ms();
+	rk->bytes_at = bytes_moved(c);
 }
 
 /* S_gen of the current epoch's chain, made from the exporter the first time. */
@@ -65,6 +88,12 @@ static RSEC_MUST_CHECK int have_secret(struct rsec_conn *c)
 	RSEC_GUARD(rsec_rekey_first(c->ssl, c->lane, c->rk.epoch, c->rk.secret));
 	c->rk.have_secret = true;
 	return 0;
+}
+
+int rsec_rekey_begin(struct rsec_conn *c)
+{
+	follow_epoch(c);
+	return have_secret(c);
 }
 
 static uint8_t phase_of(uint32_t gen)
@@ -105,6 +134,8 @@ static void audit_rekey(struct rsec_conn *c, const char *why)
 static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN], uint32_t gen,
 		   const char *why)
 {
+	if (c->rk.have_secret)
+		keep(&c->rk, c->rk.epoch, c->rk.gen, c->rk.secret);
 	memcpy(c->rk.secret, secret, RSEC_REKEY_SECRET_LEN);
 	c->rk.gen = gen;
 	c->rk.since_ms = rsec_now_ms();
@@ -252,6 +283,40 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
 {
 	return c ? c->rk.count : 0;
+}
+
+static uint64_t key_id(uint32_t epoch, uint32_t gen)
+{
+	return (uint64_t)epoch << 32 | gen;
+}
+
+uint64_t rsec_conn_key_id(const struct rsec_conn *c)
+{
+	return c ? key_id(c->rk.epoch, c->rk.gen) : 0;
+}
+
+/* The secret of key id id if we still hold it: the one in use, one being agreed, or a kept one. */
+static const uint8_t *secret_of(const struct rsec_rekey *rk, uint64_t id)
+{
+	if (rk->have_secret && id == key_id(rk->epoch, rk->gen))
+		return rk->secret;
+	if (rk->state == REKEY_ANSWERED && rk->gen < UINT32_MAX && id == key_id(rk->epoch, rk->gen + 1))
+		return rk->next;
+	for (size_t i = 0; i < RSEC_REKEY_KEPT; i++)
+		if (rk->kept[i].used && id == key_id(rk->kept[i].epoch, rk->kept[i].gen))
+			return rk->kept[i].secret;
+	return NULL;
+}
+
+int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *label, const void *context,
+			 size_t context_len, void *out, size_t out_len)
+{
+	static const char ours[] = "rdmasec";
+	RSEC_ENSURE(c && label && out && strncmp(label, ours, sizeof(ours) - 1) != 0, RSEC_E_INVAL);
+	RSEC_ENSURE(c->rk.have_secret, RSEC_E_AGAIN);
+	const uint8_t *secret = secret_of(&c->rk, id);
+	RSEC_ENSURE(secret != NULL, RSEC_E_RANGE);
+	return rsec_rekey_export(secret, label, context, context_len, out, out_len);
 }
 
 int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)

@@ -104,6 +104,8 @@ int rsec_setup_tls_done(struct rsec_conn *c)
 static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c, struct rsec_ctrl_fault *f)
 {
 	int rc = rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, 0, 0);
+	if (rc == 0)
+		rc = rsec_rekey_begin(c);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "message key derivation failed");
 	c->have_seal = true;

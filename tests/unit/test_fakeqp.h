@@ -190,6 +190,7 @@ static inline void fake_data_path(struct fake_conn *f, struct rsec_conn *c)
 	assert_int_equal(rsec_conn_peer_qp(&q, &c->remote), 0);
 	assert_int_equal(rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, c->lane, 0), 0);
 	c->have_seal = true;
+	assert_int_equal(rsec_rekey_begin(c), 0); /* as set-up does */
 }
 
 /* The server's side of a session that offered rebuilds (and resumes), rebuilds_per_min of them. */

@@ -264,6 +264,75 @@ static void rekey_bytes_triggers(void **state)
 	client_free(&cl);
 }
 
+#define APP_LABEL "blk-v3-data"
+
+/* The server's key of id under APP_LABEL is the one the client makes from secret (its S of that id). */
+static void same_derived_key(struct rsec_conn *c, uint64_t id, const uint8_t secret[static RSEC_REKEY_SECRET_LEN])
+{
+	static const uint8_t ctx[2] = { 0, 7 };
+	uint8_t ours[32], theirs[32];
+	assert_int_equal(rsec_conn_derive_key(c, id, APP_LABEL, ctx, sizeof(ctx), ours, sizeof(ours)), 0);
+	assert_int_equal(rsec_rekey_export(secret, APP_LABEL, ctx, sizeof(ctx), theirs, sizeof(theirs)), 0);
+	assert_memory_equal(ours, theirs, sizeof(ours));
+}
+
+static int derive(struct rsec_conn *c, uint64_t id, uint8_t out[static 32])
+{
+	return rsec_conn_derive_key(c, id, APP_LABEL, NULL, 0, out, 32);
+}
+
+/*
+ * Keys an application derives (rsec_conn_derive_key) follow the chain: both
+ * sides make the same from each generation's secret; the id being agreed is
+ * there once the server answered (the client may seal under it already);
+ * three superseded ids stay for work begun under them, an older one is gone.
+ */
+static void derived_keys_follow_the_chain(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	struct client cl;
+	client_init(f, &cl);
+	uint8_t s1[RSEC_REKEY_SECRET_LEN], k0[32], k[32];
+	assert_int_equal(rsec_conn_key_id(c), 0);
+	same_derived_key(c, 0, cl.secret);
+	assert_int_equal(derive(c, 0, k0), 0);
+	assert_int_equal(rsec_conn_derive_key(c, 0, "rdmasec-mine", NULL, 0, k, sizeof(k)), RSEC_E_INVAL);
+	assert_int_equal(rsec_conn_derive_key(c, 0, "", NULL, 0, k, sizeof(k)), RSEC_E_INVAL);
+	assert_int_equal(rsec_conn_derive_key(c, 0, APP_LABEL, NULL, 0, k, 8), RSEC_E_INVAL);
+	assert_int_equal(derive(c, 1, k), RSEC_E_RANGE); /* not agreed yet */
+
+	for (uint32_t gen = 1; gen <= RSEC_REKEY_KEPT + 1; gen++) {
+		EVP_PKEY_free(cl.priv);
+		assert_int_equal(rsec_rekey_keypair(&cl.priv, cl.pub), 0);
+		assert_int_equal(client_says(f, RSEC_MSG_REKEY, gen, cl.pub), 0);
+		struct rsec_msg m;
+		peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+		uint8_t keys[RSEC_SEAL_SECRET_LEN];
+		client_next(&cl, m.u.rekey.pub, gen, keys);
+		if (gen == 1)
+			memcpy(s1, cl.secret, sizeof(s1));
+		assert_int_equal(rsec_conn_key_id(c), gen - 1); /* the server seals under the old keys still */
+		same_derived_key(c, gen, cl.secret);
+		assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, (uint8_t)gen), 0);
+		client_sends_ok(f, f->peer.tx, gen - 1, "under the new keys");
+		assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, gen, NULL), 0);
+		assert_int_equal(rsec_conn_key_id(c), gen);
+		same_derived_key(c, gen, cl.secret);
+	}
+	assert_int_equal(derive(c, 0, k), RSEC_E_RANGE); /* four generations on: wiped */
+	same_derived_key(c, 1, s1);
+	assert_int_equal(derive(c, RSEC_REKEY_KEPT + 1, k), 0);
+	assert_memory_not_equal(k, k0, sizeof(k));
+	assert_int_equal(derive(c, (uint64_t)1 << 32, k), RSEC_E_RANGE); /* an epoch not built */
+
+	rsec_rekey_forget(c);
+	for (size_t i = 0; i < RSEC_REKEY_KEPT; i++)
+		assert_false(c->rk.kept[i].used);
+	assert_int_equal(derive(c, RSEC_REKEY_KEPT + 1, k), RSEC_E_AGAIN);
+	client_free(&cl);
+}
+
 /* Both offer at once: the client's offer wins; the server drops its own and answers. */
 static void simultaneous_offers_resolve(void **state)
 {
@@ -413,9 +482,13 @@ static void rebuild_starts_a_new_chain(void **state)
 	f->ctx.rebuilds_per_min = 2;
 	struct client cl;
 	client_init(f, &cl);
+	uint8_t s0[RSEC_REKEY_SECRET_LEN];
+	memcpy(s0, cl.secret, sizeof(s0));
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+	uint8_t keys0[RSEC_SEAL_SECRET_LEN];
+	client_next(&cl, m.u.rekey.pub, 1, keys0); /* the client took generation 1 of epoch 0 */
 
 	struct rsec_msg rb = { .type = RSEC_MSG_REBUILD };
 	rb.u.rebuild = (struct rsec_msg_rebuild){ .epoch = 1, .reason = RSEC_WIRE_REBUILD_QP, .qp = fake_peer_qp(0x91) };
@@ -430,6 +503,10 @@ static void rebuild_starts_a_new_chain(void **state)
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->rk.state, REKEY_IDLE);
 	assert_int_equal(c->rk.gen, 0);
+	/* What either side began under epoch 0's keys can still be finished, whichever generation it took. */
+	assert_int_equal(rsec_conn_key_id(c), (uint64_t)1 << 32);
+	same_derived_key(c, 0, s0);
+	same_derived_key(c, 1, cl.secret);
 
 	struct rsec_seal e1 = { 0 };
 	assert_int_equal(rsec_seal_from_tls(&e1, f->tls.client, false, c->aead, 0, 1), 0);
@@ -437,6 +514,7 @@ static void rebuild_starts_a_new_chain(void **state)
 	client_free(&cl);
 	memset(&cl, 0, sizeof(cl));
 	assert_int_equal(rsec_rekey_first(f->tls.client, 0, 1, cl.secret), 0);
+	same_derived_key(c, (uint64_t)1 << 32, cl.secret);
 	assert_int_equal(rsec_rekey_keypair(&cl.priv, cl.pub), 0);
 	assert_int_equal(client_says_in(f, 1, RSEC_MSG_REKEY, 1, cl.pub), 0);
 	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
@@ -575,6 +653,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(keys_change_and_nothing_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_bytes_triggers, setup, teardown),
+		cmocka_unit_test_setup_teardown(derived_keys_follow_the_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_s_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_connection_rekeys_by_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(simultaneous_offers_resolve, setup, teardown),
