@@ -10,7 +10,8 @@
  * MODE: io OUTDIR (writes, reads back, FLUSH, errors, many in flight, two
  * queues; what it wrote in OUTDIR/writes.txt and OUTDIR/w*.bin), ro, open,
  * hostile, fill (write 1 MiB blocks until the store is full), budget (memory_limit reserved whole at
- * OPEN, given back at close). Prints "RESULT name=value" lines.
+ * OPEN, given back at close), rekey (the data keys follow the queue pair's rekeys; a target that renews
+ * them often). Prints "RESULT name=value" lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,9 @@ struct client {
 	struct rsec_conn *conn[QUEUES];
 	struct rsec_region *region[QUEUES];
 	uint8_t *mem[QUEUES];
-	struct blk_data_key *key[QUEUES];
+	struct blk_data_keys *keys[QUEUES];
 	uint64_t seq[QUEUES]; /* of the last capsule sent on the queue */
+	uint64_t read_key_id; /* the key id of the last READ completed */
 	unsigned nq;
 	struct blk_open_reply r;
 };
@@ -85,12 +87,9 @@ static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint
 				check_must(prc, "process", cl->conn[i]);
 		}
 		check_must(rc, "pool grant", cl->conn[i]);
-		uint8_t key[BLK_DATA_KEY_LEN], kctx[2] = { 0, (uint8_t)i };
-		check_must(rsec_conn_export_key(cl->conn[i], BLK_DATA_LABEL, kctx, 2, key, sizeof(key)), "data key",
-			   cl->conn[i]);
-		cl->key[i] = blk_data_key_new(key);
-		if (!cl->key[i])
-			check_die("cannot key the data cipher");
+		cl->keys[i] = blk_data_keys_new(cl->conn[i], (uint16_t)i);
+		if (!cl->keys[i])
+			check_die("out of memory");
 	}
 	return 0;
 }
@@ -99,7 +98,7 @@ static void close_session(struct client *cl)
 {
 	for (unsigned i = cl->nq; i-- > 0;) {
 		rsec_region_free(cl->region[i]);
-		blk_data_key_free(cl->key[i]);
+		blk_data_keys_free(cl->keys[i]);
 		if (i)
 			rsec_conn_free(cl->conn[i]);
 	}
@@ -144,13 +143,22 @@ static struct blk_data_ctx data_ctx(unsigned q, const struct blk_cmd *m, enum bl
 				      .offset = m->offset, .seq = m->seq, .length = m->length };
 }
 
-/* A pulled WRITE's data, sealed into its slot of the pool; the tag into m->mac. */
+/* The queue's data key of key id id. */
+static struct blk_data_key *key_of(struct client *cl, unsigned q, uint64_t id)
+{
+	struct blk_data_key *k = NULL;
+	check_must(blk_data_keys_get(cl->keys[q], id, &k), "data key", cl->conn[q]);
+	return k;
+}
+
+/* A pulled WRITE's data, sealed into its slot of the pool under the keys of now; the tag into m->mac. */
 static void seal_slot(struct client *cl, unsigned q, struct blk_cmd *m, const void *data)
 {
 	m->seq = ++cl->seq[q];
 	m->pool_off = (uint32_t)m->cid * SLOT;
+	m->key_id = rsec_conn_key_id(cl->conn[q]);
 	struct blk_data_ctx x = data_ctx(q, m, BLK_DATA_TO_TARGET);
-	if (!blk_data_seal(cl->key[q], &x, data, cl->mem[q] + m->pool_off, m->mac))
+	if (!blk_data_seal(key_of(cl, q, m->key_id), &x, data, cl->mem[q] + m->pool_off, m->mac))
 		check_die("cannot seal");
 }
 
@@ -185,7 +193,8 @@ static uint16_t do_read(struct client *cl, unsigned q, uint64_t off, uint32_t le
 	if (c.length != len)
 		check_die("read completed %u bytes of %u", c.length, len);
 	struct blk_data_ctx x = data_ctx(q, &m, BLK_DATA_TO_CLIENT);
-	if (!blk_data_open(cl->key[q], &x, cl->mem[q] + m.pool_off, out, c.mac))
+	cl->read_key_id = c.key_id;
+	if (!blk_data_open(key_of(cl, q, c.key_id), &x, cl->mem[q] + m.pool_off, out, c.mac))
 		check_die("a READ's data did not open");
 	return c.status;
 }
@@ -268,7 +277,7 @@ static void io_inflight(struct client *cl)
 		seen |= 1u << c.cid;
 		struct blk_data_ctx x = data_ctx(0, &sent[c.cid], BLK_DATA_TO_CLIENT);
 		if (c.status == BLK_S_OK && c.length == 65536 &&
-		    blk_data_open(cl->key[0], &x, cl->mem[0] + sent[c.cid].pool_off, back, c.mac))
+		    blk_data_open(key_of(cl, 0, c.key_id), &x, cl->mem[0] + sent[c.cid].pool_off, back, c.mac))
 			ok++;
 	}
 	check_result("inflight", "%u of %u", ok, (unsigned)N);
@@ -504,11 +513,74 @@ static int mode_budget(void)
 	return 0;
 }
 
+/*
+ * The data keys follow the queue pair's rekeys (a target that renews its
+ * keys every few MiB): pulled writes and reads of 256 KiB, each read back the
+ * same, until READ completions named 6 key ids. Then a WRITE sealed under
+ * the first key id, whose secret the target has wiped since, is refused and
+ * changes nothing: old data keys cannot be made again.
+ */
+static int mode_rekey(void)
+{
+	enum { LEN = 256 << 10, SPAN = 8, ROUNDS_MAX = 400, IDS = 6, STALE_CID = 6 };
+	const uint64_t base = 8u << 20; /* clear of what mode io writes */
+	struct client cl;
+	uint16_t st;
+	if (open_session(&cl, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN: %s", blk_status_name(st));
+	uint8_t *data = malloc(LEN), *back = malloc(LEN), *at0 = malloc(LEN);
+	struct blk_data_keys *first_keys = blk_data_keys_new(cl.conn[0], 0);
+	if (!data || !back || !at0 || !first_keys)
+		check_die("out of memory");
+	uint64_t first = rsec_conn_key_id(cl.conn[0]);
+	struct blk_data_key *first_key = NULL;
+	check_must(blk_data_keys_get(first_keys, first, &first_key), "first data key", cl.conn[0]);
+	uint64_t read_id = UINT64_MAX, write_id = UINT64_MAX;
+	unsigned read_ids = 0, write_ids = 0, same = 0, rounds = 0;
+	for (; rounds < ROUNDS_MAX && read_ids < IDS; rounds++) {
+		uint64_t off = base + (uint64_t)(rounds % SPAN) * LEN;
+		random_bytes(data, LEN);
+		uint64_t id = rsec_conn_key_id(cl.conn[0]);
+		write_ids += id != write_id;
+		write_id = id;
+		if ((st = do_write(&cl, 0, off, data, LEN, false)) != BLK_S_OK)
+			check_die("write of round %u: %s", rounds, blk_status_name(st));
+		if ((st = do_read(&cl, 0, off, LEN, back, 0)) != BLK_S_OK)
+			check_die("read of round %u: %s", rounds, blk_status_name(st));
+		read_ids += cl.read_key_id != read_id;
+		read_id = cl.read_key_id;
+		same += memcmp(data, back, LEN) == 0;
+		if (off == base)
+			memcpy(at0, data, LEN);
+	}
+	check_result("rekey", "%u of %u same", same, rounds);
+	check_result("key-ids", "reads %u writes %u", read_ids, write_ids);
+	check_result("rekeys", "%llu", (unsigned long long)rsec_conn_rekeys(cl.conn[0]));
+
+	struct blk_cmd m = { .opcode = BLK_OP_WRITE, .cid = STALE_CID, .offset = base, .length = LEN,
+			     .seq = ++cl.seq[0], .pool_off = STALE_CID * SLOT, .key_id = first };
+	random_bytes(data, LEN);
+	struct blk_data_ctx x = data_ctx(0, &m, BLK_DATA_TO_TARGET);
+	if (!blk_data_seal(first_key, &x, data, cl.mem[0] + m.pool_off, m.mac))
+		check_die("cannot seal");
+	send_cmd(&cl, 0, &m, NULL);
+	check_result("stale-key", "%s", blk_status_name(recv_cpl(&cl, 0).status));
+	if ((st = do_read(&cl, 0, base, LEN, back, 0)) != BLK_S_OK)
+		check_die("read after the stale write: %s", blk_status_name(st));
+	check_result("stale-unchanged", "%s", memcmp(back, at0, LEN) == 0 ? "yes" : "no");
+	blk_data_keys_free(first_keys);
+	free(data);
+	free(back);
+	free(at0);
+	close_session(&cl);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	check_prog = "blk_check";
 	if (argc < 7) {
-		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill|budget\n");
+		fprintf(stderr, "usage: blk_check PKI IDENTITY SERVER SOURCE EXPORT io OUTDIR|ro|open|hostile|fill|budget|rekey\n");
 		return 2;
 	}
 	struct rsec_ctx_attr attr = { .local_addr = argv[4], .handshake_timeout_ms = TIMEOUT_MS,
@@ -530,6 +602,8 @@ int main(int argc, char **argv)
 		rc = mode_hostile();
 	else if (!strcmp(mode, "budget"))
 		rc = mode_budget();
+	else if (!strcmp(mode, "rekey"))
+		rc = mode_rekey();
 	else
 		fprintf(stderr, "blk_check: unknown mode '%s'\n", mode);
 	rsec_ctx_free(ctx);

@@ -15,7 +15,9 @@
 # two queues holds their memory from its OPEN on (a second one is refused,
 # audited), and gives it back when it closes; its exports come from a file,
 # and a SIGHUP that drops the writer from the export's lists closes the
-# writer's open session (logged, audited, the client told why).
+# writer's open session (logged, audited, the client told why). The first target
+# renews each queue pair's keys every 2 MiB: the data keys follow (key ids
+# change), and a write under a key id it has wiped is refused.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -36,7 +38,7 @@ server=$(fabric ip 1)
 # A store smaller than its export: a 1 MiB tmpfs under a 4 MiB file.
 mkdir -p /tmp/blk-small && mount -t tmpfs -o size=1m tmpfs /tmp/blk-small || exit 1
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
-	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K \
+	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K --rekey-bytes 2M \
 	--export "disk=$work/disk.img,size=16M" --rw "$writer" --ro "$reader" \
 	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" \
 	--export "small=/tmp/blk-small/small.img,size=4M" --rw "$writer" -v 2>"$work/blkd.log" &
@@ -51,6 +53,7 @@ run client3 stranger disk open
 run client unknown nosuch open
 run client hostile disk hostile
 run client fill small fill
+run client rekey disk rekey
 kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
@@ -65,12 +68,13 @@ fabric wait-port 7472 60 || { cat "$work/blkd2.log"; exit 1; }
 exec 3<>"/dev/tcp/$server/7472" 4<>"/dev/tcp/$server/7472"
 run client budget disk budget
 exec 3<&- 4<&-
-# The writer streams 4 KiB writes; a SIGHUP with only the reader in the export's lists ends its session.
+# The writer streams 4 KiB writes (at 12 MiB, clear of the blocks compared below); a SIGHUP with only
+# the reader in the export's lists ends its session.
 opens() { grep -c 'event=open ' "$work/blkd2.log"; }
 n0=$(opens)
 for _ in $(seq 1 120); do head -c 4096 /dev/zero || break; sleep 0.25; done |
 	fabric on 2 "$(dirname "$blkd")/../cli/rdmasec-blk" write --server "$server" --certs "$work/pki" \
-		--export disk --source "$(fabric ip 2)" --offset 0 >"$work/withdrawn.out" 2>&1 &
+		--export disk --source "$(fabric ip 2)" --offset 12582912 >"$work/withdrawn.out" 2>&1 &
 wpid=$!
 for _ in $(seq 1 300); do [ "$(opens)" -gt "$n0" ] && break; sleep 0.1; done
 printf '[export disk]\npath = %s\nro = %s\n' "$work/disk.img" "$reader" >"$work/blkd2.ini"
@@ -88,13 +92,13 @@ start=$SECONDS
 	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
-for f in io ro-id ro-export stranger unknown hostile fill budget withdrawn; do echo "--- $f"; cat "$work/$f.out"; done
+for f in io ro-id ro-export stranger unknown hostile fill rekey budget withdrawn; do echo "--- $f"; cat "$work/$f.out"; done
 echo "--- blkd.log"
 tail -n 40 "$work/blkd.log"
 echo "--- blkd2.log"
 tail -n 20 "$work/blkd2.log"
 
-for f in io ro-id ro-export stranger unknown hostile fill blkd budget blkd2; do
+for f in io ro-id ro-export stranger unknown hostile fill rekey blkd budget blkd2; do
 	expect_match "$work/run.out" "^$f=0$" "$f did not exit 0"
 done
 io=$work/io.out
@@ -134,6 +138,13 @@ expect_each "$work/hostile.out" "" <<'EOF'
 EOF
 expect_match "$work/fill.out" '^RESULT fill=no space ok=[0-3]$' "a full store did not answer no space"
 expect_match "$work/fill.out" '^RESULT after-full=ok$' "the session did not survive a full store"
+expect_each "$work/rekey.out" "(data keys across rekeys)" <<'EOF'
+^RESULT rekey=([0-9]+) of \1 same$	a block did not read back the same across rekeys
+^RESULT key-ids=reads ([6-9]|[1-9][0-9]+) writes ([3-9]|[1-9][0-9]+)$	the data keys did not follow the rekeys
+^RESULT rekeys=([5-9]|[1-9][0-9]+)$	too few rekeys
+^RESULT stale-key=transfer failed$	a write under a wiped key id was taken
+^RESULT stale-unchanged=yes$	a write under a wiped key id changed the block
+EOF
 
 # Every block written is in the backing file, byte for byte.
 n=0

@@ -31,7 +31,7 @@ static void open_round_trip_and_layout(void **state)
 	/* Every byte the header bounds, broken one at a time. */
 	uint8_t bad[BLK_OPEN_MAX];
 	const struct { size_t at; uint8_t v; } breaks[] = {
-		{ 1, 1 }, { 1, 3 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
+		{ 1, 2 }, { 1, 4 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
 	};
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		memcpy(bad, buf, n);
@@ -190,6 +190,9 @@ static void cmd_stateless_rules(void **state)
 	buf[40] = 1; /* a READ carries no data MAC */
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 	buf[40] = 0;
+	buf[39] = 1; /* nor a key id */
+	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[39] = 0;
 	buf[31] = 0; /* sequence number 0 */
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 	buf[31] = 1;
@@ -228,12 +231,13 @@ static void cmd_check_against_session(void **state)
 static void cpl_bounds(void **state)
 {
 	(void)state;
-	struct blk_cpl in = { .cid = 9, .status = BLK_S_OK, .length = 131072, .mac = { 0xaa, [15] = 0x55 } }, out;
+	struct blk_cpl in = { .cid = 9, .status = BLK_S_OK, .length = 131072, .key_id = UINT64_C(1) << 32 | 2,
+			      .mac = { 0xaa, [15] = 0x55 } }, out;
 	uint8_t buf[BLK_CPL_LEN];
 	const char *why;
 	assert_int_equal(blk_cpl_encode(&in, buf, sizeof(buf)), BLK_CPL_LEN);
-	const uint8_t want[] = { BLK_CPL, 0, 0, 9, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0xaa, 0, 0, 0, 0, 0, 0, 0,
-				 0,       0, 0, 0, 0, 0, 0, 0x55 };
+	const uint8_t want[] = { BLK_CPL, 0, 0, 9, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
+				 0xaa,    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x55 };
 	assert_memory_equal(buf, want, sizeof(want));
 	assert_true(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	assert_memory_equal(&in, &out, sizeof(in));
@@ -241,7 +245,9 @@ static void cpl_bounds(void **state)
 	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	buf[9] = buf[10] = 0; /* an error with a data MAC */
 	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
-	buf[16] = buf[31] = 0;
+	buf[24] = buf[39] = 0; /* an error with a key id */
+	assert_false(blk_cpl_decode(buf, sizeof(buf), &out, &why));
+	buf[19] = buf[23] = 0;
 	assert_true(blk_cpl_decode(buf, sizeof(buf), &out, &why));
 	buf[5] = BLK_S_MAX + 1;
 	buf[9] = 0;

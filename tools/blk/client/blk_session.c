@@ -32,7 +32,7 @@ struct queue {
 	struct rsec_region *region; /* one slot per cid, all of it granted to the target once (the pool) */
 	uint8_t *base;
 	uint64_t pool_grant;
-	struct blk_data_key *key; /* the queue's data key: every transfer through the pool is sealed */
+	struct blk_data_keys *keys; /* the queue's data keys by key id: every transfer through the pool is sealed */
 	uint64_t next_seq;
 	unsigned index;
 	struct blk_cids free;
@@ -185,7 +185,7 @@ static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t
 		rc = rsec_grant(q->conn, q->region, 0, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG,
 				&q->pool_grant);
 	if (rc == 0)
-		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
+		rc = (q->keys = blk_data_keys_new(q->conn, (uint16_t)q->index)) ? 0 : RSEC_E_NOMEM;
 	if (rc < 0) {
 		set_err(err, errlen, "cannot register and grant %zu bytes of I/O slots: %s", len, conn_why(q->conn, rc));
 		return -ENOMEM;
@@ -274,7 +274,7 @@ void blk_session_close(struct blk_session *s)
 	for (unsigned i = n; i-- > 0;) {
 		rsec_region_free(s->q[i].region);
 		rsec_conn_free(s->q[i].conn);
-		blk_data_key_free(s->q[i].key);
+		blk_data_keys_free(s->q[i].keys);
 		free(s->q[i].tx);
 	}
 	free(s->q);
@@ -343,9 +343,11 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 		memcpy(q->tx + BLK_CMD_HDR, c->io.buf, m.length);
 		data = m.length;
 	} else if (m.opcode == BLK_OP_WRITE) {
-		/* Only ciphertext goes into the pool the target may read. */
+		/* Only ciphertext goes into the pool the target may read, under the keys of now. */
 		struct blk_data_ctx x = data_ctx(q, cid, BLK_DATA_TO_TARGET);
-		if (!blk_data_seal(q->key, &x, c->io.buf, slot, m.mac)) {
+		struct blk_data_key *key = NULL;
+		m.key_id = rsec_conn_key_id(q->conn);
+		if (blk_data_keys_get(q->keys, m.key_id, &key) < 0 || !blk_data_seal(key, &x, c->io.buf, slot, m.mac)) {
 			end_session(s, "cannot seal a WRITE's data");
 			return -EIO;
 		}
@@ -400,11 +402,14 @@ static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16
 
 /* A completed READ: its data is the command's result once it opened, out of the pool into the caller's
  * buffer (plaintext never sits where the target can reach). 0, or EAGAIN: not authentic (buffer wiped). */
-static int open_read(struct blk_session *s, struct queue *q, uint16_t cid, const uint8_t mac[BLK_MAC_LEN])
+static int open_read(struct blk_session *s, struct queue *q, const struct blk_cpl *cpl)
 {
-	struct cmd_slot *c = &q->cmd[cid];
-	struct blk_data_ctx x = data_ctx(q, cid, BLK_DATA_TO_CLIENT);
-	return blk_data_open(q->key, &x, q->base + (size_t)cid * s->slot_size, c->io.buf, mac) ? 0 : EAGAIN;
+	struct cmd_slot *c = &q->cmd[cpl->cid];
+	struct blk_data_ctx x = data_ctx(q, cpl->cid, BLK_DATA_TO_CLIENT);
+	struct blk_data_key *key = NULL;
+	if (blk_data_keys_get(q->keys, cpl->key_id, &key) < 0)
+		return EAGAIN; /* a key id we no longer hold: the read goes again */
+	return blk_data_open(key, &x, q->base + (size_t)cpl->cid * s->slot_size, c->io.buf, cpl->mac) ? 0 : EAGAIN;
 }
 
 /* A transfer that failed for a reason a rebuild or a forged packet can cause goes again, a few times. */
@@ -430,7 +435,7 @@ static int complete_cmd(struct blk_session *s, struct queue *q, unsigned qi, con
 	q->expect[cpl->cid].answered = true;
 	int error = blk_status_errno(cpl->status);
 	if (cpl->status == BLK_S_OK && c->io.opcode == BLK_OP_READ)
-		error = open_read(s, q, cpl->cid, cpl->mac);
+		error = open_read(s, q, cpl);
 	/* A forged packet or a rebuild can spoil a transfer: it goes again, a few times. */
 	bool transient = cpl->status == BLK_S_TRANSFER || error == EAGAIN;
 	if (transient && !s->ended && try_again(s, q, cpl->cid))

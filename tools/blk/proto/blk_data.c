@@ -40,16 +40,6 @@ struct blk_data_key *blk_data_key_new(const uint8_t key[BLK_DATA_KEY_LEN])
 	return k;
 }
 
-int blk_data_queue_key(struct rsec_conn *conn, uint16_t queue, struct blk_data_key **out)
-{
-	uint8_t key[BLK_DATA_KEY_LEN], ctx[2] = { (uint8_t)(queue >> 8), (uint8_t)queue };
-	int rc = rsec_conn_export_key(conn, BLK_DATA_LABEL, ctx, sizeof(ctx), key, sizeof(key));
-	if (rc == 0 && !(*out = blk_data_key_new(key)))
-		rc = RSEC_E_CRYPTO;
-	OPENSSL_cleanse(key, sizeof(key));
-	return rc;
-}
-
 void blk_data_key_free(struct blk_data_key *k)
 {
 	if (!k)
@@ -58,6 +48,71 @@ void blk_data_key_free(struct blk_data_key *k)
 	EVP_CIPHER_CTX_free(k->dec);
 	free(k);
 }
+
+struct blk_data_keys {
+	struct rsec_conn *conn;
+	uint16_t queue;
+	struct {
+		uint64_t id;
+		struct blk_data_key *key; /* NULL: a free place */
+	} kept[BLK_DATA_KEYS];
+};
+
+struct blk_data_keys *blk_data_keys_new(struct rsec_conn *conn, uint16_t queue)
+{
+	struct blk_data_keys *ks = calloc(1, sizeof(*ks));
+	if (ks) {
+		ks->conn = conn;
+		ks->queue = queue;
+	}
+	return ks;
+}
+
+void blk_data_keys_free(struct blk_data_keys *ks)
+{
+	if (!ks)
+		return;
+	for (unsigned i = 0; i < BLK_DATA_KEYS; i++)
+		blk_data_key_free(ks->kept[i].key);
+	free(ks);
+}
+
+/* Where a new key goes: a free place, else the lowest id's (ids only grow: the oldest). */
+static unsigned place_for_new(const struct blk_data_keys *ks)
+{
+	unsigned at = 0;
+	for (unsigned i = 0; i < BLK_DATA_KEYS; i++) {
+		if (!ks->kept[i].key)
+			return i;
+		if (ks->kept[i].id < ks->kept[at].id)
+			at = i;
+	}
+	return at;
+}
+
+int blk_data_keys_get(struct blk_data_keys *ks, uint64_t id, struct blk_data_key **out)
+{
+	for (unsigned i = 0; i < BLK_DATA_KEYS; i++)
+		if (ks->kept[i].key && ks->kept[i].id == id) {
+			*out = ks->kept[i].key;
+			return 0;
+		}
+	uint8_t key[BLK_DATA_KEY_LEN], ctx[2] = { (uint8_t)(ks->queue >> 8), (uint8_t)ks->queue };
+	int rc = rsec_conn_derive_key(ks->conn, id, BLK_DATA_LABEL, ctx, sizeof(ctx), key, sizeof(key));
+	struct blk_data_key *k = rc == 0 ? blk_data_key_new(key) : NULL;
+	OPENSSL_cleanse(key, sizeof(key));
+	if (rc < 0)
+		return rc;
+	if (!k)
+		return RSEC_E_CRYPTO;
+	unsigned at = place_for_new(ks);
+	blk_data_key_free(ks->kept[at].key);
+	ks->kept[at].id = id;
+	ks->kept[at].key = k;
+	*out = k;
+	return 0;
+}
+
 
 /* nonce: u8 dir | u8 0 | u16 queue | u64 seq; aad: u8 dir | u8 opcode | u16 queue | u16 cid | u64 offset | u32 length | u64 seq */
 static void nonce_aad(const struct blk_data_ctx *x, uint8_t nonce[NONCE_LEN], uint8_t aad[AAD_LEN])

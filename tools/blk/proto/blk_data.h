@@ -2,9 +2,11 @@
 /*
  * rdmasec-blk's sealed data transfers (docs/blk.md, "Data transfers"): the
  * bytes a READ or pulled WRITE moves through the queue's long-lived grant
- * are AES-256-GCM ciphertext under the queue's data key (the session's TLS
- * exporter, never sent); the 16-byte tag travels in the sealed capsule
- * (WRITE) or completion (READ). Nonce: direction, queue, the command's
+ * are AES-256-GCM ciphertext under one of the queue's data keys, the one of
+ * the queue pair's key id (rsec_conn_key_id) when the sender sealed: each
+ * rekey of the queue pair gives the data fresh keys too. The key id and the
+ * 16-byte tag travel in the sealed capsule (WRITE) or completion (READ);
+ * keys are never sent. Nonce: direction, queue, the command's
  * sequence number (unique per queue and direction: the target takes each
  * sequence number once). Associated data: the command (opcode, cid, offset,
  * length, sequence), so bytes of one command never open as another's.
@@ -18,7 +20,8 @@
 
 #define BLK_DATA_KEY_LEN 32u
 #define BLK_DATA_TAG_LEN 16u
-#define BLK_DATA_LABEL "EXPORTER-blk-v2-data" /* rsec_conn_export_key label; context: u16 queue */
+#define BLK_DATA_LABEL "blk-v3-data" /* rsec_conn_derive_key label; context: u16 queue */
+#define BLK_DATA_KEYS 4u /* data keys a queue keeps at once: the newest key ids' */
 
 enum blk_data_dir { BLK_DATA_TO_TARGET = 1, BLK_DATA_TO_CLIENT = 2 };
 
@@ -31,12 +34,20 @@ struct blk_data_ctx {
 	uint32_t length;
 };
 
-struct blk_data_key; /* the queue's key, kept ready (a keyed cipher context) */
+struct blk_data_key;  /* one key, kept ready (a keyed cipher context) */
+struct blk_data_keys; /* a queue's keys by key id */
 struct rsec_conn;
 
-/* Queue `queue`'s key from the session's TLS exporter (BLK_DATA_LABEL), the same on both sides.
- * 0 and *out set, or an RSEC_E_* code. */
-int blk_data_queue_key(struct rsec_conn *conn, uint16_t queue, struct blk_data_key **out);
+/* The keys of queue `queue` on conn, made when first asked for. NULL if out of memory. */
+struct blk_data_keys *blk_data_keys_new(struct rsec_conn *conn, uint16_t queue);
+void blk_data_keys_free(struct blk_data_keys *ks);
+/*
+ * The key of key id `id` (rsec_conn_derive_key, BLK_DATA_LABEL), the same
+ * on both sides; valid until the next call. A new id replaces the lowest
+ * one kept. 0 and *out set, or an RSEC_E_* code: RSEC_E_RANGE names an id
+ * the library no longer holds (or never did: the peer's mistake).
+ */
+int blk_data_keys_get(struct blk_data_keys *ks, uint64_t id, struct blk_data_key **out);
 
 /* NULL on failure. key is copied into the cipher context; the caller wipes its copy. */
 struct blk_data_key *blk_data_key_new(const uint8_t key[BLK_DATA_KEY_LEN]);

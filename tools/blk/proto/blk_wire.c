@@ -161,20 +161,20 @@ static bool cmd_valid(const struct blk_cmd *m, const char **why)
 	case BLK_OP_READ:
 		if (m->flags)
 			return fail(why, "READ takes no flags");
-		if (m->length == 0 || !mac_zero(m->mac))
-			return fail(why, "READ needs a length and carries no data MAC");
+		if (m->length == 0 || !mac_zero(m->mac) || m->key_id)
+			return fail(why, "READ needs a length and carries no data MAC or key id");
 		break;
 	case BLK_OP_WRITE:
 		if (m->flags & ~(BLK_CMD_FUA | BLK_CMD_INLINE))
 			return fail(why, "unknown WRITE flags");
 		if (m->length == 0)
 			return fail(why, "WRITE needs a length");
-		if (inl && (m->pool_off || !mac_zero(m->mac) || m->length > BLK_INLINE_MAX))
-			return fail(why, "in-capsule WRITE with a pool offset, a data MAC or over BLK_INLINE_MAX");
+		if (inl && (m->pool_off || !mac_zero(m->mac) || m->key_id || m->length > BLK_INLINE_MAX))
+			return fail(why, "in-capsule WRITE with a pool offset, a data MAC, a key id or over BLK_INLINE_MAX");
 		break;
 	case BLK_OP_FLUSH:
-		if (m->flags || m->offset || m->length || m->pool_off || !mac_zero(m->mac))
-			return fail(why, "FLUSH takes no flags, offset, length, pool offset or data MAC");
+		if (m->flags || m->offset || m->length || m->pool_off || !mac_zero(m->mac) || m->key_id)
+			return fail(why, "FLUSH takes no flags, offset, length, pool offset, data MAC or key id");
 		break;
 	default:
 		return fail(why, "unknown opcode");
@@ -203,6 +203,7 @@ size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap)
 	p = cur_store_be(p, 4, m->length);
 	p = cur_store_be(p, 4, m->pool_off);
 	p = cur_store_be(p, 8, m->seq);
+	p = cur_store_be(p, 8, m->key_id);
 	memcpy(p, m->mac, BLK_MAC_LEN);
 	return BLK_CMD_HDR;
 }
@@ -218,7 +219,8 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 		return fail(why, "not a command");
 	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) ||
 	    !cur_get_zero(&c, 2) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
-	    !cur_get_u32(&c, &m->pool_off) || !cur_get_u64(&c, &m->seq) || !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
+	    !cur_get_u32(&c, &m->pool_off) || !cur_get_u64(&c, &m->seq) || !cur_get_u64(&c, &m->key_id) ||
+	    !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
 		return fail(why, "command reserved field not zero");
 	if (!cmd_valid(m, why))
 		return false;
@@ -234,8 +236,8 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 
 size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
 {
-	if (m->status > BLK_S_MAX || (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac))) || m->cid >= BLK_QD_MAX ||
-	    cap < BLK_CPL_LEN)
+	if (m->status > BLK_S_MAX || (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac) || m->key_id)) ||
+	    m->cid >= BLK_QD_MAX || cap < BLK_CPL_LEN)
 		return 0;
 	uint8_t *p = out;
 	*p++ = BLK_CPL;
@@ -245,6 +247,7 @@ size_t blk_cpl_encode(const struct blk_cpl *m, uint8_t *out, size_t cap)
 	p = cur_store_be(p, 2, 0);
 	p = cur_store_be(p, 4, m->length);
 	p = cur_store_be(p, 4, 0);
+	p = cur_store_be(p, 8, m->key_id);
 	memcpy(p, m->mac, BLK_MAC_LEN);
 	return BLK_CPL_LEN;
 }
@@ -259,12 +262,13 @@ bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char
 	if (!cur_get_u8(&c, &type) || type != BLK_CPL)
 		return fail(why, "not a completion");
 	if (!cur_get_zero(&c, 1) || !cur_get_u16(&c, &m->cid) || !cur_get_u16(&c, &m->status) || !cur_get_zero(&c, 2) ||
-	    !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4) || !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
+	    !cur_get_u32(&c, &m->length) || !cur_get_zero(&c, 4) || !cur_get_u64(&c, &m->key_id) ||
+	    !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
 		return fail(why, "completion reserved field not zero");
 	if (m->status > BLK_S_MAX)
 		return fail(why, "unknown completion status");
-	if (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac)))
-		return fail(why, "failed completion with a length or a data MAC");
+	if (m->status != BLK_S_OK && (m->length || !mac_zero(m->mac) || m->key_id))
+		return fail(why, "failed completion with a length, a data MAC or a key id");
 	if (m->cid >= BLK_QD_MAX)
 		return fail(why, "command id over BLK_QD_MAX");
 	return true;

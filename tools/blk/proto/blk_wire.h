@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BLK_VERSION 2 /* 2: long-lived pool grants, data MACs in capsules and completions */
+#define BLK_VERSION 3 /* 2: long-lived pool grants, data MACs in capsules and completions; 3: data key ids */
 #define BLK_DEFAULT_PORT 7472
 #define BLK_POOL_TAG 1u /* the tag of each queue's pool grant (rsec_grant, rsec_grant_wait) */
 
@@ -76,9 +76,9 @@ enum blk_status {
 #define BLK_OPEN_MAX (BLK_OPEN_HDR + BLK_NAME_MAX)
 #define BLK_OPEN_REPLY_LEN 32u
 #define BLK_MAC_LEN 16u /* a transfer's AES-GCM tag (blk_data.h) */
-#define BLK_CMD_HDR 48u
+#define BLK_CMD_HDR 56u
 #define BLK_CMD_MAX (BLK_CMD_HDR + BLK_INLINE_MAX)
-#define BLK_CPL_LEN 32u
+#define BLK_CPL_LEN 40u
 
 struct blk_open {
 	uint16_t flags;       /* BLK_OPEN_* */
@@ -106,6 +106,7 @@ struct blk_cmd {
 	uint32_t length;   /* bytes; 0 for FLUSH */
 	uint32_t pool_off; /* READ, pulled WRITE: where the transfer's bytes are in the queue's pool grant */
 	uint64_t seq;      /* >= 1, increasing on the queue: the transfer's nonce */
+	uint64_t key_id;   /* pulled WRITE: the key id its data is sealed under (blk_data.h); else 0 */
 	uint8_t mac[BLK_MAC_LEN]; /* pulled WRITE: its data's tag; else zero */
 	const uint8_t *data; /* INLINE: length bytes, pointing into the decoded buffer */
 };
@@ -114,6 +115,7 @@ struct blk_cpl {
 	uint16_t cid;
 	uint16_t status; /* enum blk_status */
 	uint32_t length; /* bytes transferred (0 on error) */
+	uint64_t key_id; /* an OK READ: the key id its data is sealed under (blk_data.h); else 0 */
 	uint8_t mac[BLK_MAC_LEN]; /* an OK READ: its data's tag; else zero */
 };
 

@@ -65,6 +65,7 @@ struct cmd {
 	uint16_t io_status;  /* the store I/O's result, set by the worker */
 	struct blk_cmd m; /* m.data is never kept: it pointed into the receive buffer */
 	uint8_t mac[BLK_MAC_LEN]; /* an OK READ's data tag, for its completion */
+	uint64_t key_id;          /* ... and the key id it was sealed under */
 	uint64_t deadline_ms;
 	uint8_t cpl[BLK_CPL_LEN];
 };
@@ -84,7 +85,7 @@ struct queue {
 	struct rsec_region *region;
 	struct rsec_remote_grant pool; /* the client's grant of its slots for this queue, once it came */
 	bool have_pool;
-	struct blk_data_key *key;      /* the queue's data key (blk_data.h) */
+	struct blk_data_keys *keys;    /* the queue's data keys by key id (blk_data.h) */
 	uint64_t last_seq;             /* commands' sequence numbers only grow: no nonce twice */
 	uint8_t *mem;
 	size_t mem_len;
@@ -183,7 +184,7 @@ static void queue_free(struct target *t, struct queue *q)
 			 strerror(errno));
 	queue_free_slots(q);
 	rsec_conn_free(q->conn);
-	blk_data_key_free(q->key);
+	blk_data_keys_free(q->keys);
 	free(q);
 }
 
@@ -319,7 +320,7 @@ static int queue_alloc_slots(struct session *s, struct queue *q)
 	size_t len = s->slot_len * s->lim.queue_depth;
 	int rc = rsec_region_alloc(q->conn, len, RSEC_ACCESS_LOCAL, &q->region);
 	if (rc == 0)
-		rc = blk_data_queue_key(q->conn, (uint16_t)q->index, &q->key);
+		rc = (q->keys = blk_data_keys_new(q->conn, (uint16_t)q->index)) ? 0 : RSEC_E_NOMEM;
 	if (rc < 0) {
 		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=\"%s\"", (unsigned long long)s->id,
 			 q->index, len, rsec_strerror(rc));
@@ -381,8 +382,10 @@ static void complete(struct queue *q, struct cmd *c, uint16_t status)
 {
 	struct session *s = q->s;
 	struct blk_cpl cpl = { .cid = c->m.cid, .status = status, .length = status == BLK_S_OK ? c->m.length : 0 };
-	if (status == BLK_S_OK && c->m.opcode == BLK_OP_READ)
+	if (status == BLK_S_OK && c->m.opcode == BLK_OP_READ) {
 		memcpy(cpl.mac, c->mac, BLK_MAC_LEN);
+		cpl.key_id = c->key_id;
+	}
 	if (blk_cpl_encode(&cpl, c->cpl, sizeof(c->cpl)) != BLK_CPL_LEN)
 		abort(); /* every field is ours and in range */
 	struct audit_who w = who(s);
@@ -414,7 +417,10 @@ static void cmd_seal(struct queue *q, struct cmd *c)
 {
 	if (c->m.opcode == BLK_OP_READ) {
 		struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_CLIENT);
-		if (!blk_data_seal(q->key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->mac)) {
+		struct blk_data_key *key = NULL;
+		c->key_id = rsec_conn_key_id(q->conn);
+		if (blk_data_keys_get(q->keys, c->key_id, &key) < 0 ||
+		    !blk_data_seal(key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->mac)) {
 			complete(q, c, BLK_S_TRANSFER);
 			return;
 		}
@@ -536,7 +542,9 @@ static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 		return;
 	}
 	struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_TARGET);
-	if (!blk_data_open(q->key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->m.mac)) {
+	struct blk_data_key *key = NULL;
+	if (blk_data_keys_get(q->keys, c->m.key_id, &key) < 0 ||
+	    !blk_data_open(key, &x, slot(q, c->m.cid), slot(q, c->m.cid), c->m.mac)) {
 		complete(q, c, BLK_S_TRANSFER);
 		return;
 	}
@@ -580,6 +588,12 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 		memcpy(slot(q, m.cid), data, m.length);
 		cmd_store(q, c);
 	} else {
+		/* A pulled WRITE's key made now, while the library still holds its id: its data opens later. */
+		struct blk_data_key *key = NULL;
+		if (m.opcode == BLK_OP_WRITE && blk_data_keys_get(q->keys, m.key_id, &key) < 0) {
+			complete(q, c, BLK_S_TRANSFER);
+			return;
+		}
 		set_state(q, c, CMD_GRANT);
 		uint64_t now = now_ms();
 		c->deadline_ms = now + s->t->conf->grant_timeout_ms;
