@@ -44,9 +44,18 @@ int rsec_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t o
 int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf,
 			size_t len, int timeout_ms)
 {
-	RSEC_GUARD(rsec_write(c, g, off, buf, len, timeout_ms));
+	if (!c || !g)
+		return RSEC_E_INVAL;
+	struct rsec_grant_keys k;
+	RSEC_GUARD(rsec_peer_grant_keys(c, g->id, &k));
+	int rc = rsec_write(c, g, off, buf, len, timeout_ms);
+	if (rc < 0) {
+		rsec_grant_keys_wipe(&k);
+		return rc;
+	}
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, off, buf, len, mac);
+	rc = rsec_grant_keys_mac(&k, &c->seal, c->is_server, g->id, off, buf, len, mac);
+	rsec_grant_keys_wipe(&k);
 	if (rc == 0)
 		rc = rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
 	OPENSSL_cleanse(mac, sizeof(mac));
@@ -68,11 +77,15 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	struct rsec_remote_grant now;
 	if (rsec_gt_resolve(&c->gt, g, &now))
 		g = &now;
+	/* Its keys now: the grant may be revoked while the READ is waited for. */
+	struct rsec_grant_keys k;
+	RSEC_GUARD(rsec_peer_grant_keys(c, g->id, &k));
 	/* Whatever fails, unverified bytes never stay in buf. */
 	int rc = rsec_read(c, g, 0, buf, g->len, timeout_ms);
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
 	if (rc == 0)
-		rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, 0, buf, g->len, mac);
+		rc = rsec_grant_keys_mac(&k, &c->seal, !c->is_server, g->id, 0, buf, g->len, mac);
+	rsec_grant_keys_wipe(&k);
 	if (rc < 0) {
 		OPENSSL_cleanse(buf, g->len);
 		return rc;

@@ -130,3 +130,48 @@ int rsec_rekey_export(const uint8_t secret[static RSEC_REKEY_SECRET_LEN], const 
 		RSEC_GUARD(rsec_buf_put_bytes(&b, context, context_len));
 	return hkdf(NULL, secret, RSEC_REKEY_SECRET_LEN, info, b.wr, out, out_len);
 }
+
+static uint64_t key_id(uint32_t epoch, uint32_t gen)
+{
+	return (uint64_t)epoch << 32 | gen;
+}
+
+uint64_t rsec_rekey_id(const struct rsec_rekey *rk)
+{
+	return key_id(rk->epoch, rk->gen);
+}
+
+const uint8_t *rsec_rekey_secret_of(const struct rsec_rekey *rk, uint64_t id)
+{
+	if (rk->have_secret && id == key_id(rk->epoch, rk->gen))
+		return rk->secret;
+	if (rk->state == REKEY_ANSWERED && rk->gen < UINT32_MAX && id == key_id(rk->epoch, rk->gen + 1))
+		return rk->next;
+	for (size_t i = 0; i < RSEC_REKEY_KEPT; i++)
+		if (rk->kept[i].used && id == key_id(rk->kept[i].epoch, rk->kept[i].gen))
+			return rk->kept[i].secret;
+	return NULL;
+}
+
+int rsec_rekey_grant_secret(const uint8_t chain[static RSEC_REKEY_SECRET_LEN], uint64_t grant_id,
+			    uint8_t out[static RSEC_REKEY_SECRET_LEN])
+{
+	uint8_t id[8];
+	struct rsec_buf b;
+	rsec_buf_init(&b, id, sizeof(id));
+	RSEC_GUARD(rsec_buf_put_u64(&b, grant_id));
+	return rsec_rekey_export(chain, "rdmasec-v1 grant", id, sizeof(id), out, RSEC_REKEY_SECRET_LEN);
+}
+
+int rsec_rekey_grant_sealed_key(const uint8_t grant[static RSEC_REKEY_SECRET_LEN],
+				uint8_t out[static RSEC_REKEY_SECRET_LEN])
+{
+	return rsec_rekey_export(grant, "rdmasec-v1 grant sealed", NULL, 0, out, RSEC_REKEY_SECRET_LEN);
+}
+
+int rsec_rekey_grant_mac_key(const uint8_t grant[static RSEC_REKEY_SECRET_LEN], bool server,
+			     uint8_t out[static RSEC_REKEY_SECRET_LEN])
+{
+	const uint8_t side = server;
+	return rsec_rekey_export(grant, "rdmasec-v1 grant mac", &side, 1, out, RSEC_REKEY_SECRET_LEN);
+}

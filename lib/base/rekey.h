@@ -14,6 +14,7 @@
 #ifndef RSEC_REKEY_H
 #define RSEC_REKEY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -24,6 +25,61 @@
 #define RSEC_REKEY_SECRET_LEN 32
 #define RSEC_REKEY_PUB_LEN 32 /* an X25519 public key */
 #define RSEC_REKEY_LABEL "EXPORTER-rdmasec-v1-rekey"
+
+/*
+ * A queue pair's key renewal (lib/session/rekey_exchange.c; docs/protocol.md, "Rekeying"): the
+ * offerer sends REKEY, the other side answers REKEY_REPLY and takes the
+ * offerer's new keys for receiving; the offerer then seals under the new
+ * keys and says REKEY_DONE, upon which the other side does too.
+ */
+enum rsec_rekey_state {
+	REKEY_IDLE = 0,
+	REKEY_OFFERED,  /* our REKEY is out: waiting for REKEY_REPLY */
+	REKEY_ANSWERED, /* our REKEY_REPLY is out, receiving under the new keys: waiting for REKEY_DONE */
+};
+
+/* Secrets a later key id superseded, kept for work begun under them (rsec_conn_derive_key). */
+#define RSEC_REKEY_KEPT 3
+struct rsec_rekey_kept {
+	bool used;
+	uint32_t epoch, gen;
+	uint8_t secret[RSEC_REKEY_SECRET_LEN];
+};
+
+struct rsec_rekey {
+	enum rsec_rekey_state state;
+	uint32_t epoch;           /* the data-path epoch (rb.epoch) the chain below belongs to */
+	uint32_t gen;             /* generation of the secret below and of the keys we seal under */
+	bool have_secret;         /* secret holds S_gen (made when the epoch's message keys are) */
+	uint8_t secret[RSEC_REKEY_SECRET_LEN];
+	uint8_t next[RSEC_REKEY_SECRET_LEN]; /* ANSWERED: S_{gen+1} */
+	EVP_PKEY *priv;           /* OFFERED: our ephemeral key */
+	uint64_t since_ms;        /* when the keys in use were made */
+	uint64_t bytes_at;        /* bytes sent and received by then */
+	uint64_t count;           /* rekeys done over the connection's life */
+	const char *why;          /* OFFERED: what made us offer, for the audit record */
+	struct rsec_rekey_kept kept[RSEC_REKEY_KEPT]; /* newest first */
+};
+
+/*
+ * A grant's secret and its keys (RSEC_WIRE_FEATURE_GRANT_KEYS; docs/crypto.md,
+ * "Grant keys"), from S of the key id the grant was made under:
+ *   G          = rsec_rekey_export(S, "rdmasec-v1 grant", u64 grant id, 32)
+ *   sealed key = rsec_rekey_export(G, "rdmasec-v1 grant sealed", -, 32)
+ *   MAC key    = rsec_rekey_export(G, "rdmasec-v1 grant mac", u8 1 (the server MACs) or 0, 32)
+ * Return 0, RSEC_E_INVAL, RSEC_E_CRYPTO (out wiped).
+ */
+RSEC_MUST_CHECK int rsec_rekey_grant_secret(const uint8_t chain[static RSEC_REKEY_SECRET_LEN], uint64_t grant_id,
+					    uint8_t out[static RSEC_REKEY_SECRET_LEN]);
+RSEC_MUST_CHECK int rsec_rekey_grant_sealed_key(const uint8_t grant[static RSEC_REKEY_SECRET_LEN],
+						uint8_t out[static RSEC_REKEY_SECRET_LEN]);
+RSEC_MUST_CHECK int rsec_rekey_grant_mac_key(const uint8_t grant[static RSEC_REKEY_SECRET_LEN], bool server,
+					     uint8_t out[static RSEC_REKEY_SECRET_LEN]);
+
+/* The key id in use (rsec_conn_key_id): epoch << 32 | generation. */
+uint64_t rsec_rekey_id(const struct rsec_rekey *rk);
+/* The secret of key id id if rk still holds it (in use, being agreed, kept), else NULL. */
+const uint8_t *rsec_rekey_secret_of(const struct rsec_rekey *rk, uint64_t id);
 
 /* S_0 of lane's chain after the data path's epoch-th rebuild. Returns 0, RSEC_E_INVAL, RSEC_E_TLS. */
 RSEC_MUST_CHECK int rsec_rekey_first(SSL *ssl, uint16_t lane, uint32_t epoch,

@@ -471,16 +471,11 @@ void rsec_seal_stats(const struct rsec_seal_dir *d, struct rsec_seal_stats *out)
 		*out = d->stats;
 }
 
-int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant_id, uint64_t offset,
-		       const uint8_t *data, size_t len, uint8_t mac[static RSEC_SEAL_DATAMAC_LEN])
+/* HMAC-SHA256 of u64 grant_id | u64 offset | u64 len | data under key (hmac: fetched once by the caller, or NULL). */
+static RSEC_MUST_CHECK int data_mac(EVP_MAC *hmac, const uint8_t key[static RSEC_SEAL_DATAMAC_KEY_LEN],
+				    uint64_t grant_id, uint64_t offset, const uint8_t *data, size_t len,
+				    uint8_t mac[static RSEC_SEAL_DATAMAC_LEN])
 {
-	RSEC_ENSURE_REF(s);
-	RSEC_ENSURE_REF(s->tx);
-	RSEC_ENSURE_REF(s->rx);
-	RSEC_ENSURE_REF(mac);
-	RSEC_ENSURE(data != NULL || len == 0, RSEC_E_INVAL);
-	const struct rsec_seal_dir *d = s->tx->sender_is_server == is_server ? s->tx : s->rx;
-
 	uint8_t prefix[24];
 	put_be64(prefix, grant_id);
 	put_be64(prefix + 8, offset);
@@ -492,15 +487,36 @@ int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant
 	};
 	size_t outl = 0;
 	int rc = RSEC_E_CRYPTO;
-	EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(d->hmac);
-	if (ctx && EVP_MAC_init(ctx, d->mac_key, sizeof(d->mac_key), params) == 1 &&
+	EVP_MAC *fetched = hmac ? NULL : EVP_MAC_fetch(NULL, "HMAC", NULL);
+	EVP_MAC_CTX *ctx = hmac || fetched ? EVP_MAC_CTX_new(hmac ? hmac : fetched) : NULL;
+	if (ctx && EVP_MAC_init(ctx, key, RSEC_SEAL_DATAMAC_KEY_LEN, params) == 1 &&
 	    EVP_MAC_update(ctx, prefix, sizeof(prefix)) == 1 && (len == 0 || EVP_MAC_update(ctx, data, len) == 1) &&
 	    EVP_MAC_final(ctx, mac, &outl, RSEC_SEAL_DATAMAC_LEN) == 1 && outl == RSEC_SEAL_DATAMAC_LEN)
 		rc = 0;
 	EVP_MAC_CTX_free(ctx);
+	EVP_MAC_free(fetched);
 	if (rc < 0)
 		OPENSSL_cleanse(mac, RSEC_SEAL_DATAMAC_LEN);
 	return rc;
+}
+
+int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant_id, uint64_t offset,
+		       const uint8_t *data, size_t len, uint8_t mac[static RSEC_SEAL_DATAMAC_LEN])
+{
+	RSEC_ENSURE_REF(s);
+	RSEC_ENSURE_REF(s->tx);
+	RSEC_ENSURE_REF(s->rx);
+	RSEC_ENSURE_REF(mac);
+	RSEC_ENSURE(data != NULL || len == 0, RSEC_E_INVAL);
+	const struct rsec_seal_dir *d = s->tx->sender_is_server == is_server ? s->tx : s->rx;
+	return data_mac(d->hmac, d->mac_key, grant_id, offset, data, len, mac);
+}
+
+int rsec_seal_data_mac_with(const uint8_t key[static RSEC_SEAL_DATAMAC_KEY_LEN], uint64_t grant_id, uint64_t offset,
+			    const uint8_t *data, size_t len, uint8_t mac[static RSEC_SEAL_DATAMAC_LEN])
+{
+	RSEC_ENSURE(key && mac && (data != NULL || len == 0), RSEC_E_INVAL);
+	return data_mac(NULL, key, grant_id, offset, data, len, mac);
 }
 
 bool rsec_seal_mac_equal(const uint8_t a[static RSEC_SEAL_DATAMAC_LEN], const uint8_t b[static RSEC_SEAL_DATAMAC_LEN])

@@ -169,6 +169,10 @@ void rsec_seal_stats(const struct rsec_seal_dir *d, struct rsec_seal_stats *out)
  */
 RSEC_MUST_CHECK int rsec_seal_data_mac(const struct rsec_seal *s, bool is_server, uint64_t grant_id, uint64_t offset,
 				       const uint8_t *data, size_t len, uint8_t mac[static RSEC_SEAL_DATAMAC_LEN]);
+/* The same under a key of the caller's (a grant's MAC key, path/grant_keys.h). */
+RSEC_MUST_CHECK int rsec_seal_data_mac_with(const uint8_t key[static RSEC_SEAL_DATAMAC_KEY_LEN], uint64_t grant_id,
+					    uint64_t offset, const uint8_t *data, size_t len,
+					    uint8_t mac[static RSEC_SEAL_DATAMAC_LEN]);
 /* Constant-time comparison of two data MACs. */
 bool rsec_seal_mac_equal(const uint8_t a[static RSEC_SEAL_DATAMAC_LEN], const uint8_t b[static RSEC_SEAL_DATAMAC_LEN]);
 

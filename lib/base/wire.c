@@ -184,7 +184,8 @@ static RSEC_MUST_CHECK int read_grant(struct rsec_buf *in, struct rsec_msg_grant
 	RSEC_GUARD(rsec_buf_get_u32(in, &g->access));
 	RSEC_GUARD(rsec_buf_get_u32(in, &g->ttl_ms));
 	RSEC_GUARD(rsec_buf_get_u64(in, &g->tag));
-	return 0;
+	g->has_key_id = rsec_buf_remaining(in) > 0;
+	return g->has_key_id ? rsec_buf_get_u64(in, &g->key_id) : 0;
 }
 
 static RSEC_MUST_CHECK int read_keepalive(struct rsec_buf *in, struct rsec_msg_keepalive *k)
@@ -355,7 +356,7 @@ static RSEC_MUST_CHECK int write_grant(struct rsec_buf *out, const struct rsec_m
 	RSEC_GUARD(rsec_buf_put_u32(out, g->access));
 	RSEC_GUARD(rsec_buf_put_u32(out, g->ttl_ms));
 	RSEC_GUARD(rsec_buf_put_u64(out, g->tag));
-	return 0;
+	return g->has_key_id ? rsec_buf_put_u64(out, g->key_id) : 0;
 }
 
 static RSEC_MUST_CHECK int write_keepalive(struct rsec_buf *out, const struct rsec_msg_keepalive *k)

@@ -60,6 +60,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_RESUME_EPOCH 8u     /* RESUME and its SESSION answer carry the data path's epoch */
 #define RSEC_WIRE_FEATURE_REBIND 16u          /* binds its live grants again after a rebuild, and takes such GRANTs */
 #define RSEC_WIRE_FEATURE_REKEY 32u           /* renews the data path's keys (REKEY, REKEY_REPLY, REKEY_DONE) */
+#define RSEC_WIRE_FEATURE_GRANT_KEYS 64u      /* keys grants from the rekey chain: GRANT names its key id */
 
 /* REKEY / REKEY_REPLY / REKEY_DONE */
 #define RSEC_WIRE_REKEY_PUB_LEN 32            /* an X25519 public key */
@@ -157,6 +158,9 @@ struct rsec_msg_grant {
 	uint32_t access;            /* RSEC_WIRE_ACCESS_*, nonzero */
 	uint32_t ttl_ms;            /* 0: until revoked */
 	uint64_t tag;               /* the application's label */
+	/* RSEC_WIRE_FEATURE_GRANT_KEYS: the key id the grant's keys come from follows the tag (8 bytes more). */
+	bool has_key_id;
+	uint64_t key_id;
 };
 
 struct rsec_msg_revoke {

@@ -157,7 +157,7 @@ static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rse
 		return rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
 					      sizeof(g->read_mac));
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	int rc = rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, mac);
+	int rc = rsec_grant_keys_mac(&g->keys, &c->seal, c->is_server, g->id, 0, g->addr, g->len, mac);
 	if (rc == 0)
 		rc = rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
 	OPENSSL_cleanse(mac, sizeof(mac));
@@ -180,6 +180,8 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	m.u.grant.access = g->access | (g->sealed ? RSEC_WIRE_ACCESS_SEALED : 0);
 	m.u.grant.ttl_ms = g->ttl_ms;
 	m.u.grant.tag = g->tag;
+	m.u.grant.has_key_id = g->keys.chain;
+	m.u.grant.key_id = g->key_id;
 	rc = rsec_chan_send(c, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
@@ -215,8 +217,7 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 	_Static_assert(sizeof(g->sealed_key) == RSEC_SEALED_KEY_LEN, "a grant keeps one sealed-grant key");
 	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
 	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
-	g->id = rsec_gt_next_id(&c->gt);
-	int rc = rsec_sealed_key(c->ssl, g->id, g->sealed_key);
+	int rc = rsec_grant_keys_sealed(&g->keys, c->ssl, g->id, g->sealed_key);
 	if (rc == 0)
 		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
 	if (rc < 0)
@@ -266,6 +267,10 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	g->verified = verified;
 	g->sealed = sealed;
 	g->tag = tag;
+	/* Keyed under the key id in use now; the id is the one rsec_gt_activate is about to give. */
+	g->id = rsec_gt_next_id(&c->gt);
+	g->key_id = rsec_rekey_id(&c->rk);
+	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &c->rk, rsec_grant_keys_chained(c), g->key_id, g->id));
 	if (sealed_read)
 		RSEC_GUARD(seal_for_reading(c, r, g));
 	int rc = by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx);
@@ -281,7 +286,8 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 	if (grant_id)
 		*grant_id = g->id;
 	/* The pass over the bytes belongs to the caller of rsec_grant, not to the completion that announces it. */
-	if (verified && rsec_seal_data_mac(&c->seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
+	if (verified &&
+	    rsec_grant_keys_mac(&g->keys, &c->seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
 		g->read_mac_ready = true;
 	if (g->busy) {
 		g->announce = true; /* when the bind completes */

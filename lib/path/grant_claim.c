@@ -19,31 +19,24 @@
 #include "grant.h"
 
 /*
- * Seal or open buf under the key of grant p->grant_id, derived from this
- * connection's TLS session and wiped after. Opening wipes the sealed range
- * whenever it fails, the key's derivation included: unopened bytes never stay.
+ * Open in place what the peer's claim says it sealed into our WRITE grant g,
+ * under the grant's key, wiped after. A failure wipes the sealed range, the
+ * key's derivation included: unopened bytes never stay.
  */
-static RSEC_MUST_CHECK int sealed_by_session(struct rsec_conn *c, const struct rsec_sealed_params *p, uint8_t *buf,
-					     bool seal)
-{
-	uint8_t key[RSEC_SEALED_KEY_LEN];
-	int rc = rsec_sealed_key(c->ssl, p->grant_id, key);
-	if (rc == 0)
-		rc = seal ? rsec_sealed_seal(key, p, buf) : rsec_sealed_open(key, p, buf);
-	else if (!seal)
-		OPENSSL_cleanse(buf, rsec_sealed_len(p->plain_len));
-	OPENSSL_cleanse(key, sizeof(key));
-	return rc;
-}
-
-/* Open in place what the peer's claim says it sealed into our WRITE grant g. */
 static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct rsec_local_grant *g)
 {
 	struct rsec_sealed_params p = {
 		.alg = c->aead, .grant_id = g->id, .offset = g->claim_off, .plain_len = g->claim_len
 	};
 	memcpy(p.prefix, g->claim_mac, sizeof(p.prefix));
-	return sealed_by_session(c, &p, g->addr + g->claim_off, false);
+	uint8_t *buf = g->addr + g->claim_off, key[RSEC_SEALED_KEY_LEN];
+	int rc = rsec_grant_keys_sealed(&g->keys, c->ssl, g->id, key);
+	if (rc == 0)
+		rc = rsec_sealed_open(key, &p, buf);
+	else
+		OPENSSL_cleanse(buf, rsec_sealed_len(p.plain_len));
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
 }
 
 /* A live grant of ours, or NULL; one past its ttl but not yet swept counts as gone. */
@@ -74,8 +67,8 @@ int rsec_grant_claim_settle(struct rsec_conn *c, struct rsec_local_grant *g, uin
 bool rsec_grant_check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc)
 {
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	*rc = rsec_seal_data_mac(&c->seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
-				 g->claim_len, mac);
+	*rc = rsec_grant_keys_mac(&g->keys, &c->seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
+				  g->claim_len, mac);
 	bool ok = *rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return ok;

@@ -85,6 +85,12 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 			return 0; /* revoked or expired meanwhile: its verifier got RSEC_E_GRANT */
 		return rc < 0 ? rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants") : 0;
 	default:
+		rc = rsec_peer_grant_arrived(c, &m->u.grant);
+		if (rc == RSEC_E_PROTO)
+			return rsec_conn_fail(c, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
+		if (rc < 0)
+			return rsec_conn_fail(c, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
+					      (unsigned long long)m->u.grant.key_id, rsec_strerror(rc));
 		if (rsec_gt_peer_stale(&c->gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
 			rc = rsec_gt_remote_rebind(&c->gt, &m->u.grant);
 			return rc < 0 ? rsec_conn_fail(c, rc, "bad GRANT for a grant bound again after a rebuild") : 0;

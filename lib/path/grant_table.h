@@ -21,6 +21,7 @@
 #include "result.h"
 #include "base/seal.h"
 #include "base/wire.h"
+#include "grant_keys.h"
 
 #define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
@@ -34,6 +35,9 @@ struct rsec_local_grant {
 	bool announce; /* send GRANT (and the MAC of a verified READ grant) when the bind completes */
 	bool rebind;   /* live through a rebuild: bound again on the new QP and announced again, same id */
 	bool verified;
+	/* Its keys (grant_keys.h), made when it was, under key id key_id: they stay for its life. */
+	struct rsec_grant_keys keys;
+	uint64_t key_id;
 	/* A verified READ grant: the MAC of its bytes, taken by rsec_grant itself, so that announcing it
 	 * when the bind completes (inside rsec_conn_process) costs no pass over the bytes. */
 	bool read_mac_ready;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The grantee's side of sealed grants (lib/base/sealed.h): the keys of the
- * peer's grants, derived once per grant from the TLS session and kept
- * keyed, and the posted form of sealed transfers: rsec_region_seal seals in
+ * The grantee's side of grants: their keys, made when their GRANT came
+ * (grant_keys.h) and kept, those of sealed grants (lib/base/sealed.h) kept
+ * keyed too, and the posted form of sealed transfers: rsec_region_seal seals in
  * a registered region for one rsec_post WRITE, which claims it over TLS
  * when it has succeeded; rsec_region_open opens what a posted READ of a
  * whole sealed READ grant brought in. rsec_post takes no other operation on
@@ -21,6 +21,48 @@ static bool is_sealed(const struct rsec_remote_grant *g, unsigned access)
 	return (g->access & (RSEC_GRANT_SEALED | access)) == (RSEC_GRANT_SEALED | access);
 }
 
+int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g)
+{
+	bool chained = rsec_grant_keys_chained(c);
+	RSEC_ENSURE(g->has_key_id == chained, RSEC_E_PROTO);
+	if (!chained)
+		return 0;
+	/* Bound again after a rebuild: its keys stay what they were (its key id may be gone since). */
+	if (rsec_pgk_find(&c->grantee_keys, g->grant_id))
+		return 0;
+	struct rsec_grant_keys k;
+	int rc = rsec_grant_keys_make(&k, &c->rk, true, g->key_id, g->grant_id);
+	uint64_t now = rsec_now_ms();
+	if (rc == 0)
+		rsec_pgk_keep(&c->grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
+	rsec_grant_keys_wipe(&k);
+	return rc;
+}
+
+int rsec_peer_grant_keys(const struct rsec_conn *c, uint64_t grant_id, struct rsec_grant_keys *out)
+{
+	if (!rsec_grant_keys_chained(c)) {
+		*out = (struct rsec_grant_keys){ .chain = false };
+		return 0;
+	}
+	const struct rsec_grant_keys *k = rsec_pgk_find(&c->grantee_keys, grant_id);
+	RSEC_ENSURE(k != NULL, RSEC_E_GRANT);
+	*out = *k;
+	return 0;
+}
+
+/* The sealed-grant key of the peer's grant grant_id. */
+static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_conn *c, uint64_t grant_id,
+					   uint8_t key[static RSEC_SEALED_KEY_LEN])
+{
+	struct rsec_grant_keys k;
+	int rc = rsec_peer_grant_keys(c, grant_id, &k);
+	if (rc == 0)
+		rc = rsec_grant_keys_sealed(&k, c->ssl, grant_id, key);
+	rsec_grant_keys_wipe(&k);
+	return rc;
+}
+
 int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
@@ -33,7 +75,7 @@ int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sea
 	c->peer_key_next = (c->peer_key_next + 1) % RSEC_PEER_KEYS;
 	rsec_sealed_key_free(&k->key);
 	uint8_t key[RSEC_SEALED_KEY_LEN];
-	int rc = rsec_sealed_key(c->ssl, grant_id, key);
+	int rc = peer_sealed_key(c, grant_id, key);
 	if (rc == 0)
 		rc = rsec_sealed_key_init(&k->key, c->aead, key);
 	OPENSSL_cleanse(key, sizeof(key));
@@ -75,6 +117,7 @@ static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *
 
 void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
 {
+	rsec_pgk_revoked(&c->grantee_keys, grant_id);
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id)
 			rsec_sealed_key_free(&c->peer_keys[i].key);
@@ -239,7 +282,7 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	} else if (c->phase == PHASE_CLOSED) {
 		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */
 		uint8_t key[RSEC_SEALED_KEY_LEN];
-		rc = rsec_sealed_key(c->ssl, g->id, key);
+		rc = peer_sealed_key(c, g->id, key);
 		if (rc == 0)
 			rc = rsec_sealed_key_init(&once, c->aead, key);
 		OPENSSL_cleanse(key, sizeof(key));

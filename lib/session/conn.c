@@ -739,6 +739,7 @@ void rsec_conn_free(struct rsec_conn *c)
 	rsec_ops_free(&c->ops);
 	rsec_resume_forget(c);
 	rsec_rekey_forget(c);
+	rsec_pgk_clear(&c->grantee_keys);
 	if (c->lane)
 		rsec_lane_unlink(c);
 	else

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "verbs/completion.h"
 #include "verbs/dev.h"
+#include "path/grant_keys.h"
 #include "path/grant_table.h"
 #include "verbs/mw.h"
 #include "path/ops.h"
@@ -210,41 +211,6 @@ struct rsec_rebuild {
 	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
 };
 
-/*
- * A queue pair's key renewal (rekey_exchange.c; docs/protocol.md, "Rekeying"): the
- * offerer sends REKEY, the other side answers REKEY_REPLY and takes the
- * offerer's new keys for receiving; the offerer then seals under the new
- * keys and says REKEY_DONE, upon which the other side does too.
- */
-enum rsec_rekey_state {
-	REKEY_IDLE = 0,
-	REKEY_OFFERED,  /* our REKEY is out: waiting for REKEY_REPLY */
-	REKEY_ANSWERED, /* our REKEY_REPLY is out, receiving under the new keys: waiting for REKEY_DONE */
-};
-
-/* Secrets a later key id superseded, kept for work begun under them (rsec_conn_derive_key). */
-#define RSEC_REKEY_KEPT 3
-struct rsec_rekey_kept {
-	bool used;
-	uint32_t epoch, gen;
-	uint8_t secret[RSEC_REKEY_SECRET_LEN];
-};
-
-struct rsec_rekey {
-	enum rsec_rekey_state state;
-	uint32_t epoch;           /* the data-path epoch (rb.epoch) the chain below belongs to */
-	uint32_t gen;             /* generation of the secret below and of the keys we seal under */
-	bool have_secret;         /* secret holds S_gen (S_0 is made when first needed) */
-	uint8_t secret[RSEC_REKEY_SECRET_LEN];
-	uint8_t next[RSEC_REKEY_SECRET_LEN]; /* ANSWERED: S_{gen+1} */
-	EVP_PKEY *priv;           /* OFFERED: our ephemeral key */
-	uint64_t since_ms;        /* when the keys in use were made */
-	uint64_t bytes_at;        /* bytes sent and received by then */
-	uint64_t count;           /* rekeys done over the connection's life */
-	const char *why;          /* OFFERED: what made us offer, for the audit record */
-	struct rsec_rekey_kept kept[RSEC_REKEY_KEPT]; /* newest first */
-};
-
 /* A session outliving its control channel (resume.c). */
 struct rsec_resume {
 	bool peer;                /* both sides offered RSEC_WIRE_FEATURE_RESUME */
@@ -344,7 +310,9 @@ struct rsec_conn {
 	struct rsec_grant_table gt;
 	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
 
-	/* The peer's sealed grants: kept keys, sealed writes (sealed_post.c). */
+	/* The peer's grants: their secrets (kept until rsec_conn_free), sealed ones' keys kept ready,
+	 * sealed writes (sealed_post.c). */
+	struct rsec_peer_grant_keys grantee_keys;
 	struct rsec_peer_key peer_keys[RSEC_PEER_KEYS];
 	unsigned peer_key_next;
 	struct rsec_sealed_write sealed_writes[RSEC_MAX_GRANTS];
@@ -379,6 +347,7 @@ struct rsec_conn {
 	bool peer_rebuilds;       /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REBUILD */
 	bool peer_rebinds;        /* root: and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
 	bool peer_rekeys;         /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REKEY */
+	bool peer_grant_keys;     /* root: and RSEC_WIRE_FEATURE_GRANT_KEYS: grants keyed from the rekey chain */
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
@@ -532,6 +501,12 @@ static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
 RSEC_MUST_CHECK int rsec_rekey_step(struct rsec_conn *c);
 /* Offer new keys now (REKEY) unless a rekey or rebuild is under way: 0 (offered or not), or the failure. */
 RSEC_MUST_CHECK int rsec_rekey_start(struct rsec_conn *c);
+/* Are c's grants keyed from its rekey chain (both sides offered RSEC_WIRE_FEATURE_GRANT_KEYS)? */
+static inline bool rsec_grant_keys_chained(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_grant_keys;
+}
 /* Can c's keys be renewed at all (both sides offered RSEC_WIRE_FEATURE_REKEY)? */
 static inline bool rsec_rekey_possible(const struct rsec_conn *c)
 {
@@ -693,6 +668,15 @@ RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len
 				      int waited);
 
 /* sealed_post.c */
+/*
+ * A GRANT of the peer's came: the keys of its grant, made now from the key id
+ * it names (grant_keys.h) and kept as long as the grant may be used. Returns
+ * 0, RSEC_E_PROTO (a key id with a peer that did not offer it, or none with
+ * one that did), RSEC_E_RANGE (a key id we do not hold), RSEC_E_CRYPTO.
+ */
+RSEC_MUST_CHECK int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g);
+/* The keys of the peer's grant grant_id (the TLS session's with an older peer). Returns 0 or RSEC_E_GRANT. */
+RSEC_MUST_CHECK int rsec_peer_grant_keys(const struct rsec_conn *c, uint64_t grant_id, struct rsec_grant_keys *out);
 /* The kept key of the peer's sealed grant grant_id, derived now if it is not kept. */
 RSEC_MUST_CHECK int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out);
 /* The peer revoked grant_id: its key and sealed write go. */

@@ -40,7 +40,8 @@ static void drop_exchange(struct rsec_rekey *rk)
 }
 
 /* A secret a newer one replaces stays for a while: work begun under it may still need its keys. */
-static void keep(struct rsec_rekey *rk, uint32_t epoch, uint32_t gen, const uint8_t secret[static RSEC_REKEY_SECRET_LEN])
+static void keep(struct rsec_rekey *rk, uint32_t epoch, uint32_t gen,
+		 const uint8_t secret[static RSEC_REKEY_SECRET_LEN])
 {
 	struct rsec_rekey_kept *last = &rk->kept[RSEC_REKEY_KEPT - 1];
 	OPENSSL_cleanse(last, sizeof(*last));
@@ -285,27 +286,9 @@ uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
 	return c ? c->rk.count : 0;
 }
 
-static uint64_t key_id(uint32_t epoch, uint32_t gen)
-{
-	return (uint64_t)epoch << 32 | gen;
-}
-
 uint64_t rsec_conn_key_id(const struct rsec_conn *c)
 {
-	return c ? key_id(c->rk.epoch, c->rk.gen) : 0;
-}
-
-/* The secret of key id id if we still hold it: the one in use, one being agreed, or a kept one. */
-static const uint8_t *secret_of(const struct rsec_rekey *rk, uint64_t id)
-{
-	if (rk->have_secret && id == key_id(rk->epoch, rk->gen))
-		return rk->secret;
-	if (rk->state == REKEY_ANSWERED && rk->gen < UINT32_MAX && id == key_id(rk->epoch, rk->gen + 1))
-		return rk->next;
-	for (size_t i = 0; i < RSEC_REKEY_KEPT; i++)
-		if (rk->kept[i].used && id == key_id(rk->kept[i].epoch, rk->kept[i].gen))
-			return rk->kept[i].secret;
-	return NULL;
+	return c ? rsec_rekey_id(&c->rk) : 0;
 }
 
 int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *label, const void *context,
@@ -314,7 +297,7 @@ int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *lab
 	static const char ours[] = "rdmasec";
 	RSEC_ENSURE(c && label && out && strncmp(label, ours, sizeof(ours) - 1) != 0, RSEC_E_INVAL);
 	RSEC_ENSURE(c->rk.have_secret, RSEC_E_AGAIN);
-	const uint8_t *secret = secret_of(&c->rk, id);
+	const uint8_t *secret = rsec_rekey_secret_of(&c->rk, id);
 	RSEC_ENSURE(secret != NULL, RSEC_E_RANGE);
 	return rsec_rekey_export(secret, label, context, context_len, out, out_len);
 }

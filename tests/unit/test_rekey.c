@@ -333,6 +333,82 @@ static void derived_keys_follow_the_chain(void **state)
 	client_free(&cl);
 }
 
+/* The peer's (the client's) GRANT of a sealed WRITE grant, id id, naming key id key_id or none. */
+static int client_grants(struct fake_conn *f, uint64_t id, bool has_key_id, uint64_t key_id)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
+	m.u.grant = (struct rsec_msg_grant){ .grant_id = id, .addr = 0x10000, .rkey = 0x1234, .len = 4096,
+					     .access = RSEC_WIRE_ACCESS_WRITE | RSEC_WIRE_ACCESS_SEALED, .tag = id,
+					     .has_key_id = has_key_id, .key_id = key_id };
+	return rsec_ctrl_handle(f->c, &m);
+}
+
+/* The server keeps grant id's keys, the ones the client makes from chain (its S of the grant's key id). */
+static void grant_keyed_from(struct fake_conn *f, uint64_t id, const uint8_t chain[static RSEC_REKEY_SECRET_LEN])
+{
+	struct rsec_grant_keys k;
+	uint8_t want[RSEC_REKEY_SECRET_LEN];
+	assert_int_equal(rsec_peer_grant_keys(f->c, id, &k), 0);
+	assert_true(k.chain);
+	assert_int_equal(rsec_rekey_grant_secret(chain, id, want), 0);
+	assert_memory_equal(k.secret, want, sizeof(want));
+}
+
+/*
+ * Grants are keyed from the chain (RSEC_WIRE_FEATURE_GRANT_KEYS): a GRANT
+ * names the key id its keys come from, the server makes the same keys and
+ * keeps them past later rekeys; a grant made after a rekey has keys of the
+ * new generation. A GRANT without a key id closes the connection.
+ */
+static void grants_keyed_from_the_chain(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	c->peer_grant_keys = true;
+	struct client cl;
+	client_init(f, &cl);
+	uint8_t s0[RSEC_REKEY_SECRET_LEN];
+	memcpy(s0, cl.secret, sizeof(s0));
+	assert_int_equal(client_grants(f, 5, true, 0), 0);
+	grant_keyed_from(f, 5, s0);
+
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
+	uint8_t keys[RSEC_SEAL_SECRET_LEN];
+	client_next(&cl, m.u.rekey.pub, 1, keys);
+	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
+	assert_int_equal(client_grants(f, 6, true, 1), 0);
+	grant_keyed_from(f, 6, cl.secret);
+	grant_keyed_from(f, 5, s0); /* still: the grant outlives its key id */
+	struct rsec_grant_keys k5, k6;
+	assert_int_equal(rsec_peer_grant_keys(c, 5, &k5), 0);
+	assert_int_equal(rsec_peer_grant_keys(c, 6, &k6), 0);
+	assert_memory_not_equal(k5.secret, k6.secret, sizeof(k5.secret));
+	assert_int_equal(rsec_peer_grant_keys(c, 8, &k5), RSEC_E_GRANT); /* never granted */
+
+	assert_int_not_equal(client_grants(f, 7, false, 0), 0);
+	assert_int_equal(c->phase, PHASE_CLOSED);
+	client_free(&cl);
+}
+
+/* A GRANT naming a key id the server does not hold (never agreed) closes the connection. */
+static void grant_under_an_unknown_key_id(void **state)
+{
+	struct fake_conn *f = *state;
+	f->c->peer_grant_keys = true;
+	assert_int_not_equal(client_grants(f, 5, true, 3), 0);
+	assert_int_equal(f->c->phase, PHASE_CLOSED);
+}
+
+/* From a peer that did not offer grant keys, a GRANT naming a key id is a violation. */
+static void grant_key_id_not_offered(void **state)
+{
+	struct fake_conn *f = *state;
+	assert_int_not_equal(client_grants(f, 5, true, 0), 0);
+	assert_int_equal(f->c->phase, PHASE_CLOSED);
+}
+
 /* Both offer at once: the client's offer wins; the server drops its own and answers. */
 static void simultaneous_offers_resolve(void **state)
 {
@@ -654,6 +730,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(keys_change_and_nothing_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_bytes_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(derived_keys_follow_the_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(grants_keyed_from_the_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(grant_under_an_unknown_key_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(grant_key_id_not_offered, setup, teardown),
 		cmocka_unit_test_setup_teardown(rekey_s_triggers, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_connection_rekeys_by_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(simultaneous_offers_resolve, setup, teardown),

@@ -93,6 +93,9 @@ static struct rsec_msg sample(uint8_t type, int high)
 		m.u.grant.access = high ? RSEC_WIRE_ACCESS_SEALED | RSEC_WIRE_ACCESS_WRITE : RSEC_WIRE_ACCESS_READ;
 		m.u.grant.ttl_ms = high ? UINT32_MAX : 0;
 		m.u.grant.tag = high ? UINT64_MAX : 0;
+		/* RSEC_WIRE_FEATURE_GRANT_KEYS: the key id follows; without it the 44 bytes of old. */
+		m.u.grant.has_key_id = high;
+		m.u.grant.key_id = high ? UINT64_MAX : 0;
 		break;
 	case RSEC_MSG_REVOKE:
 		m.u.revoke.grant_id = high ? UINT64_MAX : 0;
@@ -195,6 +198,8 @@ static void round_trip_every_type(void **state)
 				want += high ? RSEC_WIRE_MAX_TEXT : 0;
 			if (t == RSEC_MSG_SESSION || t == RSEC_MSG_RESUME)
 				want += high ? 4 : 0;
+			if (t == RSEC_MSG_GRANT)
+				want += high ? 8 : 0;
 			assert_int_equal(len, want);
 			assert_int_equal(frame[0], RSEC_WIRE_VERSION);
 			assert_int_equal(frame[1], t);
@@ -379,10 +384,12 @@ static void trailing_and_truncated(void **state)
 			put_be(bad + 4, 4, body + 1);
 			expect_proto(bad, len + 1);
 
-			/* A consistent header over a body cut short (SESSION and RESUME: but for their epoch, whole). */
+			/* A consistent header over a body cut short (SESSION and RESUME: but for their epoch, whole;
+			 * GRANT: but for its key id). */
 			bool epoch = (t == RSEC_MSG_SESSION || t == RSEC_MSG_RESUME) && high;
+			bool key_id = t == RSEC_MSG_GRANT && high;
 			for (size_t k = 0; k < body; k++) {
-				if (epoch && k == RSEC_WIRE_TOKEN_LEN)
+				if ((epoch && k == RSEC_WIRE_TOKEN_LEN) || (key_id && k == body_len_of[RSEC_MSG_GRANT]))
 					continue;
 				memcpy(bad, frame, RSEC_WIRE_HDR_LEN + k);
 				put_be(bad + 4, 4, k);
