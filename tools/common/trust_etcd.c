@@ -162,7 +162,7 @@ static const char *member_str(struct json_object *obj, const char *name, size_t 
 /* One kvs element: fills the slot its key names (others ignored). 0 or -1. */
 static int take_kv(struct json_object *kv, const char *prefix, struct trust_snapshot *out, char *err, size_t errlen)
 {
-	size_t klen, vlen = 0, key_len;
+	size_t klen = 0, vlen = 0, key_len = 0;
 	const char *k64 = member_str(kv, "key", &klen), *v64 = member_str(kv, "value", &vlen);
 	if (!json_object_is_type(kv, json_type_object) || !k64) {
 		snprintf(err, errlen, "etcd reply: a kv without a key");
