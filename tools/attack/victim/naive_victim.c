@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define PROG "rdmasec-naive-victim"
 enum { SLOTS = 16, SLOT_SIZE = 1024, STATIC_PSN = 0, LINE_MAX_LEN = 256, MAX_CLIENTS = 64 };
 
@@ -290,9 +292,7 @@ static int exchange(struct victim *v, struct client *c, struct peer *p, bool sen
 
 static double now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / 1e9;
 }
 
 /* Exchange, connect and post the receives of a new client. */

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "blk_client.h"
+#include "clock.h"
 #include "blk_data.h"
 #include "rdmasec.h"
 
@@ -55,13 +56,6 @@ struct blk_session {
 	bool ended;
 	char error[256];
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* End the session once, with its reason; every command in flight is then reported failed. */
 static void end_session(struct blk_session *s, const char *fmt, ...)
@@ -359,7 +353,7 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 	int rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
 	if (rc < 0)
 		return rc == RSEC_E_INVAL ? -EINVAL : after_failure(s, q, rc, "sending a command");
-	c->deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
+	c->deadline_ms = clock_mono_ms() + (uint64_t)s->timeout_ms;
 	return 0;
 }
 
@@ -422,7 +416,7 @@ static bool try_again(const struct blk_session *s, struct queue *q, uint16_t cid
 	c->resend = true;
 	q->resends++;
 	/* Waiting to go out again is bounded like waiting for a completion. */
-	c->deadline_ms = now_ms() + (uint64_t)s->timeout_ms;
+	c->deadline_ms = clock_mono_ms() + (uint64_t)s->timeout_ms;
 	return true;
 }
 
@@ -527,7 +521,7 @@ static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned ma
 
 static void check_deadlines(struct blk_session *s)
 {
-	uint64_t now = now_ms();
+	uint64_t now = clock_mono_ms();
 	for (unsigned qi = 0; qi < s->nq; qi++) {
 		const struct queue *q = &s->q[qi];
 		for (unsigned cid = 0; cid < q->free.depth; cid++) {
@@ -556,7 +550,7 @@ static void wait_any(struct blk_session *s, int ms)
 
 int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = clock_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	if (!max)
 		return -EINVAL;
 	for (;;) {
@@ -572,7 +566,7 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 		if (s->ended)
 			continue;
 		check_deadlines(s);
-		uint64_t now = now_ms();
+		uint64_t now = clock_mono_ms();
 		if (s->ended)
 			continue;
 		if (now >= deadline)

@@ -152,11 +152,6 @@ struct target {
 	size_t msg_cap;
 };
 
-static uint64_t now_ms(void)
-{
-	return clock_mono_ms();
-}
-
 static struct audit_who who(const struct session *s)
 {
 	return (struct audit_who){ s->id, s->established ? s->peer : NULL, s->addr,
@@ -481,7 +476,7 @@ static void cmd_store(struct queue *q, struct cmd *c)
 static void cmd_seal_and_post(struct queue *q, struct cmd *c)
 {
 	set_state(q, c, CMD_SEAL);
-	c->deadline_ms = now_ms() + q->s->t->conf->grant_timeout_ms;
+	c->deadline_ms = clock_mono_ms() + q->s->t->conf->grant_timeout_ms;
 	cmd_seal(q, c);
 	if (c->state == CMD_POST)
 		cmd_post(q, c);
@@ -595,7 +590,7 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 			return;
 		}
 		set_state(q, c, CMD_GRANT);
-		uint64_t now = now_ms();
+		uint64_t now = clock_mono_ms();
 		c->deadline_ms = now + s->t->conf->grant_timeout_ms;
 		cmd_try_grant(q, c, now);
 	}
@@ -647,7 +642,7 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 		s->t->n.opens_unknown_export++;
 	s->t->metrics_dirty = true;
 	s->refused = true;
-	s->deadline_ms = now_ms() + REFUSAL_LINGER_MS;
+	s->deadline_ms = clock_mono_ms() + REFUSAL_LINGER_MS;
 }
 
 /*
@@ -891,7 +886,7 @@ static void session_established(struct session *s)
 	}
 	s->established = true;
 	memcpy(s->peer, peer, strlen(peer) + 1);
-	s->deadline_ms = now_ms() + s->t->conf->open_timeout_ms;
+	s->deadline_ms = clock_mono_ms() + s->t->conf->open_timeout_ms;
 	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
 		 s->addr);
 }
@@ -948,7 +943,7 @@ static bool admit(struct target *t, struct rsec_conn *c)
 {
 	const char *addr = rsec_conn_peer_addr(c), *why = "max_handshakes reached";
 	if (t->n_handshaking < t->conf->max_handshakes &&
-	    admission_try(t->admission, addr, now_ms(), &why) == ADMISSION_ADMIT)
+	    admission_try(t->admission, addr, clock_mono_ms(), &why) == ADMISSION_ADMIT)
 		return true;
 	blkd_log("warn", "refused", "addr=%s reason=\"%s\" handshaking=%u", addr, why, t->n_handshaking);
 	return false;
@@ -994,7 +989,7 @@ static void accept_some(struct target *t)
 			session_close(s, "cannot watch the connection");
 			continue;
 		}
-		session_step(s, now_ms());
+		session_step(s, clock_mono_ms());
 	}
 }
 
@@ -1293,7 +1288,7 @@ static void turn(struct target *t)
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
-	uint64_t now = now_ms(), moves = t->moves;
+	uint64_t now = clock_mono_ms(), moves = t->moves;
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
@@ -1347,7 +1342,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
 		 t.n_exports);
 	update_cert_expiry(&t);
-	write_metrics(&t, now_ms(), true);
+	write_metrics(&t, clock_mono_ms(), true);
 	while (!t.stop)
 		turn(&t);
 	for (struct session *s = t.sessions; s; s = s->next)
@@ -1356,7 +1351,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	take_stored(&t);
 	while (t.sessions)
 		session_free(&t, t.sessions);
-	write_metrics(&t, now_ms(), true);
+	write_metrics(&t, clock_mono_ms(), true);
 	status = 0;
 out:
 	if (t.pool)
