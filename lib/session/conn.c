@@ -616,18 +616,6 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	return rc < 0 ? rc : 0;
 }
 
-int rsec_connect(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
-		 struct rsec_conn **out)
-{
-	if (!ctx || ctx->is_server || !host || !out || port == 0)
-		return RSEC_E_INVAL;
-	int rc = rsec_conn_dial(ctx, host, port, server_name, timeout_ms > 0 ? timeout_ms : ctx->handshake_timeout_ms,
-				NULL, out);
-	if (*out)
-		rsec_resume_remember(*out, host, port, server_name);
-	return rc;
-}
-
 int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
 {
 	if (!l || !out)

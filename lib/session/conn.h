@@ -415,6 +415,17 @@ RSEC_MUST_CHECK int rsec_conn_peer_qp(const struct rsec_msg_qp_info *q, struct r
 RSEC_MUST_CHECK int rsec_conn_send_qp_info(struct rsec_conn *c);
 
 /* lane.c */
+/*
+ * rsec_conn_add_qp's steps (api/connect.c waits between them). Client:
+ * request asks the peer for a new lane (*out: the lane, also when it failed
+ * on the way: hand it to requested), settled says its answer came, requested
+ * says how it went (0, or the lane freed and why in root's error). Server:
+ * offered finds a lane the client opened that nobody took (arg: struct rsec_conn **).
+ */
+RSEC_MUST_CHECK int rsec_lane_request(struct rsec_conn *root, struct rsec_conn **out);
+bool rsec_lane_settled(struct rsec_conn *c, void *arg);
+RSEC_MUST_CHECK int rsec_lane_requested(struct rsec_conn *root, struct rsec_conn *c, int rc, int timeout_ms);
+bool rsec_lane_offered(struct rsec_conn *root, void *arg);
 /* rsec_conn_process of a lane: its root's channel, then its own data path. */
 RSEC_MUST_CHECK int rsec_lane_process(struct rsec_conn *c);
 /* Lanes whose set-up passed its deadline fail; closed lanes nobody took are freed. */

@@ -217,15 +217,9 @@ void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
 	}
 }
 
-static bool lane_settled(struct rsec_conn *c, void *arg)
+int rsec_lane_request(struct rsec_conn *root, struct rsec_conn **out)
 {
-	(void)arg;
-	return c->phase == PHASE_ESTABLISHED || c->phase == PHASE_CLOSED;
-}
-
-/* Client: ask for lane n and wait for it. */
-static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, struct rsec_conn **out)
-{
+	*out = NULL;
 	if (!root->peer_lanes) {
 		snprintf(root->error, sizeof(root->error), "the peer's library takes no further queue pairs");
 		return RSEC_E_PROTO;
@@ -242,20 +236,28 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 	struct rsec_conn *c;
 	root->lanes_opened++;
 	RSEC_GUARD(lane_new(root, root->lanes_opened, &c));
-	c->lane_taken = true; /* ours from the start: freed by the caller or below */
+	c->lane_taken = true; /* ours from the start: freed by the caller or by rsec_lane_requested */
 	int rc = rsec_conn_data_setup(c);
 	if (rc == 0)
 		rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
 		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1, rsec_strerror(rc));
-	else
-		rc = rsec_conn_wait_for(c, lane_settled, NULL, timeout_ms);
+	*out = c;
+	return rc;
+}
+
+bool rsec_lane_settled(struct rsec_conn *c, void *arg)
+{
+	(void)arg;
+	return c->phase == PHASE_ESTABLISHED || c->phase == PHASE_CLOSED;
+}
+
+int rsec_lane_requested(struct rsec_conn *root, struct rsec_conn *c, int rc, int timeout_ms)
+{
 	/* Up, even if the peer closed it at once (in the same read, a scheduler tick later): its
 	 * calls then say so, as for any queue pair the peer closes. */
-	if (rc == 0 && c->was_established) {
-		*out = c;
+	if (rc == 0 && c->was_established)
 		return 0;
-	}
 	if (rc == 0 || c->phase == PHASE_CLOSED)
 		rc = c->close_code;
 	else
@@ -265,37 +267,15 @@ static RSEC_MUST_CHECK int lane_open(struct rsec_conn *root, int timeout_ms, str
 	return rc;
 }
 
-struct lane_wanted {
-	struct rsec_conn *found;
-};
-
-static bool lane_ready(struct rsec_conn *root, void *arg)
+bool rsec_lane_offered(struct rsec_conn *root, void *arg)
 {
-	struct lane_wanted *w = arg;
+	struct rsec_conn **found = arg;
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {
 		struct rsec_conn *c = root->lanes[i];
 		if (c && !c->lane_taken && c->phase == PHASE_ESTABLISHED) {
-			w->found = c;
+			*found = c;
 			return true;
 		}
 	}
 	return false;
-}
-
-int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out)
-{
-	if (!c || !out || c->lane)
-		return RSEC_E_INVAL;
-	*out = NULL;
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	if (c->phase != PHASE_ESTABLISHED)
-		return RSEC_E_INVAL;
-	if (!c->is_server) /* a request cannot be left half-made: a client always waits for the answer */
-		return lane_open(c, timeout_ms > 0 ? timeout_ms : c->ctx->handshake_timeout_ms, out);
-	struct lane_wanted w = { 0 };
-	RSEC_GUARD(rsec_conn_wait_for(c, lane_ready, &w, timeout_ms));
-	w.found->lane_taken = true;
-	*out = w.found;
-	return 0;
 }
