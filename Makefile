@@ -15,7 +15,7 @@ help:
 	@echo "make demo    install what is missing, build, boot the fabric, run the demo"
 	@echo "make check   install what is missing, build, run every unit and fabric test"
 	@echo "make bench   rdmasec-bench vs perftest and ucmatose, QPN entropy (one fabric boot); sealing vs openssl"
-	@echo "             (build/bench/results.{json,svg}, docs/bench.md; BENCH_ARGS='--trials 500' for qpn-entropy)"
+	@echo "             (build/benchmarks/results.{json,svg}, docs/bench.md; BENCH_ARGS='--trials 500' for qpn-entropy)"
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
 	@echo "make hostile the hostile-load suite's long version (one fabric boot, 60 s phases, 14 sources; docs/attack.md)"
@@ -49,7 +49,7 @@ demo: build
 	bash scripts/demo
 
 bench: build
-	RSEC_BUILD_DIR=$(BUILD) BENCH_ARGS="$(BENCH_ARGS)" bash bench/run.sh
+	RSEC_BUILD_DIR=$(BUILD) BENCH_ARGS="$(BENCH_ARGS)" bash benchmarks/run.sh
 
 # The long hostile-load suite: longer phases, 14 sources (tests/fabric/hostile_load.sh).
 hostile: build

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # rdmasec-bench runs every operation between two hosts in one boot, and what
 # it prints is what `make bench` reads: every result row in perftest's column
-# layout (bench/report.py's parser, the one perftest's output goes through),
+# layout (benchmarks/report.py's parser, the one perftest's output goes through),
 # valid JSON with each side's CPU time per operation. Write and read keep
 # TX_DEPTH operations in flight (rsec_post/rsec_poll): more operations than
 # the depth, a depth and completion moderation of their own, both poll modes, a
@@ -90,7 +90,7 @@ for r in "${runs[@]}"; do
 	outputs+=("$work/$r.txt")
 done
 # Servers print rows for what they measure themselves (send, connect).
-python3 "$src/bench/report.py" --check "${outputs[@]}" "$work/duration.txt" "$work/write_duration.txt" \
+python3 "$src/benchmarks/report.py" --check "${outputs[@]}" "$work/duration.txt" "$work/write_duration.txt" \
 	"$work/send_bw.server.txt" "$work/send_lat.server.txt" "$work/connect.server.txt" ||
 	fail "a result row does not match perftest's column layout"
 

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
-# QPN randomization on real rxe (docs/qpn.md): bench/qpn-entropy measures how
+# QPN randomization on real rxe (docs/qpn.md): benchmarks/qpn-entropy measures how
 # many guesses a peer that knows its own QPN needs to hit the next
 # connection's. rxe's own allocator is sequential: the first guess hits in
 # nearly every trial. The default QP pool must need materially more: at
 # least 3 bits more, and the first guess must rarely hit.
 . "$(dirname "$0")/common.bash"
 
-prog=${QPN_ENTROPY:-$build/bench/qpn-entropy}
+prog=${QPN_ENTROPY:-$build/benchmarks/qpn-entropy}
 [ -x "$prog" ] || fail "$prog not built"
 trials=${QPN_TRIALS:-100}
 

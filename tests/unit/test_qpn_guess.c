@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The guess-rank and entropy arithmetic of the QPN benchmark
- * (bench/qpn_guess.c, used by bench/qpn_entropy.c).
+ * (benchmarks/qpn_guess.c, used by benchmarks/qpn_entropy.c).
  */
 #include <math.h>
 #include <stdarg.h>

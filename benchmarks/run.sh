@@ -7,11 +7,11 @@
 #     sizes and iterations; connection set-up, ucmatose (rdma_cm) against
 #     rdmasec-bench --op connect; then qpn-entropy (QPN guessing, docs/qpn.md).
 #     A second boot (2 hosts) for storage: the kernel's NVMe-oF with fio against
-#     rdmasec-blk (its direct client, and fio through nbdkit), bench/storage.sh.
+#     rdmasec-blk (its direct client, and fio through nbdkit), benchmarks/storage.sh.
 #  2. Natively: seal-speed (rsec_seal_frame/rsec_open_frame per AEAD and size)
 #     against `openssl speed -evp` and `openssl speed -aead -evp`.
-#  3. bench/report.py: one table of ratios, BUILD/bench/results.json and
-#     BUILD/bench/results.svg. docs/bench.md explains the table.
+#  3. benchmarks/report.py: one table of ratios, BUILD/benchmarks/results.json and
+#     BUILD/benchmarks/results.svg. docs/bench.md explains the table.
 #
 # Environment:
 #   BENCH_ARGS         options for qpn-entropy (e.g. '--trials 500 --pool 128:16')
@@ -33,7 +33,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${RSEC_BUILD_DIR:-$top/build}" && pwd) || exit 2
-out=$build/bench
+out=$build/benchmarks
 raw=$out/raw
 bin=$out/bin
 sizes=${BENCH_SIZES:-64:1000 4096:500 65536:100 1048576:10}
@@ -53,7 +53,7 @@ die() {
 
 check_inputs() {
 	local p
-	for p in tools/bench/rdmasec-bench tools/keygen/rdmasec-keygen bench/qpn-entropy bench/seal-speed; do
+	for p in tools/bench/rdmasec-bench tools/keygen/rdmasec-keygen benchmarks/qpn-entropy benchmarks/seal-speed; do
 		[ -x "$build/$p" ] || die "$build/$p is not built (make build)"
 	done
 	for p in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat ucmatose openssl python3; do
@@ -94,7 +94,7 @@ wanted() { [[ ",$tests," == *",$1,"* ]]; }
 snapshot() {
 	rm -rf "$bin"
 	mkdir -p "$bin"
-	cp "$build/tools/bench/rdmasec-bench" "$build/bench/qpn-entropy" "$build/bench/seal-speed" \
+	cp "$build/tools/bench/rdmasec-bench" "$build/benchmarks/qpn-entropy" "$build/benchmarks/seal-speed" \
 		"$build/lib/librdmasec.so.0" "$bin/" || die "cannot copy the programs into $bin"
 	if wanted storage; then
 		cp "$build/tools/blk/target/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
@@ -118,7 +118,7 @@ fabric_part() {
 	"$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
 	echo "== on the fabric (one boot): perftest and rdmasec-bench side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
-		bash "$top/bench/guest.sh" "$bin" "$out/pki" "$raw" "$sizes" "$conns" "$fabric_tests" \
+		bash "$top/benchmarks/guest.sh" "$bin" "$out/pki" "$raw" "$sizes" "$conns" "$fabric_tests" \
 		"$poll" "$tx_depth" "$cq_mod" "${qpn_args[@]}"
 }
 
@@ -129,7 +129,7 @@ storage_part() {
 	[ -f "$out/pki/ca.pem" ] || "$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
 	echo "== on the fabric (a second boot): the kernel's NVMe-oF and rdmasec-blk side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
-		bash "$top/bench/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}"
+		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}"
 }
 
 # openssl speed prints the CPU time it spent; seal-speed measures CPU time too.
@@ -165,6 +165,6 @@ rc=0
 fabric_part || rc=1
 storage_part || { echo "bench: the storage part failed" >&2; rc=1; }
 native_part || { echo "bench: the native part failed" >&2; rc=1; }
-python3 "$top/bench/report.py" "$out" || rc=1
+python3 "$top/benchmarks/report.py" "$out" || rc=1
 echo "bench: done in $((SECONDS - start)) s"
 exit $rc

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""make bench's report: reads what bench/run.sh collected in OUT/raw, prints
+"""make bench's report: reads what benchmarks/run.sh collected in OUT/raw, prints
 one table of ratios (rdmasec / perftest, rdmasec / ucmatose, rdmasec /
 openssl speed), and writes it as OUT/results.json and OUT/results.svg.
 
@@ -212,7 +212,7 @@ def print_table(res):
     for r in res["fabric"]:
         unit = " us" if r["metric"].startswith("t_") else " MB/s"
         cpu = r["rdmasec_cpu_per_op_us"]
-        # bench/guest.sh: the client polls as BENCH_POLL says, and so does the server of send; a
+        # benchmarks/guest.sh: the client polls as BENCH_POLL says, and so does the server of send; a
         # server of write or read has no completions to poll and sleeps.
         mark = "*" if r["rdmasec_poll"] == "busy" else " "
         smark = mark if r["test"].startswith("send") else " "

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Runs inside one fabric boot (bench/run.sh starts it): perftest and
+# Runs inside one fabric boot (benchmarks/run.sh starts it): perftest and
 # rdmasec-bench side by side, server on host 1 and client on host 2, for each
 # test (perftest once per size, rdmasec-bench once for all sizes); connection
 # set-up (ucmatose against rdmasec-bench --op connect, and --op qp: further
@@ -9,7 +9,7 @@
 # standard error to RAW/NAME.err), each server's to RAW/NAME.server.txt.
 #
 # usage: guest.sh BIN PKI RAW 'SIZE:ITERS ...' CONNECTIONS TESTS POLL TX_DEPTH CQ_MOD [QPN-ENTROPY ARGS...]
-# BIN: rdmasec-bench, qpn-entropy and librdmasec.so.0, copied from the build (bench/run.sh)
+# BIN: rdmasec-bench, qpn-entropy and librdmasec.so.0, copied from the build (benchmarks/run.sh)
 # TESTS: comma-separated subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
 #   sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn
 # POLL: rdmasec-bench --poll for the clients and the send servers (busy: as perftest, which
@@ -188,7 +188,7 @@ qp_run() {
 # Through sealed grants, every size in one connection: reads, posted (READs
 # of the whole grant, each opened in place with rsec_region_open) one at a
 # time and TX_DEPTH deep, and writes, each with its own grant (granted,
-# rsec_write_sealed, opened by the server). bench/report.py sets them against
+# rsec_write_sealed, opened by the server). benchmarks/report.py sets them against
 # ib_read_lat's, ib_read_bw's and ib_write_lat's rows above.
 sealed_run() {
 	local test=$1 slist='' nlist='' pair op

@@ -6,7 +6,7 @@
  * then rsec_sealed_seal and rsec_sealed_open (lib/sealed.h), what a sealed
  * grant's transfer costs each end on top of the RDMA operation.
  * Times are this thread's CPU time, as `openssl speed` counts its own, so
- * bench/report.py can set them against it on a loaded machine too.
+ * benchmarks/report.py can set them against it on a loaded machine too.
  */
 #include <getopt.h>
 #include <stdio.h>

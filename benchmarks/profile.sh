@@ -6,9 +6,9 @@
 # `perf report` here, natively, against the same binaries (the guest runs the
 # host's files over 9p) and the guest kernel's symbols.
 #
-# usage: bench/profile.sh [rdmasec-bench client options, e.g. --op connect -n 20]
-#        bench/profile.sh blk [WORKLOAD...]
-# Writes BUILD/bench/profile/{client,server}.perf.data and .txt (flat
+# usage: benchmarks/profile.sh [rdmasec-bench client options, e.g. --op connect -n 20]
+#        benchmarks/profile.sh blk [WORKLOAD...]
+# Writes BUILD/benchmarks/profile/{client,server}.perf.data and .txt (flat
 # profile by shared object and symbol, the top 60 lines printed here).
 #
 # blk: rdmasec-blkd on host 1 (a 256 MiB export in the guest's RAM, audit
@@ -16,7 +16,7 @@
 # twice: under perf record (both ends), then counting (system calls of each
 # end, the TLS channel's TCP segments, RoCE packets, busy time). WORKLOAD is
 # RW-BS-qdDEPTH (default: randread-4k-qd1 randwrite-4k-qd1 randread-4k-qd32
-# randwrite-4k-qd32). Writes BUILD/bench/profile/WORKLOAD/{client,server}.txt
+# randwrite-4k-qd32). Writes BUILD/benchmarks/profile/WORKLOAD/{client,server}.txt
 # (top symbols), {client,server}.dso.txt, counts.txt (per I/O) and the
 # client's results (perf.json, count-{short,long}.json). PROFILE_DELAY: ms of each
 # run perf leaves out (set-up; default 4000).
@@ -25,14 +25,14 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${RSEC_BUILD_DIR:-$top/build}" && pwd) || exit 2
-out=$build/bench/profile
+out=$build/benchmarks/profile
 freq=${PROFILE_FREQ:-2000}
 bench=$build/tools/bench/rdmasec-bench
 command -v perf >/dev/null || { echo "profile: perf is missing (apt install linux-perf)" >&2; exit 2; }
 [[ $freq =~ ^[1-9][0-9]*$ ]] || { echo "profile: PROFILE_FREQ '$freq' is not a number" >&2; exit 2; }
 if [ "${1:-}" = blk ]; then
 	shift
-	exec bash "$top/bench/profile_blk.sh" "$top" "$build" "$out" "$freq" "$@"
+	exec bash "$top/benchmarks/profile_blk.sh" "$top" "$build" "$out" "$freq" "$@"
 fi
 [ -x "$bench" ] || { echo "profile: build rdmasec-bench first (make build)" >&2; exit 2; }
 if [ $# = 0 ]; then

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""make bench's storage rows (bench/storage.sh wrote RAW/storage): the kernel's
+"""make bench's storage rows (benchmarks/storage.sh wrote RAW/storage): the kernel's
 NVMe-oF (fio, libaio) against rdmasec-blk's direct client and fio through
 nbdkit. Each figure is the median of the rounds; ratios are rdmasec-blk /
 kernel. CPU per I/O is the guest's busy time over a run (every host shares one

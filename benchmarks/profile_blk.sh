@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# bench/profile.sh blk: where rdmasec-blk's time goes, per I/O (see
-# bench/profile.sh for the usage). One fabric boot; every workload runs
+# benchmarks/profile.sh blk: where rdmasec-blk's time goes, per I/O (see
+# benchmarks/profile.sh for the usage). One fabric boot; every workload runs
 # twice: under perf record (both ends), then under perf stat counting each
 # end's system calls (tracepoints: strace's ptrace is too slow for the
 # emulated guest, the set-up alone times out), with the guest's TCP

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How hard is it to hit another live connection's QPN? The arithmetic of
- * bench/qpn_entropy.c, apart from verbs so it can be unit tested.
+ * benchmarks/qpn_entropy.c, apart from verbs so it can be unit tested.
  *
  * An off-path attacker who knows the QPN q of its own connection guesses
  * q+1, q-1, q+2, q-2, ... (the best generic order against a sequential

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# make bench's storage rows, inside one fabric boot of 2 hosts (bench/run.sh
+# make bench's storage rows, inside one fabric boot of 2 hosts (benchmarks/run.sh
 # starts it): the kernel's NVMe over Fabrics (nvmet-rdma on host 1, nvme-rdma
 # on host 2, fio with libaio on /dev/nvmeXnY) against rdmasec-blk (rdmasec-blkd
 # on host 1; on host 2 the direct client `rdmasec-blk bench`, and fio's nbd
@@ -8,10 +8,10 @@
 # after round, so a slow moment of the fabric hits all of them alike.
 #
 # usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S
-#   BIN: the snapshot of the programs (bench/run.sh); RAW: where the results go
+#   BIN: the snapshot of the programs (benchmarks/run.sh); RAW: where the results go
 #   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
 #   guest's busy CPU ticks over the run, both ends, since all hosts share one
-#   kernel). With BIN/old (bench/run.sh's copy of BENCH_STORAGE_OLD), that
+#   kernel). With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
 #   build's target and direct client run too, as system blkold, in the same
 #   rounds: an A/B of two builds against the same kernel reference.
 set -u
