@@ -46,7 +46,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	size_t off = 0;
 	bool started = false;
 	for (;;) {
-		int rc = rsec_data_send_some(c, p, len, &off, &started);
+		int rc = rsec_conn_settle(c, rsec_data_send_some(c, p, len, &off, &started));
 		if (rc < 0)
 			return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
 		if ((started && off == len) || remaining_ms(deadline) == 0)
@@ -57,7 +57,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 		RSEC_GUARD(rsec_conn_require_established(c, false));
 	}
 	if (!started || off < len)
-		RSEC_GUARD(rsec_data_queue_rest(c, p, len, off, started));
+		RSEC_GUARD(rsec_conn_settle(c, rsec_data_queue_rest(c, p, len, off, started)));
 	c->stats.msgs_sent++;
 	c->stats.bytes_sent += len;
 	return 0;

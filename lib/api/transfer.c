@@ -25,8 +25,21 @@ static bool waiter_done(struct rsec_conn *c, void *arg)
 static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf,
 				     size_t len, int timeout_ms, enum rsec_op op, bool sealed_ok)
 {
-	RSEC_GUARD(rsec_onesided_start(c, g, off, buf, len, op, sealed_ok));
-	return rsec_onesided_end(c, buf, len, op, timeout_ms, rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms));
+	if (!c)
+		return RSEC_E_INVAL;
+	RSEC_GUARD(rsec_conn_settle(c, rsec_onesided_start(c, g, off, buf, len, op, sealed_ok)));
+	int waited = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
+	if (c->ops.waiter_done)
+		return rsec_onesided_end(c, buf, len, op);
+	/* Whatever stopped the wait, the connection ends here, its QP in the error state first; buf
+	 * (or the stage) is ours again once the device let go of it: flushed, or the QP destroyed. */
+	int rc = rsec_conn_fail(c, waited == RSEC_E_AGAIN || waited == 0 ? RSEC_E_TIMEOUT : waited,
+				"one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
+				op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
+	if (!rsec_onesided_drain(c))
+		rsec_conn_teardown_rdma(c);
+	rsec_onesided_unstage(c, buf, len, op, rc);
+	return rc;
 }
 
 int rsec_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, const void *buf, size_t len,
@@ -57,7 +70,8 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	rc = rsec_grant_keys_mac(&k, &c->seal, c->is_server, g->id, off, buf, len, mac);
 	rsec_grant_keys_wipe(&k);
 	if (rc == 0)
-		rc = rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+		rc = rsec_conn_settle(c, rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac,
+								 sizeof(mac)));
 	OPENSSL_cleanse(mac, sizeof(mac));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send VERIFY");
@@ -129,7 +143,7 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 	OPENSSL_cleanse(stage, total);
 	free(stage);
 	RSEC_GUARD(rc);
-	return rsec_sealed_write_claim(c, w);
+	return rsec_conn_settle(c, rsec_sealed_write_claim(c, w));
 }
 
 int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,

@@ -1,32 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control channel: wire.c frames carried in TLS records. Reads are
- * non-blocking and reassemble one frame at a time in a fixed buffer, so a
- * peer can never make us allocate; writes are queued and never block.
+ * The control channel (chan.h): wire.c frames carried in TLS records. Reads
+ * are non-blocking and reassemble one frame at a time in a fixed buffer, so
+ * a peer can never make us allocate; writes are queued and never block.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
-#include "session/conn.h"
+#include "base/clock.h"
+#include "base/tls.h"
+#include "chan.h"
+
+void rsec_chan_init(struct rsec_chan *ch, int sock, int (*watch)(void *owner), void *owner)
+{
+	*ch = (struct rsec_chan){ .sock = sock, .watch = watch, .owner = owner };
+	ch->last_rx_ms = ch->last_tx_ms = rsec_now_ms();
+}
 
 /*
  * Frames wait in a fixed queue until the socket takes them, so no peer can
  * make us block on a write: one that stops reading fills the queue (or
- * leaves it unread for RSEC_CHAN_STALL_MS) and its connection fails.
+ * leaves it unread for RSEC_CHAN_STALL_MS) and its session fails.
  */
-int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
+int rsec_chan_send(struct rsec_chan *ch, uint16_t lane, const struct rsec_msg *m)
 {
-	/* A lane's frames go through its root's channel, marked with its index;
-	 * the root's own carry the index they were given (a refusal names the lane). */
-	struct rsec_conn *chan = c->lane ? c->root : c;
-	RSEC_ENSURE(chan && chan->ssl && chan->phase != PHASE_CLOSED, RSEC_E_CLOSED);
-	struct rsec_chan_tx *q = &chan->ctrl_out;
+	RSEC_ENSURE(ch && ch->ssl && !ch->closed, RSEC_E_CLOSED);
+	struct rsec_chan_tx *q = &ch->tx;
 	uint8_t frame[RSEC_WIRE_MAX_FRAME];
 	size_t len = 0;
 	struct rsec_msg tagged = *m;
-	if (c->lane)
-		tagged.lane = c->lane;
+	if (lane)
+		tagged.lane = lane;
 	int rc = rsec_wire_encode(&tagged, frame, sizeof(frame), &len);
 	OPENSSL_cleanse(&tagged, sizeof(tagged));
 	if (rc == 0 && len > sizeof(q->buf) - q->len) {
@@ -41,16 +47,16 @@ int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m)
 	}
 	OPENSSL_cleanse(frame, sizeof(frame));
 	RSEC_GUARD(rc);
-	return rsec_chan_flush(chan);
+	return rsec_chan_flush(ch);
 }
 
-int rsec_chan_flush(struct rsec_conn *c)
+int rsec_chan_flush(struct rsec_chan *ch)
 {
-	struct rsec_chan_tx *q = &c->ctrl_out;
+	struct rsec_chan_tx *q = &ch->tx;
 	int rc = 0;
 	while (q->len > 0) {
 		size_t done = 0;
-		rc = rsec_tls_write_some(c->ssl, q->buf, q->len, &done);
+		rc = rsec_tls_write_some(ch->ssl, q->buf, q->len, &done);
 		if (rc < 0)
 			break;
 		/* Frames carry QPNs, PSNs and window keys: what left is wiped. */
@@ -61,30 +67,30 @@ int rsec_chan_flush(struct rsec_conn *c)
 	}
 	if (rc < 0 && rc != RSEC_E_AGAIN)
 		return rc;
-	return rsec_conn_watch(c);
+	return ch->watch ? ch->watch(ch->owner) : 0;
 }
 
-bool rsec_chan_stalled(const struct rsec_conn *c, uint64_t now_ms)
+bool rsec_chan_stalled(const struct rsec_chan *ch, uint64_t now_ms)
 {
-	const struct rsec_chan_tx *q = &c->ctrl_out;
+	const struct rsec_chan_tx *q = &ch->tx;
 	return q->len > 0 && now_ms - q->since_ms > RSEC_CHAN_STALL_MS;
 }
 
-void rsec_chan_discard(struct rsec_conn *c)
+void rsec_chan_discard(struct rsec_chan *ch)
 {
-	OPENSSL_cleanse(c->ctrl_out.buf, c->ctrl_out.len);
-	c->ctrl_out.len = 0;
+	OPENSSL_cleanse(ch->tx.buf, ch->tx.len);
+	ch->tx.len = 0;
 }
 
-int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m)
+int rsec_chan_recv(struct rsec_chan *ch, struct rsec_msg *m)
 {
-	struct rsec_chan_rx *rx = &c->crx;
+	struct rsec_chan_rx *rx = &ch->rx;
 	if (rx->need == 0)
 		rx->need = RSEC_WIRE_HDR_LEN;
 	for (;;) {
 		while (rx->have < rx->need) {
 			size_t got = 0;
-			RSEC_GUARD(rsec_tls_read_some(c->ssl, rx->buf + rx->have, rx->need - rx->have, &got));
+			RSEC_GUARD(rsec_tls_read_some(ch->ssl, rx->buf + rx->have, rx->need - rx->have, &got));
 			rx->have += got;
 		}
 		if (rx->need == RSEC_WIRE_HDR_LEN) {
@@ -101,4 +107,16 @@ int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m)
 		rx->need = RSEC_WIRE_HDR_LEN;
 		return rc;
 	}
+}
+
+void rsec_chan_drop(struct rsec_chan *ch)
+{
+	rsec_chan_discard(ch);
+	OPENSSL_cleanse(&ch->rx, sizeof(ch->rx));
+	SSL_free(ch->ssl);
+	ch->ssl = NULL;
+	if (ch->sock >= 0)
+		close(ch->sock);
+	ch->sock = -1;
+	ch->want_write = false;
 }

@@ -182,7 +182,7 @@ static RSEC_MUST_CHECK int post_send(struct rsec_conn *c, struct ibv_send_wr *wr
 	struct ibv_send_wr *bad;
 	int err = ibv_post_send(c->qp.qp, wr, &bad);
 	if (err)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 	return 0;
 }
 
@@ -236,7 +236,7 @@ static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 	if (c->credits_owed < c->credits_due || !can_send(c, true))
 		return 0;
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_conn_fail(c, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&c->fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
 int rsec_data_new_tx_keys(struct rsec_conn *c)
@@ -245,14 +245,14 @@ int rsec_data_new_tx_keys(struct rsec_conn *c)
 	if (!can_send(c, true))
 		return 0; /* the next frame we send retires the peer's old key instead */
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_conn_fail(c, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&c->fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
 }
 
-/* Returns 1 when the data path is being rebuilt (rebuild.c), else the connection's failure. */
+/* The queue pair failed: a fault of the data path, for the session to rebuild or close on. */
 static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	c->stats.qp_errors++;
-	return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
+	return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
 				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
@@ -275,12 +275,12 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	char why[160];
 	data_posted(c, &posted);
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
 		/* A signaled frame's completion also ends the unsignaled ones before it. */
 		if (rsec_sendq_complete(&c->sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
 					sizeof(why)) < 0)
-			return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
+			return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
 		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
 	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
@@ -289,18 +289,16 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		rsec_grant_on_wc_failed(c, wc);
-		RSEC_GUARD(rsec_rebuild_binds_settled(c));
 		return qp_failed(c, wc);
 	}
-	RSEC_GUARD(rsec_grant_on_wc(c, wc));
-	return rsec_rebuild_binds_settled(c);
+	return rsec_grant_on_wc(c, wc);
 }
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
 {
 	size_t want = c->rx_len + more;
 	if (want > c->ctx->max_msg)
-		return rsec_conn_fail(c, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+		return rsec_fault_fail(&c->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
 	if (want <= c->rx_cap)
 		return 0;
 	size_t cap = c->rx_cap ? c->rx_cap : 4096;
@@ -310,7 +308,7 @@ static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
 		cap = c->ctx->max_msg;
 	uint8_t *p = malloc(cap);
 	if (!p)
-		return rsec_conn_fail(c, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
+		return rsec_fault_fail(&c->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
 	if (c->rx_msg) {
 		memcpy(p, c->rx_msg, c->rx_len);
 		msg_free(&c->rx_msg, c->rx_cap);
@@ -325,7 +323,7 @@ static RSEC_MUST_CHECK int check_fragment(struct rsec_conn *c, uint8_t flags)
 {
 	bool first = flags & RSEC_SEAL_FLAG_FIRST;
 	if (first == c->rx_started)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "fragment out of order");
+		return rsec_fault_fail(&c->fault, RSEC_E_PROTO, "fragment out of order");
 	return 0;
 }
 
@@ -350,7 +348,7 @@ static RSEC_MUST_CHECK int rx_room(struct rsec_conn *c, size_t body, uint8_t **d
 {
 	bool fresh = !c->rx_started && c->rx_len == 0;
 	if (c->rx_len + body > c->ctx->max_msg)
-		return rsec_conn_fail(c, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+		return rsec_fault_fail(&c->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
 	if (c->rx_direct && (c->rx_in_direct || fresh) && body <= c->rx_direct_cap - c->rx_len) {
 		c->rx_in_direct = true;
 		*dst = c->rx_direct + c->rx_len;
@@ -376,7 +374,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
 		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
 		c->stats.protocol_violations++;
-		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
+		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
 	}
 	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
@@ -389,16 +387,16 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	OPENSSL_cleanse(frame, len);
 	if (rc == RSEC_E_PROTO) {
 		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
-		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
+		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
 					  "rejected a message: a frame whose header does not parse (forged or corrupt)");
 	}
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */
-		return rsec_rebuild_fault(c, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
+		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
 	}
 	if ((uint64_t)c->credits + hdr.credits > c->peer_slots || rsec_sendq_ack(&c->sendq, hdr.credits) < 0)
-		return rsec_conn_fail(c, RSEC_E_PROTO, "peer returned more credits than it has buffers");
+		return rsec_fault_fail(&c->fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
 	rsec_seal_retire_tx(&c->seal, c->sendq.acked);
 	c->credits += hdr.credits;
 	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
@@ -414,7 +412,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	}
 	rc = post_recv(c, slot);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot repost a receive buffer");
+		return rsec_fault_fail(&c->fault, rc, "cannot repost a receive buffer");
 	c->credits_owed++;
 	return 0;
 }
@@ -437,7 +435,7 @@ int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size
 	size_t rest = len - off;
 	c->txm = malloc(rest ? rest : 1);
 	if (!c->txm)
-		return rsec_conn_fail(c, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
+		return rsec_fault_fail(&c->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
 	if (rest)
 		memcpy(c->txm, p + off, rest);
 	c->txm_len = rest;
@@ -456,7 +454,7 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 	bool started = c->txm_started;
 	int rc = rsec_data_send_some(c, c->txm, c->txm_len, &c->txm_off, &c->txm_started);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send: %s", rsec_strerror(rc));
+		return rsec_fault_fail(&c->fault, rc, "cannot send: %s", rsec_strerror(rc));
 	uint64_t now = rsec_now_ms();
 	if (c->txm_off != off || c->txm_started != started)
 		c->txm_progress_ms = now;
@@ -466,7 +464,7 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 		return 0;
 	}
 	if (now - c->txm_progress_ms > RSEC_SEND_STALL_MS)
-		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
+		return rsec_fault_fail(&c->fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
 				      RSEC_SEND_STALL_MS);
 	return 0;
 }
@@ -477,12 +475,12 @@ static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 		return 0; /* nothing armed since: no system call */
 	c->chan_event = false;
 	if (!take_channel_events(c))
-		return rsec_conn_fail(c, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
 	if (c->ctx->poll_mode == RSEC_POLL_BUSY)
 		return 0; /* the CQs were armed once, at creation; busy waits poll them */
 	/* Re-arm before polling, so a completion racing with the poll still wakes us. */
 	if (ibv_req_notify_cq(c->qp.send_cq, 0) || ibv_req_notify_cq(c->qp.recv_cq, 0))
-		return rsec_conn_fail(c, RSEC_E_VERBS, "cannot arm the completion queues");
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "cannot arm the completion queues");
 	return 0;
 }
 
@@ -495,7 +493,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 		memcpy(&len, p + 1, sizeof(len));
 		int rc = send_frame(c, p[0], p + 5, len);
 		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot send again: %s", rsec_strerror(rc));
+			return rsec_fault_fail(&c->fault, rc, "cannot send again: %s", rsec_strerror(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
 		c->rb.resend_off += 5 + (size_t)len;
 		if (c->rb.resend_off == c->rb.resend_len)
@@ -504,7 +502,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 	return 0;
 }
 
-/* Reap the send queue's completions. Returns 0, 1 (a rebuild started: the old QP's are gone), or the failure. */
+/* Reap the send queue's completions, until the first fault. */
 static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
 {
 	struct ibv_wc wc[16];
@@ -514,39 +512,37 @@ static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
 		for (int i = 0; i < n; i++) {
 			int rc = on_send_wc(c, &wc[i]);
 			if (rc < 0) {
-				/* The rest of the batch are flushes: they end the operations they name. */
-				rsec_onesided_flushed(c, wc + i + 1, n - i - 1);
+				/* The rest of the batch are flushes: the operations they name end with the fault. */
+				rsec_onesided_flushed(c, wc + i + 1, n - i - 1, rc);
 				return rc;
 			}
-			if (rc > 0)
-				return rc;
 		}
+		if (rsec_fault_pending(&c->fault))
+			return c->fault.code; /* an operation's end found it (a sealed write's claim) */
 	}
-	return n < 0 ? rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
+	return n < 0 ? rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
 }
 
 int rsec_data_poll(struct rsec_conn *c)
 {
+	if (rsec_fault_pending(&c->fault))
+		return c->fault.code; /* nothing more on a queue pair whose fault is not settled */
 	if (!c->have_qp || !c->send_ring)
 		return 0;
 	RSEC_GUARD(drain_channel(c));
 	if (c->rb.state == REBUILD_SENT || c->rb.state == REBUILD_PARKED)
 		return 0; /* the new QP is not connected yet: nothing to reap, nothing to send */
-	int rc = poll_send_cq(c);
-	if (rc != 0)
-		return rc < 0 ? rc : 0;
+	RSEC_GUARD(poll_send_cq(c));
 	/* One receive at a time, and none while a whole message waits for the
 	 * application: unread data stays in the peer's unreturned credits. */
 	struct ibv_wc wc;
 	int n;
 	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, &wc)) > 0) {
 		c->completions++;
-		rc = on_recv_wc(c, &wc);
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
+		RSEC_GUARD(on_recv_wc(c, &wc));
 	}
 	if (n < 0)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_poll_cq failed");
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_poll_cq failed");
 	RSEC_GUARD(maybe_return_credits(c));
 	RSEC_GUARD(resend_recovered(c));
 	return progress_queued(c);
@@ -633,7 +629,7 @@ int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 	rsec_seal_free(&c->seal);
 	c->have_seal = false;
 	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
-	RSEC_GUARD(rsec_seal_from_tls(&c->seal, c->ssl, c->is_server, c->aead, c->lane, c->rb.epoch + 1));
+	RSEC_GUARD(rsec_seal_from_tls(&c->seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, c->lane, c->rb.epoch + 1));
 	c->have_seal = true;
 	RSEC_GUARD(rsec_sendq_init(q, c->send_slots));
 	c->credits = c->peer_slots;

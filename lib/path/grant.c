@@ -75,7 +75,7 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_REVOKE };
 	m.u.revoke.grant_id = id;
-	return rsec_chan_send(c, &m);
+	return rsec_chan_send(c->chan, c->lane, &m);
 }
 
 /*
@@ -138,7 +138,7 @@ int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off,
 	m.u.verify.len = len;
 	m.u.verify.mac_alg = mac_alg;
 	memcpy(m.u.verify.mac, mac, mac_len);
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -171,7 +171,7 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	bool proof = g->verified || (g->sealed && (g->access & RSEC_ACCESS_READ));
 	int rc = proof ? send_read_proof(c, g) : 0;
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
+		return rsec_fault_fail(&c->fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
 	m.u.grant.grant_id = g->id;
 	m.u.grant.addr = (uintptr_t)g->addr;
@@ -182,10 +182,10 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	m.u.grant.tag = g->tag;
 	m.u.grant.has_key_id = g->keys.chain;
 	m.u.grant.key_id = g->key_id;
-	rc = rsec_chan_send(c, &m);
+	rc = rsec_chan_send(c->chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send GRANT");
+		return rsec_fault_fail(&c->fault, rc, "cannot send GRANT");
 	const char *note = g->verified ? "verified read" : g->sealed ? "sealed" : NULL;
 	if (g->rebind)
 		note = g->verified ? "verified read, bound again after a rebuild" : "bound again after a rebuild";
@@ -217,7 +217,7 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 	_Static_assert(sizeof(g->sealed_key) == RSEC_SEALED_KEY_LEN, "a grant keeps one sealed-grant key");
 	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
 	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
-	int rc = rsec_grant_keys_sealed(&g->keys, c->ssl, g->id, g->sealed_key);
+	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->chan), g->id, g->sealed_key);
 	if (rc == 0)
 		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
 	if (rc < 0)
@@ -239,12 +239,12 @@ static bool sealed_overlap(const struct rsec_conn *c, const uint8_t *addr, uint6
 	return false;
 }
 
-int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
-	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
+int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
+		     uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
 {
 	bool verified = access & RSEC_GRANT_VERIFIED, sealed = access & RSEC_GRANT_SEALED;
 	access &= ~(unsigned)(RSEC_GRANT_VERIFIED | RSEC_GRANT_SEALED);
-	if (!c || !r || r->conn != c || !len || !rsec_grant_access_valid(access) || (access & ~r->access) ||
+	if (!r || r->conn != c || !len || !rsec_grant_access_valid(access) || (access & ~r->access) ||
 	    (verified && !(access & RSEC_ACCESS_READ)) || (sealed && (verified || access == RSEC_GRANT_ACCESS_RW)) ||
 	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
@@ -331,7 +331,8 @@ static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, 
 /*
  * Deallocating a bound window (or the registration) revokes it at once: the
  * peer's next access fails. If the device refuses, the key may still work,
- * so the connection fails, which puts the QP in the error state.
+ * so that is a fault: the session closes the connection, which puts the QP in the
+ * error state.
  */
 int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
@@ -345,7 +346,7 @@ int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum 
 	}
 	if (grant_release(g) < 0) {
 		rsec_grant_audit_local(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
-		int rc = rsec_conn_fail(c, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		int rc = rsec_fault_fail(&c->fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
 		settle_sealed_read(c, g, false);
 		return rc;
 	}
@@ -355,10 +356,8 @@ int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum 
 	return send_revoke(c, g->id);
 }
 
-int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
+int rsec_grant_revoke(struct rsec_conn *c, uint64_t grant_id)
 {
-	if (!c)
-		return RSEC_E_INVAL;
 	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id); /* expired or not: revoke it now */
 	if (!g)
@@ -374,7 +373,7 @@ int rsec_grant_expire(struct rsec_conn *c)
 	while ((g = rsec_gt_expired(&c->gt, rsec_now_ms())) != NULL) {
 		int rc = rsec_grant_invalidate(c, g, RSEC_AUDIT_EXPIRE);
 		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot expire grant %llu", (unsigned long long)g->id);
+			return rsec_fault_fail(&c->fault, rc, "cannot expire grant %llu", (unsigned long long)g->id);
 		c->stats.grants_expired++;
 	}
 	return 0;
@@ -397,7 +396,7 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	struct rsec_local_grant *g = bound_grant(c, wc);
 	if (!g)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
 		settle_sealed_read(c, g, rsec_mw_free(&g->mw) == 0);
@@ -504,7 +503,7 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 	rsec_gt_forget_peer(&c->gt, rsec_rebind_possible(c));
 	rsec_sealed_peer_clear(c);
 	if (!all_freed)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
 	return 0;
 }
 
@@ -535,7 +534,7 @@ int rsec_grant_rebind(struct rsec_conn *c)
 		else
 			rc = announce(c, g);
 		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot bind grant %#llx again after the rebuild",
+			return rsec_fault_fail(&c->fault, rc, "cannot bind grant %#llx again after the rebuild",
 					      (unsigned long long)g->id);
 	}
 	return 0;

@@ -33,7 +33,7 @@ void rsec_region_destroy(struct rsec_region *r);
 /* An audit record of one of our grants; off and span: the bytes it is about. (grant.c) */
 void rsec_grant_audit_local(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_local_grant *g,
 			    const char *result, const char *reason, uint64_t off, uint64_t span);
-/* Revoke g now, or when its bind completes; fails the connection if the device refuses. (grant.c) */
+/* Revoke g now, or when its bind completes; a device that refuses is a fault (the connection must close). (grant.c) */
 RSEC_MUST_CHECK int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev);
 
 /* Does g's range hold what the peer's claim says it wrote? *rc: why it could not tell. (grant_claim.c) */

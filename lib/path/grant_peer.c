@@ -30,8 +30,9 @@ int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const voi
 			    strncmp(label, ours, sizeof(ours) - 1) != 0,
 		    RSEC_E_INVAL);
 	RSEC_ENSURE(out_len >= 16 && out_len <= 64 && context_len <= 64, RSEC_E_INVAL);
-	RSEC_ENSURE(c->phase == PHASE_ESTABLISHED && c->ssl && SSL_version(c->ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
-	if (SSL_export_keying_material(c->ssl, out, out_len, label, label_len, context, context_len,
+	SSL *ssl = rsec_chan_ssl(c->chan);
+	RSEC_ENSURE(c->phase == PHASE_ESTABLISHED && ssl && SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
+	if (SSL_export_keying_material(ssl, out, out_len, label, label_len, context, context_len,
 				       context_len > 0) != 1) {
 		OPENSSL_cleanse(out, out_len);
 		return RSEC_E_TLS;
@@ -51,7 +52,7 @@ static RSEC_MUST_CHECK int claim_while_stopped(struct rsec_conn *c, const struct
 	if (rc == RSEC_E_GRANT)
 		return 0; /* revoked with the old data path */
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants");
+		return rsec_fault_fail(&c->fault, rc, "bad write claim (VERIFY) for one of our grants");
 	struct rsec_local_grant *g = rsec_gt_find(&c->gt, v->grant_id);
 	if (g && !g->sealed) {
 		g->claim_ok = rsec_grant_check_claim(c, g, &rc);
@@ -78,26 +79,26 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	case RSEC_MSG_VERIFY:
 		if (!rsec_gt_ours(&c->gt, m->u.verify.grant_id)) {
 			rc = rsec_gt_pending_mac(&c->gt, &m->u.verify);
-			return rc < 0 ? rsec_conn_fail(c, rc, "unexpected VERIFY for a grant of the peer's") : 0;
+			return rc < 0 ? rsec_fault_fail(&c->fault, rc, "unexpected VERIFY for a grant of the peer's") : 0;
 		}
 		rc = rsec_gt_claim(&c->gt, &m->u.verify);
 		if (rc == RSEC_E_GRANT)
 			return 0; /* revoked or expired meanwhile: its verifier got RSEC_E_GRANT */
-		return rc < 0 ? rsec_conn_fail(c, rc, "bad write claim (VERIFY) for one of our grants") : 0;
+		return rc < 0 ? rsec_fault_fail(&c->fault, rc, "bad write claim (VERIFY) for one of our grants") : 0;
 	default:
 		rc = rsec_peer_grant_arrived(c, &m->u.grant);
 		if (rc == RSEC_E_PROTO)
-			return rsec_conn_fail(c, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
+			return rsec_fault_fail(&c->fault, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
 		if (rc < 0)
-			return rsec_conn_fail(c, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
+			return rsec_fault_fail(&c->fault, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
 					      (unsigned long long)m->u.grant.key_id, rsec_strerror(rc));
 		if (rsec_gt_peer_stale(&c->gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
 			rc = rsec_gt_remote_rebind(&c->gt, &m->u.grant);
-			return rc < 0 ? rsec_conn_fail(c, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
+			return rc < 0 ? rsec_fault_fail(&c->fault, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
 		}
 		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
-			return rsec_conn_fail(c, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
-		return rc < 0 ? rsec_conn_fail(c, rc, "GRANT with one of our own grant ids or another lane's") : 0;
+			return rsec_fault_fail(&c->fault, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
+		return rc < 0 ? rsec_fault_fail(&c->fault, rc, "GRANT with one of our own grant ids or another lane's") : 0;
 	}
 }

@@ -57,7 +57,7 @@ int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 	char why[160];
 	int status = wc->status == IBV_WC_SUCCESS ? 0 : RSEC_E_QP;
 	if (rsec_ops_complete(&c->ops, RSEC_WR_INDEX(wc->wr_id), status, release, c, why, sizeof(why)) < 0)
-		return rsec_conn_fail(c, RSEC_E_VERBS, "%s", why);
+		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
 	return 0;
 }
 
@@ -90,20 +90,14 @@ void rsec_onesided_abort(struct rsec_conn *c, int status)
 		rsec_ops_flush(&c->ops, status, release, c);
 }
 
-void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n)
+void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n, int status)
 {
 	for (int i = 0; i < n; i++)
 		if (RSEC_WR_KIND(wc[i].wr_id) == WR_RDMA && !(wc[i].wr_id & RSEC_WR_UNUSED_BITS))
-			(void)rsec_ops_flush_through(&c->ops, RSEC_WR_INDEX(wc[i].wr_id), c->close_code, release, c);
+			(void)rsec_ops_flush_through(&c->ops, RSEC_WR_INDEX(wc[i].wr_id), status, release, c);
 }
 
-/*
- * The connection failed (its QP is in the error state): take the flushed
- * completions of operations in flight for a while, each the proof that the
- * device let go of the buffers up to it. What stays without one is ended by
- * destroying the QP.
- */
-static void drain_failed(struct rsec_conn *c)
+bool rsec_onesided_drain(struct rsec_conn *c)
 {
 	uint64_t deadline = rsec_now_ms() + DRAIN_MS;
 	while (c->ops.busy && c->have_qp && rsec_now_ms() < deadline) {
@@ -111,12 +105,11 @@ static void drain_failed(struct rsec_conn *c)
 		int n = ibv_poll_cq(c->qp.send_cq, 16, wc);
 		if (n < 0)
 			break;
-		rsec_onesided_flushed(c, wc, n);
+		rsec_onesided_flushed(c, wc, n, c->close_code);
 		if (n == 0)
 			(void)usleep(100);
 	}
-	if (c->ops.busy)
-		rsec_conn_teardown_rdma(c);
+	return !c->ops.busy;
 }
 
 /*
@@ -219,15 +212,11 @@ static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w
 		s->then = NULL;
 		rsec_ops_unpush(&c->ops);
 	}
-	return rsec_conn_fail(c, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+	return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 }
 
-int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted)
+int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted)
 {
-	if (posted)
-		*posted = 0;
-	if (!c || (!wr && n))
-		return RSEC_E_INVAL;
 	RSEC_GUARD(rsec_conn_require_established(c, true));
 	unsigned done = 0;
 	int rc = 0;
@@ -262,32 +251,8 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 	return rc;
 }
 
-static int post_one(struct rsec_conn *c, enum rsec_op op, const struct rsec_remote_grant *g, uint64_t remote_off,
-		    struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
-{
-	struct rsec_wr w = {
-		.user_id = user_id, .op = op, .grant = g, .remote_off = remote_off, .local = local,
-		.local_off = local_off, .len = len,
-	};
-	return rsec_post(c, &w, 1, NULL);
-}
-
-int rsec_post_write(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
-		    struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
-{
-	return post_one(c, RSEC_OP_WRITE, g, remote_off, local, local_off, len, user_id);
-}
-
-int rsec_post_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
-		   struct rsec_region *local, size_t local_off, uint32_t len, uint64_t user_id)
-{
-	return post_one(c, RSEC_OP_READ, g, remote_off, local, local_off, len, user_id);
-}
-
 unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max)
 {
-	if (c->phase == PHASE_CLOSED && c->ops.busy)
-		drain_failed(c);
 	return rsec_ops_take(&c->ops, wc, max > INT32_MAX ? INT32_MAX : max);
 }
 
@@ -338,8 +303,7 @@ static RSEC_MUST_CHECK int local_side(struct rsec_conn *c, void *buf, size_t len
 	return 0;
 }
 
-/* A staged operation is over: a READ's bytes go to the caller, and the stage keeps none of them. */
-static void unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status)
+void rsec_onesided_unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status)
 {
 	if (len > RSEC_STAGE_SIZE || !c->stage) /* registered for the call, or the stage went with the QP */
 		return;
@@ -370,22 +334,13 @@ int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	unsigned sent;
 	int rc = post_chain(c, &w, 1, &sent);
 	if (rc < 0)
-		unstage(c, buf, len, op, rc);
+		rsec_onesided_unstage(c, buf, len, op, rc);
 	return rc;
 }
 
-int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int timeout_ms, int waited)
+int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op)
 {
-	if (!c->ops.waiter_done) {
-		/* Whatever stopped the wait, the connection ends here, its QP in the error state first. */
-		int rc = rsec_conn_fail(c, waited == RSEC_E_AGAIN || waited == 0 ? RSEC_E_TIMEOUT : waited,
-					"one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
-					op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
-		drain_failed(c);
-		unstage(c, buf, len, op, rc);
-		return rc;
-	}
-	unstage(c, buf, len, op, c->ops.waiter_status);
+	rsec_onesided_unstage(c, buf, len, op, c->ops.waiter_status);
 	if (c->ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(c) || c->stats.rebuilds)) {
 		char what[96];
 		snprintf(what, sizeof(what), "one-sided %s of %zu bytes ended, done or not",

@@ -58,7 +58,7 @@ static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_conn *c, uint64_t g
 	struct rsec_grant_keys k;
 	int rc = rsec_peer_grant_keys(c, grant_id, &k);
 	if (rc == 0)
-		rc = rsec_grant_keys_sealed(&k, c->ssl, grant_id, key);
+		rc = rsec_grant_keys_sealed(&k, rsec_chan_ssl(c->chan), grant_id, key);
 	rsec_grant_keys_wipe(&k);
 	return rc;
 }
@@ -138,7 +138,7 @@ void rsec_sealed_peer_clear(struct rsec_conn *c)
 void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status)
 {
 	if (w->state == SEALED_WRITE_POSTED && status == 0)
-		(void)!rsec_sealed_write_claim(c, w); /* a failure fails the connection */
+		(void)!rsec_sealed_write_claim(c, w); /* a failure is recorded: the session settles it */
 	else
 		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen, or its grant went: nothing to claim */
 }
@@ -212,7 +212,7 @@ int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
 					sizeof(w->prefix));
 	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot send the sealed write's VERIFY");
+		return rsec_fault_fail(&c->fault, rc, "cannot send the sealed write's VERIFY");
 	return 0;
 }
 
@@ -277,7 +277,7 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
 	struct rsec_sealed_key *k, once = { 0 };
 	int rc;
-	if (!c->ssl) {
+	if (!rsec_chan_ssl(c->chan)) {
 		rc = RSEC_E_CLOSED;
 	} else if (c->phase == PHASE_CLOSED) {
 		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */

@@ -62,10 +62,10 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	int n = 0;
-	if (c->ctrl_out.overflow) {
+	if (c->chan && c->chan->tx.overflow) {
 		/* rsec_chan_send found no room: say whose fault it is, whatever the caller says. */
 		n = snprintf(c->error, sizeof(c->error), "control channel: the peer is not reading (%zu bytes unsent): ",
-			     c->ctrl_out.len);
+			     c->chan->tx.len);
 		if (n < 0 || (size_t)n >= sizeof(c->error))
 			n = 0;
 	}
@@ -77,11 +77,11 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
 		m.u.error.code = (uint32_t)-code;
 		rsec_wire_text_set(&m.u.error.text, c->error);
-		(void)!rsec_chan_send(c, &m); /* best effort: we are closing anyway */
+		(void)!rsec_chan_send(c->chan, c->lane, &m); /* best effort: we are closing anyway */
 	}
 	if (!c->lane) {
 		/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
-		rsec_chan_discard(c);
+		rsec_chan_discard(c->chan);
 		(void)!rsec_conn_watch(c);
 	}
 	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection, */
@@ -91,8 +91,11 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;
-	if (!c->lane)
+	(void)rsec_fault_take(&c->fault); /* what closing found (a grant the device would not free) changes nothing */
+	if (!c->lane) {
+		c->own_chan.closed = true; /* nothing more goes to the peer, from the lanes either */
 		rsec_lanes_fail(c, code); /* after: their goodbyes would go nowhere */
+	}
 	return code;
 }
 
@@ -168,6 +171,12 @@ void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *
 		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
 }
 
+/* The channel's owner keeps its socket's epoll interest. */
+static int watch_channel(void *owner)
+{
+	return rsec_conn_watch(owner);
+}
+
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 {
 	struct rsec_conn *c = calloc(1, sizeof(*c));
@@ -175,9 +184,9 @@ struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 		return NULL;
 	c->ctx = ctx;
 	c->is_server = ctx->is_server;
-	c->sock = -1;
+	rsec_chan_init(&c->own_chan, -1, watch_channel, c);
+	c->chan = &c->own_chan;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
-	c->last_rx_ms = c->last_tx_ms = rsec_now_ms();
 	rsec_gt_init(&c->gt, ctx->is_server, 0);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0) {
@@ -206,7 +215,7 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 		return NULL;
 	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
 	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
-	c->sock = sock;
+	c->chan->sock = sock;
 	c->phase = PHASE_TLS;
 	return c;
 }
@@ -220,7 +229,7 @@ static RSEC_MUST_CHECK int pick_device(struct rsec_conn *c)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
-	if (getsockname(c->sock, (struct sockaddr *)&ss, &len) < 0)
+	if (getsockname(c->chan->sock, (struct sockaddr *)&ss, &len) < 0)
 		return RSEC_E_IO;
 	const void *a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
 						 : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
@@ -252,7 +261,7 @@ static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host,
 		int n = snprintf(dest, sizeof(dest), "%s:%u/%s", host, (unsigned)port, peer_name ? peer_name : "");
 		opts.resume_dest = n > 0 && (size_t)n < sizeof(dest) ? dest : NULL;
 	}
-	return rsec_ctx_tls_new(c->ctx, c->sock, &opts, &c->ssl);
+	return rsec_ctx_tls_new(c->ctx, c->chan->sock, &opts, &c->chan->ssl);
 }
 
 
@@ -260,11 +269,11 @@ int rsec_conn_watch(struct rsec_conn *c)
 {
 	if (c->lane)
 		return c->root ? rsec_conn_watch(c->root) : 0;
-	uint32_t events = EPOLLIN | (c->tls_want_write || c->ctrl_out.len ? EPOLLOUT : 0);
+	uint32_t events = EPOLLIN | (rsec_chan_wants_write(c->chan) ? EPOLLOUT : 0);
 	if (events == c->sock_events)
 		return 0;
 	struct epoll_event ev = { .events = events, .data.u32 = 0 };
-	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->sock, &ev) < 0)
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->chan->sock, &ev) < 0)
 		return RSEC_E_IO;
 	c->sock_events = events;
 	rsec_lanes_watch(c, events);
@@ -274,15 +283,15 @@ int rsec_conn_watch(struct rsec_conn *c)
 static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
 {
 	bool want_write = false;
-	int rc = rsec_tls_handshake_step(c->ssl, &want_write);
-	c->tls_want_write = rc == RSEC_E_AGAIN && want_write;
+	int rc = rsec_tls_handshake_step(c->chan->ssl, &want_write);
+	c->chan->want_write = rc == RSEC_E_AGAIN && want_write;
 	if (rsec_conn_watch(c) < 0)
 		return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
 	if (rc == RSEC_E_AGAIN)
 		return RSEC_E_AGAIN;
 	if (rc < 0) {
 		char why[160];
-		rsec_tls_last_error(c->ssl, why, sizeof(why));
+		rsec_tls_last_error(c->chan->ssl, why, sizeof(why));
 		return rsec_conn_fail(c, rc, "TLS handshake failed: %s", why);
 	}
 	return rsec_setup_tls_done(c);
@@ -297,15 +306,15 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 		int rc = process_ctrl_out(c->root);
 		return rc < 0 ? c->close_code : 0; /* the root's failure failed its lanes */
 	}
-	if (c->ctrl_out.len == 0 || c->rs.parked)
+	if (c->chan->tx.len == 0 || c->rs.parked)
 		return 0;
-	int rc = rsec_chan_flush(c);
+	int rc = rsec_chan_flush(c->chan);
 	if (rc < 0)
 		return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
-	if (rsec_chan_stalled(c, rsec_now_ms()))
+	if (rsec_chan_stalled(c->chan, rsec_now_ms()))
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT,
 				      "control channel: the peer has not read %zu queued bytes for %u ms",
-				      c->ctrl_out.len, RSEC_CHAN_STALL_MS);
+				      c->chan->tx.len, RSEC_CHAN_STALL_MS);
 	return 0;
 }
 
@@ -321,19 +330,19 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (now - c->last_rx_ms > 3 * KEEPALIVE_MS)
+	if (now - c->chan->last_rx_ms > 3 * KEEPALIVE_MS)
 		return rsec_resume_lost(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
-					(unsigned long long)(now - c->last_rx_ms));
-	if (now - c->last_tx_ms < KEEPALIVE_MS)
+					(unsigned long long)(now - c->chan->last_rx_ms));
+	if (now - c->chan->last_tx_ms < KEEPALIVE_MS)
 		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
 	m.u.keepalive.nonce = now;
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
 	if (rc < 0)
 		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_strerror(rc));
-	c->last_tx_ms = now;
+	c->chan->last_tx_ms = now;
 	return 0;
 }
 
@@ -362,7 +371,7 @@ int rsec_conn_process(struct rsec_conn *c)
 	if (c->rs.parked) {
 		/* No control channel: only a try at a new one (client) and the grace period run, and the
 		 * completion channel is drained (the old QP's flush woke it: level-triggered, it would spin). */
-		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_resume_step(c));
 		if (c->rs.parked || c->phase == PHASE_CLOSED)
 			return c->phase == PHASE_CLOSED ? c->close_code : 0;
@@ -380,7 +389,7 @@ int rsec_conn_process(struct rsec_conn *c)
 	/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
 	while (c->phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
 		struct rsec_msg m;
-		int rc = rsec_chan_recv(c, &m);
+		int rc = rsec_chan_recv(c->chan, &m);
 		if (rc == RSEC_E_AGAIN)
 			break;
 		if (rc == RSEC_E_CLOSED)
@@ -393,9 +402,9 @@ int rsec_conn_process(struct rsec_conn *c)
 			return rc;
 	}
 	if (c->phase == PHASE_ESTABLISHED && !c->rs.parked) {
-		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
-		RSEC_GUARD(rsec_grant_expire(c));
+		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(c)));
 		RSEC_GUARD(process_keepalive(c));
 		RSEC_GUARD(rsec_rekey_step(c));
 		rsec_lanes_expire(c);
@@ -441,7 +450,7 @@ int rsec_conn_step(struct rsec_conn *c)
 	}
 	/* The data path only: completions, credits, what waits for them, and queued control frames. */
 	RSEC_GUARD(process_ctrl_out(c));
-	RSEC_GUARD(rsec_data_poll(c));
+	RSEC_GUARD(rsec_conn_poll_data(c));
 	return c->phase == PHASE_CLOSED ? c->close_code : 0;
 }
 
@@ -451,7 +460,7 @@ static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	uint64_t seen = c->completions;
 	for (unsigned spin = 1;; spin++) {
-		RSEC_GUARD(rsec_data_poll(c));
+		RSEC_GUARD(rsec_conn_poll_data(c));
 		if (c->completions != seen || c->phase == PHASE_CLOSED)
 			break;
 		if (spin % BUSY_SPINS)
@@ -489,9 +498,9 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 		t = c->rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
 	if (rsec_resume_next_ms(c) < t)
 		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
-	const struct rsec_conn *chan = c->lane ? c->root : c; /* whose keepalive */
-	if (chan && chan->phase == PHASE_ESTABLISHED && !chan->rs.parked && chan->last_tx_ms + KEEPALIVE_MS < t)
-		t = chan->last_tx_ms + KEEPALIVE_MS;
+	const struct rsec_conn *root = c->lane ? c->root : c; /* whose keepalive */
+	if (root && root->phase == PHASE_ESTABLISHED && !root->rs.parked && root->chan->last_tx_ms + KEEPALIVE_MS < t)
+		t = root->chan->last_tx_ms + KEEPALIVE_MS;
 	if (rsec_rekey_next_ms(c) < t)
 		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
 	uint64_t now = rsec_now_ms();
@@ -707,11 +716,12 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
 		m.u.disconnect.reason = RSEC_DISC_NORMAL;
 		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
-		rc = rsec_chan_send(c, &m);
-		if (!c->lane && c->ssl) /* a lane's goodbye is one frame: the session's channel stays */
-			(void)!rsec_tls_shutdown(c->ssl);
+		rc = rsec_chan_send(c->chan, c->lane, &m);
+		if (!c->lane && c->chan->ssl) /* a lane's goodbye is one frame: the session's channel stays */
+			(void)!rsec_tls_shutdown(c->chan->ssl);
 	}
 	rsec_grant_close(c); /* audited revokes, before the resources go */
+	(void)!rsec_conn_settle(c, 0); /* a grant the device would not free closes it with that reason */
 	rsec_conn_teardown_rdma(c);
 	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally%s%s", reason ? ": " : "", reason ? reason : "");
 	return rc;
@@ -732,14 +742,11 @@ void rsec_conn_free(struct rsec_conn *c)
 		rsec_lane_unlink(c);
 	else
 		rsec_lanes_detach(c);
-	if (!c->lane)
-		SSL_free(c->ssl);
+	rsec_chan_drop(&c->own_chan); /* a lane's own is unused */
 	if (c->dev)
 		rsec_dev_put(c->dev);
 	if (c->epfd >= 0)
 		close(c->epfd);
-	if (c->sock >= 0)
-		close(c->sock);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);
 }

@@ -2,9 +2,11 @@
 /*
  * Internal layout of contexts and connections, owned by the session layer:
  * ctx.c (device and credentials), conn.c (event loop and teardown), ctrl.c
- * and setup.c (control messages, ctrl.h), lane.c, rebuild.c, resume.c. The path layer (chan.c, data.c, onesided.c, grant.c,
- * sealed_post.c) still works on struct rsec_conn directly: an upward use
- * lib/layers.allow lists until issue 25 gives it per-queue-pair state.
+ * and setup.c (control messages, ctrl.h), settle.c (path faults), lane.c,
+ * rebuild.c, resume.c. The path layer (data.c, onesided.c, grant*.c,
+ * region.c, sealed_post.c) still works on struct rsec_conn directly: an
+ * upward use lib/layers.allow lists until issue 25 gives it per-queue-pair
+ * state. It records its faults in c->fault and acts on none of them.
  */
 #ifndef RSEC_CONN_H
 #define RSEC_CONN_H
@@ -19,6 +21,8 @@
 #include "base/clock.h"
 #include "verbs/completion.h"
 #include "verbs/dev.h"
+#include "path/chan.h"
+#include "path/fault.h"
 #include "path/grant_keys.h"
 #include "path/grant_table.h"
 #include "verbs/mw.h"
@@ -52,9 +56,6 @@
 /* Our frames fill at most this much of a peer's slot; the send ring a
  * peer's announcement makes us pin stays within 1 MiB (data.c). */
 #define RSEC_FRAME_MAX 65536u
-/* Control frames waiting for the peer's TCP window, and how long they may wait. */
-#define RSEC_CHAN_TXQ_MAX 32768u
-#define RSEC_CHAN_STALL_MS 10000u
 /* How long an accepted message may wait for the peer's credits. */
 #define RSEC_SEND_STALL_MS 30000u
 
@@ -124,21 +125,6 @@ enum rsec_phase {
 	PHASE_READY,       /* server: waiting for the client's READY */
 	PHASE_ESTABLISHED,
 	PHASE_CLOSED,
-};
-
-/* Incoming control frame being reassembled from TLS records. */
-struct rsec_chan_rx {
-	uint8_t buf[RSEC_WIRE_HDR_LEN + RSEC_WIRE_MAX_BODY];
-	size_t have;
-	size_t need; /* header, then header + body */
-};
-
-/* Outgoing control frames the TLS socket has not taken yet (plaintext: wiped as they leave). */
-struct rsec_chan_tx {
-	uint8_t buf[RSEC_CHAN_TXQ_MAX];
-	size_t len;
-	uint64_t since_ms; /* when the oldest queued byte was queued or the last progress */
-	bool overflow;     /* a frame found no room: the peer is not reading */
 };
 
 struct rsec_region {
@@ -254,22 +240,19 @@ struct rsec_conn {
 	bool is_server;
 	enum rsec_phase phase;
 	bool was_established; /* reached PHASE_ESTABLISHED, whatever came after */
-	int sock;
-	int epfd;
-	SSL *ssl;
+	int epfd;             /* the channel's socket and (data path) the completion channel */
+	/* The session's control channel: own_chan, or a lane's root's (NULL once the root is freed). */
+	struct rsec_chan *chan;
+	struct rsec_chan own_chan; /* the root's (a lane's is unused); resume.c moves it whole */
+	uint32_t sock_events;      /* the channel's socket's events in epfd */
 	char peer[RSEC_TLS_IDENTITY_MAX]; /* rsec_tls_peer_identity: refused, never cut, if longer */
 	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
 	bool admit_refused; /* server: the admission hook refused its HELLO */
 	char error[256];
 	int close_code;
+	struct rsec_fault fault; /* found by the path layer, not settled yet (settle.c) */
 	uint64_t deadline_ms; /* set-up deadline */
-	uint64_t last_rx_ms, last_tx_ms; /* control channel, for keepalive */
 	enum rsec_aead_alg aead;
-
-	struct rsec_chan_rx crx;
-	struct rsec_chan_tx ctrl_out;
-	bool tls_want_write;  /* the handshake waits for the socket to become writable */
-	uint32_t sock_events; /* the socket's events in epfd */
 
 	/* Data path, valid from PHASE_QP_INFO on. */
 	struct rsec_qp qp;
@@ -337,8 +320,7 @@ struct rsec_conn {
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
-	 * connection of its own for data and shares its root's TLS channel
-	 * (ssl points to the root's; sock is -1, ctrl_out and crx unused).
+	 * connection of its own for data and shares its root's channel (chan).
 	 */
 	struct rsec_conn *root;   /* a lane: the session's first connection (NULL once that is freed) */
 	uint16_t lane;            /* 0: the session's first connection; else its index on the wire */
@@ -363,29 +345,19 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline);
 void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *result, const char *reason,
 		     const struct rsec_audit_region *region);
 
-/* chan.c */
-/*
- * Queue one frame and write what the socket takes now; never blocks. A peer
- * that leaves RSEC_CHAN_TXQ_MAX bytes unread gets RSEC_E_LIMIT.
- */
-RSEC_MUST_CHECK int rsec_chan_send(struct rsec_conn *c, const struct rsec_msg *m);
-/* rsec_chan_send's codes that mean the channel itself is gone (a session may park: resume.c). */
-static inline bool rsec_chan_gone(int rc)
-{
-	return rc == RSEC_E_IO || rc == RSEC_E_TLS || rc == RSEC_E_CLOSED;
-}
-/* Write queued frames the socket takes now: 0 (maybe some left), or the channel's error. */
-RSEC_MUST_CHECK int rsec_chan_flush(struct rsec_conn *c);
-/* Queued bytes have waited for the peer longer than RSEC_CHAN_STALL_MS. */
-bool rsec_chan_stalled(const struct rsec_conn *c, uint64_t now_ms);
-/* Wipe whatever is still queued. */
-void rsec_chan_discard(struct rsec_conn *c);
-/* 0 with *m filled, RSEC_E_AGAIN when no whole frame is available yet. */
-RSEC_MUST_CHECK int rsec_chan_recv(struct rsec_conn *c, struct rsec_msg *m);
-
 /* conn.c */
 int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* settle.c */
+/*
+ * A path call on c returned rc: the fault it recorded (c->fault), if any,
+ * settled now: the data path rebuilt if it may be (0), else the connection
+ * closed (its close code). Without a fault, rc as it is.
+ */
+RSEC_MUST_CHECK int rsec_conn_settle(struct rsec_conn *c, int rc);
+/* rsec_data_poll, settled; a rebuild whose binds all completed sends its REBUILD_READY. */
+RSEC_MUST_CHECK int rsec_conn_poll_data(struct rsec_conn *c);
 /* Keep epfd watching the socket for writability exactly while TLS or the control queue waits for it. */
 RSEC_MUST_CHECK int rsec_conn_watch(struct rsec_conn *c);
 /*
@@ -448,9 +420,8 @@ RSEC_MUST_CHECK int rsec_conn_data_setup(struct rsec_conn *c);
 /*
  * The data path failed (why: RSEC_WIRE_REBUILD_*; code and the text: what
  * rsec_conn_fail would say): rebuild it if the peer can and the budget
- * allows, else fail the connection. Returns 1 when a rebuild is under way
- * (the old QP and its completions are gone: the caller handles no more of
- * them), or the connection's failure.
+ * allows, else fail the connection. Returns 1 when a rebuild is under way,
+ * or the connection's failure. Only settle.c calls it for a path fault.
  */
 RSEC_MUST_CHECK int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -596,13 +567,13 @@ uint32_t rsec_data_send_wr(uint32_t depth);
 /* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
 RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
-/* Reap completions: sends, receives (sealed frames), window ops. */
+/* Reap completions: sends, receives (sealed frames), window ops; until the first fault (c->fault). */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
 /*
  * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits
  * between them). send_some posts fragments of the message [p, p + len)
  * from *off on while credits allow: all of it is out when *started and
- * *off == len; a failure is the frame's (the caller fails the connection).
+ * *off == len; a failure is the frame's (recorded: the caller settles it).
  * can_send: whether a new frame could go now. queue_rest keeps what did not
  * go out, to be sent as credits return (0, or the connection failed).
  */
@@ -632,6 +603,10 @@ RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *w
 /* The same completion, failed: the connection is failing; only the bookkeeping is done. */
 void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
 RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
+/* rsec_grant's and rsec_revoke's work (api/granting.c checks c and settles). */
+RSEC_MUST_CHECK int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len,
+				     unsigned access, uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);
+RSEC_MUST_CHECK int rsec_grant_revoke(struct rsec_conn *c, uint64_t grant_id);
 /* The audit record of a read from the peer's grant g (verified or sealed): its result and, on a mismatch, why. */
 void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
 			     const char *result, const char *reason);
@@ -661,22 +636,32 @@ RSEC_MUST_CHECK int rsec_onesided_setup(struct rsec_conn *c);
 RSEC_MUST_CHECK int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
 /* The data path is being rebuilt: every operation in flight ends with status. */
 void rsec_onesided_abort(struct rsec_conn *c, int status);
-/* Completions polled after the connection failed: the operations they name, and all before, end with the close code. */
-void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n);
+/* Completions polled after a fault: the operations they name, and all before, end with status. */
+void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n, int status);
+/*
+ * The connection failed (its QP is in the error state): take the flushed
+ * completions of operations in flight for a while, each the proof that the
+ * device let go of the buffers up to it. Whether none is left; if some are,
+ * only destroying the QP ends them (rsec_conn_teardown_rdma, the session's).
+ */
+bool rsec_onesided_drain(struct rsec_conn *c);
 /* The QP is in the error state or gone: every operation in flight ends with the close code. */
 void rsec_onesided_teardown(struct rsec_conn *c);
 /*
  * A blocking one-sided call's steps (api/transfer.c waits between them).
  * start: the arguments and the grant checked (sealed_ok: a sealed grant's
  * bytes may be moved, for the sealed calls), buf staged or registered, the
- * operation posted; 0 or why not (nothing posted). end, once the wait for
- * c->ops.waiter_done returned waited: the operation's status (a READ's
- * bytes in buf); when it never completed, the connection fails here.
+ * operation posted; 0 or why not (nothing posted). end, once
+ * c->ops.waiter_done: the operation's status (a READ's bytes in buf).
+ * unstage, when it ended otherwise and the device let go of the stage: the
+ * stage keeps none of the bytes (status 0: a READ's go to buf first).
  */
 RSEC_MUST_CHECK int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
 					void *buf, size_t len, enum rsec_op op, bool sealed_ok);
-RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int timeout_ms,
-				      int waited);
+RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op);
+void rsec_onesided_unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status);
+/* rsec_post's work: the work requests checked and posted (api/post.c checks the arguments and settles). */
+RSEC_MUST_CHECK int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted);
 
 /* sealed_post.c */
 /*
@@ -708,7 +693,7 @@ RSEC_MUST_CHECK int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_seal
  * there, else free w. The only way a posted sealed write leaves POSTED.
  */
 void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status);
-/* w's WRITE succeeded: tell the granter over TLS (VERIFY). Fails the connection if it cannot. */
+/* w's WRITE succeeded: tell the granter over TLS (VERIFY). A fault if it cannot. */
 RSEC_MUST_CHECK int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w);
 /*
  * rsec_post's check of an operation on a sealed grant: a READ of the whole

@@ -21,7 +21,7 @@ enum rsec_ctrl_kind {
 
 struct rsec_ctrl_fault {
 	enum rsec_ctrl_kind kind;
-	char why[256]; /* empty: the handler settled it itself (one of path/'s, until issue 25 item 2) */
+	char why[256]; /* empty: settled already (a path fault: rsec_conn_settle; rebuild.c, resume.c) */
 };
 
 /* Record a fault of kind CTRL_FAIL: returns code. */

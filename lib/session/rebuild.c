@@ -84,7 +84,7 @@ static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t 
 	r->reason = why;
 	r->opened = opened;
 	rsec_conn_describe_qp(c, &r->qp);
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -104,7 +104,7 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	 */
 	if (c->qp.qp)
 		(void)!rsec_qp_to_error(&c->qp);
-	RSEC_GUARD(rsec_grant_reset(c, revoked));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_reset(c, revoked)));
 	int rc = rsec_data_renew(c);
 	rsec_onesided_abort(c, RSEC_E_QP);
 	if (rc < 0)
@@ -262,7 +262,7 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	c->rb.state = REBUILD_CONNECTED;
 	c->rb.peer_ready = false;
 	c->rb.ready_owed = true;
-	RSEC_GUARD(rsec_grant_rebind(c));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_rebind(c)));
 	return rsec_rebuild_binds_settled(c);
 }
 
@@ -315,7 +315,7 @@ int rsec_rebuild_binds_settled(struct rsec_conn *c)
 	c->rb.ready_owed = false;
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
 	m.u.rebuild_ready.epoch = c->rb.epoch;
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	if (rc < 0)
 		return unsent(c, rc, "REBUILD_READY");
 	return c->rb.peer_ready ? finished(c) : 0;

@@ -86,7 +86,7 @@ static RSEC_MUST_CHECK int have_secret(struct rsec_conn *c)
 {
 	if (c->rk.have_secret)
 		return 0;
-	RSEC_GUARD(rsec_rekey_first(c->ssl, c->lane, c->rk.epoch, c->rk.secret));
+	RSEC_GUARD(rsec_rekey_first(rsec_chan_ssl(c->chan), c->lane, c->rk.epoch, c->rk.secret));
 	c->rk.have_secret = true;
 	return 0;
 }
@@ -153,13 +153,13 @@ static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const u
 	m.u.rekey.gen = c->rk.gen + 1;
 	if (pub)
 		memcpy(m.u.rekey.pub, pub, RSEC_REKEY_PUB_LEN);
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	if (rc < 0 && rsec_chan_gone(rc))
 		return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", rsec_wire_type_name(type),
 					rsec_strerror(rc));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send %s", rsec_wire_type_name(type));
-	c->last_tx_ms = rsec_now_ms();
+	c->chan->last_tx_ms = rsec_now_ms();
 	return 0;
 }
 
@@ -263,7 +263,7 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
 	commit(c, next, r->gen, why);
 	OPENSSL_cleanse(next, sizeof(next));
-	return rc < 0 ? rc : rsec_data_new_tx_keys(c);
+	return rc < 0 ? rc : rsec_conn_settle(c, rsec_data_new_tx_keys(c));
 }
 
 /* REKEY_DONE: the peer seals under the new keys; so do we now. */
@@ -278,7 +278,7 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 	memcpy(next, c->rk.next, sizeof(next));
 	commit(c, next, r->gen, WHY_PEER);
 	OPENSSL_cleanse(next, sizeof(next));
-	return rsec_data_new_tx_keys(c);
+	return rsec_conn_settle(c, rsec_data_new_tx_keys(c));
 }
 
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c)

@@ -53,19 +53,12 @@ static bool may_park(const struct rsec_conn *c)
 	       (c->rb.state == REBUILD_NONE || c->rb.state == REBUILD_SENT || c->rs.epochs);
 }
 
-/* Close the lost channel: wiped, unwatched, freed. */
+/* Close the lost channel: unwatched, wiped, freed. */
 static void drop_channel(struct rsec_conn *c)
 {
-	rsec_chan_discard(c);
-	OPENSSL_cleanse(&c->crx, sizeof(c->crx));
-	if (c->sock >= 0) {
-		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->sock, NULL);
-		close(c->sock);
-	}
-	SSL_free(c->ssl);
-	c->ssl = NULL;
-	c->sock = -1;
-	c->tls_want_write = false;
+	if (c->chan->sock >= 0)
+		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->chan->sock, NULL);
+	rsec_chan_drop(c->chan);
 }
 
 int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
@@ -99,7 +92,7 @@ void rsec_resume_established(struct rsec_conn *c)
 		return; /* without a token the session cannot be resumed: it closes as before */
 	struct rsec_msg m = { .type = RSEC_MSG_SESSION };
 	memcpy(m.u.session.token, c->rs.token, sizeof(m.u.session.token));
-	int rc = rsec_chan_send(c, &m);
+	int rc = rsec_chan_send(c->chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return;
@@ -128,23 +121,21 @@ void rsec_resume_forget(struct rsec_conn *c)
 	c->rs.have_token = false;
 }
 
-/* Move src's control channel (socket, TLS, what it read ahead) into dst, whose own is gone. */
+/* Move src's control channel (socket, TLS, what it read ahead, what waits to go) into dst, whose own is gone. */
 static RSEC_MUST_CHECK int move_channel(struct rsec_conn *dst, struct rsec_conn *src)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	(void)epoll_ctl(src->epfd, EPOLL_CTL_DEL, src->sock, NULL);
-	if (epoll_ctl(dst->epfd, EPOLL_CTL_ADD, src->sock, &ev) < 0)
+	(void)epoll_ctl(src->epfd, EPOLL_CTL_DEL, src->chan->sock, NULL);
+	if (epoll_ctl(dst->epfd, EPOLL_CTL_ADD, src->chan->sock, &ev) < 0)
 		return RSEC_E_IO;
-	dst->sock = src->sock;
-	dst->ssl = src->ssl;
+	dst->own_chan = src->own_chan;
+	dst->own_chan.owner = dst;
+	dst->own_chan.last_rx_ms = dst->own_chan.last_tx_ms = rsec_now_ms();
 	dst->sock_events = EPOLLIN;
 	dst->tls_resumed = src->tls_resumed;
 	memcpy(dst->peer_addr, src->peer_addr, sizeof(dst->peer_addr));
-	dst->crx = src->crx;
-	OPENSSL_cleanse(&src->crx, sizeof(src->crx));
-	src->sock = -1;
-	src->ssl = NULL;
-	dst->last_rx_ms = dst->last_tx_ms = rsec_now_ms();
+	OPENSSL_cleanse(&src->own_chan, sizeof(src->own_chan));
+	rsec_chan_init(&src->own_chan, -1, NULL, NULL);
 	dst->rs.parked = false;
 	return 0;
 }
@@ -195,7 +186,7 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 		struct rsec_msg e = { .type = RSEC_MSG_ERROR };
 		e.u.error.code = (uint32_t)-RSEC_E_CLOSED;
 		rsec_wire_text_set(&e.u.error.text, "no such session (it ended, or this server restarted)");
-		(void)!rsec_chan_send(c, &e);
+		(void)!rsec_chan_send(c->chan, c->lane, &e);
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "RESUME of a session this server does not have");
 	}
 	/* Both epochs are known to both sides before either sends its REBUILD. */
@@ -207,7 +198,7 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 	ok.u.session.epoch = s->rb.epoch;
 	int rc = move_channel(s, c);
 	if (rc == 0)
-		rc = rsec_chan_send(s, &ok);
+		rc = rsec_chan_send(s->chan, s->lane, &ok);
 	OPENSSL_cleanse(&ok, sizeof(ok));
 	if (rc == 0)
 		rc = resumed(s);

@@ -103,9 +103,9 @@ static void cut(struct rsec_conn *c, unsigned round)
 	struct linger now = { .l_onoff = 1, .l_linger = 0 };
 	int sv[2];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	if (setsockopt(c->sock, SOL_SOCKET, SO_LINGER, &now, sizeof(now)) < 0 ||
+	if (setsockopt(c->chan->sock, SOL_SOCKET, SO_LINGER, &now, sizeof(now)) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0 || close(sv[1]) < 0 ||
-	    dup2(sv[0], c->sock) < 0 || close(sv[0]) < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->sock, &ev) < 0)
+	    dup2(sv[0], c->chan->sock) < 0 || close(sv[0]) < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->chan->sock, &ev) < 0)
 		check_die("cannot cut the control connection");
 }
 
@@ -164,7 +164,7 @@ static void fault(struct rsec_conn *c, unsigned r, const char *what, unsigned *s
 		printf("MISSED round=%u: the rebuild never was %s\n", r, what);
 	if (strcmp(what, "behind") == 0) {
 		/* The server's answer (REBUILD, REBUILD_READY) arrives and is never read: it connected, we did not. */
-		struct pollfd p = { .fd = c->sock, .events = POLLIN };
+		struct pollfd p = { .fd = c->chan->sock, .events = POLLIN };
 		if (poll(&p, 1, 5000) != 1)
 			printf("MISSED round=%u: no answer from the server\n", r);
 		usleep(50000);

@@ -61,8 +61,8 @@ static int setup(void **state)
 	assert_int_equal(pthread_mutex_init(&f->ctx.sessions_lock, NULL), 0);
 	f->c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->c);
-	f->c->ssl = f->tls.server;
-	f->c->sock = f->tls.fds[1];
+	f->c->chan->ssl = f->tls.server;
+	f->c->chan->sock = f->tls.fds[1];
 	f->c->aead = RSEC_AEAD_AES256GCM;
 	f->c->phase = f->k->phase;
 	*state = f;
@@ -88,7 +88,7 @@ static int peer_sends(struct fixture *f, const struct rsec_msg *m)
 	assert_int_equal(rsec_tls_write_some(f->tls.client, frame, len, &done), 0);
 	assert_int_equal(done, len);
 	struct rsec_msg got;
-	assert_int_equal(rsec_chan_recv(f->c, &got), 0);
+	assert_int_equal(rsec_chan_recv(f->c->chan, &got), 0);
 	return rsec_ctrl_receive(f->c, &got);
 }
 

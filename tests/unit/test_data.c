@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receive side of the data path (lib/path/data.c, rsec_data_poll)
- * without a device: an established session over a real TLS 1.3 session,
+ * The receive side of the data path (lib/path/data.c, rsec_data_poll, and
+ * the session's rsec_conn_poll_data that settles its faults) without a device: an established session over a real TLS 1.3 session,
  * its queue pair a stand-in (test_fakeqp.h) whose receive CQ reports what
  * each test says the device saw. The peer's frames are sealed with the
  * peer's own keys. What a completion that fails a check leads to: counted,
@@ -74,7 +74,7 @@ static void delivers_a_sealed_message(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_true(c->rx_complete);
 	assert_int_equal(c->stats.msgs_received, 1);
 	assert_int_equal(fake.recvs_posted, 1);
@@ -95,7 +95,7 @@ static void oversized_receive_is_a_violation(void **state)
 	(void)n;
 	struct ibv_wc wc = fake_recv_wc(f->c, 0, FAKE_SLOT_SIZE + 1);
 	fake_complete(&wc);
-	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "over the 4096-byte buffer");
+	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "over the 4096-byte buffer");
 	assert_int_equal(f->c->stats.protocol_violations, 1);
 }
 
@@ -107,7 +107,7 @@ static void write_with_imm_is_a_violation(void **state)
 	struct ibv_wc wc = fake_recv_wc(f->c, 1, n);
 	wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
 	fake_complete(&wc);
-	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "WRITE WITH IMMEDIATE");
+	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "WRITE WITH IMMEDIATE");
 	assert_int_equal(f->c->stats.protocol_violations, 1);
 }
 
@@ -117,7 +117,7 @@ static void unposted_slot_is_a_violation(void **state)
 	struct fake_conn *f = *state;
 	struct ibv_wc wc = fake_recv_wc(f->c, FAKE_SLOTS, 64);
 	fake_complete(&wc);
-	closed_with(f, rsec_data_poll(f->c), RSEC_E_PROTO, "a work request we did not post");
+	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "a work request we did not post");
 	assert_int_equal(f->c->stats.protocol_violations, 1);
 }
 
@@ -129,7 +129,7 @@ static void forged_frame_closes(void **state)
 	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1; /* one bit of the tag */
 	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
 	fake_complete(&wc);
-	closed_with(f, rsec_data_poll(f->c), RSEC_E_MAC, "rejected a message");
+	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_MAC, "rejected a message");
 	struct rsec_conn_stats st;
 	assert_int_equal(rsec_conn_stats(f->c, &st), 0);
 	assert_int_equal(st.mac_failures, 1);
@@ -145,14 +145,14 @@ static void replayed_frame_closes(void **state)
 	memcpy(copy, c->recv_ring, n);
 	struct ibv_wc wc = fake_recv_wc(c, 0, n);
 	fake_complete(&wc);
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
 	memcpy(c->recv_ring + FAKE_SLOT_SIZE, copy, n);
 	wc = fake_recv_wc(c, 1, n);
 	fake_complete(&wc);
-	int rc = rsec_data_poll(c);
+	int rc = rsec_conn_poll_data(c);
 	assert_int_equal(rc, RSEC_E_SEQ);
 	assert_int_equal(c->phase, PHASE_CLOSED);
 	assert_int_equal(c->stats.msgs_received, 1);
@@ -169,7 +169,7 @@ static void credits_beyond_buffers_close(void **state)
 	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_CREDIT_ONLY, 1, NULL, 0);
 	struct ibv_wc wc = fake_recv_wc(f->c, 0, n);
 	fake_complete(&wc);
-	int rc = rsec_data_poll(f->c);
+	int rc = rsec_conn_poll_data(f->c);
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_non_null(strstr(rsec_conn_error(f->c), "more credits than it has buffers"));
 	assert_int_equal(f->c->credits, FAKE_SLOTS);
@@ -182,7 +182,7 @@ static void fragment_out_of_order_closes(void **state)
 	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
 	struct ibv_wc wc = fake_recv_wc(f->c, 0, n);
 	fake_complete(&wc);
-	assert_int_equal(rsec_data_poll(f->c), RSEC_E_PROTO);
+	assert_int_equal(rsec_conn_poll_data(f->c), RSEC_E_PROTO);
 	assert_non_null(strstr(rsec_conn_error(f->c), "fragment out of order"));
 	assert_false(f->c->rx_complete);
 }
@@ -194,7 +194,7 @@ static void qp_error_closes(void **state)
 	struct ibv_wc wc = fake_recv_wc(f->c, 0, 0);
 	wc.status = IBV_WC_REM_ACCESS_ERR;
 	fake_complete(&wc);
-	closed_with(f, rsec_data_poll(f->c), RSEC_E_QP, "queue pair error");
+	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_QP, "queue pair error");
 	assert_int_equal(f->c->stats.qp_errors, 1);
 }
 
@@ -208,7 +208,7 @@ static void violation_rebuilds(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	peer_sends(f, f->peer.tx, 0, hello, sizeof(hello));
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
@@ -217,7 +217,7 @@ static void violation_rebuilds(void **state)
 	struct ibv_wc wc = fake_recv_wc(c, 1, FAKE_SLOT_SIZE + 1);
 	fake_complete(&wc);
 	peer_sends(f, f->peer.tx, 2, hello, sizeof(hello)); /* behind it: the old QP's, dropped */
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->stats.protocol_violations, 1);
 	assert_int_equal(c->rb.state, REBUILD_SENT);
@@ -235,7 +235,7 @@ static void violation_rebuilds(void **state)
 	assert_int_equal(m.u.rebuild.qp.qpn, c->qp.qp->qp_num);
 	/* Nothing is reaped while the new QP is not connected. */
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n - 1);
 }
 
@@ -247,7 +247,7 @@ static void forged_frame_rebuilds(void **state)
 	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
 	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
 	fake_complete(&wc);
-	assert_int_equal(rsec_data_poll(f->c), 0);
+	assert_int_equal(rsec_conn_poll_data(f->c), 0);
 	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(f->c->rb.state, REBUILD_SENT);
 	assert_false(f->c->rx_complete);
@@ -255,6 +255,45 @@ static void forged_frame_rebuilds(void **state)
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
 	assert_int_equal(m.u.rebuild.opened, 0);
+}
+
+/*
+ * The path layer reports a fault and acts on none (issue 25): rsec_data_poll
+ * alone leaves the connection, its QP and its CQ as they were, stops at the
+ * fault and records it; nothing more is reaped until the session settles it,
+ * and only then does the rebuild start.
+ */
+static void path_records_the_fault_session_settles(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
+	c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
+	struct ibv_wc wc = fake_recv_wc(c, 2, n);
+	fake_complete(&wc);
+	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello)); /* behind it */
+	uint32_t qpn = c->qp.qp->qp_num;
+	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
+	assert_int_equal(c->fault.kind, RSEC_FAULT_DATA);
+	assert_int_equal(c->fault.why, RSEC_WIRE_REBUILD_AUTH);
+	assert_non_null(strstr(c->fault.text, "rejected a message"));
+	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->rb.state, REBUILD_NONE);
+	assert_int_equal(c->qp.qp->qp_num, qpn);
+	assert_int_equal(c->qp.qp->state, IBV_QPS_RTS);
+	struct rsec_msg m;
+	assert_false(test_read_frame(f->tls.client, &m, false)); /* the peer was told nothing yet */
+	/* A second poll reaps nothing behind the fault, and a later fault does not replace it. */
+	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
+	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n - 1);
+	assert_int_equal(rsec_fault_fail(&c->fault, RSEC_E_VERBS, "later"), RSEC_E_MAC);
+	/* Settled: the rebuild starts, the fault is gone. */
+	assert_int_equal(rsec_conn_settle(c, RSEC_E_MAC), 0);
+	assert_false(rsec_fault_pending(&c->fault));
+	assert_int_equal(c->rb.state, REBUILD_SENT);
+	assert_true(c->qp.qp->qp_num != qpn);
+	peer_gets(f, RSEC_MSG_REBUILD, &m);
+	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
 }
 
 int main(void)
@@ -271,6 +310,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(qp_error_closes, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(violation_rebuilds, setup_rebuilding, teardown),
 		cmocka_unit_test_setup_teardown(forged_frame_rebuilds, setup_rebuilding, teardown),
+		cmocka_unit_test_setup_teardown(path_records_the_fault_session_settles, setup_rebuilding, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

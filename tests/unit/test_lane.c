@@ -39,8 +39,8 @@ static int setup(void **state)
 				    .aead = RSEC_AEAD_AES256GCM };
 	f->root = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->root);
-	f->root->ssl = f->tls.server;
-	f->root->sock = f->tls.fds[1];
+	f->root->chan->ssl = f->tls.server;
+	f->root->chan->sock = f->tls.fds[1];
 	f->root->phase = PHASE_ESTABLISHED;
 	f->root->aead = RSEC_AEAD_AES256GCM;
 	f->root->peer_lanes = true;
@@ -82,7 +82,7 @@ static unsigned server_reads(struct fixture *f)
 	unsigned most = 0;
 	for (;;) {
 		struct rsec_msg m;
-		int rc = rsec_chan_recv(f->root, &m);
+		int rc = rsec_chan_recv(f->root->chan, &m);
 		if (rc == RSEC_E_AGAIN)
 			break;
 		assert_int_equal(rc, 0);
@@ -126,9 +126,10 @@ static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
 static void test_closed_lane_held_by_application_counts(void **state)
 {
 	struct fixture *f = *state;
-	struct rsec_conn *held = rsec_conn_alloc(&f->ctx, f->root->sock);
+	struct rsec_conn *held = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
 	assert_non_null(held);
 	held->root = f->root;
+	held->chan = f->root->chan;
 	held->lane = 1;
 	held->is_server = true;
 	held->lane_taken = true;
@@ -150,11 +151,44 @@ static void test_closed_lane_held_by_application_counts(void **state)
 	assert_null(f->root->lanes[1]);
 }
 
+/*
+ * A lane has no channel of its own: its frames go through the session's,
+ * marked with its index, and nothing more goes once the session has failed.
+ */
+static void test_lane_speaks_through_the_session_channel(void **state)
+{
+	struct fixture *f = *state;
+	struct rsec_conn *lane = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
+	assert_non_null(lane);
+	lane->root = f->root;
+	lane->chan = f->root->chan;
+	lane->lane = 3;
+	lane->is_server = true;
+	lane->lane_taken = true;
+	lane->phase = PHASE_ESTABLISHED;
+	f->root->lanes[3] = lane;
+	f->root->lanes_opened = 3;
+	struct rsec_msg k = { .type = RSEC_MSG_KEEPALIVE };
+	k.u.keepalive.nonce = 42;
+	assert_int_equal(rsec_chan_send(lane->chan, lane->lane, &k), 0);
+	struct rsec_msg m;
+	assert_true(client_receives(f, &m));
+	assert_int_equal(m.type, RSEC_MSG_KEEPALIVE);
+	assert_int_equal(m.lane, 3);
+	assert_int_equal(rsec_conn_fail(f->root, RSEC_E_CLOSED, "closed by the test"), RSEC_E_CLOSED);
+	assert_int_equal(lane->phase, PHASE_CLOSED);
+	assert_int_equal(rsec_chan_send(lane->chan, lane->lane, &k), RSEC_E_CLOSED);
+	assert_false(client_receives(f, &m));
+	rsec_conn_free(lane);
+	assert_null(f->root->lanes[3]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_burst_of_failed_requests_stays_within_max_qps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_lane_held_by_application_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lane_speaks_through_the_session_channel, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,7 +120,7 @@ static void answers_the_peers_rebuild(void **state)
 	assert_non_null(strstr(rsec_conn_rebuild_reason(c), "the peer's side: the queue pair failed"));
 	/* The new epoch's keys on both sides. */
 	peer_sends(f, next.tx, 0, "after", 6);
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_true(c->rx_complete);
 	rsec_seal_free(&next);
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);

@@ -94,7 +94,7 @@ static int client_says(struct fake_conn *f, uint8_t type, uint32_t gen, const ui
 static void client_sends_ok(struct fake_conn *f, struct rsec_seal_dir *tx, uint32_t slot, const char *pt)
 {
 	peer_sends(f, tx, slot, pt, (uint32_t)strlen(pt));
-	assert_int_equal(rsec_data_poll(f->c), 0);
+	assert_int_equal(rsec_conn_poll_data(f->c), 0);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(f->c, buf, sizeof(buf), &len, 0), 0);
@@ -207,7 +207,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 
 	/* A frame under the retired keys is refused: never delivered, the connection closes. */
 	peer_sends(f, f->peer.tx_old, 3, "replayed", 8);
-	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
+	assert_int_equal(rsec_conn_poll_data(c), RSEC_E_MAC);
 	assert_int_equal(c->phase, PHASE_CLOSED);
 	assert_false(c->rx_complete);
 	client_free(&cl);
@@ -670,10 +670,10 @@ static void idle_connection_rekeys_by_time(void **state)
 	audit_open(f, dir, path);
 	f->ctx.rekey_s = 60;
 	assert_int_equal(rsec_rekey_step(c), 0);
-	c->last_tx_ms = rsec_now_ms(); /* a keepalive just went: it is not the next timer */
+	c->chan->last_tx_ms = rsec_now_ms(); /* a keepalive just went: it is not the next timer */
 	uint64_t later = rsec_now_ms() + 3600 * 1000;
-	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000 > c->last_tx_ms + 15000 ?
-								c->last_tx_ms + 15000 : c->rk.since_ms + 60 * 1000);
+	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000 > c->chan->last_tx_ms + 15000 ?
+								c->chan->last_tx_ms + 15000 : c->rk.since_ms + 60 * 1000);
 	c->rk.since_ms = rsec_now_ms() - 55 * 1000; /* due in 5 s: before the keepalive */
 	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000);
 
@@ -694,7 +694,7 @@ static void idle_connection_rekeys_by_time(void **state)
 	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_CREDIT_ONLY, 1, NULL, 0);
 	struct ibv_wc wc = fake_recv_wc(c, 0, n);
 	fake_complete(&wc);
-	assert_int_equal(rsec_data_poll(c), 0);
+	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_null(c->seal.rx_old);
 
 	/* rekey_s later, still idle: the server offers generation 2; a wait no longer wakes for it then. */

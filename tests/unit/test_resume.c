@@ -67,8 +67,8 @@ static struct rsec_conn *new_channel(struct fixture *x, int i, const char *peer)
 	test_tls_pair(&x->chan[i], psk, sizeof(psk));
 	struct rsec_conn *n = rsec_conn_alloc(&x->f.ctx, x->chan[i].fds[1]);
 	assert_non_null(n);
-	n->ssl = x->chan[i].server;
-	n->sock = x->chan[i].fds[1];
+	n->chan->ssl = x->chan[i].server;
+	n->chan->sock = x->chan[i].fds[1];
 	n->phase = PHASE_HELLO;
 	snprintf(n->peer, sizeof(n->peer), "%s", peer);
 	x->n[i] = n;
@@ -103,7 +103,7 @@ static void refused(struct fixture *x, int i, int rc)
 	channel_gets(x, i, RSEC_MSG_ERROR, &m);
 	assert_int_equal(m.u.error.code, (uint32_t)-RSEC_E_CLOSED);
 	assert_int_equal(s->stats.resumes, 0);
-	assert_int_equal(s->sock, x->f.tls.fds[1]);
+	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
 }
 
 /* The session moved to channel i: the connection handed over, SESSION with the token, then our REBUILD. */
@@ -112,10 +112,12 @@ static void resumed_on(struct fixture *x, int i, int rc, struct rsec_msg *rebuil
 	struct rsec_conn *s = x->f.c;
 	assert_int_equal(rc, RSEC_E_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(x->n[i]), "handed over"));
-	assert_int_equal(x->n[i]->sock, -1);
-	assert_null(x->n[i]->ssl);
+	assert_int_equal(x->n[i]->chan->sock, -1);
+	assert_null(x->n[i]->chan->ssl);
 	assert_int_equal(s->phase, PHASE_ESTABLISHED);
-	assert_int_equal(s->sock, x->chan[i].fds[1]);
+	assert_int_equal(s->chan->sock, x->chan[i].fds[1]);
+	assert_ptr_equal(s->chan, &s->own_chan); /* moved whole into the session's own, which now watches it */
+	assert_ptr_equal(s->own_chan.owner, s);
 	assert_false(s->rs.parked);
 	struct rsec_msg m;
 	channel_gets(x, i, RSEC_MSG_SESSION, &m);
@@ -191,7 +193,7 @@ static void withdrawn_identity_refused(void **state)
 	channel_gets(x, 0, RSEC_MSG_DISCONNECT, &m);
 	assert_int_equal(m.u.disconnect.reason, RSEC_DISC_REFUSED);
 	assert_int_equal(s->stats.resumes, 0);
-	assert_int_equal(s->sock, x->f.tls.fds[1]);
+	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
 	char why[128];
 	assert_int_equal(rsec_conn_check_peer(s, why, sizeof(why)), RSEC_E_AUTH);
 	assert_string_equal(why, "no longer allowed (1 allow rule: psk:node-b)");
@@ -233,7 +235,7 @@ static void expired_session_refused(void **state)
 	struct rsec_msg m;
 	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
 	assert_int_equal(s->stats.resumes, 0);
-	assert_int_equal(s->sock, -1);
+	assert_int_equal(s->chan->sock, -1);
 }
 
 /* Both offered epochs: SESSION says ours, and both build the epoch after the later one. */
@@ -315,8 +317,8 @@ static void lost_channel_parks(void **state)
 	assert_true(s->rs.parked);
 	assert_int_equal(s->phase, PHASE_ESTABLISHED);
 	assert_int_equal(s->rb.state, REBUILD_PARKED);
-	assert_int_equal(s->sock, -1);
-	assert_null(s->ssl);
+	assert_int_equal(s->chan->sock, -1);
+	assert_null(s->chan->ssl);
 	assert_true(s->rs.until_ms >= before + 8000);
 	assert_int_equal(rsec_resume_next_ms(s), s->rs.until_ms); /* a server waits for the client */
 	assert_int_equal(rsec_resume_step(s), 0);

@@ -42,8 +42,8 @@ static int setup(void **state)
 	f->qp.qp_num = 0x4242;
 	f->c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->c);
-	f->c->ssl = f->tls.server;
-	f->c->sock = f->tls.fds[1];
+	f->c->chan->ssl = f->tls.server;
+	f->c->chan->sock = f->tls.fds[1];
 	f->c->phase = PHASE_ESTABLISHED;
 	f->c->peer_rebuilds = true;
 	f->c->rs.peer = f->c->rs.epochs = true;

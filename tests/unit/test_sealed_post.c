@@ -44,9 +44,11 @@ static int setup(void **state)
 	assert_non_null(f);
 	test_tls_pair(&f->tls, psk, sizeof(psk));
 	f->conn = (struct rsec_conn){
-		.ctx = &f->ctx, .ssl = f->tls.client, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM,
-		.sock = f->tls.fds[0], .epfd = -1, .sock_events = EPOLLIN, /* nothing for rsec_conn_watch to change */
+		.ctx = &f->ctx, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM, .epfd = -1,
 	};
+	rsec_chan_init(&f->conn.own_chan, f->tls.fds[0], NULL, NULL); /* no epoll interest to keep */
+	f->conn.own_chan.ssl = f->tls.client;
+	f->conn.chan = &f->conn.own_chan;
 	f->region = (struct rsec_region){
 		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
 	};
