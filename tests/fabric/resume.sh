@@ -12,7 +12,11 @@
 #  (c) the server is killed and restarted: the client's resume is refused
 #      (the new server has no such session) and it fails at its next try, long
 #      before its 20 s grace (timed from the restarted server's listen: a
-#      loaded guest takes seconds to start a server).
+#      loaded guest takes seconds to start a server);
+#  (d) the client's identity is withdrawn from the server's allow rules
+#      (SIGHUP) while its session waits to be resumed: its RESUME is refused
+#      (DISCONNECT: the allow rules, audited) and it gives up at once, not at
+#      the end of its 20 s grace.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -25,10 +29,12 @@ s=$(fabric ip 1) c=$(fabric ip 2)
 now() { date +%s%3N; }
 # wait_for FILE REGEX: up to 30 s.
 wait_for() { for _ in $(seq 1 300); do grep -Eq "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-serve() { # PORT GRACE LOG
-	fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$s:$1" --resume-grace "$2" \
-		--audit "$work/audit-$1.jsonl" 2>"$3" &
-	fabric wait-port "$1" 20 || echo "server on $1 not listening"
+serve() { # PORT GRACE LOG [SERVER OPTION...]
+	local port=$1 grace=$2 log=$3
+	shift 3
+	fabric on 1 "$bin/server/rdmasec-server" --certs "$work/pki" --listen "$s:$port" --resume-grace "$grace" \
+		--audit "$work/audit-$port.jsonl" "$@" 2>"$log" &
+	fabric wait-port "$port" 20 || echo "server on $port not listening"
 }
 stream() { # PORT GRACE OUT: msg-1..msg-60, then stats and quit
 	{
@@ -74,12 +80,30 @@ serve 7473 20000 "$work/c-server2.log"
 echo "listening-c=$(now)"
 wait $sp
 pkill -TERM -f "listen $s:7473"
+
+# (d) The allow rules no longer take client1 when its RESUME comes. The server is
+# stopped while the channel is cut and the rules change, so that it has reloaded
+# before it reads the RESUME (a TLS handshake behind, on the backlog).
+printf '[authz]\nallow = CN=client1,O=rdmasec-test\n' >"$work/d.conf"
+serve 7474 20000 "$work/d-server.log" --config "$work/d.conf"
+stream 7474 20000 "$work/d-client.out" &
+sp=$!
+wait_for "$work/d-client.out" '^reply: msg-10$' || echo "no reply 10 (d)"
+pid=$(pgrep -f "^[^ ]*rdmasec-server .*--listen $s:7474")
+kill -STOP $pid
+cut 7474
+printf '[authz]\nallow = CN=client2,O=rdmasec-test\n' >"$work/d.conf"
+kill -HUP $pid
+echo "withdrawn-d=$(now)"
+kill -CONT $pid
+wait $sp
+pkill -TERM -f "listen $s:7474"
 wait
 GUEST
 
 "$fabric" run --hosts 2 --timeout 300 -- bash "$work/guest.sh" "$bin" "$work" >"$work/run.out" 2>&1 ||
 	{ cat "$work/run.out"; fail "fabric run failed"; }
-for f in run.out a-client.out a-server.log b-client.out c-client.out c-server2.log; do
+for f in run.out a-client.out a-server.log b-client.out c-client.out c-server2.log d-client.out d-server.log; do
 	echo "--- $f"
 	grep -v '^reply: msg-' "$work/$f"
 done
@@ -124,4 +148,13 @@ end=$(sed -n 's/^exit=[0-9]* at //p' "$work/c-client.out")
 expect_match "$work/c-client.out" 'the server no longer has the session' "(c) the restarted server's refusal was not reported"
 echo "(c) the client failed $((end - killed)) ms after the server was killed, $((end - listening)) ms after the new one listened"
 [ $((end - listening)) -lt 7000 ] || fail "(c) the client failed $((end - listening)) ms after the restarted server listened: not refused at its next try (grace 20000)"
+# (d) Refused for its identity at its first try after the rules changed: no retries until the grace ends.
+withdrawn=$(sed -n 's/^withdrawn-d=//p' "$work/run.out")
+end=$(sed -n 's/^exit=[0-9]* at //p' "$work/d-client.out")
+expect_match "$work/d-client.out" 'the server refused to resume it' "(d) the refused RESUME was not reported as such"
+expect_match "$work/d-client.out" '^exit=[1-9]' "(d) the client did not fail"
+expect_match "$work/audit-7474.jsonl" '"event":"refuse",.*"peer":"CN=client1,O=rdmasec-test"' \
+	"(d) the refused RESUME is not in the audit log"
+echo "(d) the client gave up $((end - withdrawn)) ms after its identity was withdrawn"
+[ $((end - withdrawn)) -lt 10000 ] || fail "(d) the client took $((end - withdrawn)) ms to give up (grace 20000): it kept trying"
 echo "resume: ok"
