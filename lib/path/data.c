@@ -128,13 +128,23 @@ int rsec_data_start(struct rsec_conn *c)
 	return 0;
 }
 
-/* Take and acknowledge every event the completion channel holds (never blocks: the fd is non-blocking). */
-static bool take_channel_events(struct rsec_conn *c)
+/* CQs whose event was taken (take_channel_events). */
+#define FIRED_SEND 1u
+#define FIRED_RECV 2u
+
+/*
+ * Take and acknowledge every event the completion channel holds (never
+ * blocks: the fd is non-blocking); *fired says which CQs gave one.
+ */
+static bool take_channel_events(struct rsec_conn *c, unsigned *fired)
 {
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0)
+	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0) {
+		/* Only our two CQs use the channel; anything else re-arms both. */
+		*fired |= cq == c->qp.send_cq ? FIRED_SEND : cq == c->qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
 		ibv_ack_cq_events(cq, 1);
+	}
 	return errno == EAGAIN;
 }
 
@@ -155,7 +165,8 @@ void rsec_data_teardown(struct rsec_conn *c)
 		if (c->qp.chan) {
 			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->qp.chan->fd, NULL);
 			/* A CQ is destroyed only once each of its events is acknowledged. */
-			(void)take_channel_events(c);
+			unsigned fired = 0;
+			(void)take_channel_events(c, &fired);
 		}
 		if (c->qp.qp)
 			(void)!rsec_qp_to_error(&c->qp);
@@ -469,17 +480,26 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 	return 0;
 }
 
+/*
+ * The completion channel's events, taken, and the CQs that gave one armed
+ * again. Busy polling, or when the session has just asked epoll which fds
+ * are ready (fds_probed), nothing is done without an event: no system call.
+ */
 static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 {
-	if (c->ctx->poll_mode == RSEC_POLL_BUSY && !c->chan_event)
-		return 0; /* nothing armed since: no system call */
+	bool busy = c->ctx->poll_mode == RSEC_POLL_BUSY;
+	if ((busy || c->fds_probed) && !c->chan_event)
+		return 0;
 	c->chan_event = false;
-	if (!take_channel_events(c))
+	unsigned fired = 0;
+	if (!take_channel_events(c, &fired))
 		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
-	if (c->ctx->poll_mode == RSEC_POLL_BUSY)
+	if (busy)
 		return 0; /* the CQs were armed once, at creation; busy waits poll them */
-	/* Re-arm before polling, so a completion racing with the poll still wakes us. */
-	if (ibv_req_notify_cq(c->qp.send_cq, 0) || ibv_req_notify_cq(c->qp.recv_cq, 0))
+	/* A CQ stays armed until it gives an event: only those that did are armed again, before
+	 * polling, so a completion racing with the poll still wakes us. */
+	if (((fired & FIRED_SEND) && ibv_req_notify_cq(c->qp.send_cq, 0)) ||
+	    ((fired & FIRED_RECV) && ibv_req_notify_cq(c->qp.recv_cq, 0)))
 		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "cannot arm the completion queues");
 	return 0;
 }

@@ -47,8 +47,6 @@
 #include "ctrl.h"
 #include "base/tls_resume.h"
 
-#define KEEPALIVE_MS 15000u
-
 /* Failures of our own (not the peer's, not the channel's) are worth telling the peer. */
 static bool tell_peer(int code)
 {
@@ -330,10 +328,10 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (now - c->chan->last_rx_ms > 3 * KEEPALIVE_MS)
+	if (now - c->chan->last_rx_ms > 3 * RSEC_KEEPALIVE_MS)
 		return rsec_resume_lost(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
 					(unsigned long long)(now - c->chan->last_rx_ms));
-	if (now - c->chan->last_tx_ms < KEEPALIVE_MS)
+	if (now - c->chan->last_tx_ms < RSEC_KEEPALIVE_MS)
 		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
 	m.u.keepalive.nonce = now;
@@ -360,14 +358,48 @@ int rsec_conn_handshake(struct rsec_conn *c)
 	return process_tls(c);
 }
 
-int rsec_conn_process(struct rsec_conn *c)
+/* Every whole control frame the channel has: TLS may hold several in one record. */
+static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 {
-	if (!c)
-		return RSEC_E_INVAL;
-	if (c->lane)
-		return rsec_lane_process(c);
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
+	while (c->phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
+		if (c->fds_probed && !c->sock_event)
+			return 0; /* nothing arrived: no read (TLS holds nothing back once a read said AGAIN) */
+		struct rsec_msg m;
+		int rc = rsec_chan_recv(c->chan, &m);
+		if (rc == RSEC_E_AGAIN)
+			return 0;
+		if (rc == RSEC_E_CLOSED)
+			return rsec_resume_lost(c, rc, "control channel closed by the peer");
+		if (rc < 0)
+			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
+		rc = rsec_ctrl_receive(c, &m);
+		OPENSSL_cleanse(&m, sizeof(m));
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Event mode, established: one epoll_wait says which of the control socket
+ * and the completion channel have something, so that neither is read, nor
+ * a CQ armed again, for nothing (each a system call). Without an answer,
+ * both are looked at as before.
+ */
+static void probe_fds(struct rsec_conn *c)
+{
+	bool sock_was = c->sock_event;
+	c->sock_event = false;
+	if (rsec_conn_fd_events(c) < 0) {
+		c->sock_event = sock_was;
+		return;
+	}
+	c->fds_probed = true;
+}
+
+static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
+{
 	if (c->rs.parked) {
 		/* No control channel: only a try at a new one (client) and the grace period run, and the
 		 * completion channel is drained (the old QP's flush woke it: level-triggered, it would spin). */
@@ -385,22 +417,7 @@ int rsec_conn_process(struct rsec_conn *c)
 			return rc;
 	}
 	RSEC_GUARD(process_ctrl_out(c));
-	/* Drain every whole control frame: TLS may hold several in one record. */
-	/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
-	while (c->phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
-		struct rsec_msg m;
-		int rc = rsec_chan_recv(c->chan, &m);
-		if (rc == RSEC_E_AGAIN)
-			break;
-		if (rc == RSEC_E_CLOSED)
-			return rsec_resume_lost(c, rc, "control channel closed by the peer");
-		if (rc < 0)
-			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
-		rc = rsec_ctrl_receive(c, &m);
-		OPENSSL_cleanse(&m, sizeof(m));
-		if (rc < 0)
-			return rc;
-	}
+	RSEC_GUARD(process_ctrl_in(c));
 	if (c->phase == PHASE_ESTABLISHED && !c->rs.parked) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
@@ -414,28 +431,19 @@ int rsec_conn_process(struct rsec_conn *c)
 	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
-/*
- * Busy polling: spin on the completion queues until one yields a
- * completion, and look at the control socket (a system call) only every
- * BUSY_SPINS polls. The completion channel is read only when it has an
- * event: the CQs are armed once, when created.
- */
-#define BUSY_SPINS 64u
-/* Busy polling: a whole rsec_conn_process (TLS read, timers: system calls) at least this often. */
-#define BUSY_FULL_MS 10u
-
-/* Which of epfd's fds have something; false if none. */
-static bool take_fd_events(struct rsec_conn *c)
+int rsec_conn_process(struct rsec_conn *c)
 {
-	struct epoll_event ev[2];
-	int n = epoll_wait(c->epfd, ev, 2, 0);
-	for (int i = 0; i < n; i++) {
-		if (ev[i].data.u32 == 1)
-			c->chan_event = true;
-		else
-			c->sock_event = true;
-	}
-	return n > 0;
+	if (!c)
+		return RSEC_E_INVAL;
+	if (c->lane)
+		return rsec_lane_process(c);
+	if (c->phase == PHASE_CLOSED)
+		return c->close_code;
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY && c->phase == PHASE_ESTABLISHED && !c->rs.parked)
+		probe_fds(c);
+	int rc = process_root(c);
+	c->fds_probed = false; /* what it said holds for this turn only */
+	return rc;
 }
 
 int rsec_conn_step(struct rsec_conn *c)
@@ -445,87 +453,13 @@ int rsec_conn_step(struct rsec_conn *c)
 	    now >= c->next_full_ms) {
 		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
 		c->sock_event = false;
-		c->next_full_ms = now + BUSY_FULL_MS;
+		c->next_full_ms = now + RSEC_BUSY_FULL_MS;
 		return rsec_conn_process(c);
 	}
 	/* The data path only: completions, credits, what waits for them, and queued control frames. */
 	RSEC_GUARD(process_ctrl_out(c));
 	RSEC_GUARD(rsec_conn_poll_data(c));
 	return c->phase == PHASE_CLOSED ? c->close_code : 0;
-}
-
-static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
-{
-	/* Ending early is harmless: the caller holds the true deadline. */
-	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	uint64_t seen = c->completions;
-	for (unsigned spin = 1;; spin++) {
-		RSEC_GUARD(rsec_conn_poll_data(c));
-		if (c->completions != seen || c->phase == PHASE_CLOSED)
-			break;
-		if (spin % BUSY_SPINS)
-			continue;
-		uint64_t now = rsec_now_ms();
-		if (take_fd_events(c) || now >= deadline || now >= c->next_full_ms)
-			break;
-		/* A software device (rxe, siw) does its work in kernel threads on these same CPUs. */
-		(void)sched_yield();
-	}
-	int rc = rsec_conn_step(c);
-	return rc == RSEC_E_AGAIN ? 0 : rc;
-}
-
-int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
-{
-	if (c->ctx->poll_mode == RSEC_POLL_BUSY && c->phase == PHASE_ESTABLISHED)
-		return busy_wait(c, timeout_ms);
-	struct pollfd p = { .fd = c->epfd, .events = POLLIN };
-	int n = poll(&p, 1, timeout_ms);
-	if (n < 0 && errno != EINTR)
-		return rsec_conn_fail(c, RSEC_E_IO, "poll: %s", strerror(errno));
-	int rc = rsec_conn_process(c);
-	return rc == RSEC_E_AGAIN ? 0 : rc;
-}
-
-/* The deadline, or sooner when a grant expires, a keepalive or a rekey is due: a wait wakes for the library's timers. */
-uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
-{
-	uint64_t t = deadline;
-	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
-	if (expiry && expiry < t)
-		t = expiry;
-	if (rsec_rebuilding(c) && c->rb.state != REBUILD_PARKED && c->rb.deadline_ms + 1 < t)
-		t = c->rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
-	if (rsec_resume_next_ms(c) < t)
-		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
-	const struct rsec_conn *root = c->lane ? c->root : c; /* whose keepalive */
-	if (root && root->phase == PHASE_ESTABLISHED && !root->rs.parked && root->chan->last_tx_ms + KEEPALIVE_MS < t)
-		t = root->chan->last_tx_ms + KEEPALIVE_MS;
-	if (rsec_rekey_next_ms(c) < t)
-		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
-	uint64_t now = rsec_now_ms();
-	return t > now ? t : now + 1;
-}
-
-int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms)
-{
-	uint64_t deadline = rsec_deadline_ms(timeout_ms);
-	for (;;) {
-		if (ready(c, arg))
-			return 0;
-		int rc = rsec_conn_step(c);
-		/* What became ready counts even if the connection closed meanwhile (a message that arrived whole). */
-		if (ready(c, arg))
-			return 0;
-		if (rc < 0 && rc != RSEC_E_AGAIN)
-			return rc;
-		uint64_t now = rsec_now_ms();
-		if (now >= deadline)
-			return timeout_ms > 0 ? RSEC_E_TIMEOUT : RSEC_E_AGAIN;
-		rc = rsec_conn_wait(c, (int)(rsec_conn_next_timer(c, deadline) - now));
-		if (rc < 0 && !ready(c, arg))
-			return rc;
-	}
 }
 
 /* The control connection leaves from source, if given, so that it and the

@@ -306,8 +306,9 @@ struct rsec_conn {
 	uint8_t *stage;           /* rsec_write/rsec_read's bytes up to RSEC_STAGE_SIZE, wiped after each */
 	struct ibv_mr *stage_mr;
 	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
-	bool chan_event;          /* busy polling: the completion channel has an event to take */
-	bool sock_event;          /* busy polling: the control socket has something */
+	bool chan_event;          /* busy polling, or fds_probed: the completion channel has an event to take */
+	bool sock_event;          /* busy polling, or fds_probed: the control socket has something */
+	bool fds_probed;          /* rsec_conn_process asked epoll which fds are ready: the others are left alone */
 	uint64_t next_full_ms;    /* busy polling: when the next whole rsec_conn_process is due */
 
 	struct rsec_conn_stats stats;
@@ -358,6 +359,13 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 RSEC_MUST_CHECK int rsec_conn_settle(struct rsec_conn *c, int rc);
 /* rsec_data_poll, settled; a rebuild whose binds all completed sends its REBUILD_READY. */
 RSEC_MUST_CHECK int rsec_conn_poll_data(struct rsec_conn *c);
+/* The control channel sends a KEEPALIVE after this long without a frame, and is lost after three. */
+#define RSEC_KEEPALIVE_MS 15000u
+/* Busy polling: a whole rsec_conn_process (TLS read, timers: system calls) at least this often. */
+#define RSEC_BUSY_FULL_MS 10u
+
+/* wait.c: which of epfd's fds have something (chan_event, sock_event set for them); epoll_wait's count. */
+int rsec_conn_fd_events(struct rsec_conn *c);
 /* Keep epfd watching the socket for writability exactly while TLS or the control queue waits for it. */
 RSEC_MUST_CHECK int rsec_conn_watch(struct rsec_conn *c);
 /*
