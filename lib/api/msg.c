@@ -75,7 +75,8 @@ int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeo
 		return RSEC_E_INVAL;
 	rsec_data_recv_into(c, buf, cap);
 	/* A message that arrived whole is delivered even if the peer closed since. */
-	int rc = rsec_data_recv_take(c, buf, cap, len, rsec_conn_wait_for(c, message_arrived, NULL, timeout_ms));
+	int rc = rsec_conn_settle(c, rsec_data_recv_take(c, buf, cap, len,
+						       rsec_conn_wait_for(c, message_arrived, NULL, timeout_ms)));
 	if (rc == 0)
 		(void)!rsec_conn_step(c); /* resume reaping receives held back while this message waited */
 	return rc;

@@ -398,6 +398,29 @@ static void probe_fds(struct rsec_conn *c)
 	c->fds_probed = true;
 }
 
+static bool running(const struct rsec_conn *c)
+{
+	return c->phase == PHASE_ESTABLISHED && !c->rs.parked;
+}
+
+/* An established session's own work, each step only while it still runs: one may park it or close it. */
+static RSEC_MUST_CHECK int process_established(struct rsec_conn *c)
+{
+	if (running(c))
+		RSEC_GUARD(rsec_conn_poll_data(c));
+	if (running(c))
+		RSEC_GUARD(rsec_rebuild_expire(c));
+	if (running(c))
+		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(c)));
+	if (running(c))
+		RSEC_GUARD(process_keepalive(c));
+	if (running(c))
+		RSEC_GUARD(rsec_rekey_step(c));
+	if (running(c))
+		rsec_lanes_expire(c);
+	return 0;
+}
+
 static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
 {
 	if (c->rs.parked) {
@@ -418,14 +441,7 @@ static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
 	}
 	RSEC_GUARD(process_ctrl_out(c));
 	RSEC_GUARD(process_ctrl_in(c));
-	if (c->phase == PHASE_ESTABLISHED && !c->rs.parked) {
-		RSEC_GUARD(rsec_conn_poll_data(c));
-		RSEC_GUARD(rsec_rebuild_expire(c));
-		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(c)));
-		RSEC_GUARD(process_keepalive(c));
-		RSEC_GUARD(rsec_rekey_step(c));
-		rsec_lanes_expire(c);
-	}
+	RSEC_GUARD(process_established(c));
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
@@ -655,7 +671,6 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 			(void)!rsec_tls_shutdown(c->chan->ssl);
 	}
 	rsec_grant_close(c); /* audited revokes, before the resources go */
-	(void)!rsec_conn_settle(c, 0); /* a grant the device would not free closes it with that reason */
 	rsec_conn_teardown_rdma(c);
 	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally%s%s", reason ? ": " : "", reason ? reason : "");
 	return rc;
