@@ -118,6 +118,22 @@ static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
 	assert_int_equal(f->root->phase, PHASE_ESTABLISHED); /* each failure was the lane's alone */
 }
 
+/* Lane idx of the session, handed to the application, in phase; its frames go through the root's channel. */
+static struct rsec_conn *taken_lane(struct fixture *f, uint16_t idx, enum rsec_phase phase)
+{
+	struct rsec_conn *c = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
+	assert_non_null(c);
+	c->root = f->root;
+	c->chan = f->root->chan;
+	c->lane = idx;
+	c->is_server = true;
+	c->lane_taken = true;
+	c->phase = phase;
+	f->root->lanes[idx] = c;
+	f->root->lanes_opened = idx;
+	return c;
+}
+
 /*
  * A lane the application took and the client then closed still holds its QP
  * and rings until the application frees it: it counts against max_qps, and
@@ -126,17 +142,8 @@ static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
 static void test_closed_lane_held_by_application_counts(void **state)
 {
 	struct fixture *f = *state;
-	struct rsec_conn *held = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
-	assert_non_null(held);
-	held->root = f->root;
-	held->chan = f->root->chan;
-	held->lane = 1;
-	held->is_server = true;
-	held->lane_taken = true;
-	held->phase = PHASE_CLOSED;
+	struct rsec_conn *held = taken_lane(f, 1, PHASE_CLOSED);
 	held->close_code = RSEC_E_CLOSED;
-	f->root->lanes[1] = held;
-	f->root->lanes_opened = 1;
 
 	client_asks(f, 2);
 	(void)server_reads(f);
@@ -158,16 +165,7 @@ static void test_closed_lane_held_by_application_counts(void **state)
 static void test_lane_speaks_through_the_session_channel(void **state)
 {
 	struct fixture *f = *state;
-	struct rsec_conn *lane = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
-	assert_non_null(lane);
-	lane->root = f->root;
-	lane->chan = f->root->chan;
-	lane->lane = 3;
-	lane->is_server = true;
-	lane->lane_taken = true;
-	lane->phase = PHASE_ESTABLISHED;
-	f->root->lanes[3] = lane;
-	f->root->lanes_opened = 3;
+	struct rsec_conn *lane = taken_lane(f, 3, PHASE_ESTABLISHED);
 	struct rsec_msg k = { .type = RSEC_MSG_KEEPALIVE };
 	k.u.keepalive.nonce = 42;
 	assert_int_equal(rsec_chan_send(lane->chan, lane->lane, &k), 0);
