@@ -8,6 +8,11 @@
  * fault found in the middle of a batch of completions or of a loop over
  * grants never destroys what that loop still holds.
  *
+ * Two kinds are found here. A protocol violation path/ sees is a completion
+ * rdmasec never asks for: a data-path fault (why RSEC_WIRE_REBUILD_VIOLATION,
+ * counted in protocol_violations). The control channel's loss is found by the
+ * session (conn.c, ctrl.c); a frame path/ could not send fails the connection.
+ *
  * Invariants: kind == RSEC_FAULT_NONE, or code < 0 and text is terminated.
  * Only the first fault counts until the owner takes it: a later one (often
  * the same failure seen again by a caller) returns the first one's code.
