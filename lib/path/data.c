@@ -568,6 +568,13 @@ int rsec_data_poll(struct rsec_conn *c)
 	return progress_queued(c);
 }
 
+int rsec_data_quiet(struct rsec_conn *c)
+{
+	if (rsec_fault_pending(&c->fault))
+		return c->fault.code;
+	return c->have_qp && c->qp.chan ? drain_channel(c) : 0;
+}
+
 uint64_t rsec_data_opened(const struct rsec_conn *c)
 {
 	return c->have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->seal)) : 0;

@@ -441,6 +441,8 @@ static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
 	}
 	RSEC_GUARD(process_ctrl_out(c));
 	RSEC_GUARD(process_ctrl_in(c));
+	if (c->phase == PHASE_QP_INFO || c->phase == PHASE_READY)
+		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(c)));
 	RSEC_GUARD(process_established(c));
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;

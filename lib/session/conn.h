@@ -575,6 +575,13 @@ uint32_t rsec_data_send_wr(uint32_t depth);
 /* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
 RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
 void rsec_data_teardown(struct rsec_conn *c);
+/*
+ * Set-up: completions wait until the connection is established (its CQs are
+ * polled then), but the completion channel's events are taken now: one left
+ * unread keeps the fd readable, and every wait would spin until then on what
+ * the peer sent early. Returns 0 or the fault.
+ */
+RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_conn *c);
 /* Reap completions: sends, receives (sealed frames), window ops; until the first fault (c->fault). */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
 /*

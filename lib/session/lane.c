@@ -142,6 +142,8 @@ int rsec_lane_process(struct rsec_conn *c)
 	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
 				      c->ctx->handshake_timeout_ms);
+	if (c->phase == PHASE_QP_INFO)
+		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(c)));
 	if (c->phase == PHASE_ESTABLISHED) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));

@@ -296,6 +296,30 @@ static void path_records_the_fault_session_settles(void **state)
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
 }
 
+/*
+ * Set-up: a peer that sends before its READY (or never sends one) leaves
+ * completions that wait for the connection to be established. Their event is
+ * taken at once and the receive CQ armed again, so the fd does not stay
+ * readable: no wait of ours spins on it until READY or the set-up deadline.
+ */
+static void early_completion_during_setup_is_taken_not_reaped(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	f->ctx.poll_mode = RSEC_POLL_EVENT;
+	fake_channel(c);
+	c->phase = PHASE_READY; /* our QP_INFO went; the client's READY has not come */
+	c->was_established = false;
+	peer_sends(f, f->peer.tx, 0, hello, sizeof(hello));
+	fake_event();
+	assert_int_equal(rsec_conn_process(c), RSEC_E_AGAIN);
+	assert_false(fake_event_pending());
+	assert_int_equal(fake.recv_arms, 1);
+	assert_int_equal(fake.recv_wc_next, 0); /* reaped once established, not before */
+	assert_int_equal(c->phase, PHASE_READY);
+	assert_false(c->rx_complete);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +335,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(violation_rebuilds, setup_rebuilding, teardown),
 		cmocka_unit_test_setup_teardown(forged_frame_rebuilds, setup_rebuilding, teardown),
 		cmocka_unit_test_setup_teardown(path_records_the_fault_session_settles, setup_rebuilding, teardown),
+		cmocka_unit_test_setup_teardown(early_completion_during_setup_is_taken_not_reaped, setup_closing, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,12 +15,15 @@
 #ifndef RSEC_TEST_FAKEQP_H
 #define RSEC_TEST_FAKEQP_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "conn.h"
 
@@ -36,6 +39,9 @@ struct fake_verbs {
 	struct ibv_wc recv_wc[FAKE_WC_MAX]; /* what the receive CQ reports next */
 	unsigned recv_wc_n, recv_wc_next;
 	unsigned recvs_posted, sends_posted;
+	unsigned recv_arms;  /* ibv_req_notify_cq on the receive CQ */
+	struct ibv_comp_channel chan; /* fake_channel: a pipe whose bytes are events of the receive CQ */
+	int chan_in;         /* its write end */
 	uint32_t next_qpn;
 	int qps_live; /* created, not destroyed */
 };
@@ -52,9 +58,28 @@ static inline int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static inline int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	(void)cq;
 	(void)solicited_only;
+	fake.recv_arms += cq == &fake.recv_cq;
 	return 0;
+}
+
+/* The completion channel's stand-in (fake_channel): a byte is one event of the receive CQ. */
+int __wrap_ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context);
+int __wrap_ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	char b;
+	if (read(channel->fd, &b, 1) != 1)
+		return -1; /* errno: EAGAIN when empty (non-blocking) */
+	*cq = &fake.recv_cq;
+	*cq_context = NULL;
+	return 0;
+}
+
+void __wrap_ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
+void __wrap_ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	(void)cq;
+	(void)nevents;
 }
 
 static inline int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -193,6 +218,29 @@ static inline void fake_data_path(struct fake_conn *f, struct rsec_conn *c)
 	assert_int_equal(rsec_rekey_begin(c), 0); /* as set-up does */
 }
 
+/* c's completion channel becomes a non-blocking pipe (fake.chan); fake_event writes one event into it. */
+static inline void fake_channel(struct rsec_conn *c)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	fake.chan.fd = p[0];
+	fake.chan_in = p[1];
+	c->qp.chan = &fake.chan;
+}
+
+static inline void fake_event(void)
+{
+	assert_int_equal(write(fake.chan_in, "e", 1), 1);
+}
+
+/* Whether the completion channel still holds an event. */
+static inline bool fake_event_pending(void)
+{
+	struct pollfd p = { .fd = fake.chan.fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 1;
+}
+
 /* The server's side of a session that offered rebuilds (and resumes), rebuilds_per_min of them. */
 static inline void fake_conn_setup(struct fake_conn *f, const uint8_t *psk, size_t psk_len, uint32_t rebuilds_per_min)
 {
@@ -227,6 +275,11 @@ static inline void fake_conn_free(struct rsec_conn *c)
 	c->dev = c->qp.dev = NULL;
 	c->qp.pd = NULL;
 	c->qp.send_cq = c->qp.recv_cq = NULL;
+	if (c->qp.chan == &fake.chan) { /* the pipe is ours, not libibverbs' */
+		c->qp.chan = NULL;
+		close(fake.chan.fd);
+		close(fake.chan_in);
+	}
 	rsec_conn_free(c);
 }
 
