@@ -32,7 +32,7 @@ struct grant_wanted {
 static bool grant_arrived(struct rsec_conn *c, void *arg)
 {
 	struct grant_wanted *w = arg;
-	return rsec_gt_remote_take(&c->gt, w->tag, w->out);
+	return rsec_gt_remote_take(&c->path.gt, w->tag, w->out);
 }
 
 int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant *out, int timeout_ms)

@@ -18,13 +18,13 @@ static int remaining_ms(uint64_t deadline)
 static bool queue_empty(struct rsec_conn *c, void *arg)
 {
 	(void)arg;
-	return c->txm == NULL;
+	return c->path.txm == NULL;
 }
 
 /* Run the connection until no message waits in the library, or the deadline. */
 static RSEC_MUST_CHECK int wait_queue_empty(struct rsec_conn *c, uint64_t deadline, int timeout_ms)
 {
-	if (!c->txm)
+	if (!c->path.txm)
 		return 0;
 	int rc = rsec_conn_wait_for(c, queue_empty, NULL, remaining_ms(deadline));
 	if (rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN)
@@ -38,7 +38,7 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	if (!c || (!buf && len))
 		return RSEC_E_INVAL;
 	RSEC_GUARD(rsec_conn_require_established(c, false));
-	if (len > c->peer_max_msg)
+	if (len > c->path.peer_max_msg)
 		return RSEC_E_RANGE;
 	uint64_t deadline = rsec_deadline_ms(timeout_ms);
 	RSEC_GUARD(wait_queue_empty(c, deadline, timeout_ms));
@@ -58,15 +58,15 @@ int rsec_send(struct rsec_conn *c, const void *buf, size_t len, int timeout_ms)
 	}
 	if (!started || off < len)
 		RSEC_GUARD(rsec_conn_settle(c, rsec_data_queue_rest(c, p, len, off, started)));
-	c->stats.msgs_sent++;
-	c->stats.bytes_sent += len;
+	c->path.stats.msgs_sent++;
+	c->path.stats.bytes_sent += len;
 	return 0;
 }
 
 static bool message_arrived(struct rsec_conn *c, void *arg)
 {
 	(void)arg;
-	return c->rx_complete;
+	return c->path.rx_complete;
 }
 
 int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms)

@@ -43,7 +43,7 @@ int rsec_post_read(struct rsec_conn *c, const struct rsec_remote_grant *g, uint6
 static bool have_completions(struct rsec_conn *c, void *arg)
 {
 	(void)arg;
-	return c->ops.done_n > 0;
+	return c->path.ops.done_n > 0;
 }
 
 int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout_ms)
@@ -54,7 +54,7 @@ int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout
 	if (!have_completions(c, NULL) && c->phase != PHASE_CLOSED)
 		rc = rsec_conn_wait_for(c, have_completions, NULL, timeout_ms);
 	/* A closed connection's operations end with the flushed completions, or with its QP. */
-	if (c->phase == PHASE_CLOSED && c->ops.busy && !rsec_onesided_drain(c))
+	if (c->phase == PHASE_CLOSED && c->path.ops.busy && !rsec_onesided_drain(c))
 		rsec_conn_teardown_rdma(c);
 	unsigned n = rsec_onesided_reap(c, wc, max);
 	if (n)

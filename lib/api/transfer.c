@@ -18,7 +18,7 @@
 static bool waiter_done(struct rsec_conn *c, void *arg)
 {
 	(void)arg;
-	return c->ops.waiter_done;
+	return c->path.ops.waiter_done;
 }
 
 /* buf staged or registered for the call, one operation, waited for. */
@@ -29,7 +29,7 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 		return RSEC_E_INVAL;
 	RSEC_GUARD(rsec_conn_settle(c, rsec_onesided_start(c, g, off, buf, len, op, sealed_ok)));
 	int waited = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
-	if (c->ops.waiter_done)
+	if (c->path.ops.waiter_done)
 		return rsec_onesided_end(c, buf, len, op);
 	/* Whatever stopped the wait, the connection ends here, its QP in the error state first; buf
 	 * (or the stage) is ours again once the device let go of it: flushed, or the QP destroyed. */
@@ -67,7 +67,7 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 		return rc;
 	}
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	rc = rsec_grant_keys_mac(&k, &c->seal, c->is_server, g->id, off, buf, len, mac);
+	rc = rsec_grant_keys_mac(&k, &c->path.seal, c->is_server, g->id, off, buf, len, mac);
 	rsec_grant_keys_wipe(&k);
 	if (rc == 0)
 		rc = rsec_conn_settle(c, rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac,
@@ -89,7 +89,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 		return RSEC_E_RANGE;
 	/* Bound again after a rebuild, its MAC came again under the new keys. */
 	struct rsec_remote_grant now;
-	if (rsec_gt_resolve(&c->gt, g, &now))
+	if (rsec_gt_resolve(&c->path.gt, g, &now))
 		g = &now;
 	/* Its keys now: the grant may be revoked while the READ is waited for. */
 	struct rsec_grant_keys k;
@@ -98,7 +98,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	int rc = rsec_read(c, g, 0, buf, g->len, timeout_ms);
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
 	if (rc == 0)
-		rc = rsec_grant_keys_mac(&k, &c->seal, !c->is_server, g->id, 0, buf, g->len, mac);
+		rc = rsec_grant_keys_mac(&k, &c->path.seal, !c->is_server, g->id, 0, buf, g->len, mac);
 	rsec_grant_keys_wipe(&k);
 	if (rc < 0) {
 		OPENSSL_cleanse(buf, g->len);
@@ -110,7 +110,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 				ok ? NULL : "bytes differ from what the granter exposed; wiped");
 	if (!ok) {
 		OPENSSL_cleanse(buf, g->len);
-		c->data_mac_failures++;
+		c->path.data_mac_failures++;
 		return RSEC_E_MAC;
 	}
 	return 0;

@@ -73,12 +73,12 @@ static RSEC_MUST_CHECK int post_recv(struct rsec_conn *c, uint32_t slot)
 {
 	uint32_t size = c->ctx->slot_size;
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(c->recv_ring + (size_t)slot * size),
+		.addr = (uintptr_t)(c->path.recv_ring + (size_t)slot * size),
 		.length = size,
-		.lkey = c->recv_mr->lkey,
+		.lkey = c->path.recv_mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = RSEC_WR_ID(WR_RECV, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
-	return ibv_post_recv(c->qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
+	return ibv_post_recv(c->path.qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
 }
 
 uint32_t rsec_data_send_wr(uint32_t depth)
@@ -89,42 +89,42 @@ uint32_t rsec_data_send_wr(uint32_t depth)
 int rsec_data_setup(struct rsec_conn *c)
 {
 	struct rsec_ctx *ctx = c->ctx;
-	c->recv_slots = ctx->recv_slots;
-	size_t bytes = (size_t)c->recv_slots * ctx->slot_size;
-	c->recv_ring = ring_alloc(bytes);
-	RSEC_ENSURE(c->recv_ring, RSEC_E_NOMEM);
+	c->path.recv_slots = ctx->recv_slots;
+	size_t bytes = (size_t)c->path.recv_slots * ctx->slot_size;
+	c->path.recv_ring = ring_alloc(bytes);
+	RSEC_ENSURE(c->path.recv_ring, RSEC_E_NOMEM);
 	/* Local access only: the peer reaches these buffers by SEND, never by rkey. */
-	c->recv_mr = ibv_reg_mr(c->qp.pd, c->recv_ring, bytes, IBV_ACCESS_LOCAL_WRITE);
-	RSEC_ENSURE(c->recv_mr, RSEC_E_VERBS);
-	int flags = fcntl(c->qp.chan->fd, F_GETFL);
-	RSEC_ENSURE(flags >= 0 && fcntl(c->qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
+	c->path.recv_mr = ibv_reg_mr(c->path.qp.pd, c->path.recv_ring, bytes, IBV_ACCESS_LOCAL_WRITE);
+	RSEC_ENSURE(c->path.recv_mr, RSEC_E_VERBS);
+	int flags = fcntl(c->path.qp.chan->fd, F_GETFL);
+	RSEC_ENSURE(flags >= 0 && fcntl(c->path.qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
-	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->qp.chan->fd, &ev) == 0, RSEC_E_IO);
-	c->chan_event = true; /* the CQs are created armed */
+	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->path.qp.chan->fd, &ev) == 0, RSEC_E_IO);
+	c->path.chan_event = true; /* the CQs are created armed */
 	/* Before the peer runs out of credits, or of send slots: it keeps a data frame's slot until we
 	 * return its credit (sendq.h), so a peer with fewer slots than our buffers waits on us sooner. */
-	uint32_t window = send_window(c->recv_slots, ctx->slot_size);
-	c->credits_due = (c->recv_slots < window ? c->recv_slots : window) / 2;
-	if (c->credits_due == 0)
-		c->credits_due = 1;
-	for (uint32_t i = 0; i < c->recv_slots; i++)
+	uint32_t window = send_window(c->path.recv_slots, ctx->slot_size);
+	c->path.credits_due = (c->path.recv_slots < window ? c->path.recv_slots : window) / 2;
+	if (c->path.credits_due == 0)
+		c->path.credits_due = 1;
+	for (uint32_t i = 0; i < c->path.recv_slots; i++)
 		RSEC_GUARD(post_recv(c, i));
 	return rsec_onesided_setup(c);
 }
 
 int rsec_data_start(struct rsec_conn *c)
 {
-	RSEC_GUARD(rsec_qp_connect(&c->qp, &c->remote));
+	RSEC_GUARD(rsec_qp_connect(&c->path.qp, &c->path.remote));
 	/* The peer's slot size bounds our frames; our own ceiling bounds what it makes us pin. */
-	c->frame_size = c->peer_slot_size < RSEC_FRAME_MAX ? c->peer_slot_size : RSEC_FRAME_MAX;
-	c->send_slots = send_window(c->peer_slots, c->peer_slot_size);
-	size_t bytes = (size_t)c->send_slots * c->frame_size;
-	RSEC_GUARD(rsec_sendq_init(&c->sendq, c->send_slots));
-	c->send_ring = ring_alloc(bytes);
-	RSEC_ENSURE(c->send_ring, RSEC_E_NOMEM);
-	c->send_mr = ibv_reg_mr(c->qp.pd, c->send_ring, bytes, 0);
-	RSEC_ENSURE(c->send_mr, RSEC_E_VERBS);
-	c->credits = c->peer_slots;
+	c->path.frame_size = c->path.peer_slot_size < RSEC_FRAME_MAX ? c->path.peer_slot_size : RSEC_FRAME_MAX;
+	c->path.send_slots = send_window(c->path.peer_slots, c->path.peer_slot_size);
+	size_t bytes = (size_t)c->path.send_slots * c->path.frame_size;
+	RSEC_GUARD(rsec_sendq_init(&c->path.sendq, c->path.send_slots));
+	c->path.send_ring = ring_alloc(bytes);
+	RSEC_ENSURE(c->path.send_ring, RSEC_E_NOMEM);
+	c->path.send_mr = ibv_reg_mr(c->path.qp.pd, c->path.send_ring, bytes, 0);
+	RSEC_ENSURE(c->path.send_mr, RSEC_E_VERBS);
+	c->path.credits = c->path.peer_slots;
 	return 0;
 }
 
@@ -140,9 +140,9 @@ static bool take_channel_events(struct rsec_conn *c, unsigned *fired)
 {
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	while (ibv_get_cq_event(c->qp.chan, &cq, &cq_ctx) == 0) {
+	while (ibv_get_cq_event(c->path.qp.chan, &cq, &cq_ctx) == 0) {
 		/* Only our two CQs use the channel; anything else re-arms both. */
-		*fired |= cq == c->qp.send_cq ? FIRED_SEND : cq == c->qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
+		*fired |= cq == c->path.qp.send_cq ? FIRED_SEND : cq == c->path.qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
 		ibv_ack_cq_events(cq, 1);
 	}
 	return errno == EAGAIN;
@@ -161,39 +161,39 @@ static void resend_free(struct rsec_conn *c)
 
 void rsec_data_teardown(struct rsec_conn *c)
 {
-	if (c->have_qp) {
-		if (c->qp.chan) {
-			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->qp.chan->fd, NULL);
+	if (c->path.have_qp) {
+		if (c->path.qp.chan) {
+			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->path.qp.chan->fd, NULL);
 			/* A CQ is destroyed only once each of its events is acknowledged. */
 			unsigned fired = 0;
 			(void)take_channel_events(c, &fired);
 		}
-		if (c->qp.qp)
-			(void)!rsec_qp_to_error(&c->qp);
+		if (c->path.qp.qp)
+			(void)!rsec_qp_to_error(&c->path.qp);
 	}
-	if (c->send_mr)
-		(void)ibv_dereg_mr(c->send_mr);
-	if (c->recv_mr)
-		(void)ibv_dereg_mr(c->recv_mr);
-	c->send_mr = c->recv_mr = NULL;
-	if (c->have_qp)
-		rsec_qp_destroy(&c->qp);
-	c->have_qp = false;
-	ring_free(&c->send_ring, (size_t)c->send_slots * c->frame_size);
-	ring_free(&c->recv_ring, (size_t)c->recv_slots * c->ctx->slot_size);
-	msg_free(&c->rx_msg, c->rx_cap);
-	msg_free(&c->txm, c->txm_len);
+	if (c->path.send_mr)
+		(void)ibv_dereg_mr(c->path.send_mr);
+	if (c->path.recv_mr)
+		(void)ibv_dereg_mr(c->path.recv_mr);
+	c->path.send_mr = c->path.recv_mr = NULL;
+	if (c->path.have_qp)
+		rsec_qp_destroy(&c->path.qp);
+	c->path.have_qp = false;
+	ring_free(&c->path.send_ring, (size_t)c->path.send_slots * c->path.frame_size);
+	ring_free(&c->path.recv_ring, (size_t)c->path.recv_slots * c->ctx->slot_size);
+	msg_free(&c->path.rx_msg, c->path.rx_cap);
+	msg_free(&c->path.txm, c->path.txm_len);
 	resend_free(c);
-	c->rx_cap = c->rx_len = 0;
-	c->rx_started = c->rx_complete = false;
+	c->path.rx_cap = c->path.rx_len = 0;
+	c->path.rx_started = c->path.rx_complete = false;
 }
 
 static RSEC_MUST_CHECK int post_send(struct rsec_conn *c, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
-	int err = ibv_post_send(c->qp.qp, wr, &bad);
+	int err = ibv_post_send(c->path.qp.qp, wr, &bad);
 	if (err)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 	return 0;
 }
 
@@ -201,25 +201,25 @@ static RSEC_MUST_CHECK int post_send(struct rsec_conn *c, struct ibv_send_wr *wr
 static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const uint8_t *pt, uint32_t len)
 {
 	bool signaled;
-	uint32_t slot = rsec_sendq_peek(&c->sendq, &signaled);
-	uint8_t *buf = c->send_ring + (size_t)slot * c->frame_size;
-	uint16_t credits = c->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->credits_owed;
+	uint32_t slot = rsec_sendq_peek(&c->path.sendq, &signaled);
+	uint8_t *buf = c->path.send_ring + (size_t)slot * c->path.frame_size;
+	uint16_t credits = c->path.credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->path.credits_owed;
 	size_t n;
-	RSEC_GUARD(rsec_seal_frame(c->seal.tx, credits, flags, pt, len, buf, c->frame_size, &n));
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = c->send_mr->lkey };
+	RSEC_GUARD(rsec_seal_frame(c->path.seal.tx, credits, flags, pt, len, buf, c->path.frame_size, &n));
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = c->path.send_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = RSEC_WR_ID(WR_SEND, slot),
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND,
 		/* Small frames travel in the work request: the device reads no memory for them. */
-		.send_flags = (n <= c->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
+		.send_flags = (n <= c->path.qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
 	RSEC_GUARD(post_send(c, &wr));
 	/* A data frame stays in its slot for a rebuild to send again, if there can be one. */
-	rsec_sendq_posted(&c->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && rsec_rebuild_possible(c));
-	c->credits_owed -= credits;
-	c->credits--;
+	rsec_sendq_posted(&c->path.sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && rsec_rebuild_possible(c));
+	c->path.credits_owed -= credits;
+	c->path.credits--;
 	return 0;
 }
 
@@ -232,8 +232,8 @@ static bool can_send(const struct rsec_conn *c, bool credit_only)
 	 * announcing a grant must not overtake the bind anyway. Nothing goes
 	 * while the data path is rebuilt. Sends wait in the library meanwhile.
 	 */
-	return c->binds_inflight == 0 && !rsec_rebuilding(c) && rsec_sendq_room(&c->sendq, !credit_only) &&
-	       c->credits > (credit_only ? 0u : 1u);
+	return c->path.binds_inflight == 0 && !rsec_rebuilding(c) && rsec_sendq_room(&c->path.sendq, !credit_only) &&
+	       c->path.credits > (credit_only ? 0u : 1u);
 }
 
 /* A new data frame: after every frame a rebuild recovered for sending again. */
@@ -244,26 +244,26 @@ static bool can_send_new(const struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
 {
-	if (c->credits_owed < c->credits_due || !can_send(c, true))
+	if (c->path.credits_owed < c->path.credits_due || !can_send(c, true))
 		return 0;
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_fault_fail(&c->fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
 int rsec_data_new_tx_keys(struct rsec_conn *c)
 {
-	rsec_seal_retire_tx(&c->seal, c->sendq.acked);
+	rsec_seal_retire_tx(&c->path.seal, c->path.sendq.acked);
 	if (!can_send(c, true))
 		return 0; /* the next frame we send retires the peer's old key instead */
 	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_fault_fail(&c->fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
 }
 
 /* The queue pair failed: a fault of the data path, for the session to rebuild or close on. */
 static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	c->stats.qp_errors++;
-	return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
+	c->path.stats.qp_errors++;
+	return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
 				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
@@ -271,12 +271,12 @@ static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *w
 static void data_posted(const struct rsec_conn *c, struct rsec_posted *out)
 {
 	*out = (struct rsec_posted){
-		.recv_slots = c->recv_slots,
+		.recv_slots = c->path.recv_slots,
 		.slot_size = c->ctx->slot_size,
-		.send_slots = c->send_slots,
-		.sends_inflight = rsec_sendq_inflight(&c->sendq),
+		.send_slots = c->path.send_slots,
+		.sends_inflight = rsec_sendq_inflight(&c->path.sendq),
 		.binds = RSEC_MAX_GRANTS,
-		.ops_depth = c->ops.depth,
+		.ops_depth = c->path.ops.depth,
 	};
 }
 
@@ -286,12 +286,12 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 	char why[160];
 	data_posted(c, &posted);
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
 		/* A signaled frame's completion also ends the unsignaled ones before it. */
-		if (rsec_sendq_complete(&c->sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
+		if (rsec_sendq_complete(&c->path.sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
 					sizeof(why)) < 0)
-			return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
+			return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
 		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
 	}
 	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
@@ -307,25 +307,25 @@ static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *
 
 static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
 {
-	size_t want = c->rx_len + more;
+	size_t want = c->path.rx_len + more;
 	if (want > c->ctx->max_msg)
-		return rsec_fault_fail(&c->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
-	if (want <= c->rx_cap)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+	if (want <= c->path.rx_cap)
 		return 0;
-	size_t cap = c->rx_cap ? c->rx_cap : 4096;
+	size_t cap = c->path.rx_cap ? c->path.rx_cap : 4096;
 	while (cap < want)
 		cap *= 2;
 	if (cap > c->ctx->max_msg)
 		cap = c->ctx->max_msg;
 	uint8_t *p = malloc(cap);
 	if (!p)
-		return rsec_fault_fail(&c->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
-	if (c->rx_msg) {
-		memcpy(p, c->rx_msg, c->rx_len);
-		msg_free(&c->rx_msg, c->rx_cap);
+		return rsec_fault_fail(&c->path.fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
+	if (c->path.rx_msg) {
+		memcpy(p, c->path.rx_msg, c->path.rx_len);
+		msg_free(&c->path.rx_msg, c->path.rx_cap);
 	}
-	c->rx_msg = p;
-	c->rx_cap = cap;
+	c->path.rx_msg = p;
+	c->path.rx_cap = cap;
 	return 0;
 }
 
@@ -333,43 +333,43 @@ static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
 static RSEC_MUST_CHECK int check_fragment(struct rsec_conn *c, uint8_t flags)
 {
 	bool first = flags & RSEC_SEAL_FLAG_FIRST;
-	if (first == c->rx_started)
-		return rsec_fault_fail(&c->fault, RSEC_E_PROTO, "fragment out of order");
+	if (first == c->path.rx_started)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_PROTO, "fragment out of order");
 	return 0;
 }
 
 /* The message so far leaves the caller's buffer for rx_msg (the caller stops waiting, or it does not fit). */
 static RSEC_MUST_CHECK int leave_direct(struct rsec_conn *c)
 {
-	if (!c->rx_in_direct)
+	if (!c->path.rx_in_direct)
 		return 0;
-	size_t n = c->rx_len;
-	c->rx_len = 0;
-	c->rx_in_direct = false;
+	size_t n = c->path.rx_len;
+	c->path.rx_len = 0;
+	c->path.rx_in_direct = false;
 	int rc = reserve_rx(c, n);
 	if (rc == 0 && n)
-		memcpy(c->rx_msg, c->rx_direct, n);
-	OPENSSL_cleanse(c->rx_direct, n);
-	c->rx_len = rc == 0 ? n : 0;
+		memcpy(c->path.rx_msg, c->path.rx_direct, n);
+	OPENSSL_cleanse(c->path.rx_direct, n);
+	c->path.rx_len = rc == 0 ? n : 0;
 	return rc;
 }
 
 /* Where the next body bytes of the arriving message go: the waiting caller's buffer when they fit, else rx_msg. */
 static RSEC_MUST_CHECK int rx_room(struct rsec_conn *c, size_t body, uint8_t **dst, size_t *room)
 {
-	bool fresh = !c->rx_started && c->rx_len == 0;
-	if (c->rx_len + body > c->ctx->max_msg)
-		return rsec_fault_fail(&c->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
-	if (c->rx_direct && (c->rx_in_direct || fresh) && body <= c->rx_direct_cap - c->rx_len) {
-		c->rx_in_direct = true;
-		*dst = c->rx_direct + c->rx_len;
-		*room = c->rx_direct_cap - c->rx_len;
+	bool fresh = !c->path.rx_started && c->path.rx_len == 0;
+	if (c->path.rx_len + body > c->ctx->max_msg)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
+	if (c->path.rx_direct && (c->path.rx_in_direct || fresh) && body <= c->path.rx_direct_cap - c->path.rx_len) {
+		c->path.rx_in_direct = true;
+		*dst = c->path.rx_direct + c->path.rx_len;
+		*room = c->path.rx_direct_cap - c->path.rx_len;
 		return 0;
 	}
 	RSEC_GUARD(leave_direct(c));
 	RSEC_GUARD(reserve_rx(c, body));
-	*dst = c->rx_msg ? c->rx_msg + c->rx_len : NULL;
-	*room = c->rx_cap - c->rx_len;
+	*dst = c->path.rx_msg ? c->path.rx_msg + c->path.rx_len : NULL;
+	*room = c->path.rx_cap - c->path.rx_len;
 	return 0;
 }
 
@@ -384,53 +384,53 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *
 	data_posted(c, &posted);
 	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
 		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
-		c->stats.protocol_violations++;
-		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
+		c->path.stats.protocol_violations++;
+		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
 	}
-	uint8_t *frame = c->recv_ring + (size_t)slot * c->ctx->slot_size;
+	uint8_t *frame = c->path.recv_ring + (size_t)slot * c->ctx->slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
 	uint8_t *dst = NULL;
 	size_t room = 0;
 	RSEC_GUARD(rx_room(c, body, &dst, &room));
 	struct rsec_seal_hdr hdr;
-	int rc = rsec_seal_open(&c->seal, frame, len, &hdr, dst, room);
+	int rc = rsec_seal_open(&c->path.seal, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
 	if (rc == RSEC_E_PROTO) {
 		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
-		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
+		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
 					  "rejected a message: a frame whose header does not parse (forged or corrupt)");
 	}
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */
-		return rsec_fault_data(&c->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
+		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
 	}
-	if ((uint64_t)c->credits + hdr.credits > c->peer_slots || rsec_sendq_ack(&c->sendq, hdr.credits) < 0)
-		return rsec_fault_fail(&c->fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
-	rsec_seal_retire_tx(&c->seal, c->sendq.acked);
-	c->credits += hdr.credits;
+	if ((uint64_t)c->path.credits + hdr.credits > c->path.peer_slots || rsec_sendq_ack(&c->path.sendq, hdr.credits) < 0)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
+	rsec_seal_retire_tx(&c->path.seal, c->path.sendq.acked);
+	c->path.credits += hdr.credits;
 	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
 		RSEC_GUARD(check_fragment(c, hdr.flags));
-		c->rx_started = true;
-		c->rx_len += hdr.len;
+		c->path.rx_started = true;
+		c->path.rx_len += hdr.len;
 		if (hdr.flags & RSEC_SEAL_FLAG_LAST) {
-			c->rx_started = false;
-			c->rx_complete = true;
-			c->stats.msgs_received++;
-			c->stats.bytes_received += c->rx_len;
+			c->path.rx_started = false;
+			c->path.rx_complete = true;
+			c->path.stats.msgs_received++;
+			c->path.stats.bytes_received += c->path.rx_len;
 		}
 	}
 	rc = post_recv(c, slot);
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "cannot repost a receive buffer");
-	c->credits_owed++;
+		return rsec_fault_fail(&c->path.fault, rc, "cannot repost a receive buffer");
+	c->path.credits_owed++;
 	return 0;
 }
 
 int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off, bool *started)
 {
-	uint32_t frag_max = c->frame_size - RSEC_SEAL_OVERHEAD;
+	uint32_t frag_max = c->path.frame_size - RSEC_SEAL_OVERHEAD;
 	while ((!*started || *off < len) && can_send_new(c)) {
 		uint32_t n = len - *off > frag_max ? frag_max : (uint32_t)(len - *off);
 		uint8_t flags = (*started ? 0 : RSEC_SEAL_FLAG_FIRST) | (*off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
@@ -444,38 +444,38 @@ int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_
 int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off, bool started)
 {
 	size_t rest = len - off;
-	c->txm = malloc(rest ? rest : 1);
-	if (!c->txm)
-		return rsec_fault_fail(&c->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
+	c->path.txm = malloc(rest ? rest : 1);
+	if (!c->path.txm)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
 	if (rest)
-		memcpy(c->txm, p + off, rest);
-	c->txm_len = rest;
-	c->txm_off = 0;
-	c->txm_started = started;
-	c->txm_progress_ms = rsec_now_ms();
+		memcpy(c->path.txm, p + off, rest);
+	c->path.txm_len = rest;
+	c->path.txm_off = 0;
+	c->path.txm_started = started;
+	c->path.txm_progress_ms = rsec_now_ms();
 	return 0;
 }
 
 /* The queued message, as credits return; a peer that returns none for too long is dropped. */
 static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 {
-	if (!c->txm)
+	if (!c->path.txm)
 		return 0;
-	size_t off = c->txm_off;
-	bool started = c->txm_started;
-	int rc = rsec_data_send_some(c, c->txm, c->txm_len, &c->txm_off, &c->txm_started);
+	size_t off = c->path.txm_off;
+	bool started = c->path.txm_started;
+	int rc = rsec_data_send_some(c, c->path.txm, c->path.txm_len, &c->path.txm_off, &c->path.txm_started);
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "cannot send: %s", rsec_strerror(rc));
+		return rsec_fault_fail(&c->path.fault, rc, "cannot send: %s", rsec_strerror(rc));
 	uint64_t now = rsec_now_ms();
-	if (c->txm_off != off || c->txm_started != started)
-		c->txm_progress_ms = now;
-	if (c->txm_started && c->txm_off == c->txm_len) {
-		msg_free(&c->txm, c->txm_len);
-		c->txm_len = c->txm_off = 0;
+	if (c->path.txm_off != off || c->path.txm_started != started)
+		c->path.txm_progress_ms = now;
+	if (c->path.txm_started && c->path.txm_off == c->path.txm_len) {
+		msg_free(&c->path.txm, c->path.txm_len);
+		c->path.txm_len = c->path.txm_off = 0;
 		return 0;
 	}
-	if (now - c->txm_progress_ms > RSEC_SEND_STALL_MS)
-		return rsec_fault_fail(&c->fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
+	if (now - c->path.txm_progress_ms > RSEC_SEND_STALL_MS)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
 				      RSEC_SEND_STALL_MS);
 	return 0;
 }
@@ -488,19 +488,19 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 {
 	bool busy = c->ctx->poll_mode == RSEC_POLL_BUSY;
-	if ((busy || c->fds_probed) && !c->chan_event)
+	if ((busy || c->fds_probed) && !c->path.chan_event)
 		return 0;
-	c->chan_event = false;
+	c->path.chan_event = false;
 	unsigned fired = 0;
 	if (!take_channel_events(c, &fired))
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
 	if (busy)
 		return 0; /* the CQs were armed once, at creation; busy waits poll them */
 	/* A CQ stays armed until it gives an event: only those that did are armed again, before
 	 * polling, so a completion racing with the poll still wakes us. */
-	if (((fired & FIRED_SEND) && ibv_req_notify_cq(c->qp.send_cq, 0)) ||
-	    ((fired & FIRED_RECV) && ibv_req_notify_cq(c->qp.recv_cq, 0)))
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "cannot arm the completion queues");
+	if (((fired & FIRED_SEND) && ibv_req_notify_cq(c->path.qp.send_cq, 0)) ||
+	    ((fired & FIRED_RECV) && ibv_req_notify_cq(c->path.qp.recv_cq, 0)))
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "cannot arm the completion queues");
 	return 0;
 }
 
@@ -513,7 +513,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 		memcpy(&len, p + 1, sizeof(len));
 		int rc = send_frame(c, p[0], p + 5, len);
 		if (rc < 0)
-			return rsec_fault_fail(&c->fault, rc, "cannot send again: %s", rsec_strerror(rc));
+			return rsec_fault_fail(&c->path.fault, rc, "cannot send again: %s", rsec_strerror(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
 		c->rb.resend_off += 5 + (size_t)len;
 		if (c->rb.resend_off == c->rb.resend_len)
@@ -527,8 +527,8 @@ static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
 {
 	struct ibv_wc wc[16];
 	int n;
-	while ((n = ibv_poll_cq(c->qp.send_cq, 16, wc)) > 0) {
-		c->completions += (uint64_t)n;
+	while ((n = ibv_poll_cq(c->path.qp.send_cq, 16, wc)) > 0) {
+		c->path.completions += (uint64_t)n;
 		for (int i = 0; i < n; i++) {
 			int rc = on_send_wc(c, &wc[i]);
 			if (rc < 0) {
@@ -537,17 +537,17 @@ static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
 				return rc;
 			}
 		}
-		if (rsec_fault_pending(&c->fault))
-			return c->fault.code; /* an operation's end found it (a sealed write's claim) */
+		if (rsec_fault_pending(&c->path.fault))
+			return c->path.fault.code; /* an operation's end found it (a sealed write's claim) */
 	}
-	return n < 0 ? rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
+	return n < 0 ? rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
 }
 
 int rsec_data_poll(struct rsec_conn *c)
 {
-	if (rsec_fault_pending(&c->fault))
-		return c->fault.code; /* nothing more on a queue pair whose fault is not settled */
-	if (!c->have_qp || !c->send_ring)
+	if (rsec_fault_pending(&c->path.fault))
+		return c->path.fault.code; /* nothing more on a queue pair whose fault is not settled */
+	if (!c->path.have_qp || !c->path.send_ring)
 		return 0;
 	RSEC_GUARD(drain_channel(c));
 	if (c->rb.state == REBUILD_SENT || c->rb.state == REBUILD_PARKED)
@@ -557,12 +557,12 @@ int rsec_data_poll(struct rsec_conn *c)
 	 * application: unread data stays in the peer's unreturned credits. */
 	struct ibv_wc wc;
 	int n;
-	while (!c->rx_complete && (n = ibv_poll_cq(c->qp.recv_cq, 1, &wc)) > 0) {
-		c->completions++;
+	while (!c->path.rx_complete && (n = ibv_poll_cq(c->path.qp.recv_cq, 1, &wc)) > 0) {
+		c->path.completions++;
 		RSEC_GUARD(on_recv_wc(c, &wc));
 	}
 	if (n < 0)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_poll_cq failed");
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_poll_cq failed");
 	RSEC_GUARD(maybe_return_credits(c));
 	RSEC_GUARD(resend_recovered(c));
 	return progress_queued(c);
@@ -570,23 +570,23 @@ int rsec_data_poll(struct rsec_conn *c)
 
 int rsec_data_quiet(struct rsec_conn *c)
 {
-	if (rsec_fault_pending(&c->fault))
-		return c->fault.code;
-	return c->have_qp && c->qp.chan ? drain_channel(c) : 0;
+	if (rsec_fault_pending(&c->path.fault))
+		return c->path.fault.code;
+	return c->path.have_qp && c->path.qp.chan ? drain_channel(c) : 0;
 }
 
 uint64_t rsec_data_opened(const struct rsec_conn *c)
 {
-	return c->have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->seal)) : 0;
+	return c->path.have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->path.seal)) : 0;
 }
 
 int rsec_data_renew(struct rsec_conn *c)
 {
-	RSEC_GUARD(rsec_qp_renew(&c->qp, RSEC_REBUILD_BURN));
+	RSEC_GUARD(rsec_qp_renew(&c->path.qp, RSEC_REBUILD_BURN));
 	/* What the old QP received and we did not open, the peer sends again. */
-	for (uint32_t i = 0; i < c->recv_slots; i++)
+	for (uint32_t i = 0; i < c->path.recv_slots; i++)
 		RSEC_GUARD(post_recv(c, i));
-	c->credits_owed = 0;
+	c->path.credits_owed = 0;
 	return 0;
 }
 
@@ -600,8 +600,8 @@ int rsec_data_renew(struct rsec_conn *c)
  */
 static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened)
 {
-	const struct rsec_sendq *q = &c->sendq;
-	size_t body_max = c->frame_size - RSEC_SEAL_OVERHEAD;
+	const struct rsec_sendq *q = &c->path.sendq;
+	size_t body_max = c->path.frame_size - RSEC_SEAL_OVERHEAD;
 	size_t old = c->rb.resend ? c->rb.resend_len - c->rb.resend_off : 0;
 	size_t kept = 0; /* at most the ring's slots, whatever the peer's credits allowed */
 	for (uint64_t f = opened; f < q->next; f++)
@@ -614,9 +614,9 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 	for (uint64_t f = opened; f < q->next && rc == 0; f++) {
 		if (!rsec_sendq_kept(q, f))
 			continue;
-		const uint8_t *frame = c->send_ring + (size_t)(f % c->send_slots) * c->frame_size;
+		const uint8_t *frame = c->path.send_ring + (size_t)(f % c->path.send_slots) * c->path.frame_size;
 		struct rsec_seal_hdr h;
-		rc = rsec_seal_recover_sent(&c->seal, frame, c->frame_size, &h, buf + len + RESEND_HDR, body_max);
+		rc = rsec_seal_recover_sent(&c->path.seal, frame, c->path.frame_size, &h, buf + len + RESEND_HDR, body_max);
 		if (rc == 0 && (h.seq != f || (h.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)))
 			rc = RSEC_E_PROTO; /* our own ring disagrees with our bookkeeping */
 		if (rc == 0) {
@@ -645,30 +645,30 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 
 int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 {
-	struct rsec_sendq *q = &c->sendq;
+	struct rsec_sendq *q = &c->path.sendq;
 	RSEC_ENSURE(opened >= q->acked && opened <= q->next, RSEC_E_PROTO);
 	RSEC_GUARD(recover_unopened(c, opened));
 	struct rsec_seal_stats st;
-	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &st);
-	c->seal_before.mac_failures += st.mac_failures;
-	c->seal_before.seq_violations += st.seq_violations;
-	c->seal_before.malformed += st.malformed;
-	rsec_seal_free(&c->seal);
-	c->have_seal = false;
+	rsec_seal_stats(rsec_seal_rx_now(&c->path.seal), &st);
+	c->path.seal_before.mac_failures += st.mac_failures;
+	c->path.seal_before.seq_violations += st.seq_violations;
+	c->path.seal_before.malformed += st.malformed;
+	rsec_seal_free(&c->path.seal);
+	c->path.have_seal = false;
 	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
-	RSEC_GUARD(rsec_seal_from_tls(&c->seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, c->lane, c->rb.epoch + 1));
-	c->have_seal = true;
-	RSEC_GUARD(rsec_sendq_init(q, c->send_slots));
-	c->credits = c->peer_slots;
-	c->credits_owed = 0;
+	RSEC_GUARD(rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, c->lane, c->rb.epoch + 1));
+	c->path.have_seal = true;
+	RSEC_GUARD(rsec_sendq_init(q, c->path.send_slots));
+	c->path.credits = c->path.peer_slots;
+	c->path.credits_owed = 0;
 	return 0;
 }
 
 size_t rsec_send_queued(const struct rsec_conn *c)
 {
-	if (!c || !c->txm)
+	if (!c || !c->path.txm)
 		return 0;
-	return c->txm_len - c->txm_off + (c->txm_started ? 0 : 1); /* an empty message not yet out counts */
+	return c->path.txm_len - c->path.txm_off + (c->path.txm_started ? 0 : 1); /* an empty message not yet out counts */
 }
 
 bool rsec_data_can_send(const struct rsec_conn *c)
@@ -679,35 +679,35 @@ bool rsec_data_can_send(const struct rsec_conn *c)
 void rsec_data_recv_into(struct rsec_conn *c, void *buf, size_t cap)
 {
 	/* While the caller waits, a message arriving is opened straight into buf: no copy after. */
-	if (buf && !c->rx_complete) {
-		c->rx_direct = buf;
-		c->rx_direct_cap = cap;
+	if (buf && !c->path.rx_complete) {
+		c->path.rx_direct = buf;
+		c->path.rx_direct_cap = cap;
 	}
 }
 
 int rsec_data_recv_take(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int waited)
 {
-	c->rx_direct_cap = 0;
-	if (waited == 0 && c->rx_in_direct) {
-		*len = c->rx_len;
-		c->rx_in_direct = false;
-		c->rx_direct = NULL;
-		c->rx_len = 0;
-		c->rx_complete = false;
+	c->path.rx_direct_cap = 0;
+	if (waited == 0 && c->path.rx_in_direct) {
+		*len = c->path.rx_len;
+		c->path.rx_in_direct = false;
+		c->path.rx_direct = NULL;
+		c->path.rx_len = 0;
+		c->path.rx_complete = false;
 		return 0;
 	}
 	/* Part of a message in buf, or nothing: buf is the caller's again. */
 	int moved = leave_direct(c);
-	c->rx_direct = NULL;
+	c->path.rx_direct = NULL;
 	RSEC_GUARD(waited);
 	RSEC_GUARD(moved);
-	*len = c->rx_len;
-	if (c->rx_len > cap)
+	*len = c->path.rx_len;
+	if (c->path.rx_len > cap)
 		return RSEC_E_RANGE;
-	if (c->rx_len)
-		memcpy(buf, c->rx_msg, c->rx_len);
-	OPENSSL_cleanse(c->rx_msg, c->rx_len);
-	c->rx_len = 0;
-	c->rx_complete = false;
+	if (c->path.rx_len)
+		memcpy(buf, c->path.rx_msg, c->path.rx_len);
+	OPENSSL_cleanse(c->path.rx_msg, c->path.rx_len);
+	c->path.rx_len = 0;
+	c->path.rx_complete = false;
 	return 0;
 }

@@ -86,16 +86,16 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
  */
 static RSEC_MUST_CHECK int bind_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
 {
-	struct rsec_local_grant *g = &c->gt.local[idx];
-	RSEC_GUARD(rsec_mw_alloc(&c->qp, &g->mw));
-	int rc = rsec_mw_bind_post(&c->qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
+	struct rsec_local_grant *g = &c->path.gt.local[idx];
+	RSEC_GUARD(rsec_mw_alloc(&c->path.qp, &g->mw));
+	int rc = rsec_mw_bind_post(&c->path.qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
 				   RSEC_WR_ID(WR_BIND, idx));
 	if (rc < 0) {
 		(void)!rsec_mw_free(&g->mw);
 		return rc;
 	}
 	g->busy = true;
-	c->binds_inflight++;
+	c->path.binds_inflight++;
 	return 0;
 }
 
@@ -103,7 +103,7 @@ static RSEC_MUST_CHECK int bind_window(struct rsec_conn *c, struct rsec_region *
 static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
 {
 	RSEC_GUARD(bind_window(c, r, idx));
-	struct rsec_local_grant *g = &c->gt.local[idx];
+	struct rsec_local_grant *g = &c->path.gt.local[idx];
 	g->region = r;
 	r->users++;
 	return 0;
@@ -122,7 +122,7 @@ static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rs
 	int access = access_to_verbs(g->access);
 	if (g->access & RSEC_ACCESS_WRITE)
 		access |= IBV_ACCESS_LOCAL_WRITE; /* verbs demand it with REMOTE_WRITE */
-	g->mr = ibv_reg_mr(c->qp.pd, g->addr, g->len, access);
+	g->mr = ibv_reg_mr(c->path.qp.pd, g->addr, g->len, access);
 	RSEC_ENSURE(g->mr != NULL, RSEC_E_VERBS);
 	g->rkey = g->mr->rkey;
 	return 0;
@@ -157,7 +157,7 @@ static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rse
 		return rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
 					      sizeof(g->read_mac));
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	int rc = rsec_grant_keys_mac(&g->keys, &c->seal, c->is_server, g->id, 0, g->addr, g->len, mac);
+	int rc = rsec_grant_keys_mac(&g->keys, &c->path.seal, c->is_server, g->id, 0, g->addr, g->len, mac);
 	if (rc == 0)
 		rc = rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
 	OPENSSL_cleanse(mac, sizeof(mac));
@@ -171,7 +171,7 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	bool proof = g->verified || (g->sealed && (g->access & RSEC_ACCESS_READ));
 	int rc = proof ? send_read_proof(c, g) : 0;
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
+		return rsec_fault_fail(&c->path.fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
 	m.u.grant.grant_id = g->id;
 	m.u.grant.addr = (uintptr_t)g->addr;
@@ -185,12 +185,12 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	rc = rsec_chan_send(c->chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "cannot send GRANT");
+		return rsec_fault_fail(&c->path.fault, rc, "cannot send GRANT");
 	const char *note = g->verified ? "verified read" : g->sealed ? "sealed" : NULL;
 	if (g->rebind)
 		note = g->verified ? "verified read, bound again after a rebuild" : "bound again after a rebuild";
 	else
-		c->stats.grants_issued++;
+		c->path.stats.grants_issued++;
 	g->rebind = false;
 	rsec_grant_audit_local(c, RSEC_AUDIT_GRANT, g, "ok", note, 0, 0);
 	return 0;
@@ -230,7 +230,7 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 static bool sealed_overlap(const struct rsec_conn *c, const uint8_t *addr, uint64_t len, bool sealed_read)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		const struct rsec_local_grant *g = &c->gt.local[i];
+		const struct rsec_local_grant *g = &c->path.gt.local[i];
 		bool holds_ciphertext = g->sealed && (g->access & RSEC_ACCESS_READ) && !g->unsealed;
 		bool counts = (sealed_read && g->live) || (holds_ciphertext && (g->live || g->busy));
 		if (counts && addr < g->addr + g->len && g->addr < addr + len)
@@ -257,7 +257,7 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 	if (sealed_overlap(c, r->addr + off, len, sealed_read))
 		return RSEC_E_RANGE;
 	unsigned idx;
-	struct rsec_local_grant *g = rsec_gt_slot(&c->gt, &idx);
+	struct rsec_local_grant *g = rsec_gt_slot(&c->path.gt, &idx);
 	if (!g)
 		return RSEC_E_LIMIT;
 	g->addr = r->addr + off;
@@ -268,7 +268,7 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 	g->sealed = sealed;
 	g->tag = tag;
 	/* Keyed under the key id in use now; the id is the one rsec_gt_activate is about to give. */
-	g->id = rsec_gt_next_id(&c->gt);
+	g->id = rsec_gt_next_id(&c->path.gt);
 	g->key_id = rsec_rekey_id(&c->rk);
 	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &c->rk, rsec_grant_keys_chained(c), g->key_id, g->id));
 	if (sealed_read)
@@ -282,12 +282,12 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 		}
 		return rc;
 	}
-	rsec_gt_activate(&c->gt, g, rsec_now_ms(), ttl_ms);
+	rsec_gt_activate(&c->path.gt, g, rsec_now_ms(), ttl_ms);
 	if (grant_id)
 		*grant_id = g->id;
 	/* The pass over the bytes belongs to the caller of rsec_grant, not to the completion that announces it. */
 	if (verified &&
-	    rsec_grant_keys_mac(&g->keys, &c->seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
+	    rsec_grant_keys_mac(&g->keys, &c->path.seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
 		g->read_mac_ready = true;
 	if (g->busy) {
 		g->announce = true; /* when the bind completes */
@@ -325,7 +325,7 @@ static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, 
 	OPENSSL_cleanse(g->sealed_prefix, sizeof(g->sealed_prefix));
 	rsec_grant_audit_local(c, RSEC_AUDIT_SEALED_OPEN, g, why ? "mismatch" : "ok", why, 0, g->len);
 	if (g->unseal_rc == RSEC_E_MAC)
-		c->data_mac_failures++;
+		c->path.data_mac_failures++;
 }
 
 /*
@@ -346,7 +346,7 @@ int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum 
 	}
 	if (grant_release(g) < 0) {
 		rsec_grant_audit_local(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
-		int rc = rsec_fault_fail(&c->fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		int rc = rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
 		settle_sealed_read(c, g, false);
 		return rc;
 	}
@@ -359,22 +359,22 @@ int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum 
 int rsec_grant_revoke(struct rsec_conn *c, uint64_t grant_id)
 {
 	RSEC_GUARD(rsec_conn_require_established(c, false));
-	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id); /* expired or not: revoke it now */
+	struct rsec_local_grant *g = rsec_gt_find(&c->path.gt, grant_id); /* expired or not: revoke it now */
 	if (!g)
 		return RSEC_E_GRANT;
 	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE));
-	c->stats.grants_revoked++;
+	c->path.stats.grants_revoked++;
 	return 0;
 }
 
 int rsec_grant_expire(struct rsec_conn *c)
 {
 	struct rsec_local_grant *g;
-	while ((g = rsec_gt_expired(&c->gt, rsec_now_ms())) != NULL) {
+	while ((g = rsec_gt_expired(&c->path.gt, rsec_now_ms())) != NULL) {
 		int rc = rsec_grant_invalidate(c, g, RSEC_AUDIT_EXPIRE);
 		if (rc < 0)
-			return rsec_fault_fail(&c->fault, rc, "cannot expire grant %llu", (unsigned long long)g->id);
-		c->stats.grants_expired++;
+			return rsec_fault_fail(&c->path.fault, rc, "cannot expire grant %llu", (unsigned long long)g->id);
+		c->path.stats.grants_expired++;
 	}
 	return 0;
 }
@@ -382,11 +382,11 @@ int rsec_grant_expire(struct rsec_conn *c)
 /* The grant whose bind completed, or NULL if none was in flight in that slot (the device misreported). */
 static struct rsec_local_grant *bound_grant(struct rsec_conn *c, const struct ibv_wc *wc)
 {
-	struct rsec_local_grant *g = &c->gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
+	struct rsec_local_grant *g = &c->path.gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
 	if (!g->busy)
 		return NULL;
 	g->busy = false;
-	c->binds_inflight--;
+	c->path.binds_inflight--;
 	if (!g->live)
 		drop_region(c, g);
 	return g;
@@ -396,7 +396,7 @@ int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	struct rsec_local_grant *g = bound_grant(c, wc);
 	if (!g)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
 		settle_sealed_read(c, g, rsec_mw_free(&g->mw) == 0);
@@ -422,7 +422,7 @@ static bool end_with_path(struct rsec_conn *c, struct rsec_local_grant *g, const
 	g->live = false;
 	bool freed = grant_release(g) == 0;
 	rsec_grant_audit_local(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
-	c->stats.grants_revoked++;
+	c->path.stats.grants_revoked++;
 	return freed;
 }
 
@@ -431,16 +431,16 @@ static void forget_bind(struct rsec_conn *c, struct rsec_local_grant *g)
 {
 	if (g->busy) {
 		g->busy = false;
-		c->binds_inflight--;
+		c->path.binds_inflight--;
 	}
 }
 
 void rsec_grant_close(struct rsec_conn *c)
 {
 	/* No remote access at all from here on, if the device agrees. */
-	bool qp_stopped = c->have_qp && c->qp.qp && rsec_qp_to_error(&c->qp) == 0;
+	bool qp_stopped = c->path.have_qp && c->path.qp.qp && rsec_qp_to_error(&c->path.qp) == 0;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->gt.local[i];
+		struct rsec_local_grant *g = &c->path.gt.local[i];
 		if (!g->live) {
 			/* Revoked while its bind was in flight: the completion will not be processed now. */
 			if (g->busy)
@@ -480,7 +480,7 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 	/* The old QP is gone: nothing of ours is reachable through it, and its binds never complete. */
 	bool all_freed = true;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->gt.local[i];
+		struct rsec_local_grant *g = &c->path.gt.local[i];
 		bool freed = true, kept = outlives_rebuild(c, g);
 		if (kept) {
 			freed = grant_release(g) == 0;
@@ -500,10 +500,10 @@ int rsec_grant_reset(struct rsec_conn *c, const char *why)
 		(void)!grant_release(g);
 	}
 	/* The peer does the same with its own: what it granted us is gone, or comes again. */
-	rsec_gt_forget_peer(&c->gt, rsec_rebind_possible(c));
+	rsec_gt_forget_peer(&c->path.gt, rsec_rebind_possible(c));
 	rsec_sealed_peer_clear(c);
 	if (!all_freed)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
 	return 0;
 }
 
@@ -514,14 +514,14 @@ static RSEC_MUST_CHECK int rebind_failed(struct rsec_conn *c, struct rsec_local_
 	(void)!grant_release(g);
 	drop_region(c, g);
 	rsec_grant_audit_local(c, RSEC_AUDIT_REVOKE, g, "failed", "could not be bound again after a rebuild", 0, 0);
-	c->stats.grants_revoked++;
+	c->path.stats.grants_revoked++;
 	return send_revoke(c, g->id);
 }
 
 int rsec_grant_rebind(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->gt.local[i];
+		struct rsec_local_grant *g = &c->path.gt.local[i];
 		if (!g->live || !g->rebind)
 			continue;
 		int rc = g->by_mr     ? expose_by_registration(c, g)
@@ -534,7 +534,7 @@ int rsec_grant_rebind(struct rsec_conn *c)
 		else
 			rc = announce(c, g);
 		if (rc < 0)
-			return rsec_fault_fail(&c->fault, rc, "cannot bind grant %#llx again after the rebuild",
+			return rsec_fault_fail(&c->path.fault, rc, "cannot bind grant %#llx again after the rebuild",
 					      (unsigned long long)g->id);
 	}
 	return 0;
@@ -544,17 +544,17 @@ void rsec_grant_teardown(struct rsec_conn *c)
 {
 	/* Windows first: a registration with windows bound to it cannot go. */
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->gt.local[i];
+		struct rsec_local_grant *g = &c->path.gt.local[i];
 		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
 		forget_bind(c, g);
 		(void)!grant_release(g);
 		drop_region(c, g);
 	}
-	while (c->dying) {
-		struct rsec_region *r = c->dying;
-		c->dying = r->next_dying;
+	while (c->path.dying) {
+		struct rsec_region *r = c->path.dying;
+		c->path.dying = r->next_dying;
 		rsec_region_destroy(r);
 	}
-	rsec_gt_wipe(&c->gt);
+	rsec_gt_wipe(&c->path.gt);
 	rsec_sealed_peer_clear(c);
 }

@@ -42,7 +42,7 @@ static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct r
 /* A live grant of ours, or NULL; one past its ttl but not yet swept counts as gone. */
 static struct rsec_local_grant *find_live(struct rsec_conn *c, uint64_t grant_id)
 {
-	struct rsec_local_grant *g = rsec_gt_find(&c->gt, grant_id);
+	struct rsec_local_grant *g = rsec_gt_find(&c->path.gt, grant_id);
 	if (g && g->expires_ms && g->expires_ms <= rsec_now_ms())
 		return NULL;
 	return g;
@@ -59,7 +59,7 @@ int rsec_grant_claim_settle(struct rsec_conn *c, struct rsec_local_grant *g, uin
 	if (!g->live || g->id != grant_id)
 		return RSEC_E_GRANT; /* expired meanwhile */
 	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE));
-	c->stats.grants_revoked++;
+	c->path.stats.grants_revoked++;
 	return 0;
 }
 
@@ -67,7 +67,7 @@ int rsec_grant_claim_settle(struct rsec_conn *c, struct rsec_local_grant *g, uin
 bool rsec_grant_check_claim(struct rsec_conn *c, const struct rsec_local_grant *g, int *rc)
 {
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	*rc = rsec_grant_keys_mac(&g->keys, &c->seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
+	*rc = rsec_grant_keys_mac(&g->keys, &c->path.seal, !c->is_server, g->id, g->claim_off, g->addr + g->claim_off,
 				  g->claim_len, mac);
 	bool ok = *rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
@@ -108,7 +108,7 @@ int rsec_grant_verify_end(struct rsec_conn *c, struct rsec_local_grant *g, uint6
 			       ok ? NULL : "bytes differ from what the peer wrote; wiped", g->claim_off, g->claim_len);
 	if (!ok) {
 		OPENSSL_cleanse(p, g->claim_len);
-		c->data_mac_failures++;
+		c->path.data_mac_failures++;
 		return RSEC_E_MAC;
 	}
 	*off = g->claim_off;
@@ -128,7 +128,7 @@ int rsec_grant_open_begin(struct rsec_conn *c, uint64_t grant_id, uint64_t *off,
 	if (g->busy)
 		return RSEC_E_AGAIN; /* its bind is in flight; the peer cannot have read it yet */
 	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE)); /* turns it back into plaintext */
-	c->stats.grants_revoked++;
+	c->path.stats.grants_revoked++;
 	RSEC_GUARD(g->unseal_rc);
 	*len = g->sealed_len;
 	return 1;
@@ -145,7 +145,7 @@ int rsec_grant_open_end(struct rsec_conn *c, struct rsec_local_grant *g, uint64_
 			       rc == 0 ? NULL : "sealed bytes do not open (changed, replayed or cut); wiped", at,
 			       rsec_sealed_len(plain_len));
 	if (rc == RSEC_E_MAC)
-		c->data_mac_failures++;
+		c->path.data_mac_failures++;
 	if (rc < 0)
 		return rc;
 	*off = at;

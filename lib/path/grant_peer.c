@@ -48,12 +48,12 @@ int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const voi
  */
 static RSEC_MUST_CHECK int claim_while_stopped(struct rsec_conn *c, const struct rsec_msg_verify *v)
 {
-	int rc = rsec_gt_claim(&c->gt, v);
+	int rc = rsec_gt_claim(&c->path.gt, v);
 	if (rc == RSEC_E_GRANT)
 		return 0; /* revoked with the old data path */
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "bad write claim (VERIFY) for one of our grants");
-	struct rsec_local_grant *g = rsec_gt_find(&c->gt, v->grant_id);
+		return rsec_fault_fail(&c->path.fault, rc, "bad write claim (VERIFY) for one of our grants");
+	struct rsec_local_grant *g = rsec_gt_find(&c->path.gt, v->grant_id);
 	if (g && !g->sealed) {
 		g->claim_ok = rsec_grant_check_claim(c, g, &rc);
 		g->claim_checked = true;
@@ -68,37 +68,37 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	/* During a rebuild, until the peer's REBUILD, these name grants of the old data path: dropped,
 	 * but for a claim on one of ours. After it (REBUILD_CONNECTED): grants bound again on the new one. */
 	if (rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED)
-		return m->type == RSEC_MSG_VERIFY && rsec_gt_ours(&c->gt, m->u.verify.grant_id)
+		return m->type == RSEC_MSG_VERIFY && rsec_gt_ours(&c->path.gt, m->u.verify.grant_id)
 			       ? claim_while_stopped(c, &m->u.verify)
 			       : 0;
 	switch (m->type) {
 	case RSEC_MSG_REVOKE:
-		rsec_gt_remote_revoke(&c->gt, m->u.revoke.grant_id);
+		rsec_gt_remote_revoke(&c->path.gt, m->u.revoke.grant_id);
 		rsec_sealed_peer_forget(c, m->u.revoke.grant_id);
 		return 0;
 	case RSEC_MSG_VERIFY:
-		if (!rsec_gt_ours(&c->gt, m->u.verify.grant_id)) {
-			rc = rsec_gt_pending_mac(&c->gt, &m->u.verify);
-			return rc < 0 ? rsec_fault_fail(&c->fault, rc, "unexpected VERIFY for a grant of the peer's") : 0;
+		if (!rsec_gt_ours(&c->path.gt, m->u.verify.grant_id)) {
+			rc = rsec_gt_pending_mac(&c->path.gt, &m->u.verify);
+			return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "unexpected VERIFY for a grant of the peer's") : 0;
 		}
-		rc = rsec_gt_claim(&c->gt, &m->u.verify);
+		rc = rsec_gt_claim(&c->path.gt, &m->u.verify);
 		if (rc == RSEC_E_GRANT)
 			return 0; /* revoked or expired meanwhile: its verifier got RSEC_E_GRANT */
-		return rc < 0 ? rsec_fault_fail(&c->fault, rc, "bad write claim (VERIFY) for one of our grants") : 0;
+		return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "bad write claim (VERIFY) for one of our grants") : 0;
 	default:
 		rc = rsec_peer_grant_arrived(c, &m->u.grant);
 		if (rc == RSEC_E_PROTO)
-			return rsec_fault_fail(&c->fault, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
+			return rsec_fault_fail(&c->path.fault, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
 		if (rc < 0)
-			return rsec_fault_fail(&c->fault, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
+			return rsec_fault_fail(&c->path.fault, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
 					      (unsigned long long)m->u.grant.key_id, rsec_strerror(rc));
-		if (rsec_gt_peer_stale(&c->gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
-			rc = rsec_gt_remote_rebind(&c->gt, &m->u.grant);
-			return rc < 0 ? rsec_fault_fail(&c->fault, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
+		if (rsec_gt_peer_stale(&c->path.gt, m->u.grant.grant_id) && rsec_rebind_possible(c)) {
+			rc = rsec_gt_remote_rebind(&c->path.gt, &m->u.grant);
+			return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
 		}
-		rc = rsec_gt_remote_add(&c->gt, &m->u.grant);
+		rc = rsec_gt_remote_add(&c->path.gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
-			return rsec_fault_fail(&c->fault, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
-		return rc < 0 ? rsec_fault_fail(&c->fault, rc, "GRANT with one of our own grant ids or another lane's") : 0;
+			return rsec_fault_fail(&c->path.fault, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
+		return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "GRANT with one of our own grant ids or another lane's") : 0;
 	}
 }

@@ -25,7 +25,7 @@
 
 int rsec_onesided_setup(struct rsec_conn *c)
 {
-	return rsec_ops_init(&c->ops, c->ctx->max_inflight);
+	return rsec_ops_init(&c->path.ops, c->ctx->max_inflight);
 }
 
 /* The operation's buffer is the device's no more: a blocking call's own registration goes, a region has one user less. */
@@ -41,11 +41,11 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 {
 	struct rsec_conn *c = arg;
 	if (status == 0) {
-		c->onesided_bytes += s->len;
+		c->path.onesided_bytes += s->len;
 		if (s->op == RSEC_OP_WRITE)
-			c->stats.rdma_writes++;
+			c->path.stats.rdma_writes++;
 		else
-			c->stats.rdma_reads++;
+			c->path.stats.rdma_reads++;
 	}
 	release_owner(c, s);
 	if (s->then)
@@ -56,60 +56,60 @@ int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
 {
 	char why[160];
 	int status = wc->status == IBV_WC_SUCCESS ? 0 : RSEC_E_QP;
-	if (rsec_ops_complete(&c->ops, RSEC_WR_INDEX(wc->wr_id), status, release, c, why, sizeof(why)) < 0)
-		return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "%s", why);
+	if (rsec_ops_complete(&c->path.ops, RSEC_WR_INDEX(wc->wr_id), status, release, c, why, sizeof(why)) < 0)
+		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
 	return 0;
 }
 
 /* Deregistered first, so the device can no longer reach it; it held the application's bytes. */
 static void stage_free(struct rsec_conn *c)
 {
-	if (c->stage_mr)
-		(void)ibv_dereg_mr(c->stage_mr);
-	c->stage_mr = NULL;
-	if (c->stage) {
-		OPENSSL_cleanse(c->stage, RSEC_STAGE_SIZE);
-		(void)munmap(c->stage, RSEC_STAGE_SIZE);
+	if (c->path.stage_mr)
+		(void)ibv_dereg_mr(c->path.stage_mr);
+	c->path.stage_mr = NULL;
+	if (c->path.stage) {
+		OPENSSL_cleanse(c->path.stage, RSEC_STAGE_SIZE);
+		(void)munmap(c->path.stage, RSEC_STAGE_SIZE);
 	}
-	c->stage = NULL;
+	c->path.stage = NULL;
 }
 
 void rsec_onesided_teardown(struct rsec_conn *c)
 {
-	if (c->ops.busy) {
-		if (c->have_qp && c->qp.qp)
-			(void)!rsec_qp_to_error(&c->qp);
-		rsec_ops_flush(&c->ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
+	if (c->path.ops.busy) {
+		if (c->path.have_qp && c->path.qp.qp)
+			(void)!rsec_qp_to_error(&c->path.qp);
+		rsec_ops_flush(&c->path.ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
 	}
 	stage_free(c);
 }
 
 void rsec_onesided_abort(struct rsec_conn *c, int status)
 {
-	if (c->ops.busy)
-		rsec_ops_flush(&c->ops, status, release, c);
+	if (c->path.ops.busy)
+		rsec_ops_flush(&c->path.ops, status, release, c);
 }
 
 void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n, int status)
 {
 	for (int i = 0; i < n; i++)
 		if (RSEC_WR_KIND(wc[i].wr_id) == WR_RDMA && !(wc[i].wr_id & RSEC_WR_UNUSED_BITS))
-			(void)rsec_ops_flush_through(&c->ops, RSEC_WR_INDEX(wc[i].wr_id), status, release, c);
+			(void)rsec_ops_flush_through(&c->path.ops, RSEC_WR_INDEX(wc[i].wr_id), status, release, c);
 }
 
 bool rsec_onesided_drain(struct rsec_conn *c)
 {
 	uint64_t deadline = rsec_now_ms() + DRAIN_MS;
-	while (c->ops.busy && c->have_qp && rsec_now_ms() < deadline) {
+	while (c->path.ops.busy && c->path.have_qp && rsec_now_ms() < deadline) {
 		struct ibv_wc wc[16];
-		int n = ibv_poll_cq(c->qp.send_cq, 16, wc);
+		int n = ibv_poll_cq(c->path.qp.send_cq, 16, wc);
 		if (n < 0)
 			break;
 		rsec_onesided_flushed(c, wc, n, c->close_code);
 		if (n == 0)
 			(void)usleep(100);
 	}
-	return !c->ops.busy;
+	return !c->path.ops.busy;
 }
 
 /*
@@ -146,7 +146,7 @@ static int rebuilt_error(struct rsec_conn *c, int code, const char *what)
 static RSEC_MUST_CHECK int check_fresh(struct rsec_conn *c, const struct rsec_remote_grant *g,
 				       struct rsec_remote_grant *now)
 {
-	if (rsec_gt_resolve(&c->gt, g, now))
+	if (rsec_gt_resolve(&c->path.gt, g, now))
 		return 0;
 	char what[96];
 	snprintf(what, sizeof(what), "grant 0x%llx is gone, ask its granter for a new one",
@@ -177,14 +177,14 @@ static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w
 static void fill_wr(struct rsec_conn *c, const struct rsec_op_slot *op, const struct rsec_remote_grant *g,
 		    uint64_t remote_off, uint64_t laddr, uint32_t lkey, struct ibv_send_wr *w, struct ibv_sge *sge)
 {
-	uint32_t idx = rsec_ops_push(&c->ops, op);
+	uint32_t idx = rsec_ops_push(&c->path.ops, op);
 	*sge = (struct ibv_sge){ .addr = laddr, .length = op->len, .lkey = lkey };
 	*w = (struct ibv_send_wr){
 		.wr_id = RSEC_WR_ID(WR_RDMA, idx),
 		.sg_list = sge,
 		.num_sge = 1,
 		.opcode = op->op == RSEC_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-		.send_flags = c->ops.ring[idx].signaled ? IBV_SEND_SIGNALED : 0,
+		.send_flags = c->path.ops.ring[idx].signaled ? IBV_SEND_SIGNALED : 0,
 		.wr.rdma = { .remote_addr = g->addr + remote_off, .rkey = g->rkey },
 	};
 }
@@ -198,21 +198,21 @@ static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w
 	for (unsigned i = 0; i + 1 < n; i++)
 		w[i].next = &w[i + 1];
 	struct ibv_send_wr *bad = NULL;
-	int err = ibv_post_send(c->qp.qp, w, &bad);
+	int err = ibv_post_send(c->path.qp.qp, w, &bad);
 	*sent_out = n;
 	if (!err)
 		return 0;
 	unsigned sent = bad >= w && bad < w + n ? (unsigned)(bad - w) : 0;
 	*sent_out = sent;
 	for (unsigned i = n; i > sent; i--) {
-		struct rsec_op_slot *s = &c->ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
+		struct rsec_op_slot *s = &c->path.ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
 		release_owner(c, s);
 		if (s->then) /* never posted: it may be posted again */
 			((struct rsec_sealed_write *)s->then)->state = SEALED_WRITE_READY;
 		s->then = NULL;
-		rsec_ops_unpush(&c->ops);
+		rsec_ops_unpush(&c->path.ops);
 	}
-	return rsec_fault_fail(&c->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+	return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 }
 
 int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted)
@@ -228,7 +228,7 @@ int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n
 			const struct rsec_wr *x = &wr[done + k];
 			struct rsec_sealed_write *claim = NULL;
 			struct rsec_remote_grant now;
-			rc = rsec_ops_room(&c->ops) ? check_wr(c, x, &claim, &now) : RSEC_E_AGAIN;
+			rc = rsec_ops_room(&c->path.ops) ? check_wr(c, x, &claim, &now) : RSEC_E_AGAIN;
 			if (rc < 0)
 				break;
 			struct rsec_op_slot op = {
@@ -253,24 +253,24 @@ int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n
 
 unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max)
 {
-	return rsec_ops_take(&c->ops, wc, max > INT32_MAX ? INT32_MAX : max);
+	return rsec_ops_take(&c->path.ops, wc, max > INT32_MAX ? INT32_MAX : max);
 }
 
 unsigned rsec_inflight(const struct rsec_conn *c)
 {
-	return c ? rsec_ops_pending(&c->ops) : 0;
+	return c ? rsec_ops_pending(&c->path.ops) : 0;
 }
 
 /* The staging buffer of the blocking calls, made on first use and kept until the connection's RDMA goes. */
 static RSEC_MUST_CHECK int stage_get(struct rsec_conn *c)
 {
-	if (c->stage)
+	if (c->path.stage)
 		return 0;
 	void *p = mmap(NULL, RSEC_STAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	RSEC_ENSURE(p != MAP_FAILED, RSEC_E_NOMEM);
-	c->stage = p;
-	c->stage_mr = ibv_reg_mr(c->qp.pd, c->stage, RSEC_STAGE_SIZE, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->stage_mr) {
+	c->path.stage = p;
+	c->path.stage_mr = ibv_reg_mr(c->path.qp.pd, c->path.stage, RSEC_STAGE_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->path.stage_mr) {
 		stage_free(c);
 		return RSEC_E_VERBS;
 	}
@@ -290,13 +290,13 @@ static RSEC_MUST_CHECK int local_side(struct rsec_conn *c, void *buf, size_t len
 	if (len <= RSEC_STAGE_SIZE) {
 		RSEC_GUARD(stage_get(c));
 		if (op == RSEC_OP_WRITE)
-			memcpy(c->stage, buf, len);
-		*addr = (uintptr_t)c->stage;
-		*mr = c->stage_mr;
+			memcpy(c->path.stage, buf, len);
+		*addr = (uintptr_t)c->path.stage;
+		*mr = c->path.stage_mr;
 		return 0;
 	}
 	/* A WRITE only reads buf: no local write access for it. */
-	*own = ibv_reg_mr(c->qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
+	*own = ibv_reg_mr(c->path.qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
 	RSEC_ENSURE(*own != NULL, RSEC_E_VERBS);
 	*addr = (uintptr_t)buf;
 	*mr = *own;
@@ -305,11 +305,11 @@ static RSEC_MUST_CHECK int local_side(struct rsec_conn *c, void *buf, size_t len
 
 void rsec_onesided_unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status)
 {
-	if (len > RSEC_STAGE_SIZE || !c->stage) /* registered for the call, or the stage went with the QP */
+	if (len > RSEC_STAGE_SIZE || !c->path.stage) /* registered for the call, or the stage went with the QP */
 		return;
 	if (op == RSEC_OP_READ && status == 0)
-		memcpy(buf, c->stage, len);
-	OPENSSL_cleanse(c->stage, len);
+		memcpy(buf, c->path.stage, len);
+	OPENSSL_cleanse(c->path.stage, len);
 }
 
 int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
@@ -322,14 +322,14 @@ int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	RSEC_GUARD(rsec_conn_require_established(c, true));
 	struct rsec_remote_grant now;
 	RSEC_GUARD(check_fresh(c, g, &now));
-	RSEC_ENSURE(rsec_ops_room(&c->ops) > 0, RSEC_E_AGAIN);
+	RSEC_ENSURE(rsec_ops_room(&c->path.ops) > 0, RSEC_E_AGAIN);
 	uint64_t addr;
 	struct ibv_mr *mr, *own;
 	RSEC_GUARD(local_side(c, buf, len, op, &addr, &mr, &own));
 	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = own, .reporting = RSEC_OP_WAITER };
 	struct ibv_send_wr w;
 	struct ibv_sge sge;
-	c->ops.waiter_done = false;
+	c->path.ops.waiter_done = false;
 	fill_wr(c, &slot, &now, off, addr, mr->lkey, &w, &sge);
 	unsigned sent;
 	int rc = post_chain(c, &w, 1, &sent);
@@ -340,12 +340,12 @@ int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 
 int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op)
 {
-	rsec_onesided_unstage(c, buf, len, op, c->ops.waiter_status);
-	if (c->ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(c) || c->stats.rebuilds)) {
+	rsec_onesided_unstage(c, buf, len, op, c->path.ops.waiter_status);
+	if (c->path.ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(c) || c->path.stats.rebuilds)) {
 		char what[96];
 		snprintf(what, sizeof(what), "one-sided %s of %zu bytes ended, done or not",
 			 op == RSEC_OP_WRITE ? "WRITE" : "READ", len);
 		return rebuilt_error(c, RSEC_E_QP, what);
 	}
-	return c->ops.waiter_status;
+	return c->path.ops.waiter_status;
 }

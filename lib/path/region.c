@@ -55,16 +55,16 @@ static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_regi
 	/* The local side of rsec_post: a READ writes into it. No remote access.
 	 * Memory the process may not write (a read-only mapping) is still a
 	 * source for WRITEs and READ grants. */
-	r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
+	r->local_mr = ibv_reg_mr(c->path.qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
 	if (!r->local_mr) {
-		r->local_mr = ibv_reg_mr(c->qp.pd, r->addr, r->len, 0);
+		r->local_mr = ibv_reg_mr(c->path.qp.pd, r->addr, r->len, 0);
 		r->local_ro = true;
 	}
 	RSEC_ENSURE(r->local_mr != NULL, RSEC_E_VERBS);
 	/* Fallback mode registers per grant; window mode binds windows to this. */
 	if (mr || !(r->access & RSEC_GRANT_ACCESS_RW))
 		return 0;
-	return rsec_mr_reg(&c->qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
+	return rsec_mr_reg(&c->path.qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
 }
 
 int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access, struct rsec_region **out)
@@ -77,7 +77,7 @@ int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access
 	if (!r)
 		return RSEC_E_NOMEM;
 	r->conn = c;
-	r->serial = ++c->regions_made;
+	r->serial = ++c->path.regions_made;
 	r->addr = addr;
 	r->len = len;
 	r->access = access;
@@ -165,15 +165,15 @@ void rsec_region_free(struct rsec_region *r)
 		return;
 	}
 	r->dying = true;
-	r->next_dying = r->conn->dying;
-	r->conn->dying = r;
+	r->next_dying = r->conn->path.dying;
+	r->conn->path.dying = r;
 }
 
 void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r)
 {
 	if (!r || r->users == 0 || --r->users > 0 || !r->dying)
 		return;
-	for (struct rsec_region **p = &c->dying; *p; p = &(*p)->next_dying) {
+	for (struct rsec_region **p = &c->path.dying; *p; p = &(*p)->next_dying) {
 		if (*p == r) {
 			*p = r->next_dying;
 			break;

@@ -28,13 +28,13 @@ int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g)
 	if (!chained)
 		return 0;
 	/* Bound again after a rebuild: its keys stay what they were (its key id may be gone since). */
-	if (rsec_pgk_find(&c->grantee_keys, g->grant_id))
+	if (rsec_pgk_find(&c->path.grantee_keys, g->grant_id))
 		return 0;
 	struct rsec_grant_keys k;
 	int rc = rsec_grant_keys_make(&k, &c->rk, true, g->key_id, g->grant_id);
 	uint64_t now = rsec_now_ms();
 	if (rc == 0)
-		rsec_pgk_keep(&c->grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
+		rsec_pgk_keep(&c->path.grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
 	rsec_grant_keys_wipe(&k);
 	return rc;
 }
@@ -45,7 +45,7 @@ int rsec_peer_grant_keys(const struct rsec_conn *c, uint64_t grant_id, struct rs
 		*out = (struct rsec_grant_keys){ .chain = false };
 		return 0;
 	}
-	const struct rsec_grant_keys *k = rsec_pgk_find(&c->grantee_keys, grant_id);
+	const struct rsec_grant_keys *k = rsec_pgk_find(&c->path.grantee_keys, grant_id);
 	RSEC_ENSURE(k != NULL, RSEC_E_GRANT);
 	*out = *k;
 	return 0;
@@ -66,13 +66,13 @@ static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_conn *c, uint64_t g
 int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id) {
-			*out = &c->peer_keys[i].key;
+		if (c->path.peer_keys[i].key.ctx && c->path.peer_keys[i].grant_id == grant_id) {
+			*out = &c->path.peer_keys[i].key;
 			return 0;
 		}
 	/* The oldest slot goes: a grant whose key is dropped derives it again. */
-	struct rsec_peer_key *k = &c->peer_keys[c->peer_key_next];
-	c->peer_key_next = (c->peer_key_next + 1) % RSEC_PEER_KEYS;
+	struct rsec_peer_key *k = &c->path.peer_keys[c->path.peer_key_next];
+	c->path.peer_key_next = (c->path.peer_key_next + 1) % RSEC_PEER_KEYS;
 	rsec_sealed_key_free(&k->key);
 	uint8_t key[RSEC_SEALED_KEY_LEN];
 	int rc = peer_sealed_key(c, grant_id, key);
@@ -103,7 +103,7 @@ static void write_drop(struct rsec_sealed_write *w)
 static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *r, size_t off, size_t len)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		const struct rsec_sealed_write *w = &c->sealed_writes[i];
+		const struct rsec_sealed_write *w = &c->path.sealed_writes[i];
 		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED && w->state != SEALED_WRITE_ORPHAN)
 			continue;
 		if (w->region != r->serial)
@@ -117,22 +117,22 @@ static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *
 
 void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
 {
-	rsec_pgk_revoked(&c->grantee_keys, grant_id);
+	rsec_pgk_revoked(&c->path.grantee_keys, grant_id);
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		if (c->peer_keys[i].key.ctx && c->peer_keys[i].grant_id == grant_id)
-			rsec_sealed_key_free(&c->peer_keys[i].key);
+		if (c->path.peer_keys[i].key.ctx && c->path.peer_keys[i].grant_id == grant_id)
+			rsec_sealed_key_free(&c->path.peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    c->sealed_writes[i].grant_id == grant_id)
-			write_drop(&c->sealed_writes[i]);
+		if (c->path.sealed_writes[i].state != SEALED_WRITE_FREE && c->path.sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->path.sealed_writes[i].grant_id == grant_id)
+			write_drop(&c->path.sealed_writes[i]);
 }
 
 void rsec_sealed_peer_clear(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		rsec_sealed_key_free(&c->peer_keys[i].key);
+		rsec_sealed_key_free(&c->path.peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		write_drop(&c->sealed_writes[i]);
+		write_drop(&c->path.sealed_writes[i]);
 }
 
 void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status)
@@ -147,17 +147,17 @@ void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int
 static struct rsec_sealed_write *write_of(struct rsec_conn *c, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state != SEALED_WRITE_FREE && c->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    c->sealed_writes[i].grant_id == grant_id)
-			return &c->sealed_writes[i];
+		if (c->path.sealed_writes[i].state != SEALED_WRITE_FREE && c->path.sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    c->path.sealed_writes[i].grant_id == grant_id)
+			return &c->path.sealed_writes[i];
 	return NULL;
 }
 
 static struct rsec_sealed_write *free_write(struct rsec_conn *c)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->sealed_writes[i].state == SEALED_WRITE_FREE)
-			return &c->sealed_writes[i];
+		if (c->path.sealed_writes[i].state == SEALED_WRITE_FREE)
+			return &c->path.sealed_writes[i];
 	return NULL;
 }
 
@@ -212,7 +212,7 @@ int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
 					sizeof(w->prefix));
 	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
 	if (rc < 0)
-		return rsec_fault_fail(&c->fault, rc, "cannot send the sealed write's VERIFY");
+		return rsec_fault_fail(&c->path.fault, rc, "cannot send the sealed write's VERIFY");
 	return 0;
 }
 
@@ -298,7 +298,7 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	rsec_grant_audit_remote(c, RSEC_AUDIT_SEALED_READ, g, rc == 0 ? "ok" : "mismatch",
 				rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped");
 	if (rc == RSEC_E_MAC)
-		c->data_mac_failures++;
+		c->path.data_mac_failures++;
 	if (rc < 0)
 		return rc;
 	*plain_len = p_len;

@@ -89,7 +89,7 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	audit_failure(c, code);
 	c->close_code = code;
 	c->phase = PHASE_CLOSED;
-	(void)rsec_fault_take(&c->fault); /* what closing found (a grant the device would not free) changes nothing */
+	(void)rsec_fault_take(&c->path.fault); /* what closing found (a grant the device would not free) changes nothing */
 	if (!c->lane) {
 		c->own_chan.closed = true; /* nothing more goes to the peer, from the lanes either */
 		rsec_lanes_fail(c, code); /* after: their goodbyes would go nowhere */
@@ -162,8 +162,8 @@ void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *
 		.result = result,
 		.reason = reason,
 		.region = region,
-		.local_qpn = c->stats.local_qpn,
-		.remote_qpn = c->stats.remote_qpn,
+		.local_qpn = c->path.stats.local_qpn,
+		.remote_qpn = c->path.stats.remote_qpn,
 	};
 	if (rsec_audit_write(c->ctx->audit, &r) < 0)
 		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
@@ -185,7 +185,7 @@ struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 	rsec_chan_init(&c->own_chan, -1, watch_channel, c);
 	c->chan = &c->own_chan;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
-	rsec_gt_init(&c->gt, ctx->is_server, 0);
+	rsec_gt_init(&c->path.gt, ctx->is_server, 0);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0) {
 		free(c);
@@ -243,8 +243,8 @@ int rsec_conn_data_setup(struct rsec_conn *c)
 {
 	RSEC_GUARD(pick_device(c));
 	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
-	RSEC_GUARD(rsec_ctx_take_qp(c->ctx, c->dev, &c->qp));
-	c->have_qp = true;
+	RSEC_GUARD(rsec_ctx_take_qp(c->ctx, c->dev, &c->path.qp));
+	c->path.have_qp = true;
 	return rsec_data_setup(c);
 }
 
@@ -320,7 +320,7 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 {
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
-	c->stats.protocol_violations++;
+	c->path.stats.protocol_violations++;
 	rsec_conn_audit(c, RSEC_AUDIT_PROTOCOL_VIOLATION, rsec_strerror(RSEC_E_PROTO), why, NULL);
 	return rsec_conn_fail(c, RSEC_E_PROTO, "%s", why);
 }
@@ -639,10 +639,10 @@ const char *rsec_conn_error(const struct rsec_conn *c)
 static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn *c)
 {
 	struct rsec_seal_stats s;
-	rsec_seal_stats(rsec_seal_rx_now(&c->seal), &s);
-	out->malformed = s.malformed + c->seal_before.malformed;
-	out->mac_failures = s.mac_failures + c->seal_before.mac_failures + c->data_mac_failures + out->malformed;
-	out->seq_violations = s.seq_violations + c->seal_before.seq_violations;
+	rsec_seal_stats(rsec_seal_rx_now(&c->path.seal), &s);
+	out->malformed = s.malformed + c->path.seal_before.malformed;
+	out->mac_failures = s.mac_failures + c->path.seal_before.mac_failures + c->path.data_mac_failures + out->malformed;
+	out->seq_violations = s.seq_violations + c->path.seal_before.seq_violations;
 }
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)
@@ -650,10 +650,10 @@ void rsec_conn_teardown_rdma(struct rsec_conn *c)
 	rsec_onesided_teardown(c); /* first: the regions its operations hold may be dying */
 	rsec_grant_teardown(c);
 	rsec_data_teardown(c);
-	if (c->have_seal) {
-		fold_seal_stats(&c->stats, c);
-		rsec_seal_free(&c->seal);
-		c->have_seal = false;
+	if (c->path.have_seal) {
+		fold_seal_stats(&c->path.stats, c);
+		rsec_seal_free(&c->path.seal);
+		c->path.have_seal = false;
 	}
 }
 
@@ -685,10 +685,10 @@ void rsec_conn_free(struct rsec_conn *c)
 	if (c->phase != PHASE_CLOSED)
 		(void)rsec_conn_close(c, "closed");
 	rsec_conn_teardown_rdma(c);
-	rsec_ops_free(&c->ops);
+	rsec_ops_free(&c->path.ops);
 	rsec_resume_forget(c);
 	rsec_rekey_forget(c);
-	rsec_pgk_clear(&c->grantee_keys);
+	rsec_pgk_clear(&c->path.grantee_keys);
 	if (c->lane)
 		rsec_lane_unlink(c);
 	else
@@ -706,8 +706,8 @@ int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out)
 {
 	if (!c || !out)
 		return RSEC_E_INVAL;
-	*out = c->stats;
-	if (c->have_seal)
+	*out = c->path.stats;
+	if (c->path.have_seal)
 		fold_seal_stats(out, c);
 	return 0;
 }

@@ -181,9 +181,9 @@ int rsec_ctrl_receive(struct rsec_conn *root, const struct rsec_msg *m)
  */
 static bool qp_failed_unseen(struct rsec_conn *c)
 {
-	if (!c->have_qp || rsec_qp_state(&c->qp) != IBV_QPS_ERR)
+	if (!c->path.have_qp || rsec_qp_state(&c->path.qp) != IBV_QPS_ERR)
 		return false;
-	c->stats.qp_errors++;
+	c->path.stats.qp_errors++;
 	return true;
 }
 

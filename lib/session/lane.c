@@ -66,12 +66,12 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	c->chan = root->chan; /* the session's, also when a resume gives it a new connection */
 	c->dev = rsec_dev_ref(root->dev);
 	c->phase = PHASE_QP_INFO;
-	rsec_gt_init(&c->gt, c->is_server, idx);
+	rsec_gt_init(&c->path.gt, c->is_server, idx);
 	root->lanes[idx] = c;
 	struct epoll_event ev = { .events = root->sock_events, .data.u32 = 0 };
 	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->chan->sock, &ev) == 0 ? 0 : RSEC_E_IO;
 	if (rc == 0)
-		rc = rsec_seal_from_tls(&c->seal, root->chan->ssl, c->is_server, c->aead, idx, 0);
+		rc = rsec_seal_from_tls(&c->path.seal, root->chan->ssl, c->is_server, c->aead, idx, 0);
 	if (rc == 0)
 		rc = rsec_rekey_begin(c);
 	if (rc < 0) {
@@ -80,7 +80,7 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 		rsec_conn_free(c); /* unlinks it */
 		return rc;
 	}
-	c->have_seal = true;
+	c->path.have_seal = true;
 	*out = c;
 	return 0;
 }

@@ -102,8 +102,8 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	 * windows are still bound to; operations end once it is destroyed and
 	 * the device can no longer touch their buffers.
 	 */
-	if (c->qp.qp)
-		(void)!rsec_qp_to_error(&c->qp);
+	if (c->path.qp.qp)
+		(void)!rsec_qp_to_error(&c->path.qp);
 	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_reset(c, revoked)));
 	int rc = rsec_data_renew(c);
 	rsec_onesided_abort(c, RSEC_E_QP);
@@ -231,12 +231,13 @@ int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *f
 /* The peer's new QP, checked as at set-up; its buffers must be the ones it announced then. */
 static RSEC_MUST_CHECK int take_peer_qp(struct rsec_conn *c, const struct rsec_msg_qp_info *q)
 {
-	if (q->recv_slots != c->peer_slots || q->slot_size != c->peer_slot_size || q->max_msg != c->peer_max_msg)
+	const struct rsec_path *p = &c->path;
+	if (q->recv_slots != p->peer_slots || q->slot_size != p->peer_slot_size || q->max_msg != p->peer_max_msg)
 		return rsec_conn_violation(c, "REBUILD changed the receive buffers announced at set-up");
 	struct rsec_qp_peer peer;
 	if (rsec_conn_peer_qp(q, &peer) < 0)
 		return rsec_conn_violation(c, "REBUILD with an impossible queue pair");
-	c->remote = peer;
+	c->path.remote = peer;
 	return 0;
 }
 
@@ -250,15 +251,15 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot rekey the rebuilt data path: %s", rsec_strerror(rc));
-	rc = rsec_qp_connect(&c->qp, &c->remote);
+	rc = rsec_qp_connect(&c->path.qp, &c->path.remote);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_strerror(rc));
 	c->rb.epoch = r->epoch;
 	rc = rsec_rekey_begin(c);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot start the rebuilt data path's key chain: %s", rsec_strerror(rc));
-	c->stats.local_qpn = c->qp.qp->qp_num;
-	c->stats.remote_qpn = c->remote.qpn;
+	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
+	c->path.stats.remote_qpn = c->path.remote.qpn;
 	c->rb.state = REBUILD_CONNECTED;
 	c->rb.peer_ready = false;
 	c->rb.ready_owed = true;
@@ -289,8 +290,8 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 {
 	c->rb.state = REBUILD_NONE;
-	rsec_gt_rebind_done(&c->gt); /* the peer's grants that did not come again went with the old path */
-	c->stats.rebuilds++;
+	rsec_gt_rebind_done(&c->path.gt); /* the peer's grants that did not come again went with the old path */
+	c->path.stats.rebuilds++;
 	memcpy(c->rb.done_reason, c->rb.reason, sizeof(c->rb.done_reason));
 	char note[200];
 	snprintf(note, sizeof(note), "epoch %u: %.180s", c->rb.epoch, c->rb.reason);
@@ -309,7 +310,7 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
  */
 int rsec_rebuild_binds_settled(struct rsec_conn *c)
 {
-	if (c->rb.state != REBUILD_CONNECTED || !c->rb.ready_owed || c->binds_inflight > 0 ||
+	if (c->rb.state != REBUILD_CONNECTED || !c->rb.ready_owed || c->path.binds_inflight > 0 ||
 	    c->phase == PHASE_CLOSED)
 		return 0;
 	c->rb.ready_owed = false;
@@ -347,5 +348,5 @@ int rsec_rebuild_expire(struct rsec_conn *c)
 
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
 {
-	return c && c->stats.rebuilds ? c->rb.done_reason : NULL;
+	return c && c->path.stats.rebuilds ? c->rb.done_reason : NULL;
 }

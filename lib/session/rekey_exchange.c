@@ -28,7 +28,7 @@
 /* What rekey_bytes counts: messages both ways, and the one-sided transfers we made (the peer counts its own). */
 static uint64_t bytes_moved(const struct rsec_conn *c)
 {
-	return c->stats.bytes_sent + c->stats.bytes_received + c->onesided_bytes;
+	return c->path.stats.bytes_sent + c->path.stats.bytes_received + c->path.onesided_bytes;
 }
 
 static void drop_exchange(struct rsec_rekey *rk)
@@ -109,9 +109,9 @@ static RSEC_MUST_CHECK int install(struct rsec_conn *c, const uint8_t secret[sta
 	uint8_t keys[RSEC_SEAL_SECRET_LEN];
 	int rc = rsec_rekey_data_secret(secret, keys);
 	if (rc == 0 && rx)
-		rc = rsec_seal_next_rx(&c->seal, keys, c->aead, phase_of(gen));
+		rc = rsec_seal_next_rx(&c->path.seal, keys, c->aead, phase_of(gen));
 	if (rc == 0 && tx)
-		rc = rsec_seal_next_tx(&c->seal, keys, c->aead, phase_of(gen));
+		rc = rsec_seal_next_tx(&c->path.seal, keys, c->aead, phase_of(gen));
 	OPENSSL_cleanse(keys, sizeof(keys));
 	return rc;
 }
@@ -173,8 +173,8 @@ static RSEC_MUST_CHECK int offer(struct rsec_conn *c, const char *why)
 	 * the old can follow). The peer's offer implies both on its side, so the
 	 * answerer never has to drop a key a frame in flight still needs.
 	 */
-	if (!rsec_rekey_possible(c) || c->rk.state != REKEY_IDLE || rsec_rebuilding(c) || !c->have_seal ||
-	    c->seal.tx_old || c->seal.rx_old || c->rk.gen == UINT32_MAX)
+	if (!rsec_rekey_possible(c) || c->rk.state != REKEY_IDLE || rsec_rebuilding(c) || !c->path.have_seal ||
+	    c->path.seal.tx_old || c->path.seal.rx_old || c->rk.gen == UINT32_MAX)
 		return 0;
 	uint8_t pub[RSEC_REKEY_PUB_LEN];
 	int rc = have_secret(c);
@@ -316,7 +316,7 @@ int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 	if (r->gen != c->rk.gen + 1)
 		return rsec_ctrl_violation(f, "%s for key generation %u, not %u", rsec_wire_type_name(m->type),
 					   (unsigned)r->gen, (unsigned)c->rk.gen + 1);
-	if (!c->have_seal)
+	if (!c->path.have_seal)
 		return rsec_ctrl_violation(f, "%s before the data path has keys", rsec_wire_type_name(m->type));
 	switch (m->type) {
 	case RSEC_MSG_REKEY: return on_offer(c, r, f);

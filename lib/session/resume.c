@@ -143,7 +143,7 @@ static RSEC_MUST_CHECK int move_channel(struct rsec_conn *dst, struct rsec_conn 
 /* The session goes on over its new channel: the data path is rebuilt on it. */
 static RSEC_MUST_CHECK int resumed(struct rsec_conn *c)
 {
-	c->stats.resumes++;
+	c->path.stats.resumes++;
 	char note[200];
 	snprintf(note, sizeof(note), "after %.150s", c->rs.lost);
 	rsec_conn_audit(c, RSEC_AUDIT_RESUME, "ok", note, NULL);

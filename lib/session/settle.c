@@ -10,8 +10,8 @@
 int rsec_conn_settle(struct rsec_conn *c, int rc)
 {
 	/* Settling may find another fault (a grant the device will not free while the path stops): it settles next. */
-	while (rsec_fault_pending(&c->fault)) {
-		struct rsec_fault f = rsec_fault_take(&c->fault);
+	while (rsec_fault_pending(&c->path.fault)) {
+		struct rsec_fault f = rsec_fault_take(&c->path.fault);
 		if (f.kind == RSEC_FAULT_DATA) {
 			int r = rsec_rebuild_fault(c, f.why, f.code, "%s", f.text);
 			rc = r < 0 ? r : 0; /* rebuilt: what the caller did is not lost, only delayed */

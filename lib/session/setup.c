@@ -29,14 +29,14 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out)
 {
 	struct rsec_qp_peer self;
-	rsec_qp_describe_local(&c->qp, &self);
+	rsec_qp_describe_local(&c->path.qp, &self);
 	*out = (struct rsec_msg_qp_info){
 		.qpn = self.qpn,
 		.psn = self.psn,
 		.lid = self.lid,
 		.mtu = (uint8_t)self.mtu,
 		.link = c->dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? RSEC_WIRE_LINK_IB : RSEC_WIRE_LINK_ETHERNET,
-		.recv_slots = c->recv_slots,
+		.recv_slots = c->path.recv_slots,
 		.slot_size = c->ctx->slot_size,
 		.max_msg = c->ctx->max_msg,
 	};
@@ -104,12 +104,12 @@ int rsec_setup_tls_done(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c, struct rsec_ctrl_fault *f)
 {
-	int rc = rsec_seal_from_tls(&c->seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, 0, 0);
+	int rc = rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, 0, 0);
 	if (rc == 0)
 		rc = rsec_rekey_begin(c);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "message key derivation failed");
-	c->have_seal = true;
+	c->path.have_seal = true;
 	return 0;
 }
 
@@ -202,11 +202,11 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 	const struct rsec_msg_qp_info *q = &m->u.qp_info;
 	int rc;
 	RSEC_GUARD(check_peer_buffers(q, f));
-	if (rsec_conn_peer_qp(q, &c->remote) < 0)
+	if (rsec_conn_peer_qp(q, &c->path.remote) < 0)
 		return rsec_ctrl_refuse(f, RSEC_E_PROTO, "peer announced an impossible queue pair");
-	c->peer_slots = q->recv_slots;
-	c->peer_slot_size = q->slot_size;
-	c->peer_max_msg = q->max_msg;
+	c->path.peer_slots = q->recv_slots;
+	c->path.peer_slot_size = q->slot_size;
+	c->path.peer_max_msg = q->max_msg;
 	if (c->is_server) {
 		/* Authenticated and admitted: only now does this peer cost RDMA resources. */
 		rc = rsec_conn_data_setup(c);
@@ -216,8 +216,8 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 	rc = rsec_data_start(c);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "QP bring-up failed: %s", rsec_strerror(rc));
-	c->stats.local_qpn = c->qp.qp->qp_num;
-	c->stats.remote_qpn = q->qpn;
+	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
+	c->path.stats.remote_qpn = q->qpn;
 	if (c->is_server) {
 		rc = rsec_conn_send_qp_info(c);
 		if (rc < 0)

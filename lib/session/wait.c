@@ -26,7 +26,7 @@ int rsec_conn_fd_events(struct rsec_conn *c)
 	int n = epoll_wait(c->epfd, ev, 2, 0);
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u32 == 1)
-			c->chan_event = true;
+			c->path.chan_event = true;
 		else
 			c->sock_event = true;
 	}
@@ -37,10 +37,10 @@ static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
 {
 	/* Ending early is harmless: the caller holds the true deadline. */
 	uint64_t deadline = rsec_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	uint64_t seen = c->completions;
+	uint64_t seen = c->path.completions;
 	for (unsigned spin = 1;; spin++) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
-		if (c->completions != seen || c->phase == PHASE_CLOSED)
+		if (c->path.completions != seen || c->phase == PHASE_CLOSED)
 			break;
 		if (spin % BUSY_SPINS)
 			continue;
@@ -70,7 +70,7 @@ int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 {
 	uint64_t t = deadline;
-	uint64_t expiry = rsec_gt_next_expiry(&c->gt);
+	uint64_t expiry = rsec_gt_next_expiry(&c->path.gt);
 	if (expiry && expiry < t)
 		t = expiry;
 	if (rsec_rebuilding(c) && c->rb.state != REBUILD_PARKED && c->rb.deadline_ms + 1 < t)

@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 	ga = write_grant(a, &tag);
 	b = connect_to(cb);
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_INV, .invalidate_rkey = ga.rkey }, *bad;
-	if (ibv_post_send(b->qp.qp, &wr, &bad) != 0)
+	if (ibv_post_send(b->path.qp.qp, &wr, &bad) != 0)
 		check_die("cannot post SEND_WITH_INV");
 	rc = rebuilt_within(b, TIMEOUT_MS);
 	check_result("invalidator", "%s", rc == 0 ? "rebuilt by the server" : outcome(rc));

@@ -171,7 +171,7 @@ static struct ibv_mr *local_buf(struct rsec_conn *c, size_t len, uint8_t fill)
 	if (!p)
 		check_die("out of memory");
 	memset(p, fill, len);
-	struct ibv_mr *mr = ibv_reg_mr(c->qp.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr = ibv_reg_mr(c->path.qp.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		check_die("ibv_reg_mr: %s", strerror(errno));
 	return mr;
@@ -189,13 +189,13 @@ static void post_raw(struct rsec_conn *c, struct ibv_send_wr *wr, const char *wh
 	struct ibv_send_wr *bad;
 	wr->wr_id = HOSTILE_WR_ID;
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	int err = ibv_post_send(c->qp.qp, wr, &bad);
+	int err = ibv_post_send(c->path.qp.qp, wr, &bad);
 	if (err)
 		check_die("cannot post %s: %s", what, strerror(err));
 	uint64_t deadline = rsec_now_ms() + 10000;
 	struct ibv_wc wc;
 	while (rsec_now_ms() < deadline) {
-		int n = ibv_poll_cq(c->qp.send_cq, 1, &wc);
+		int n = ibv_poll_cq(c->path.qp.send_cq, 1, &wc);
 		if (n < 0)
 			check_die("ibv_poll_cq failed");
 		if (n == 1 && wc.wr_id == HOSTILE_WR_ID) {
@@ -469,12 +469,13 @@ static int mode_no_verify(const struct opts *o)
  */
 static bool rdma_can_send(const struct rsec_conn *c)
 {
-	return rsec_sendq_inflight(&c->sendq) < c->send_slots && c->credits > 1; /* data.c's rule for a data frame */
+	/* data.c's rule for a data frame */
+	return rsec_sendq_inflight(&c->path.sendq) < c->path.send_slots && c->path.credits > 1;
 }
 
 static int rdma_poll(struct rsec_conn *c, int wait_ms)
 {
-	struct pollfd p = { .fd = c->qp.chan->fd, .events = POLLIN };
+	struct pollfd p = { .fd = c->path.qp.chan->fd, .events = POLLIN };
 	int rc = rsec_data_poll(c);
 	if (rc < 0)
 		return rc;
@@ -485,14 +486,14 @@ static int rdma_poll(struct rsec_conn *c, int wait_ms)
 static bool rdma_take(struct rsec_conn *c, struct app_msg *m)
 {
 	const char *bad;
-	if (!c->rx_complete)
+	if (!c->path.rx_complete)
 		return false;
-	if (!app_decode(c->rx_msg, c->rx_len, m, &bad))
+	if (!app_decode(c->path.rx_msg, c->path.rx_len, m, &bad))
 		m->op = 0;
 	m->payload = NULL; /* it pointed into rx_msg */
-	OPENSSL_cleanse(c->rx_msg, c->rx_len);
-	c->rx_len = 0;
-	c->rx_complete = false;
+	OPENSSL_cleanse(c->path.rx_msg, c->path.rx_len);
+	c->path.rx_len = 0;
+	c->path.rx_complete = false;
 	return true;
 }
 

@@ -62,7 +62,7 @@ static double now_ms(void)
 /* The fault under test: the queue pair in the error state, as a forged WRITE with a bad rkey leaves it. */
 static void fail_qp(struct rsec_conn *c)
 {
-	check_must(rsec_qp_to_error(&c->qp), "move the queue pair to error", c);
+	check_must(rsec_qp_to_error(&c->path.qp), "move the queue pair to error", c);
 }
 
 /* ---- server ---- */

@@ -112,15 +112,15 @@ static void cut(struct rsec_conn *c, unsigned round)
 /* A frame the server already opened, sent again on our QP: it fails sequencing there. */
 static void replay(struct rsec_conn *c)
 {
-	uint64_t f = c->sendq.next - 1;
+	uint64_t f = c->path.sendq.next - 1;
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(c->send_ring + (size_t)(f % c->send_slots) * c->frame_size),
-		.length = c->frame_size,
-		.lkey = c->send_mr->lkey,
+		.addr = (uintptr_t)(c->path.send_ring + (size_t)(f % c->path.send_slots) * c->path.frame_size),
+		.length = c->path.frame_size,
+		.lkey = c->path.send_mr->lkey,
 	};
 	struct ibv_send_wr wr = { .wr_id = UINT64_MAX, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
 	struct ibv_send_wr *bad;
-	if (c->sendq.next == 0 || ibv_post_send(c->qp.qp, &wr, &bad) != 0)
+	if (c->path.sendq.next == 0 || ibv_post_send(c->path.qp.qp, &wr, &bad) != 0)
 		check_die("cannot replay a frame");
 }
 
@@ -154,7 +154,7 @@ static void fault(struct rsec_conn *c, unsigned r, const char *what, unsigned *s
 		if (tries)
 			printf("RETRY round=%u: the rebuild was over before it was %s\n", r, what);
 		if (ours)
-			check_must(rsec_qp_to_error(&c->qp), "move the queue pair to error", c);
+			check_must(rsec_qp_to_error(&c->path.qp), "move the queue pair to error", c);
 		echo_send(c, ++*sent);
 		if (!ours)
 			replay(c);

@@ -331,8 +331,8 @@ static void connection_failures_are_classified(void **state)
 	struct rsec_conn e = { .ctx = &ctx, .is_server = true, .id = 9, .phase = PHASE_ESTABLISHED };
 	no_channel(&e);
 	snprintf(e.peer, sizeof(e.peer), "CN=client2");
-	e.stats.local_qpn = 17;
-	e.stats.remote_qpn = 18;
+	e.path.stats.local_qpn = 17;
+	e.path.stats.remote_qpn = 18;
 	rsec_conn_audit(&e, RSEC_AUDIT_MAC_FAILURE, "x", NULL, NULL);
 	assert_int_equal(rsec_conn_fail(&e, RSEC_E_CLOSED, "peer disconnected: bye"), RSEC_E_CLOSED);
 	/* Closed already: no second record. */

@@ -107,12 +107,12 @@ static void run_case(void **state)
 		k->prepare(f->c);
 	int rc = peer_sends(f, &k->msg);
 	if (k->verdict == TAKEN) {
-		assert_int_equal(f->c->stats.protocol_violations, 0);
+		assert_int_equal(f->c->path.stats.protocol_violations, 0);
 		k->check(f, rc);
 		return;
 	}
 	assert_int_equal(rc, RSEC_E_PROTO);
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 	assert_int_equal(f->c->phase, PHASE_CLOSED);
 	assert_int_equal(f->c->close_code, RSEC_E_PROTO);
 	if (!strstr(rsec_conn_error(f->c), k->why))
@@ -177,7 +177,7 @@ static void grant_held(struct fixture *f, int rc)
 {
 	still_established(f, rc);
 	struct rsec_remote_grant g;
-	assert_true(rsec_gt_remote_take(&f->c->gt, 7, &g));
+	assert_true(rsec_gt_remote_take(&f->c->path.gt, 7, &g));
 }
 
 static void rebuild_weighed(struct fixture *f, int rc)
@@ -351,7 +351,7 @@ static void test_require_established(void **state)
 	c->phase = PHASE_ESTABLISHED;
 	assert_int_equal(rsec_conn_require_established(c, false), 0);
 	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN); /* no one-sided ring */
-	c->ops.ring = ring;
+	c->path.ops.ring = ring;
 	assert_int_equal(rsec_conn_require_established(c, true), 0);
 	c->rb.state = REBUILD_PARKED; /* the session waits to be resumed */
 	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);

@@ -60,12 +60,12 @@ static void closed_with(struct fake_conn *f, int rc, int code, const char *what)
 	assert_int_equal(c->close_code, code);
 	assert_non_null(strstr(rsec_conn_error(c), what));
 	assert_non_null(strstr(rsec_conn_error(c), "not rebuilt: rebuilding is off"));
-	assert_int_equal(c->qp.qp->state, IBV_QPS_ERR); /* no more remote access */
+	assert_int_equal(c->path.qp.qp->state, IBV_QPS_ERR); /* no more remote access */
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_ERROR, &m);
 	assert_int_equal(m.u.error.code, (uint32_t)-code);
-	assert_false(c->rx_complete); /* nothing was delivered */
-	assert_int_equal(c->stats.msgs_received, 0);
+	assert_false(c->path.rx_complete); /* nothing was delivered */
+	assert_int_equal(c->path.stats.msgs_received, 0);
 }
 
 /* The fixture works: a frame the peer sealed is delivered, its receive posted again, its credit owed. */
@@ -75,16 +75,16 @@ static void delivers_a_sealed_message(void **state)
 	struct rsec_conn *c = f->c;
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
 	assert_int_equal(rsec_conn_poll_data(c), 0);
-	assert_true(c->rx_complete);
-	assert_int_equal(c->stats.msgs_received, 1);
+	assert_true(c->path.rx_complete);
+	assert_int_equal(c->path.stats.msgs_received, 1);
 	assert_int_equal(fake.recvs_posted, 1);
-	assert_int_equal(c->credits_owed, 1);
+	assert_int_equal(c->path.credits_owed, 1);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
 	assert_int_equal(len, sizeof(hello));
 	assert_memory_equal(buf, hello, sizeof(hello));
-	assert_int_equal(c->stats.protocol_violations, 0);
+	assert_int_equal(c->path.stats.protocol_violations, 0);
 }
 
 /* A completion longer than the buffer we posted: a violation, nothing of the slot read. */
@@ -96,7 +96,7 @@ static void oversized_receive_is_a_violation(void **state)
 	struct ibv_wc wc = fake_recv_wc(f->c, 0, FAKE_SLOT_SIZE + 1);
 	fake_complete(&wc);
 	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "over the 4096-byte buffer");
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 }
 
 /* A WRITE WITH IMMEDIATE consumed one of our receives: a violation, whatever the slot holds. */
@@ -108,7 +108,7 @@ static void write_with_imm_is_a_violation(void **state)
 	wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
 	fake_complete(&wc);
 	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "WRITE WITH IMMEDIATE");
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 }
 
 /* A receive naming a slot we never posted. */
@@ -118,7 +118,7 @@ static void unposted_slot_is_a_violation(void **state)
 	struct ibv_wc wc = fake_recv_wc(f->c, FAKE_SLOTS, 64);
 	fake_complete(&wc);
 	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_PROTO, "a work request we did not post");
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 }
 
 /* A frame whose tag does not verify is a forgery: closed with RSEC_E_MAC, counted as one. */
@@ -126,7 +126,7 @@ static void forged_frame_closes(void **state)
 {
 	struct fake_conn *f = *state;
 	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
-	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1; /* one bit of the tag */
+	f->c->path.recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1; /* one bit of the tag */
 	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
 	fake_complete(&wc);
 	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_MAC, "rejected a message");
@@ -142,21 +142,21 @@ static void replayed_frame_closes(void **state)
 	struct rsec_conn *c = f->c;
 	uint8_t copy[FAKE_SLOT_SIZE];
 	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
-	memcpy(copy, c->recv_ring, n);
+	memcpy(copy, c->path.recv_ring, n);
 	struct ibv_wc wc = fake_recv_wc(c, 0, n);
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(c), 0);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
-	memcpy(c->recv_ring + FAKE_SLOT_SIZE, copy, n);
+	memcpy(c->path.recv_ring + FAKE_SLOT_SIZE, copy, n);
 	wc = fake_recv_wc(c, 1, n);
 	fake_complete(&wc);
 	int rc = rsec_conn_poll_data(c);
 	assert_int_equal(rc, RSEC_E_SEQ);
 	assert_int_equal(c->phase, PHASE_CLOSED);
-	assert_int_equal(c->stats.msgs_received, 1);
-	assert_false(c->rx_complete);
+	assert_int_equal(c->path.stats.msgs_received, 1);
+	assert_false(c->path.rx_complete);
 	struct rsec_conn_stats st;
 	assert_int_equal(rsec_conn_stats(c, &st), 0);
 	assert_int_equal(st.seq_violations, 1);
@@ -172,7 +172,7 @@ static void credits_beyond_buffers_close(void **state)
 	int rc = rsec_conn_poll_data(f->c);
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_non_null(strstr(rsec_conn_error(f->c), "more credits than it has buffers"));
-	assert_int_equal(f->c->credits, FAKE_SLOTS);
+	assert_int_equal(f->c->path.credits, FAKE_SLOTS);
 }
 
 /* A LAST fragment with no FIRST before it. */
@@ -184,7 +184,7 @@ static void fragment_out_of_order_closes(void **state)
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(f->c), RSEC_E_PROTO);
 	assert_non_null(strstr(rsec_conn_error(f->c), "fragment out of order"));
-	assert_false(f->c->rx_complete);
+	assert_false(f->c->path.rx_complete);
 }
 
 /* A failed completion is the queue pair's error: counted, closed with RSEC_E_QP. */
@@ -195,7 +195,7 @@ static void qp_error_closes(void **state)
 	wc.status = IBV_WC_REM_ACCESS_ERR;
 	fake_complete(&wc);
 	closed_with(f, rsec_conn_poll_data(f->c), RSEC_E_QP, "queue pair error");
-	assert_int_equal(f->c->stats.qp_errors, 1);
+	assert_int_equal(f->c->path.stats.qp_errors, 1);
 }
 
 /*
@@ -212,27 +212,27 @@ static void violation_rebuilds(void **state)
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
-	uint32_t old_qpn = c->qp.qp->qp_num;
+	uint32_t old_qpn = c->path.qp.qp->qp_num;
 	unsigned posted = fake.recvs_posted;
 	struct ibv_wc wc = fake_recv_wc(c, 1, FAKE_SLOT_SIZE + 1);
 	fake_complete(&wc);
 	peer_sends(f, f->peer.tx, 2, hello, sizeof(hello)); /* behind it: the old QP's, dropped */
 	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
-	assert_int_equal(c->stats.protocol_violations, 1);
+	assert_int_equal(c->path.stats.protocol_violations, 1);
 	assert_int_equal(c->rb.state, REBUILD_SENT);
 	assert_int_equal(c->rb.target, 1);
-	assert_true(c->qp.qp->qp_num != old_qpn);
-	assert_int_equal(c->qp.qp->state, IBV_QPS_INIT);
+	assert_true(c->path.qp.qp->qp_num != old_qpn);
+	assert_int_equal(c->path.qp.qp->state, IBV_QPS_INIT);
 	assert_int_equal(fake.recvs_posted, posted + FAKE_SLOTS);
 	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n);
-	assert_int_equal(c->stats.msgs_received, 1);
+	assert_int_equal(c->path.stats.msgs_received, 1);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.epoch, 1);
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_VIOLATION);
 	assert_int_equal(m.u.rebuild.opened, 1);
-	assert_int_equal(m.u.rebuild.qp.qpn, c->qp.qp->qp_num);
+	assert_int_equal(m.u.rebuild.qp.qpn, c->path.qp.qp->qp_num);
 	/* Nothing is reaped while the new QP is not connected. */
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
 	assert_int_equal(rsec_conn_poll_data(c), 0);
@@ -244,13 +244,13 @@ static void forged_frame_rebuilds(void **state)
 {
 	struct fake_conn *f = *state;
 	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
-	f->c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
+	f->c->path.recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
 	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(f->c), 0);
 	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(f->c->rb.state, REBUILD_SENT);
-	assert_false(f->c->rx_complete);
+	assert_false(f->c->path.rx_complete);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
@@ -268,30 +268,30 @@ static void path_records_the_fault_session_settles(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	uint32_t n = peer_seals(f, f->peer.tx, 2, RSEC_SEAL_FLAG_FIRST | RSEC_SEAL_FLAG_LAST, 0, hello, sizeof(hello));
-	c->recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
+	c->path.recv_ring[2 * FAKE_SLOT_SIZE + n - 1] ^= 1;
 	struct ibv_wc wc = fake_recv_wc(c, 2, n);
 	fake_complete(&wc);
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello)); /* behind it */
-	uint32_t qpn = c->qp.qp->qp_num;
+	uint32_t qpn = c->path.qp.qp->qp_num;
 	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
-	assert_int_equal(c->fault.kind, RSEC_FAULT_DATA);
-	assert_int_equal(c->fault.why, RSEC_WIRE_REBUILD_AUTH);
-	assert_non_null(strstr(c->fault.text, "rejected a message"));
+	assert_int_equal(c->path.fault.kind, RSEC_FAULT_DATA);
+	assert_int_equal(c->path.fault.why, RSEC_WIRE_REBUILD_AUTH);
+	assert_non_null(strstr(c->path.fault.text, "rejected a message"));
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->rb.state, REBUILD_NONE);
-	assert_int_equal(c->qp.qp->qp_num, qpn);
-	assert_int_equal(c->qp.qp->state, IBV_QPS_RTS);
+	assert_int_equal(c->path.qp.qp->qp_num, qpn);
+	assert_int_equal(c->path.qp.qp->state, IBV_QPS_RTS);
 	struct rsec_msg m;
 	assert_false(test_read_frame(f->tls.client, &m, false)); /* the peer was told nothing yet */
 	/* A second poll reaps nothing behind the fault, and a later fault does not replace it. */
 	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
 	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n - 1);
-	assert_int_equal(rsec_fault_fail(&c->fault, RSEC_E_VERBS, "later"), RSEC_E_MAC);
+	assert_int_equal(rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "later"), RSEC_E_MAC);
 	/* Settled: the rebuild starts, the fault is gone. */
 	assert_int_equal(rsec_conn_settle(c, RSEC_E_MAC), 0);
-	assert_false(rsec_fault_pending(&c->fault));
+	assert_false(rsec_fault_pending(&c->path.fault));
 	assert_int_equal(c->rb.state, REBUILD_SENT);
-	assert_true(c->qp.qp->qp_num != qpn);
+	assert_true(c->path.qp.qp->qp_num != qpn);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);
 }
@@ -317,7 +317,7 @@ static void early_completion_during_setup_is_taken_not_reaped(void **state)
 	assert_int_equal(fake.recv_arms, 1);
 	assert_int_equal(fake.recv_wc_next, 0); /* reaped once established, not before */
 	assert_int_equal(c->phase, PHASE_READY);
-	assert_false(c->rx_complete);
+	assert_false(c->path.rx_complete);
 }
 
 int main(void)

@@ -187,34 +187,34 @@ static inline uint8_t *fake_ring(size_t n)
 /* What rsec_conn_data_setup and rsec_data_start leave behind, on the stand-ins. */
 static inline void fake_data_path(struct fake_conn *f, struct rsec_conn *c)
 {
-	c->dev = c->qp.dev = &f->dev;
-	c->qp.pd = &fake.pd;
-	c->qp.send_cq = &fake.send_cq;
-	c->qp.recv_cq = &fake.recv_cq;
-	c->qp.send_wr = 64;
-	c->qp.recv_wr = FAKE_SLOTS;
-	struct ibv_qp_init_attr ia = { .send_cq = c->qp.send_cq, .recv_cq = c->qp.recv_cq, .qp_type = IBV_QPT_RC };
-	c->qp.qp = ibv_create_qp(&fake.pd, &ia);
-	assert_non_null(c->qp.qp);
-	c->qp.qp->state = IBV_QPS_RTS;
-	c->have_qp = true;
-	c->recv_slots = FAKE_SLOTS;
-	c->recv_ring = fake_ring((size_t)FAKE_SLOTS * FAKE_SLOT_SIZE);
-	c->recv_mr = &fake.mr;
-	c->peer_slots = FAKE_SLOTS;
-	c->peer_slot_size = FAKE_SLOT_SIZE;
-	c->peer_max_msg = 65536;
-	c->frame_size = FAKE_SLOT_SIZE;
-	c->send_slots = FAKE_SLOTS;
-	assert_int_equal(rsec_sendq_init(&c->sendq, c->send_slots), 0);
-	c->send_ring = fake_ring((size_t)FAKE_SLOTS * FAKE_SLOT_SIZE);
-	c->send_mr = &fake.mr;
-	c->credits = c->peer_slots;
-	c->credits_due = FAKE_SLOTS / 2;
+	c->dev = c->path.qp.dev = &f->dev;
+	c->path.qp.pd = &fake.pd;
+	c->path.qp.send_cq = &fake.send_cq;
+	c->path.qp.recv_cq = &fake.recv_cq;
+	c->path.qp.send_wr = 64;
+	c->path.qp.recv_wr = FAKE_SLOTS;
+	struct ibv_qp_init_attr ia = { .send_cq = c->path.qp.send_cq, .recv_cq = c->path.qp.recv_cq, .qp_type = IBV_QPT_RC };
+	c->path.qp.qp = ibv_create_qp(&fake.pd, &ia);
+	assert_non_null(c->path.qp.qp);
+	c->path.qp.qp->state = IBV_QPS_RTS;
+	c->path.have_qp = true;
+	c->path.recv_slots = FAKE_SLOTS;
+	c->path.recv_ring = fake_ring((size_t)FAKE_SLOTS * FAKE_SLOT_SIZE);
+	c->path.recv_mr = &fake.mr;
+	c->path.peer_slots = FAKE_SLOTS;
+	c->path.peer_slot_size = FAKE_SLOT_SIZE;
+	c->path.peer_max_msg = 65536;
+	c->path.frame_size = FAKE_SLOT_SIZE;
+	c->path.send_slots = FAKE_SLOTS;
+	assert_int_equal(rsec_sendq_init(&c->path.sendq, c->path.send_slots), 0);
+	c->path.send_ring = fake_ring((size_t)FAKE_SLOTS * FAKE_SLOT_SIZE);
+	c->path.send_mr = &fake.mr;
+	c->path.credits = c->path.peer_slots;
+	c->path.credits_due = FAKE_SLOTS / 2;
 	struct rsec_msg_qp_info q = fake_peer_qp(0x77);
-	assert_int_equal(rsec_conn_peer_qp(&q, &c->remote), 0);
-	assert_int_equal(rsec_seal_from_tls(&c->seal, c->chan->ssl, c->is_server, c->aead, c->lane, 0), 0);
-	c->have_seal = true;
+	assert_int_equal(rsec_conn_peer_qp(&q, &c->path.remote), 0);
+	assert_int_equal(rsec_seal_from_tls(&c->path.seal, c->chan->ssl, c->is_server, c->aead, c->lane, 0), 0);
+	c->path.have_seal = true;
 	assert_int_equal(rsec_rekey_begin(c), 0); /* as set-up does */
 }
 
@@ -226,7 +226,7 @@ static inline void fake_channel(struct rsec_conn *c)
 	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
 	fake.chan.fd = p[0];
 	fake.chan_in = p[1];
-	c->qp.chan = &fake.chan;
+	c->path.qp.chan = &fake.chan;
 }
 
 static inline void fake_event(void)
@@ -272,11 +272,11 @@ static inline void fake_conn_free(struct rsec_conn *c)
 {
 	if (!c)
 		return;
-	c->dev = c->qp.dev = NULL;
-	c->qp.pd = NULL;
-	c->qp.send_cq = c->qp.recv_cq = NULL;
-	if (c->qp.chan == &fake.chan) { /* the pipe is ours, not libibverbs' */
-		c->qp.chan = NULL;
+	c->dev = c->path.qp.dev = NULL;
+	c->path.qp.pd = NULL;
+	c->path.qp.send_cq = c->path.qp.recv_cq = NULL;
+	if (c->path.qp.chan == &fake.chan) { /* the pipe is ours, not libibverbs' */
+		c->path.qp.chan = NULL;
 		close(fake.chan.fd);
 		close(fake.chan_in);
 	}
@@ -305,7 +305,7 @@ static inline void fake_complete(const struct ibv_wc *wc)
 static inline struct ibv_wc fake_recv_wc(const struct rsec_conn *c, uint32_t slot, uint32_t n)
 {
 	return (struct ibv_wc){ .wr_id = RSEC_WR_ID(WR_RECV, slot), .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
-				.byte_len = n, .qp_num = c->qp.qp->qp_num };
+				.byte_len = n, .qp_num = c->path.qp.qp->qp_num };
 }
 
 /* The peer seals a frame (flags, credits it returns, len bytes of pt) into our slot; its length. */
@@ -313,7 +313,7 @@ static inline uint32_t peer_seals(struct fake_conn *f, struct rsec_seal_dir *tx,
 			   uint16_t credits, const void *pt, uint32_t len)
 {
 	size_t n = 0;
-	uint8_t *dst = f->c->recv_ring + (size_t)slot * FAKE_SLOT_SIZE;
+	uint8_t *dst = f->c->path.recv_ring + (size_t)slot * FAKE_SLOT_SIZE;
 	assert_int_equal(rsec_seal_frame(tx, credits, flags, pt, len, dst, FAKE_SLOT_SIZE, &n), 0);
 	return (uint32_t)n;
 }

@@ -68,7 +68,7 @@ static void violated(struct fake_conn *f, int rc, const char *what)
 {
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_int_equal(f->c->phase, PHASE_CLOSED);
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 	assert_non_null(strstr(rsec_conn_error(f->c), what));
 }
 
@@ -101,7 +101,7 @@ static void answers_the_peers_rebuild(void **state)
 	/* The peer's keys of epoch 1. */
 	struct rsec_seal next = { 0 };
 	assert_int_equal(rsec_seal_from_tls(&next, f->tls.client, false, c->aead, 0, 1), 0);
-	uint32_t old_qpn = c->qp.qp->qp_num;
+	uint32_t old_qpn = c->path.qp.qp->qp_num;
 	assert_int_equal(peer_rebuilds(f, 1, 0, 0x99), 0);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
@@ -111,17 +111,17 @@ static void answers_the_peers_rebuild(void **state)
 	peer_gets(f, RSEC_MSG_REBUILD_READY, &m);
 	assert_int_equal(m.u.rebuild_ready.epoch, 1);
 	assert_int_equal(c->rb.state, REBUILD_CONNECTED);
-	assert_int_equal(c->qp.qp->state, IBV_QPS_RTS);
-	assert_int_equal(c->remote.qpn, 0x99);
+	assert_int_equal(c->path.qp.qp->state, IBV_QPS_RTS);
+	assert_int_equal(c->path.remote.qpn, 0x99);
 	assert_null(rsec_conn_rebuild_reason(c)); /* not over yet */
 	assert_int_equal(peer_ready(f, 1), 0);
 	assert_int_equal(c->rb.state, REBUILD_NONE);
-	assert_int_equal(c->stats.rebuilds, 1);
+	assert_int_equal(c->path.stats.rebuilds, 1);
 	assert_non_null(strstr(rsec_conn_rebuild_reason(c), "the peer's side: the queue pair failed"));
 	/* The new epoch's keys on both sides. */
 	peer_sends(f, next.tx, 0, "after", 6);
 	assert_int_equal(rsec_conn_poll_data(c), 0);
-	assert_true(c->rx_complete);
+	assert_true(c->path.rx_complete);
 	rsec_seal_free(&next);
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
 }
@@ -172,7 +172,7 @@ static void rebuilding_off_closes(void **state)
 	f->ctx.rebuilds_per_min = 0;
 	assert_int_equal(fault(f), RSEC_E_QP);
 	assert_non_null(strstr(rsec_conn_error(f->c), "(not rebuilt: rebuilding is off)"));
-	assert_int_equal(f->c->stats.rebuilds, 0);
+	assert_int_equal(f->c->path.stats.rebuilds, 0);
 }
 
 static void rebuilding_off_refuses_the_peer(void **state)
@@ -282,7 +282,7 @@ static void fault_while_connected_rebuilds_again(void **state)
 	assert_int_equal(rsec_rebuild_fault(f->c, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC, "rejected"), 1);
 	assert_true(f->c->rb.again);
 	assert_int_equal(peer_ready(f, 1), 0);
-	assert_int_equal(f->c->stats.rebuilds, 1);
+	assert_int_equal(f->c->path.stats.rebuilds, 1);
 	assert_int_equal(f->c->rb.state, REBUILD_SENT);
 	assert_int_equal(f->c->rb.target, 2);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);

@@ -106,11 +106,11 @@ static void client_sends_ok(struct fake_conn *f, struct rsec_seal_dir *tx, uint3
 static const uint8_t *server_sends(struct fake_conn *f, const char *pt, size_t *frame_len)
 {
 	struct rsec_conn *c = f->c;
-	uint64_t seq = c->sendq.next;
+	uint64_t seq = c->path.sendq.next;
 	assert_int_equal(rsec_send(c, pt, strlen(pt), 0), 0);
-	assert_int_equal(c->sendq.next, seq + 1);
+	assert_int_equal(c->path.sendq.next, seq + 1);
 	*frame_len = strlen(pt) + RSEC_SEAL_OVERHEAD;
-	return c->send_ring + (size_t)(seq % c->send_slots) * c->frame_size;
+	return c->path.send_ring + (size_t)(seq % c->path.send_slots) * c->path.frame_size;
 }
 
 static void client_opens(struct fake_conn *f, const uint8_t *frame, size_t len, const char *want)
@@ -126,7 +126,8 @@ static void client_opens(struct fake_conn *f, const uint8_t *frame, size_t len, 
 static void client_gets_new_keys_frame(struct fake_conn *f, uint8_t phase)
 {
 	struct rsec_conn *c = f->c;
-	const uint8_t *frame = c->send_ring + (size_t)((c->sendq.next - 1) % c->send_slots) * c->frame_size;
+	const struct rsec_path *p = &c->path;
+	const uint8_t *frame = p->send_ring + (size_t)((p->sendq.next - 1) % p->send_slots) * p->frame_size;
 	assert_int_equal(frame[15], phase);
 	struct rsec_seal_hdr h;
 	uint8_t pt[8];
@@ -176,7 +177,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 2, "after");
-	assert_null(c->seal.rx_old); /* the first frame under the new keys retired the old ones */
+	assert_null(c->path.seal.rx_old); /* the first frame under the new keys retired the old ones */
 	assert_int_equal(rsec_data_opened(c), 3);
 	struct rsec_conn_stats st;
 	assert_int_equal(rsec_conn_stats(c, &st), 0);
@@ -209,7 +210,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	peer_sends(f, f->peer.tx_old, 3, "replayed", 8);
 	assert_int_equal(rsec_conn_poll_data(c), RSEC_E_MAC);
 	assert_int_equal(c->phase, PHASE_CLOSED);
-	assert_false(c->rx_complete);
+	assert_false(c->path.rx_complete);
 	client_free(&cl);
 }
 
@@ -248,13 +249,13 @@ static void rekey_bytes_triggers(void **state)
 	const uint8_t *frame = server_sends(f, "fresh", &len);
 	client_opens(f, frame, len, "fresh");
 	/* No new offer before the last rekey settled both ways: the client has sent nothing under it yet. */
-	assert_non_null(c->seal.rx_old);
+	assert_non_null(c->path.seal.rx_old);
 	assert_int_equal(rsec_rekey_start(c), 0);
 	assert_false(test_read_frame(f->tls.client, &m, false));
 	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 2, "fresh too");
-	assert_null(c->seal.rx_old);
-	assert_null(c->seal.tx_old); /* the client acknowledged nothing sealed under the old one: none was owed */
+	assert_null(c->path.seal.rx_old);
+	assert_null(c->path.seal.tx_old); /* the client acknowledged nothing sealed under the old one: none was owed */
 	/* The count starts again from the rekey. */
 	assert_int_equal(rsec_rekey_step(c), 0);
 	assert_false(test_read_frame(f->tls.client, &m, false));
@@ -473,7 +474,7 @@ static void violated(struct fake_conn *f, int rc, const char *what)
 {
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_int_equal(f->c->phase, PHASE_CLOSED);
-	assert_int_equal(f->c->stats.protocol_violations, 1);
+	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 	assert_non_null(strstr(rsec_conn_error(f->c), what));
 }
 
@@ -689,13 +690,13 @@ static void idle_connection_rekeys_by_time(void **state)
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
 	client_gets_new_keys_frame(f, 1);
-	assert_null(c->seal.tx_old); /* the peer had acknowledged all the old key sealed: none */
+	assert_null(c->path.seal.tx_old); /* the peer had acknowledged all the old key sealed: none */
 	/* The client does the same: its frame under the new keys returns the credit and retires our old key. */
 	uint32_t n = peer_seals(f, f->peer.tx, 0, RSEC_SEAL_FLAG_CREDIT_ONLY, 1, NULL, 0);
 	struct ibv_wc wc = fake_recv_wc(c, 0, n);
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(c), 0);
-	assert_null(c->seal.rx_old);
+	assert_null(c->path.seal.rx_old);
 
 	/* rekey_s later, still idle: the server offers generation 2; a wait no longer wakes for it then. */
 	assert_int_equal(rsec_rekey_next_ms(c), c->rk.since_ms + 60 * 1000);

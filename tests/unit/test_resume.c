@@ -102,7 +102,7 @@ static void refused(struct fixture *x, int i, int rc)
 	struct rsec_msg m;
 	channel_gets(x, i, RSEC_MSG_ERROR, &m);
 	assert_int_equal(m.u.error.code, (uint32_t)-RSEC_E_CLOSED);
-	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->path.stats.resumes, 0);
 	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
 }
 
@@ -135,7 +135,7 @@ static void resumes(void **state)
 	struct rsec_msg m;
 	resumed_on(x, 0, offers(x, 0, x->token, false, 0), &m);
 	assert_int_equal(m.u.rebuild.epoch, 1);
-	assert_int_equal(x->f.c->stats.resumes, 1);
+	assert_int_equal(x->f.c->path.stats.resumes, 1);
 }
 
 static void unknown_token_refused(void **state)
@@ -169,7 +169,7 @@ static void ended_session_refused(void **state)
 	assert_int_equal(rc, RSEC_E_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(x->n[0]), "RESUME of a session this server does not have"));
 	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
-	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->path.stats.resumes, 0);
 }
 
 /*
@@ -192,7 +192,7 @@ static void withdrawn_identity_refused(void **state)
 	assert_non_null(strstr(rsec_conn_error(n), "1 allow rule: psk:node-b"));
 	channel_gets(x, 0, RSEC_MSG_DISCONNECT, &m);
 	assert_int_equal(m.u.disconnect.reason, RSEC_DISC_REFUSED);
-	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->path.stats.resumes, 0);
 	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
 	char why[128];
 	assert_int_equal(rsec_conn_check_peer(s, why, sizeof(why)), RSEC_E_AUTH);
@@ -234,7 +234,7 @@ static void expired_session_refused(void **state)
 	assert_non_null(strstr(rsec_conn_error(x->n[0]), "RESUME of a session this server does not have"));
 	struct rsec_msg m;
 	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
-	assert_int_equal(s->stats.resumes, 0);
+	assert_int_equal(s->path.stats.resumes, 0);
 	assert_int_equal(s->chan->sock, -1);
 }
 
@@ -285,7 +285,7 @@ static void second_resume_takes_over(void **state)
 	new_channel(x, 1, "psk:node-a");
 	resumed_on(x, 1, offers(x, 1, x->token, false, 0), &m);
 	assert_int_equal(m.u.rebuild.epoch, 1);
-	assert_int_equal(s->stats.resumes, 2);
+	assert_int_equal(s->path.stats.resumes, 2);
 	assert_int_equal(s->rb.started_next, 2); /* each lost channel counted against the rebuild budget */
 }
 

@@ -47,9 +47,9 @@ static int setup(void **state)
 	f->c->phase = PHASE_ESTABLISHED;
 	f->c->peer_rebuilds = true;
 	f->c->rs.peer = f->c->rs.epochs = true;
-	f->c->dev = f->c->qp.dev = &f->dev;
-	f->c->qp.qp = &f->qp;
-	f->c->recv_slots = 64;
+	f->c->dev = f->c->path.qp.dev = &f->dev;
+	f->c->path.qp.qp = &f->qp;
+	f->c->path.recv_slots = 64;
 	f->c->rb.state = REBUILD_PARKED;
 	f->c->rb.opened = 11;      /* the peer's frames we opened, counted when the channel went */
 	f->c->rb.sent_opened = 22; /* the count our REBUILD carried before (the one a peer behind missed) */
@@ -60,8 +60,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	f->c->dev = f->c->qp.dev = NULL; /* stand-ins: nothing to destroy */
-	f->c->qp.qp = NULL;
+	f->c->dev = f->c->path.qp.dev = NULL; /* stand-ins: nothing to destroy */
+	f->c->path.qp.qp = NULL;
 	rsec_conn_free(f->c);
 	test_tls_pair_free(&f->tls);
 	free(f);

@@ -50,7 +50,7 @@ static int setup(void **state)
 	f->conn.own_chan.ssl = f->tls.client;
 	f->conn.chan = &f->conn.own_chan;
 	f->region = (struct rsec_region){
-		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
+		.conn = &f->conn, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
 	};
 	*state = f;
 	return 0;
@@ -116,7 +116,7 @@ static void posted_write_takes_only_what_was_sealed(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(rsec_sealed_post_check(&f->conn, &bad[i], &claim), RSEC_E_RANGE);
 	struct rsec_region later = f->region; /* another region where this one was */
-	later.serial = ++f->conn.regions_made;
+	later.serial = ++f->conn.path.regions_made;
 	w.local = &later;
 	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
 	w.local = &f->region;
@@ -215,7 +215,7 @@ static void posted_read_is_whole_and_opens_in_place(void **state)
 	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 512, &n), RSEC_E_MAC);
 	assert_int_equal(n, 0);
 	assert_true(all_zero(f->mem + 512, g.len));
-	assert_int_equal(f->conn.data_mac_failures, 1);
+	assert_int_equal(f->conn.path.data_mac_failures, 1);
 
 	/* Not a sealed READ grant, or no room for it. */
 	struct rsec_remote_grant writer = g;
@@ -242,12 +242,12 @@ static void kept_keys_are_the_granters_and_bounded(void **state)
 		}
 	unsigned kept = 0;
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		kept += f->conn.peer_keys[i].key.ctx != NULL;
+		kept += f->conn.path.peer_keys[i].key.ctx != NULL;
 	assert_int_equal(kept, RSEC_PEER_KEYS);
 	rsec_sealed_peer_forget(&f->conn, RSEC_GRANT_ID_SERVER | (100 + RSEC_PEER_KEYS + 2));
 	kept = 0;
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		kept += f->conn.peer_keys[i].key.ctx != NULL;
+		kept += f->conn.path.peer_keys[i].key.ctx != NULL;
 	assert_int_equal(kept, RSEC_PEER_KEYS - 1);
 }
 
@@ -266,13 +266,13 @@ static uint32_t posted(struct fixture *f, const struct rsec_wr *w, struct rsec_s
 				   .reporting = RSEC_OP_REPORT };
 	claim->state = SEALED_WRITE_POSTED;
 	w->local->users++;
-	return rsec_ops_push(&f->conn.ops, &op);
+	return rsec_ops_push(&f->conn.path.ops, &op);
 }
 
 static void revoked_while_in_flight_claims_nothing_later(void **state)
 {
 	struct fixture *f = *state;
-	assert_int_equal(rsec_ops_init(&f->conn.ops, 8), 0);
+	assert_int_equal(rsec_ops_init(&f->conn.path.ops, 8), 0);
 	struct rsec_remote_grant a = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
 	struct rsec_remote_grant b = a;
 	b.id = GRANT_ID + 1;
@@ -315,7 +315,7 @@ static void revoked_while_in_flight_claims_nothing_later(void **state)
 	memcpy(landed, f->mem + 4096, total);
 	assert_int_equal(rsec_sealed_open(key, &p, landed), 0);
 	assert_true(granter_has_nothing(f));
-	rsec_ops_free(&f->conn.ops);
+	rsec_ops_free(&f->conn.path.ops);
 }
 
 /* Memory the process may not write is registered read-only (local_ro): sealing or opening in it is refused, not a crash. */
@@ -325,7 +325,7 @@ static void read_only_region_is_neither_sealed_nor_opened_in(void **state)
 	uint8_t *ro = mmap(NULL, SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(ro != MAP_FAILED);
 	struct rsec_region r = {
-		.conn = &f->conn, .serial = ++f->conn.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
+		.conn = &f->conn, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
 		.addr = ro, .len = SPAN,
 	};
 	struct rsec_remote_grant w = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
@@ -343,7 +343,7 @@ static unsigned kept_keys(const struct rsec_conn *c)
 {
 	unsigned kept = 0;
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		kept += c->peer_keys[i].key.ctx != NULL;
+		kept += c->path.peer_keys[i].key.ctx != NULL;
 	return kept;
 }
 

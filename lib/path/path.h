@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What one queue pair's engine owns: its QP, message keys, send and receive
+ * rings and credits, the message being sent and the one being reassembled,
+ * its grants and the peer's, its one-sided operations, its counters and the
+ * first fault it found. A connection (session/conn.h) holds one as `path`;
+ * the session reads it, only path/ changes it (but the session's set-up and
+ * rebuild, which make and replace the QP).
+ *
+ * Invariants: have_qp says qp holds a PD, CQs and QP; have_seal says seal
+ * holds keys. credits <= peer_slots; credits_owed < recv_slots. txm is NULL
+ * or holds txm_len bytes of which txm_off went out. rx_len <= rx_cap, or
+ * <= rx_direct_cap while rx_in_direct. fault: see fault.h.
+ */
+#ifndef RSEC_PATH_H
+#define RSEC_PATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/seal.h"
+#include "base/sealed.h"
+#include "fault.h"
+#include "grant_keys.h"
+#include "grant_table.h"
+#include "ops.h"
+#include "rdmasec.h"
+#include "sendq.h"
+#include "verbs/qp.h"
+
+struct rsec_region {
+	struct rsec_conn *conn;
+	uint64_t serial;      /* per connection, never reused: names it where a pointer could be a later region's */
+	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
+	uint8_t *addr;
+	size_t len;
+	unsigned access;
+	size_t map_len;       /* rsec_region_alloc: the mapping we own (0: caller's memory) */
+	struct ibv_mr *local_mr; /* the local side of rsec_post's operations */
+	bool local_ro;        /* local_mr without local write: READs may not land in it */
+	unsigned users;       /* window binds and one-sided operations in flight over its registrations */
+	bool dying;           /* freed by the application while users were in flight */
+	struct rsec_region *next_dying;
+};
+
+/* Keys of the peer's sealed grants kept ready (sealed_post.c); more are derived again. */
+#define RSEC_PEER_KEYS 8u
+
+struct rsec_peer_key {
+	uint64_t grant_id;
+	struct rsec_sealed_key key; /* empty: slot unused */
+};
+
+/* A sealed write into one of the peer's grants, one per grant (sealed_post.c). */
+enum rsec_sealed_write_state {
+	SEALED_WRITE_FREE = 0,
+	SEALED_WRITE_READY,   /* sealed, waiting for its rsec_post (posted form) */
+	SEALED_WRITE_POSTED,  /* its WRITE is in flight: claimed when it succeeds */
+	SEALED_WRITE_CLAIMED, /* told to the granter: the grant takes no other */
+	SEALED_WRITE_ORPHAN,  /* the grant went while its WRITE was in flight: never claimed, freed when it ends */
+};
+
+struct rsec_sealed_write {
+	enum rsec_sealed_write_state state;
+	uint64_t grant_id;
+	uint64_t region;            /* posted form: the serial of the region it was sealed in */
+	size_t local_off;
+	uint64_t remote_off, plain_len;
+	uint8_t prefix[RSEC_SEALED_PREFIX_LEN];
+};
+
+struct rsec_path {
+	struct rsec_qp qp;
+	bool have_qp;
+	struct rsec_qp_peer remote;
+	struct rsec_seal seal;
+	bool have_seal;
+	uint32_t recv_slots;      /* receive buffers we post, ctx->slot_size each */
+	uint32_t peer_slots;      /* the peer's: our initial credits */
+	uint32_t peer_slot_size;  /* largest frame the peer accepts */
+	uint32_t peer_max_msg;    /* largest message the peer accepts */
+	uint32_t frame_size;      /* our largest frame: peer_slot_size, at most RSEC_FRAME_MAX */
+	uint32_t send_slots;      /* send buffers, frame_size each */
+	uint8_t *send_ring, *recv_ring;
+	struct ibv_mr *send_mr, *recv_mr;
+	struct rsec_sendq sendq;  /* frames in flight in the send ring's slots */
+	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
+	uint32_t credits;         /* frames we may still send */
+	uint32_t credits_owed;    /* recv slots reposted but not yet announced */
+	uint32_t credits_due;     /* credits_owed at which they go back in a CREDIT_ONLY frame */
+
+	/* The part of an accepted message that waits for credits (rsec_send). */
+	uint8_t *txm;
+	size_t txm_len, txm_off;
+	bool txm_started;         /* its FIRST fragment is out */
+	uint64_t txm_progress_ms; /* last time a fragment of it went out */
+
+	/* Reassembly of the message currently arriving: in rx_msg, or straight
+	 * into the buffer of an rsec_recv waiting for it (rx_direct). */
+	uint8_t *rx_msg;
+	size_t rx_cap, rx_len;
+	bool rx_started, rx_complete;
+	uint8_t *rx_direct;       /* the waiting caller's buffer, while it waits */
+	size_t rx_direct_cap;
+	bool rx_in_direct;        /* the message so far is in rx_direct, not rx_msg */
+
+	/* Grants we issued and grants the peer issued to us. */
+	struct rsec_grant_table gt;
+	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
+
+	/* The peer's grants: their secrets (kept until rsec_conn_free), sealed ones' keys kept ready,
+	 * sealed writes (sealed_post.c). */
+	struct rsec_peer_grant_keys grantee_keys;
+	struct rsec_peer_key peer_keys[RSEC_PEER_KEYS];
+	unsigned peer_key_next;
+	struct rsec_sealed_write sealed_writes[RSEC_MAX_GRANTS];
+	uint64_t regions_made;    /* serials of this connection's regions */
+
+	/* One-sided operations in flight (onesided.c). */
+	struct rsec_ops ops;
+	uint8_t *stage;           /* rsec_write/rsec_read's bytes up to RSEC_STAGE_SIZE, wiped after each */
+	struct ibv_mr *stage_mr;
+	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
+	bool chan_event;          /* busy polling, or fds_probed: the completion channel has an event to take */
+
+	/* Counters rsec_conn_stats reports (the session adds its rebuilds and resumes). */
+	struct rsec_conn_stats stats;
+	uint64_t data_mac_failures; /* verified transfers whose bytes did not match */
+	uint64_t onesided_bytes;  /* moved by our RDMA WRITEs and READs that succeeded: rekey_bytes counts them */
+	struct rsec_seal_stats seal_before; /* counters of the keys earlier rebuilds replaced */
+
+	struct rsec_fault fault; /* found here, not settled yet (session/settle.c) */
+};
+
+#endif /* RSEC_PATH_H */
