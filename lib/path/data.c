@@ -151,12 +151,12 @@ static bool take_channel_events(struct rsec_conn *c, unsigned *fired)
 /* The frames a rebuild recovered for sending again (c->rb.resend) are sent or no longer wanted: wiped. */
 static void resend_free(struct rsec_conn *c)
 {
-	if (c->rb.resend) {
-		OPENSSL_cleanse(c->rb.resend, c->rb.resend_len);
-		free(c->rb.resend);
+	if (c->path.rb.resend) {
+		OPENSSL_cleanse(c->path.rb.resend, c->path.rb.resend_len);
+		free(c->path.rb.resend);
 	}
-	c->rb.resend = NULL;
-	c->rb.resend_len = c->rb.resend_off = 0;
+	c->path.rb.resend = NULL;
+	c->path.rb.resend_len = c->path.rb.resend_off = 0;
 }
 
 void rsec_data_teardown(struct rsec_conn *c)
@@ -232,14 +232,14 @@ static bool can_send(const struct rsec_conn *c, bool credit_only)
 	 * announcing a grant must not overtake the bind anyway. Nothing goes
 	 * while the data path is rebuilt. Sends wait in the library meanwhile.
 	 */
-	return c->path.binds_inflight == 0 && !rsec_rebuilding(c) && rsec_sendq_room(&c->path.sendq, !credit_only) &&
+	return c->path.binds_inflight == 0 && !rsec_rebuilding(&c->path) && rsec_sendq_room(&c->path.sendq, !credit_only) &&
 	       c->path.credits > (credit_only ? 0u : 1u);
 }
 
 /* A new data frame: after every frame a rebuild recovered for sending again. */
 static bool can_send_new(const struct rsec_conn *c)
 {
-	return !rsec_rebuild_resending(c) && can_send(c, false);
+	return !rsec_rebuild_resending(&c->path) && can_send(c, false);
 }
 
 static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
@@ -507,16 +507,16 @@ static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
 /* Send again, in order, the data frames a rebuild recovered (rebuild.c), as credits allow. */
 static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
 {
-	while (c->rb.resend && can_send(c, false)) {
-		uint8_t *p = c->rb.resend + c->rb.resend_off;
+	while (c->path.rb.resend && can_send(c, false)) {
+		uint8_t *p = c->path.rb.resend + c->path.rb.resend_off;
 		uint32_t len;
 		memcpy(&len, p + 1, sizeof(len));
 		int rc = send_frame(c, p[0], p + 5, len);
 		if (rc < 0)
 			return rsec_fault_fail(&c->path.fault, rc, "cannot send again: %s", rsec_strerror(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
-		c->rb.resend_off += 5 + (size_t)len;
-		if (c->rb.resend_off == c->rb.resend_len)
+		c->path.rb.resend_off += 5 + (size_t)len;
+		if (c->path.rb.resend_off == c->path.rb.resend_len)
 			resend_free(c);
 	}
 	return 0;
@@ -550,7 +550,7 @@ int rsec_data_poll(struct rsec_conn *c)
 	if (!c->path.have_qp || !c->path.send_ring)
 		return 0;
 	RSEC_GUARD(drain_channel(c));
-	if (c->rb.state == REBUILD_SENT || c->rb.state == REBUILD_PARKED)
+	if (c->path.rb.state == REBUILD_SENT || c->path.rb.state == REBUILD_PARKED)
 		return 0; /* the new QP is not connected yet: nothing to reap, nothing to send */
 	RSEC_GUARD(poll_send_cq(c));
 	/* One receive at a time, and none while a whole message waits for the
@@ -602,7 +602,7 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 {
 	const struct rsec_sendq *q = &c->path.sendq;
 	size_t body_max = c->path.frame_size - RSEC_SEAL_OVERHEAD;
-	size_t old = c->rb.resend ? c->rb.resend_len - c->rb.resend_off : 0;
+	size_t old = c->path.rb.resend ? c->path.rb.resend_len - c->path.rb.resend_off : 0;
 	size_t kept = 0; /* at most the ring's slots, whatever the peer's credits allowed */
 	for (uint64_t f = opened; f < q->next; f++)
 		kept += rsec_sendq_kept(q, f);
@@ -626,7 +626,7 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 		}
 	}
 	if (rc == 0 && old)
-		memcpy(buf + len, c->rb.resend + c->rb.resend_off, old);
+		memcpy(buf + len, c->path.rb.resend + c->path.rb.resend_off, old);
 	if (rc < 0) {
 		OPENSSL_cleanse(buf, cap ? cap : 1);
 		free(buf);
@@ -637,9 +637,9 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 		free(buf);
 		return 0;
 	}
-	c->rb.resend = buf;
-	c->rb.resend_len = len + old;
-	c->rb.resend_off = 0;
+	c->path.rb.resend = buf;
+	c->path.rb.resend_len = len + old;
+	c->path.rb.resend_off = 0;
 	return 0;
 }
 
@@ -656,7 +656,7 @@ int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
 	rsec_seal_free(&c->path.seal);
 	c->path.have_seal = false;
 	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
-	RSEC_GUARD(rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, c->lane, c->rb.epoch + 1));
+	RSEC_GUARD(rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->path.chan), c->is_server, c->aead, c->lane, c->path.rb.epoch + 1));
 	c->path.have_seal = true;
 	RSEC_GUARD(rsec_sendq_init(q, c->path.send_slots));
 	c->path.credits = c->path.peer_slots;

@@ -75,7 +75,7 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_REVOKE };
 	m.u.revoke.grant_id = id;
-	return rsec_chan_send(c->chan, c->lane, &m);
+	return rsec_chan_send(c->path.chan, c->lane, &m);
 }
 
 /*
@@ -138,7 +138,7 @@ int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off,
 	m.u.verify.len = len;
 	m.u.verify.mac_alg = mac_alg;
 	memcpy(m.u.verify.mac, mac, mac_len);
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -182,7 +182,7 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	m.u.grant.tag = g->tag;
 	m.u.grant.has_key_id = g->keys.chain;
 	m.u.grant.key_id = g->key_id;
-	rc = rsec_chan_send(c->chan, c->lane, &m);
+	rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return rsec_fault_fail(&c->path.fault, rc, "cannot send GRANT");
@@ -217,7 +217,7 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 	_Static_assert(sizeof(g->sealed_key) == RSEC_SEALED_KEY_LEN, "a grant keeps one sealed-grant key");
 	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
 	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
-	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->chan), g->id, g->sealed_key);
+	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->path.chan), g->id, g->sealed_key);
 	if (rc == 0)
 		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
 	if (rc < 0)
@@ -249,7 +249,7 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
 	RSEC_GUARD(rsec_conn_require_established(c, false));
-	if (rsec_rebuilding(c))
+	if (rsec_rebuilding(&c->path))
 		return RSEC_E_AGAIN; /* no QP to bind a window through; over in a round trip */
 	bool by_mr;
 	RSEC_GUARD(rsec_grant_use_mr(c, &by_mr));
@@ -269,8 +269,8 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 	g->tag = tag;
 	/* Keyed under the key id in use now; the id is the one rsec_gt_activate is about to give. */
 	g->id = rsec_gt_next_id(&c->path.gt);
-	g->key_id = rsec_rekey_id(&c->rk);
-	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &c->rk, rsec_grant_keys_chained(c), g->key_id, g->id));
+	g->key_id = rsec_rekey_id(&c->path.rk);
+	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &c->path.rk, rsec_grant_keys_chained(c), g->key_id, g->id));
 	if (sealed_read)
 		RSEC_GUARD(seal_for_reading(c, r, g));
 	int rc = by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx);

@@ -30,7 +30,7 @@ static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_conn *c, const struct r
 	};
 	memcpy(p.prefix, g->claim_mac, sizeof(p.prefix));
 	uint8_t *buf = g->addr + g->claim_off, key[RSEC_SEALED_KEY_LEN];
-	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->chan), g->id, key);
+	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->path.chan), g->id, key);
 	if (rc == 0)
 		rc = rsec_sealed_open(key, &p, buf);
 	else

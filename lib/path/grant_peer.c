@@ -30,7 +30,7 @@ int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const voi
 			    strncmp(label, ours, sizeof(ours) - 1) != 0,
 		    RSEC_E_INVAL);
 	RSEC_ENSURE(out_len >= 16 && out_len <= 64 && context_len <= 64, RSEC_E_INVAL);
-	SSL *ssl = rsec_chan_ssl(c->chan);
+	SSL *ssl = rsec_chan_ssl(c->path.chan);
 	RSEC_ENSURE(c->phase == PHASE_ESTABLISHED && ssl && SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
 	if (SSL_export_keying_material(ssl, out, out_len, label, label_len, context, context_len,
 				       context_len > 0) != 1) {
@@ -67,7 +67,7 @@ int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 	int rc;
 	/* During a rebuild, until the peer's REBUILD, these name grants of the old data path: dropped,
 	 * but for a claim on one of ours. After it (REBUILD_CONNECTED): grants bound again on the new one. */
-	if (rsec_rebuilding(c) && c->rb.state != REBUILD_CONNECTED)
+	if (rsec_rebuilding(&c->path) && c->path.rb.state != REBUILD_CONNECTED)
 		return m->type == RSEC_MSG_VERIFY && rsec_gt_ours(&c->path.gt, m->u.verify.grant_id)
 			       ? claim_while_stopped(c, &m->u.verify)
 			       : 0;

@@ -134,7 +134,7 @@ static int rebuilt_error(struct rsec_conn *c, int code, const char *what)
 {
 	if (c->phase == PHASE_CLOSED)
 		return code;
-	const char *why = rsec_rebuilding(c) ? c->rb.reason : c->rb.done_reason;
+	const char *why = rsec_rebuilding(&c->path) ? c->path.rb.reason : c->path.rb.done_reason;
 	snprintf(c->error, sizeof(c->error), "%.90s: the data path was rebuilt (%.130s)", what, why[0] ? why : "a fault");
 	return code;
 }
@@ -341,7 +341,7 @@ int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op)
 {
 	rsec_onesided_unstage(c, buf, len, op, c->path.ops.waiter_status);
-	if (c->path.ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(c) || c->path.stats.rebuilds)) {
+	if (c->path.ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(&c->path) || c->path.stats.rebuilds)) {
 		char what[96];
 		snprintf(what, sizeof(what), "one-sided %s of %zu bytes ended, done or not",
 			 op == RSEC_OP_WRITE ? "WRITE" : "READ", len);

@@ -18,10 +18,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/rekey.h"
 #include "base/seal.h"
 #include "base/sealed.h"
 #include "fault.h"
 #include "grant_keys.h"
+#include "chan.h"
 #include "grant_table.h"
 #include "ops.h"
 #include "rdmasec.h"
@@ -69,7 +71,41 @@ struct rsec_sealed_write {
 	uint8_t prefix[RSEC_SEALED_PREFIX_LEN];
 };
 
+/* Where a rebuild of the data path stands (rebuild.c). */
+enum rsec_rebuild_state {
+	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
+	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
+	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out (or
+			    * owed: ready_owed): waiting for the peer's */
+	REBUILD_PARKED,    /* the control channel is lost: data path stopped, our REBUILD waits for a new channel */
+};
+
+struct rsec_rebuild {
+	enum rsec_rebuild_state state;
+	uint32_t epoch;           /* of the keys and QP in use; 0: set-up's */
+	uint64_t deadline_ms;     /* a rebuild under way fails the connection after this */
+	uint64_t opened;          /* REBUILD_SENT: the peer's frames of the old epoch we opened */
+	uint64_t sent_opened;     /* the count our latest REBUILD carried (a peer that missed it needs it) */
+	uint32_t target;          /* REBUILD_SENT: the epoch being built */
+	bool again;               /* the new data path failed before the rebuild was over */
+	uint8_t again_why;        /* RSEC_WIRE_REBUILD_* of that failure */
+	bool ready_owed;          /* REBUILD_READY waits for our grants' binds on the new QP (their GRANTs go first) */
+	bool peer_ready;          /* the peer's REBUILD_READY came while ours was owed */
+	uint64_t started_ms[RSEC_MAX_REBUILDS]; /* when the latest rebuilds started, a ring */
+	unsigned started_next;
+	/* Data frames the peer did not open, recovered from the send ring: u8 flags | u32 len | bytes, in order. */
+	uint8_t *resend;
+	size_t resend_len, resend_off;
+	char reason[200];         /* of the rebuild under way, or the latest one */
+	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
+};
+
 struct rsec_path {
+	/* The session's control channel (its first connection's; NULL once that is freed). */
+	struct rsec_chan *chan;
+	struct rsec_rebuild rb;   /* driven by session/rebuild.c */
+	struct rsec_rekey rk;     /* the key chain of this epoch, driven by session/rekey_exchange.c */
+
 	struct rsec_qp qp;
 	bool have_qp;
 	struct rsec_qp_peer remote;
@@ -131,5 +167,17 @@ struct rsec_path {
 
 	struct rsec_fault fault; /* found here, not settled yet (session/settle.c) */
 };
+
+/* Is the data path being rebuilt (nothing may be posted)? */
+static inline bool rsec_rebuilding(const struct rsec_path *p)
+{
+	return p->rb.state != REBUILD_NONE;
+}
+
+/* Frames recovered for sending again wait. */
+static inline bool rsec_rebuild_resending(const struct rsec_path *p)
+{
+	return p->rb.resend != NULL;
+}
 
 #endif /* RSEC_PATH_H */

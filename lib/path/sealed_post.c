@@ -31,7 +31,7 @@ int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g)
 	if (rsec_pgk_find(&c->path.grantee_keys, g->grant_id))
 		return 0;
 	struct rsec_grant_keys k;
-	int rc = rsec_grant_keys_make(&k, &c->rk, true, g->key_id, g->grant_id);
+	int rc = rsec_grant_keys_make(&k, &c->path.rk, true, g->key_id, g->grant_id);
 	uint64_t now = rsec_now_ms();
 	if (rc == 0)
 		rsec_pgk_keep(&c->path.grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
@@ -58,7 +58,7 @@ static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_conn *c, uint64_t g
 	struct rsec_grant_keys k;
 	int rc = rsec_peer_grant_keys(c, grant_id, &k);
 	if (rc == 0)
-		rc = rsec_grant_keys_sealed(&k, rsec_chan_ssl(c->chan), grant_id, key);
+		rc = rsec_grant_keys_sealed(&k, rsec_chan_ssl(c->path.chan), grant_id, key);
 	rsec_grant_keys_wipe(&k);
 	return rc;
 }
@@ -277,7 +277,7 @@ int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
 	struct rsec_sealed_key *k, once = { 0 };
 	int rc;
-	if (!rsec_chan_ssl(c->chan)) {
+	if (!rsec_chan_ssl(c->path.chan)) {
 		rc = RSEC_E_CLOSED;
 	} else if (c->phase == PHASE_CLOSED) {
 		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */

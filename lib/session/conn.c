@@ -60,10 +60,10 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	if (c->phase == PHASE_CLOSED)
 		return c->close_code;
 	int n = 0;
-	if (c->chan && c->chan->tx.overflow) {
+	if (c->path.chan && c->path.chan->tx.overflow) {
 		/* rsec_chan_send found no room: say whose fault it is, whatever the caller says. */
 		n = snprintf(c->error, sizeof(c->error), "control channel: the peer is not reading (%zu bytes unsent): ",
-			     c->chan->tx.len);
+			     c->path.chan->tx.len);
 		if (n < 0 || (size_t)n >= sizeof(c->error))
 			n = 0;
 	}
@@ -75,11 +75,11 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
 		m.u.error.code = (uint32_t)-code;
 		rsec_wire_text_set(&m.u.error.text, c->error);
-		(void)!rsec_chan_send(c->chan, c->lane, &m); /* best effort: we are closing anyway */
+		(void)!rsec_chan_send(c->path.chan, c->lane, &m); /* best effort: we are closing anyway */
 	}
 	if (!c->lane) {
 		/* Nothing more will be flushed: wipe what is left, and stop watching for writability. */
-		rsec_chan_discard(c->chan);
+		rsec_chan_discard(c->path.chan);
 		(void)!rsec_conn_watch(c);
 	}
 	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection, */
@@ -183,7 +183,7 @@ struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 	c->ctx = ctx;
 	c->is_server = ctx->is_server;
 	rsec_chan_init(&c->own_chan, -1, watch_channel, c);
-	c->chan = &c->own_chan;
+	c->path.chan = &c->own_chan;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
 	rsec_gt_init(&c->path.gt, ctx->is_server, 0);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -213,7 +213,7 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 		return NULL;
 	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
 	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
-	c->chan->sock = sock;
+	c->path.chan->sock = sock;
 	c->phase = PHASE_TLS;
 	return c;
 }
@@ -227,7 +227,7 @@ static RSEC_MUST_CHECK int pick_device(struct rsec_conn *c)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
-	if (getsockname(c->chan->sock, (struct sockaddr *)&ss, &len) < 0)
+	if (getsockname(c->path.chan->sock, (struct sockaddr *)&ss, &len) < 0)
 		return RSEC_E_IO;
 	const void *a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
 						 : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
@@ -259,7 +259,7 @@ static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host,
 		int n = snprintf(dest, sizeof(dest), "%s:%u/%s", host, (unsigned)port, peer_name ? peer_name : "");
 		opts.resume_dest = n > 0 && (size_t)n < sizeof(dest) ? dest : NULL;
 	}
-	return rsec_ctx_tls_new(c->ctx, c->chan->sock, &opts, &c->chan->ssl);
+	return rsec_ctx_tls_new(c->ctx, c->path.chan->sock, &opts, &c->path.chan->ssl);
 }
 
 
@@ -267,11 +267,11 @@ int rsec_conn_watch(struct rsec_conn *c)
 {
 	if (c->lane)
 		return c->root ? rsec_conn_watch(c->root) : 0;
-	uint32_t events = EPOLLIN | (rsec_chan_wants_write(c->chan) ? EPOLLOUT : 0);
+	uint32_t events = EPOLLIN | (rsec_chan_wants_write(c->path.chan) ? EPOLLOUT : 0);
 	if (events == c->sock_events)
 		return 0;
 	struct epoll_event ev = { .events = events, .data.u32 = 0 };
-	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->chan->sock, &ev) < 0)
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, c->path.chan->sock, &ev) < 0)
 		return RSEC_E_IO;
 	c->sock_events = events;
 	rsec_lanes_watch(c, events);
@@ -281,15 +281,15 @@ int rsec_conn_watch(struct rsec_conn *c)
 static RSEC_MUST_CHECK int process_tls(struct rsec_conn *c)
 {
 	bool want_write = false;
-	int rc = rsec_tls_handshake_step(c->chan->ssl, &want_write);
-	c->chan->want_write = rc == RSEC_E_AGAIN && want_write;
+	int rc = rsec_tls_handshake_step(c->path.chan->ssl, &want_write);
+	c->path.chan->want_write = rc == RSEC_E_AGAIN && want_write;
 	if (rsec_conn_watch(c) < 0)
 		return rsec_conn_fail(c, RSEC_E_IO, "epoll: %s", strerror(errno));
 	if (rc == RSEC_E_AGAIN)
 		return RSEC_E_AGAIN;
 	if (rc < 0) {
 		char why[160];
-		rsec_tls_last_error(c->chan->ssl, why, sizeof(why));
+		rsec_tls_last_error(c->path.chan->ssl, why, sizeof(why));
 		return rsec_conn_fail(c, rc, "TLS handshake failed: %s", why);
 	}
 	return rsec_setup_tls_done(c);
@@ -304,15 +304,15 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 		int rc = process_ctrl_out(c->root);
 		return rc < 0 ? c->close_code : 0; /* the root's failure failed its lanes */
 	}
-	if (c->chan->tx.len == 0 || c->rs.parked)
+	if (c->path.chan->tx.len == 0 || c->rs.parked)
 		return 0;
-	int rc = rsec_chan_flush(c->chan);
+	int rc = rsec_chan_flush(c->path.chan);
 	if (rc < 0)
 		return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
-	if (rsec_chan_stalled(c->chan, rsec_now_ms()))
+	if (rsec_chan_stalled(c->path.chan, rsec_now_ms()))
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT,
 				      "control channel: the peer has not read %zu queued bytes for %u ms",
-				      c->chan->tx.len, RSEC_CHAN_STALL_MS);
+				      c->path.chan->tx.len, RSEC_CHAN_STALL_MS);
 	return 0;
 }
 
@@ -328,19 +328,19 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (now - c->chan->last_rx_ms > 3 * RSEC_KEEPALIVE_MS)
+	if (now - c->path.chan->last_rx_ms > 3 * RSEC_KEEPALIVE_MS)
 		return rsec_resume_lost(c, RSEC_E_TIMEOUT, "peer silent for %llu ms",
-					(unsigned long long)(now - c->chan->last_rx_ms));
-	if (now - c->chan->last_tx_ms < RSEC_KEEPALIVE_MS)
+					(unsigned long long)(now - c->path.chan->last_rx_ms));
+	if (now - c->path.chan->last_tx_ms < RSEC_KEEPALIVE_MS)
 		return 0;
 	struct rsec_msg m = { .type = RSEC_MSG_KEEPALIVE };
 	m.u.keepalive.nonce = now;
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
 	if (rc < 0)
 		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_strerror(rc));
-	c->chan->last_tx_ms = now;
+	c->path.chan->last_tx_ms = now;
 	return 0;
 }
 
@@ -366,7 +366,7 @@ static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 		if (c->fds_probed && !c->sock_event)
 			return 0; /* nothing arrived: no read (TLS holds nothing back once a read said AGAIN) */
 		struct rsec_msg m;
-		int rc = rsec_chan_recv(c->chan, &m);
+		int rc = rsec_chan_recv(c->path.chan, &m);
 		if (rc == RSEC_E_AGAIN)
 			return 0;
 		if (rc == RSEC_E_CLOSED)
@@ -551,7 +551,7 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	if (resuming) {
 		c->rs.offer = resuming->rs.token;
 		c->rs.epochs = resuming->rs.epochs;
-		c->rs.offer_epoch = resuming->rb.epoch;
+		c->rs.offer_epoch = resuming->path.rb.epoch;
 	}
 	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
 	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
@@ -668,9 +668,9 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
 		m.u.disconnect.reason = RSEC_DISC_NORMAL;
 		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
-		rc = rsec_chan_send(c->chan, c->lane, &m);
-		if (!c->lane && c->chan->ssl) /* a lane's goodbye is one frame: the session's channel stays */
-			(void)!rsec_tls_shutdown(c->chan->ssl);
+		rc = rsec_chan_send(c->path.chan, c->lane, &m);
+		if (!c->lane && c->path.chan->ssl) /* a lane's goodbye is one frame: the session's channel stays */
+			(void)!rsec_tls_shutdown(c->path.chan->ssl);
 	}
 	rsec_grant_close(c); /* audited revokes, before the resources go */
 	rsec_conn_teardown_rdma(c);

@@ -123,35 +123,6 @@ enum rsec_phase {
 	PHASE_CLOSED,
 };
 
-/* Where a rebuild of the data path stands (rebuild.c). */
-enum rsec_rebuild_state {
-	REBUILD_NONE = 0,  /* the data path is up (or was never built) */
-	REBUILD_SENT,      /* our REBUILD is out, our new QP in INIT: waiting for the peer's */
-	REBUILD_CONNECTED, /* both halves in, new keys, new QP connected, REBUILD_READY out (or
-			    * owed: ready_owed): waiting for the peer's */
-	REBUILD_PARKED,    /* the control channel is lost: data path stopped, our REBUILD waits for a new channel */
-};
-
-struct rsec_rebuild {
-	enum rsec_rebuild_state state;
-	uint32_t epoch;           /* of the keys and QP in use; 0: set-up's */
-	uint64_t deadline_ms;     /* a rebuild under way fails the connection after this */
-	uint64_t opened;          /* REBUILD_SENT: the peer's frames of the old epoch we opened */
-	uint64_t sent_opened;     /* the count our latest REBUILD carried (a peer that missed it needs it) */
-	uint32_t target;          /* REBUILD_SENT: the epoch being built */
-	bool again;               /* the new data path failed before the rebuild was over */
-	uint8_t again_why;        /* RSEC_WIRE_REBUILD_* of that failure */
-	bool ready_owed;          /* REBUILD_READY waits for our grants' binds on the new QP (their GRANTs go first) */
-	bool peer_ready;          /* the peer's REBUILD_READY came while ours was owed */
-	uint64_t started_ms[RSEC_MAX_REBUILDS]; /* when the latest rebuilds started, a ring */
-	unsigned started_next;
-	/* Data frames the peer did not open, recovered from the send ring: u8 flags | u32 len | bytes, in order. */
-	uint8_t *resend;
-	size_t resend_len, resend_off;
-	char reason[200];         /* of the rebuild under way, or the latest one */
-	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
-};
-
 /* A session outliving its control channel (resume.c). */
 struct rsec_resume {
 	bool peer;                /* both sides offered RSEC_WIRE_FEATURE_RESUME */
@@ -196,9 +167,7 @@ struct rsec_conn {
 	enum rsec_phase phase;
 	bool was_established; /* reached PHASE_ESTABLISHED, whatever came after */
 	int epfd;             /* the channel's socket and (data path) the completion channel */
-	/* The session's control channel: own_chan, or a lane's root's (NULL once the root is freed). */
-	struct rsec_chan *chan;
-	struct rsec_chan own_chan; /* the root's (a lane's is unused); resume.c moves it whole */
+	struct rsec_chan own_chan; /* the root's (a lane's is unused); resume.c moves it whole; path.chan points to it */
 	uint32_t sock_events;      /* the channel's socket's events in epfd */
 	char peer[RSEC_TLS_IDENTITY_MAX]; /* rsec_tls_peer_identity: refused, never cut, if longer */
 	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
@@ -215,9 +184,7 @@ struct rsec_conn {
 	bool fds_probed;          /* rsec_conn_process asked epoll which fds are ready: the others are left alone */
 	uint64_t next_full_ms;    /* busy polling: when the next whole rsec_conn_process is due */
 
-	struct rsec_rebuild rb;
 	struct rsec_resume rs;
-	struct rsec_rekey rk;
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
@@ -349,11 +316,6 @@ RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_m
 RSEC_MUST_CHECK int rsec_rebuild_binds_settled(struct rsec_conn *c);
 /* A rebuild under way past its deadline fails the connection. */
 RSEC_MUST_CHECK int rsec_rebuild_expire(struct rsec_conn *c);
-/* Is the data path being rebuilt (nothing may be posted)? */
-static inline bool rsec_rebuilding(const struct rsec_conn *c)
-{
-	return c->rb.state != REBUILD_NONE;
-}
 /* Can this connection's data path be rebuilt at all (both sides offered it)? */
 static inline bool rsec_rebuild_possible(const struct rsec_conn *c)
 {
@@ -378,12 +340,7 @@ static inline int rsec_conn_require_established(const struct rsec_conn *c, bool 
 		return c->close_code;
 	if (c->phase != PHASE_ESTABLISHED)
 		return RSEC_E_AGAIN;
-	return posts && (!c->path.ops.ring || rsec_rebuilding(c)) ? RSEC_E_AGAIN : 0;
-}
-/* Frames recovered for sending again wait. */
-static inline bool rsec_rebuild_resending(const struct rsec_conn *c)
-{
-	return c->rb.resend != NULL;
+	return posts && (!c->path.ops.ring || rsec_rebuilding(&c->path)) ? RSEC_E_AGAIN : 0;
 }
 
 /* rekey_exchange.c */

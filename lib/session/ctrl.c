@@ -146,7 +146,7 @@ static int settle(struct rsec_conn *c, int rc, const struct rsec_ctrl_fault *f)
 int rsec_ctrl_handle(struct rsec_conn *c, const struct rsec_msg *m)
 {
 	struct rsec_ctrl_fault f = { .kind = CTRL_FAIL };
-	c->chan->last_rx_ms = rsec_now_ms();
+	c->path.chan->last_rx_ms = rsec_now_ms();
 	const struct ctrl_row *r = row_for(c, m->type);
 	int rc = r ? r->handle(c, m, &f)
 		   : rsec_ctrl_violation(&f, "unexpected %s message%s", rsec_wire_type_name(m->type),
@@ -217,12 +217,12 @@ static int on_keepalive(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 		return 0;
 	struct rsec_msg r = *m;
 	r.u.keepalive.is_reply = 1;
-	int rc = rsec_chan_send(c->chan, c->lane, &r);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &r);
 	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_ctrl_refuse(f, rc, "cannot answer KEEPALIVE");
 	if (rc < 0)
 		return channel_lost(f, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_strerror(rc));
-	c->chan->last_tx_ms = rsec_now_ms();
+	c->path.chan->last_tx_ms = rsec_now_ms();
 	return 0;
 }
 

@@ -402,13 +402,13 @@ int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen)
 		return RSEC_E_AUTH;
 	}
 	/* A lost channel's certificate is checked at resumption. */
-	if (!rsec_chan_ssl(c->chan))
+	if (!rsec_chan_ssl(c->path.chan))
 		return 0;
 	SSL_CTX *now = ctx_tls_ref(c->ctx);
 	if (!now)
 		return 0;
 	const char *reason = NULL;
-	int rc = rsec_tls_peer_recheck(now, rsec_chan_ssl(c->chan), &reason);
+	int rc = rsec_tls_peer_recheck(now, rsec_chan_ssl(c->path.chan), &reason);
 	SSL_CTX_free(now);
 	if (rc == RSEC_E_AUTH) {
 		rsec_conn_audit(c, RSEC_AUDIT_PEER_REVOKED, "closed", reason, NULL);

@@ -54,7 +54,7 @@ static void lane_settle(struct rsec_conn *c)
 /* A lane of root at index idx, keyed, waiting for the peer's QP_INFO. */
 static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct rsec_conn **out)
 {
-	struct rsec_conn *c = rsec_conn_alloc(root->ctx, root->chan->sock);
+	struct rsec_conn *c = rsec_conn_alloc(root->ctx, root->path.chan->sock);
 	RSEC_ENSURE(c, RSEC_E_NOMEM);
 	c->root = root;
 	c->lane = idx;
@@ -63,15 +63,15 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	memcpy(c->peer_addr, root->peer_addr, sizeof(c->peer_addr));
 	c->tls_resumed = root->tls_resumed;
 	c->aead = root->aead;
-	c->chan = root->chan; /* the session's, also when a resume gives it a new connection */
+	c->path.chan = root->path.chan; /* the session's, also when a resume gives it a new connection */
 	c->dev = rsec_dev_ref(root->dev);
 	c->phase = PHASE_QP_INFO;
 	rsec_gt_init(&c->path.gt, c->is_server, idx);
 	root->lanes[idx] = c;
 	struct epoll_event ev = { .events = root->sock_events, .data.u32 = 0 };
-	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->chan->sock, &ev) == 0 ? 0 : RSEC_E_IO;
+	int rc = epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) == 0 ? 0 : RSEC_E_IO;
 	if (rc == 0)
-		rc = rsec_seal_from_tls(&c->path.seal, root->chan->ssl, c->is_server, c->aead, idx, 0);
+		rc = rsec_seal_from_tls(&c->path.seal, root->path.chan->ssl, c->is_server, c->aead, idx, 0);
 	if (rc == 0)
 		rc = rsec_rekey_begin(c);
 	if (rc < 0) {
@@ -100,7 +100,7 @@ static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec
 			 rsec_strerror(rc), root->ctx->max_qps);
 		e.u.error.code = (uint32_t)-rc;
 		rsec_wire_text_set(&e.u.error.text, text);
-		rc = rsec_chan_send(root->chan, 0, &e); /* lane 0's sender: the index goes as given */
+		rc = rsec_chan_send(root->path.chan, 0, &e); /* lane 0's sender: the index goes as given */
 		return rc < 0 ? rsec_ctrl_refuse(f, rc, "cannot refuse a queue pair") : 0;
 	}
 	(void)!rsec_ctrl_handle(c, m); /* its failure closes it alone */
@@ -196,7 +196,7 @@ void rsec_lanes_detach(struct rsec_conn *root)
 			continue;
 		}
 		c->root = NULL;
-		c->chan = NULL;
+		c->path.chan = NULL;
 		root->lanes[i] = NULL;
 	}
 }
@@ -206,7 +206,7 @@ void rsec_lane_unlink(struct rsec_conn *c)
 	if (c->root && c->root->lanes[c->lane] == c)
 		c->root->lanes[c->lane] = NULL;
 	c->root = NULL;
-	c->chan = NULL;
+	c->path.chan = NULL;
 }
 
 void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
@@ -214,7 +214,7 @@ void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.u32 = 0 };
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {
 		struct rsec_conn *c = root->lanes[i];
-		if (c && c->phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->chan->sock, &ev) < 0)
+		if (c && c->phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) < 0)
 			(void)rsec_conn_fail(c, RSEC_E_IO, "epoll: cannot watch the session's channel");
 	}
 }

@@ -60,7 +60,7 @@ static unsigned recent(const struct rsec_conn *c, uint64_t now)
 {
 	unsigned n = 0;
 	for (unsigned i = 0; i < RSEC_MAX_REBUILDS; i++)
-		if (c->rb.started_ms[i] && now - c->rb.started_ms[i] < MINUTE_MS)
+		if (c->path.rb.started_ms[i] && now - c->path.rb.started_ms[i] < MINUTE_MS)
 			n++;
 	return n;
 }
@@ -80,11 +80,11 @@ static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t 
 {
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD, .lane = c->lane };
 	struct rsec_msg_rebuild *r = &m.u.rebuild;
-	r->epoch = c->rb.target;
+	r->epoch = c->path.rb.target;
 	r->reason = why;
 	r->opened = opened;
 	rsec_conn_describe_qp(c, &r->qp);
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -92,10 +92,10 @@ static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t 
 /* Stop the failed data path: a new QP in INIT, nothing in flight. Returns 0 or the connection's failure. */
 static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 {
-	c->rb.opened = rsec_data_opened(c);
-	c->rb.again = false;
+	c->path.rb.opened = rsec_data_opened(c);
+	c->path.rb.again = false;
 	char revoked[160];
-	snprintf(revoked, sizeof(revoked), "data path rebuilt: %.140s", c->rb.reason);
+	snprintf(revoked, sizeof(revoked), "data path rebuilt: %.140s", c->path.rb.reason);
 	/*
 	 * Nothing in flight survives the old QP: grants go first (the peer drops
 	 * ours as we drop its), since rxe waits ~50 s to destroy a QP that
@@ -108,7 +108,7 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	int rc = rsec_data_renew(c);
 	rsec_onesided_abort(c, RSEC_E_QP);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->rb.reason, rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->path.rb.reason, rsec_strerror(rc));
 	return 0;
 }
 
@@ -123,10 +123,10 @@ static RSEC_MUST_CHECK int unsent(struct rsec_conn *c, int rc, const char *what)
 /* Our half goes out: the rebuild has until the set-up timeout from now. */
 static RSEC_MUST_CHECK int send_our_half(struct rsec_conn *c, uint8_t why, uint32_t target, uint64_t opened)
 {
-	c->rb.deadline_ms = rsec_now_ms() + (uint64_t)c->ctx->handshake_timeout_ms;
-	c->rb.target = target;
-	c->rb.sent_opened = opened;
-	c->rb.state = REBUILD_SENT; /* also if the channel goes now: our QP is stopped, our count taken */
+	c->path.rb.deadline_ms = rsec_now_ms() + (uint64_t)c->ctx->handshake_timeout_ms;
+	c->path.rb.target = target;
+	c->path.rb.sent_opened = opened;
+	c->path.rb.state = REBUILD_SENT; /* also if the channel goes now: our QP is stopped, our count taken */
 	int rc = send_half(c, why, opened);
 	return rc < 0 ? unsent(c, rc, "REBUILD") : 0;
 }
@@ -134,10 +134,10 @@ static RSEC_MUST_CHECK int send_our_half(struct rsec_conn *c, uint8_t why, uint3
 /* Stop the failed data path and send our half; counted against the budget. */
 static RSEC_MUST_CHECK int begin(struct rsec_conn *c, uint8_t why)
 {
-	c->rb.started_ms[c->rb.started_next] = rsec_now_ms();
-	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
+	c->path.rb.started_ms[c->path.rb.started_next] = rsec_now_ms();
+	c->path.rb.started_next = (c->path.rb.started_next + 1) % RSEC_MAX_REBUILDS;
 	RSEC_GUARD(stop(c));
-	return send_our_half(c, why, c->rb.epoch + 1, c->rb.opened);
+	return send_our_half(c, why, c->path.rb.epoch + 1, c->path.rb.opened);
 }
 
 int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
@@ -147,18 +147,18 @@ int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
 	if (recent(c, now) >= c->ctx->rebuilds_per_min)
 		return rsec_conn_fail(c, code, "%s (not resumed: rebuilt %u times in the last minute, the limit)", why,
 				      c->ctx->rebuilds_per_min);
-	c->rb.started_ms[c->rb.started_next] = now;
-	c->rb.started_next = (c->rb.started_next + 1) % RSEC_MAX_REBUILDS;
-	snprintf(c->rb.reason, sizeof(c->rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
+	c->path.rb.started_ms[c->path.rb.started_next] = now;
+	c->path.rb.started_next = (c->path.rb.started_next + 1) % RSEC_MAX_REBUILDS;
+	snprintf(c->path.rb.reason, sizeof(c->path.rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
 	/*
 	 * Our REBUILD may be out already (its QP stopped, its count taken): it
 	 * goes again on the new channel. A rebuilt QP we connected is stopped
 	 * again: the peer may have sent on it (it had our REBUILD_READY) or not
 	 * even have our REBUILD; the resume's rebuild sorts that out.
 	 */
-	if (c->rb.state != REBUILD_SENT)
+	if (c->path.rb.state != REBUILD_SENT)
 		RSEC_GUARD(stop(c));
-	c->rb.state = REBUILD_PARKED;
+	c->path.rb.state = REBUILD_PARKED;
 	return 0;
 }
 
@@ -172,10 +172,10 @@ int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
  */
 int rsec_rebuild_unpark(struct rsec_conn *c)
 {
-	uint32_t ours = c->rb.epoch, theirs = c->rs.peer_epoch_known ? c->rs.peer_epoch : ours;
+	uint32_t ours = c->path.rb.epoch, theirs = c->rs.peer_epoch_known ? c->rs.peer_epoch : ours;
 	if (theirs >= UINT32_MAX - 1)
 		return rsec_conn_violation(c, "the resumed peer names an impossible epoch");
-	uint64_t opened = theirs > ours ? 0 : theirs < ours ? c->rb.sent_opened : c->rb.opened;
+	uint64_t opened = theirs > ours ? 0 : theirs < ours ? c->path.rb.sent_opened : c->path.rb.opened;
 	return send_our_half(c, RSEC_WIRE_REBUILD_CHANNEL, (theirs > ours ? theirs : ours) + 1, opened);
 }
 
@@ -205,11 +205,11 @@ int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *f
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (rsec_rebuilding(c)) {
+	if (rsec_rebuilding(&c->path)) {
 		/* The new path failed before its rebuild was over: one more, once this one ends. */
-		if (c->rb.state == REBUILD_CONNECTED && !c->rb.again) {
-			c->rb.again = true;
-			c->rb.again_why = why;
+		if (c->path.rb.state == REBUILD_CONNECTED && !c->path.rb.again) {
+			c->path.rb.again = true;
+			c->path.rb.again_why = why;
 			audit_fault(c, why, code, text);
 		}
 		return 1;
@@ -222,8 +222,8 @@ int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *f
 		return rsec_conn_fail(c, code, "%s (not rebuilt: %s)", text, no);
 	}
 	audit_fault(c, why, code, text);
-	_Static_assert(sizeof(text) == sizeof(c->rb.reason), "the reason is the fault's text");
-	memcpy(c->rb.reason, text, sizeof(text));
+	_Static_assert(sizeof(text) == sizeof(c->path.rb.reason), "the reason is the fault's text");
+	memcpy(c->path.rb.reason, text, sizeof(text));
 	int rc = begin(c, why);
 	return rc < 0 ? rc : 1;
 }
@@ -245,7 +245,7 @@ static RSEC_MUST_CHECK int take_peer_qp(struct rsec_conn *c, const struct rsec_m
 static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
 {
 	RSEC_GUARD(take_peer_qp(c, &r->qp));
-	c->rb.epoch = r->epoch - 1; /* a resume may build a later epoch than ours + 1: the keys are r->epoch's */
+	c->path.rb.epoch = r->epoch - 1; /* a resume may build a later epoch than ours + 1: the keys are r->epoch's */
 	int rc = rsec_data_rekey(c, r->opened);
 	if (rc == RSEC_E_PROTO)
 		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
@@ -254,31 +254,31 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	rc = rsec_qp_connect(&c->path.qp, &c->path.remote);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_strerror(rc));
-	c->rb.epoch = r->epoch;
+	c->path.rb.epoch = r->epoch;
 	rc = rsec_rekey_begin(c);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot start the rebuilt data path's key chain: %s", rsec_strerror(rc));
 	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
 	c->path.stats.remote_qpn = c->path.remote.qpn;
-	c->rb.state = REBUILD_CONNECTED;
-	c->rb.peer_ready = false;
-	c->rb.ready_owed = true;
+	c->path.rb.state = REBUILD_CONNECTED;
+	c->path.rb.peer_ready = false;
+	c->path.rb.ready_owed = true;
 	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_rebind(c)));
 	return rsec_rebuild_binds_settled(c);
 }
 
 static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg_rebuild *r)
 {
-	uint32_t want = c->rb.state == REBUILD_SENT ? c->rb.target : c->rb.epoch + 1;
-	if (r->epoch != want || c->rb.state == REBUILD_CONNECTED)
+	uint32_t want = c->path.rb.state == REBUILD_SENT ? c->path.rb.target : c->path.rb.epoch + 1;
+	if (r->epoch != want || c->path.rb.state == REBUILD_CONNECTED)
 		return rsec_conn_violation(c, "REBUILD out of turn");
-	if (c->rb.state == REBUILD_NONE) {
+	if (c->path.rb.state == REBUILD_NONE) {
 		/* The peer saw the fault first; a rebuild it asks for counts against the budget too. */
 		char no[96];
 		if (!may_rebuild(c, no, sizeof(no)))
 			return rsec_conn_fail(c, RSEC_E_QP, "the peer's data path failed (%s) and it was not rebuilt: %s",
 					      why_text(r->reason), no);
-		snprintf(c->rb.reason, sizeof(c->rb.reason), "the peer's side: %s", why_text(r->reason));
+		snprintf(c->path.rb.reason, sizeof(c->path.rb.reason), "the peer's side: %s", why_text(r->reason));
 		RSEC_GUARD(begin(c, RSEC_WIRE_REBUILD_ANSWER));
 		if (c->rs.parked)
 			return 0; /* our REBUILD could not go: both sides rebuild from here once resumed */
@@ -289,17 +289,17 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 /* The rebuild is over: said in the stats and the audit log; a fault meanwhile starts the next. */
 static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 {
-	c->rb.state = REBUILD_NONE;
+	c->path.rb.state = REBUILD_NONE;
 	rsec_gt_rebind_done(&c->path.gt); /* the peer's grants that did not come again went with the old path */
 	c->path.stats.rebuilds++;
-	memcpy(c->rb.done_reason, c->rb.reason, sizeof(c->rb.done_reason));
+	memcpy(c->path.rb.done_reason, c->path.rb.reason, sizeof(c->path.rb.done_reason));
 	char note[200];
-	snprintf(note, sizeof(note), "epoch %u: %.180s", c->rb.epoch, c->rb.reason);
+	snprintf(note, sizeof(note), "epoch %u: %.180s", c->path.rb.epoch, c->path.rb.reason);
 	rsec_conn_audit(c, RSEC_AUDIT_REBUILD, "ok", note, NULL);
-	if (!c->rb.again)
+	if (!c->path.rb.again)
 		return 0;
-	int rc = rsec_rebuild_fault(c, c->rb.again_why, RSEC_E_QP, "the rebuilt data path failed too: %s",
-				    why_text(c->rb.again_why));
+	int rc = rsec_rebuild_fault(c, c->path.rb.again_why, RSEC_E_QP, "the rebuilt data path failed too: %s",
+				    why_text(c->path.rb.again_why));
 	return rc < 0 ? rc : 0;
 }
 
@@ -310,16 +310,16 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
  */
 int rsec_rebuild_binds_settled(struct rsec_conn *c)
 {
-	if (c->rb.state != REBUILD_CONNECTED || !c->rb.ready_owed || c->path.binds_inflight > 0 ||
+	if (c->path.rb.state != REBUILD_CONNECTED || !c->path.rb.ready_owed || c->path.binds_inflight > 0 ||
 	    c->phase == PHASE_CLOSED)
 		return 0;
-	c->rb.ready_owed = false;
+	c->path.rb.ready_owed = false;
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
-	m.u.rebuild_ready.epoch = c->rb.epoch;
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	m.u.rebuild_ready.epoch = c->path.rb.epoch;
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	if (rc < 0)
 		return unsent(c, rc, "REBUILD_READY");
-	return c->rb.peer_ready ? finished(c) : 0;
+	return c->path.rb.peer_ready ? finished(c) : 0;
 }
 
 int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
@@ -328,10 +328,10 @@ int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);
-	if (c->rb.state != REBUILD_CONNECTED || c->rb.peer_ready || m->u.rebuild_ready.epoch != c->rb.epoch)
+	if (c->path.rb.state != REBUILD_CONNECTED || c->path.rb.peer_ready || m->u.rebuild_ready.epoch != c->path.rb.epoch)
 		return rsec_conn_violation(c, "REBUILD_READY out of turn");
-	if (c->rb.ready_owed) {
-		c->rb.peer_ready = true; /* ours follows our binds */
+	if (c->path.rb.ready_owed) {
+		c->path.rb.peer_ready = true; /* ours follows our binds */
 		return 0;
 	}
 	return finished(c);
@@ -340,13 +340,13 @@ int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 int rsec_rebuild_expire(struct rsec_conn *c)
 {
 	/* A parked session's deadline is its grace period (resume.c). */
-	if (!rsec_rebuilding(c) || c->rb.state == REBUILD_PARKED || rsec_now_ms() <= c->rb.deadline_ms)
+	if (!rsec_rebuilding(&c->path) || c->path.rb.state == REBUILD_PARKED || rsec_now_ms() <= c->path.rb.deadline_ms)
 		return 0;
 	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
-			      c->ctx->handshake_timeout_ms, c->rb.reason);
+			      c->ctx->handshake_timeout_ms, c->path.rb.reason);
 }
 
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
 {
-	return c && c->path.stats.rebuilds ? c->rb.done_reason : NULL;
+	return c && c->path.stats.rebuilds ? c->path.rb.done_reason : NULL;
 }

@@ -52,10 +52,10 @@ static void keep(struct rsec_rekey *rk, uint32_t epoch, uint32_t gen,
 
 void rsec_rekey_forget(struct rsec_conn *c)
 {
-	drop_exchange(&c->rk);
-	OPENSSL_cleanse(c->rk.secret, sizeof(c->rk.secret));
-	OPENSSL_cleanse(c->rk.kept, sizeof(c->rk.kept));
-	c->rk.have_secret = false;
+	drop_exchange(&c->path.rk);
+	OPENSSL_cleanse(c->path.rk.secret, sizeof(c->path.rk.secret));
+	OPENSSL_cleanse(c->path.rk.kept, sizeof(c->path.rk.kept));
+	c->path.rk.have_secret = false;
 }
 
 /*
@@ -65,8 +65,8 @@ void rsec_rekey_forget(struct rsec_conn *c)
  */
 static void follow_epoch(struct rsec_conn *c)
 {
-	struct rsec_rekey *rk = &c->rk;
-	if (rk->epoch == c->rb.epoch && (rk->since_ms || rk->have_secret))
+	struct rsec_rekey *rk = &c->path.rk;
+	if (rk->epoch == c->path.rb.epoch && (rk->since_ms || rk->have_secret))
 		return;
 	if (rk->have_secret)
 		keep(rk, rk->epoch, rk->gen, rk->secret);
@@ -75,7 +75,7 @@ static void follow_epoch(struct rsec_conn *c)
 	drop_exchange(rk);
 	OPENSSL_cleanse(rk->secret, sizeof(rk->secret));
 	rk->have_secret = false;
-	rk->epoch = c->rb.epoch;
+	rk->epoch = c->path.rb.epoch;
 	rk->gen = 0;
 	rk->since_ms = rsec_now_ms();
 	rk->bytes_at = bytes_moved(c);
@@ -84,10 +84,10 @@ static void follow_epoch(struct rsec_conn *c)
 /* S_gen of the current epoch's chain, made from the exporter the first time. */
 static RSEC_MUST_CHECK int have_secret(struct rsec_conn *c)
 {
-	if (c->rk.have_secret)
+	if (c->path.rk.have_secret)
 		return 0;
-	RSEC_GUARD(rsec_rekey_first(rsec_chan_ssl(c->chan), c->lane, c->rk.epoch, c->rk.secret));
-	c->rk.have_secret = true;
+	RSEC_GUARD(rsec_rekey_first(rsec_chan_ssl(c->path.chan), c->lane, c->path.rk.epoch, c->path.rk.secret));
+	c->path.rk.have_secret = true;
 	return 0;
 }
 
@@ -126,8 +126,8 @@ static RSEC_MUST_CHECK int install(struct rsec_conn *c, const uint8_t secret[sta
 static void audit_rekey(struct rsec_conn *c, const char *why)
 {
 	char reason[128];
-	snprintf(reason, sizeof(reason), "phase %u (generation %u, epoch %u): %s", (unsigned)phase_of(c->rk.gen),
-		 (unsigned)c->rk.gen, (unsigned)c->rk.epoch, why ? why : WHY_ASKED);
+	snprintf(reason, sizeof(reason), "phase %u (generation %u, epoch %u): %s", (unsigned)phase_of(c->path.rk.gen),
+		 (unsigned)c->path.rk.gen, (unsigned)c->path.rk.epoch, why ? why : WHY_ASKED);
 	rsec_conn_audit(c, RSEC_AUDIT_REKEY, "ok", reason, NULL);
 }
 
@@ -135,31 +135,31 @@ static void audit_rekey(struct rsec_conn *c, const char *why)
 static void commit(struct rsec_conn *c, const uint8_t secret[static RSEC_REKEY_SECRET_LEN], uint32_t gen,
 		   const char *why)
 {
-	if (c->rk.have_secret)
-		keep(&c->rk, c->rk.epoch, c->rk.gen, c->rk.secret);
-	memcpy(c->rk.secret, secret, RSEC_REKEY_SECRET_LEN);
-	c->rk.gen = gen;
-	c->rk.since_ms = rsec_now_ms();
-	c->rk.bytes_at = bytes_moved(c);
-	c->rk.count++;
-	drop_exchange(&c->rk);
+	if (c->path.rk.have_secret)
+		keep(&c->path.rk, c->path.rk.epoch, c->path.rk.gen, c->path.rk.secret);
+	memcpy(c->path.rk.secret, secret, RSEC_REKEY_SECRET_LEN);
+	c->path.rk.gen = gen;
+	c->path.rk.since_ms = rsec_now_ms();
+	c->path.rk.bytes_at = bytes_moved(c);
+	c->path.rk.count++;
+	drop_exchange(&c->path.rk);
 	audit_rekey(c, why);
 }
 
 static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const uint8_t *pub)
 {
 	struct rsec_msg m = { .type = type, .lane = c->lane };
-	m.u.rekey.epoch = c->rk.epoch;
-	m.u.rekey.gen = c->rk.gen + 1;
+	m.u.rekey.epoch = c->path.rk.epoch;
+	m.u.rekey.gen = c->path.rk.gen + 1;
 	if (pub)
 		memcpy(m.u.rekey.pub, pub, RSEC_REKEY_PUB_LEN);
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	if (rc < 0 && rsec_chan_gone(rc))
 		return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", rsec_wire_type_name(type),
 					rsec_strerror(rc));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send %s", rsec_wire_type_name(type));
-	c->chan->last_tx_ms = rsec_now_ms();
+	c->path.chan->last_tx_ms = rsec_now_ms();
 	return 0;
 }
 
@@ -173,17 +173,17 @@ static RSEC_MUST_CHECK int offer(struct rsec_conn *c, const char *why)
 	 * the old can follow). The peer's offer implies both on its side, so the
 	 * answerer never has to drop a key a frame in flight still needs.
 	 */
-	if (!rsec_rekey_possible(c) || c->rk.state != REKEY_IDLE || rsec_rebuilding(c) || !c->path.have_seal ||
-	    c->path.seal.tx_old || c->path.seal.rx_old || c->rk.gen == UINT32_MAX)
+	if (!rsec_rekey_possible(c) || c->path.rk.state != REKEY_IDLE || rsec_rebuilding(&c->path) || !c->path.have_seal ||
+	    c->path.seal.tx_old || c->path.seal.rx_old || c->path.rk.gen == UINT32_MAX)
 		return 0;
 	uint8_t pub[RSEC_REKEY_PUB_LEN];
 	int rc = have_secret(c);
 	if (rc == 0)
-		rc = rsec_rekey_keypair(&c->rk.priv, pub);
+		rc = rsec_rekey_keypair(&c->path.rk.priv, pub);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot make new keys: %s", rsec_strerror(rc));
-	c->rk.state = REKEY_OFFERED;
-	c->rk.why = why;
+	c->path.rk.state = REKEY_OFFERED;
+	c->path.rk.why = why;
 	return send_rekey(c, RSEC_MSG_REKEY, pub);
 }
 
@@ -195,20 +195,20 @@ int rsec_rekey_start(struct rsec_conn *c)
 int rsec_rekey_step(struct rsec_conn *c)
 {
 	follow_epoch(c);
-	if (c->rk.state != REKEY_IDLE || !rsec_rekey_possible(c))
+	if (c->path.rk.state != REKEY_IDLE || !rsec_rekey_possible(c))
 		return 0;
 	const struct rsec_ctx *ctx = c->ctx;
-	bool by_time = ctx->rekey_s && rsec_now_ms() - c->rk.since_ms >= (uint64_t)ctx->rekey_s * 1000;
-	bool by_bytes = ctx->rekey_bytes && bytes_moved(c) - c->rk.bytes_at >= ctx->rekey_bytes;
+	bool by_time = ctx->rekey_s && rsec_now_ms() - c->path.rk.since_ms >= (uint64_t)ctx->rekey_s * 1000;
+	bool by_bytes = ctx->rekey_bytes && bytes_moved(c) - c->path.rk.bytes_at >= ctx->rekey_bytes;
 	return by_time || by_bytes ? offer(c, by_time ? WHY_TIME : WHY_BYTES) : 0;
 }
 
 uint64_t rsec_rekey_next_ms(const struct rsec_conn *c)
 {
-	if (!c->ctx->rekey_s || c->phase != PHASE_ESTABLISHED || c->rk.state != REKEY_IDLE || !c->rk.since_ms ||
+	if (!c->ctx->rekey_s || c->phase != PHASE_ESTABLISHED || c->path.rk.state != REKEY_IDLE || !c->path.rk.since_ms ||
 	    !rsec_rekey_possible(c))
 		return UINT64_MAX;
-	uint64_t due = c->rk.since_ms + (uint64_t)c->ctx->rekey_s * 1000;
+	uint64_t due = c->path.rk.since_ms + (uint64_t)c->ctx->rekey_s * 1000;
 	/* Passed: offered, or something stands in the way that no timer ends (a wait must not spin on it). */
 	return due > rsec_now_ms() ? due : UINT64_MAX;
 }
@@ -216,41 +216,41 @@ uint64_t rsec_rekey_next_ms(const struct rsec_conn *c)
 /* REKEY: the peer's offer. Answer it, and receive under the new keys from now on. */
 static RSEC_MUST_CHECK int on_offer(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
 {
-	if (c->rk.state == REKEY_OFFERED && !c->is_server)
+	if (c->path.rk.state == REKEY_OFFERED && !c->is_server)
 		return 0; /* both offered: ours wins, the server answers it */
-	if (c->rk.state == REKEY_ANSWERED)
+	if (c->path.rk.state == REKEY_ANSWERED)
 		return rsec_ctrl_violation(f, "REKEY while the previous one is not done");
-	drop_exchange(&c->rk); /* a server's own offer loses */
+	drop_exchange(&c->path.rk); /* a server's own offer loses */
 	uint8_t pub[RSEC_REKEY_PUB_LEN];
 	int rc = have_secret(c);
 	if (rc == 0)
-		rc = rsec_rekey_keypair(&c->rk.priv, pub);
+		rc = rsec_rekey_keypair(&c->path.rk.priv, pub);
 	if (rc == 0)
-		rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, c->rk.next);
-	bool refused = rc == RSEC_E_CRYPTO && c->rk.priv;
+		rc = rsec_rekey_next(c->path.rk.secret, c->path.rk.priv, r->pub, r->gen, c->path.rk.next);
+	bool refused = rc == RSEC_E_CRYPTO && c->path.rk.priv;
 	if (rc == 0)
-		rc = install(c, c->rk.next, r->gen, true, false);
-	EVP_PKEY_free(c->rk.priv); /* answered with, or failed: not needed again */
-	c->rk.priv = NULL;
+		rc = install(c, c->path.rk.next, r->gen, true, false);
+	EVP_PKEY_free(c->path.rk.priv); /* answered with, or failed: not needed again */
+	c->path.rk.priv = NULL;
 	if (refused)
 		return rsec_ctrl_violation(f, "REKEY with a key X25519 refuses");
 	if (rc < 0) {
-		OPENSSL_cleanse(c->rk.next, sizeof(c->rk.next));
+		OPENSSL_cleanse(c->path.rk.next, sizeof(c->path.rk.next));
 		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_strerror(rc));
 	}
-	c->rk.state = REKEY_ANSWERED;
+	c->path.rk.state = REKEY_ANSWERED;
 	return send_rekey(c, RSEC_MSG_REKEY_REPLY, pub);
 }
 
 /* REKEY_REPLY: the answer to our offer. Seal and receive under the new keys, and say so. */
 static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
 {
-	if (c->rk.state != REKEY_OFFERED)
+	if (c->path.rk.state != REKEY_OFFERED)
 		return rsec_ctrl_violation(f, "REKEY_REPLY to no REKEY");
 	uint8_t next[RSEC_REKEY_SECRET_LEN];
-	int rc = rsec_rekey_next(c->rk.secret, c->rk.priv, r->pub, r->gen, next);
+	int rc = rsec_rekey_next(c->path.rk.secret, c->path.rk.priv, r->pub, r->gen, next);
 	if (rc == RSEC_E_CRYPTO) {
-		drop_exchange(&c->rk);
+		drop_exchange(&c->path.rk);
 		return rsec_ctrl_violation(f, "REKEY_REPLY with a key X25519 refuses");
 	}
 	if (rc == 0)
@@ -259,7 +259,7 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 		OPENSSL_cleanse(next, sizeof(next));
 		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
 	}
-	const char *why = c->rk.why;
+	const char *why = c->path.rk.why;
 	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
 	commit(c, next, r->gen, why);
 	OPENSSL_cleanse(next, sizeof(next));
@@ -269,13 +269,13 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 /* REKEY_DONE: the peer seals under the new keys; so do we now. */
 static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_rekey *r, struct rsec_ctrl_fault *f)
 {
-	if (c->rk.state != REKEY_ANSWERED)
+	if (c->path.rk.state != REKEY_ANSWERED)
 		return rsec_ctrl_violation(f, "REKEY_DONE to no REKEY_REPLY");
-	int rc = install(c, c->rk.next, r->gen, false, true);
+	int rc = install(c, c->path.rk.next, r->gen, false, true);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
 	uint8_t next[RSEC_REKEY_SECRET_LEN];
-	memcpy(next, c->rk.next, sizeof(next));
+	memcpy(next, c->path.rk.next, sizeof(next));
 	commit(c, next, r->gen, WHY_PEER);
 	OPENSSL_cleanse(next, sizeof(next));
 	return rsec_conn_settle(c, rsec_data_new_tx_keys(c));
@@ -283,12 +283,12 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
 {
-	return c ? c->rk.count : 0;
+	return c ? c->path.rk.count : 0;
 }
 
 uint64_t rsec_conn_key_id(const struct rsec_conn *c)
 {
-	return c ? rsec_rekey_id(&c->rk) : 0;
+	return c ? rsec_rekey_id(&c->path.rk) : 0;
 }
 
 int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *label, const void *context,
@@ -296,8 +296,8 @@ int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *lab
 {
 	static const char ours[] = "rdmasec";
 	RSEC_ENSURE(c && label && out && strncmp(label, ours, sizeof(ours) - 1) != 0, RSEC_E_INVAL);
-	RSEC_ENSURE(c->rk.have_secret, RSEC_E_AGAIN);
-	const uint8_t *secret = rsec_rekey_secret_of(&c->rk, id);
+	RSEC_ENSURE(c->path.rk.have_secret, RSEC_E_AGAIN);
+	const uint8_t *secret = rsec_rekey_secret_of(&c->path.rk, id);
 	RSEC_ENSURE(secret != NULL, RSEC_E_RANGE);
 	return rsec_rekey_export(secret, label, context, context_len, out, out_len);
 }
@@ -309,13 +309,13 @@ int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 		return rsec_ctrl_violation(f, "%s from a peer that did not offer rekeying", rsec_wire_type_name(m->type));
 	follow_epoch(c);
 	/* A rebuild under way, or one since the message was sent, makes new keys of its own. */
-	if (rsec_rebuilding(c) || r->epoch < c->rb.epoch)
+	if (rsec_rebuilding(&c->path) || r->epoch < c->path.rb.epoch)
 		return 0;
-	if (r->epoch > c->rb.epoch)
+	if (r->epoch > c->path.rb.epoch)
 		return rsec_ctrl_violation(f, "%s for a data path not built yet", rsec_wire_type_name(m->type));
-	if (r->gen != c->rk.gen + 1)
+	if (r->gen != c->path.rk.gen + 1)
 		return rsec_ctrl_violation(f, "%s for key generation %u, not %u", rsec_wire_type_name(m->type),
-					   (unsigned)r->gen, (unsigned)c->rk.gen + 1);
+					   (unsigned)r->gen, (unsigned)c->path.rk.gen + 1);
 	if (!c->path.have_seal)
 		return rsec_ctrl_violation(f, "%s before the data path has keys", rsec_wire_type_name(m->type));
 	switch (m->type) {

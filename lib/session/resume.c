@@ -50,15 +50,15 @@ static bool may_park(const struct rsec_conn *c)
 {
 	return !c->lane && c->phase == PHASE_ESTABLISHED && c->rs.peer && c->rs.have_token &&
 	       c->ctx->resume_grace_ms &&
-	       (c->rb.state == REBUILD_NONE || c->rb.state == REBUILD_SENT || c->rs.epochs);
+	       (c->path.rb.state == REBUILD_NONE || c->path.rb.state == REBUILD_SENT || c->rs.epochs);
 }
 
 /* Close the lost channel: unwatched, wiped, freed. */
 static void drop_channel(struct rsec_conn *c)
 {
-	if (c->chan->sock >= 0)
-		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->chan->sock, NULL);
-	rsec_chan_drop(c->chan);
+	if (c->path.chan->sock >= 0)
+		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->path.chan->sock, NULL);
+	rsec_chan_drop(c->path.chan);
 }
 
 int rsec_resume_lost(struct rsec_conn *c, int code, const char *fmt, ...)
@@ -92,7 +92,7 @@ void rsec_resume_established(struct rsec_conn *c)
 		return; /* without a token the session cannot be resumed: it closes as before */
 	struct rsec_msg m = { .type = RSEC_MSG_SESSION };
 	memcpy(m.u.session.token, c->rs.token, sizeof(m.u.session.token));
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
 		return;
@@ -125,8 +125,8 @@ void rsec_resume_forget(struct rsec_conn *c)
 static RSEC_MUST_CHECK int move_channel(struct rsec_conn *dst, struct rsec_conn *src)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	(void)epoll_ctl(src->epfd, EPOLL_CTL_DEL, src->chan->sock, NULL);
-	if (epoll_ctl(dst->epfd, EPOLL_CTL_ADD, src->chan->sock, &ev) < 0)
+	(void)epoll_ctl(src->epfd, EPOLL_CTL_DEL, src->path.chan->sock, NULL);
+	if (epoll_ctl(dst->epfd, EPOLL_CTL_ADD, src->path.chan->sock, &ev) < 0)
 		return RSEC_E_IO;
 	dst->own_chan = src->own_chan;
 	dst->own_chan.owner = dst;
@@ -186,7 +186,7 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 		struct rsec_msg e = { .type = RSEC_MSG_ERROR };
 		e.u.error.code = (uint32_t)-RSEC_E_CLOSED;
 		rsec_wire_text_set(&e.u.error.text, "no such session (it ended, or this server restarted)");
-		(void)!rsec_chan_send(c->chan, c->lane, &e);
+		(void)!rsec_chan_send(c->path.chan, c->lane, &e);
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "RESUME of a session this server does not have");
 	}
 	/* Both epochs are known to both sides before either sends its REBUILD. */
@@ -195,10 +195,10 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 	struct rsec_msg ok = { .type = RSEC_MSG_SESSION };
 	memcpy(ok.u.session.token, s->rs.token, sizeof(ok.u.session.token));
 	ok.u.session.has_epoch = s->rs.peer_epoch_known;
-	ok.u.session.epoch = s->rb.epoch;
+	ok.u.session.epoch = s->path.rb.epoch;
 	int rc = move_channel(s, c);
 	if (rc == 0)
-		rc = rsec_chan_send(s->chan, s->lane, &ok);
+		rc = rsec_chan_send(s->path.chan, s->lane, &ok);
 	OPENSSL_cleanse(&ok, sizeof(ok));
 	if (rc == 0)
 		rc = resumed(s);

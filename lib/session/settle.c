@@ -25,11 +25,11 @@ int rsec_conn_settle(struct rsec_conn *c, int rc)
 int rsec_conn_poll_data(struct rsec_conn *c)
 {
 	RSEC_GUARD(rsec_conn_settle(c, rsec_data_poll(c)));
-	if (!rsec_rebuilding(c))
+	if (!rsec_rebuilding(&c->path))
 		return 0;
 	/* A rebuild's binds may all have completed: its REBUILD_READY goes, and the rebuild may end here. */
 	RSEC_GUARD(rsec_rebuild_binds_settled(c));
-	if (rsec_rebuilding(c))
+	if (rsec_rebuilding(&c->path))
 		return 0;
 	/* Over: what waited for it (frames to send again, a queued message) goes now, not at the next wake-up. */
 	return rsec_conn_settle(c, rsec_data_poll(c));

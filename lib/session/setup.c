@@ -23,7 +23,7 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 			     (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBIND : 0) | RSEC_WIRE_FEATURE_REKEY |
 			     RSEC_WIRE_FEATURE_GRANT_KEYS;
 	m.u.hello.aead = (uint8_t)c->aead;
-	return rsec_chan_send(c->chan, c->lane, &m);
+	return rsec_chan_send(c->path.chan, c->lane, &m);
 }
 
 void rsec_conn_describe_qp(const struct rsec_conn *c, struct rsec_msg_qp_info *out)
@@ -54,7 +54,7 @@ int rsec_conn_send_qp_info(struct rsec_conn *c)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_QP_INFO };
 	rsec_conn_describe_qp(c, &m.u.qp_info);
-	int rc = rsec_chan_send(c->chan, c->lane, &m);
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -75,8 +75,8 @@ static void established(struct rsec_conn *c)
 
 int rsec_setup_tls_done(struct rsec_conn *c)
 {
-	c->tls_resumed = rsec_tls_resumed(rsec_chan_ssl(c->chan));
-	int rc = rsec_tls_peer_identity(rsec_chan_ssl(c->chan), c->peer, sizeof(c->peer));
+	c->tls_resumed = rsec_tls_resumed(rsec_chan_ssl(c->path.chan));
+	int rc = rsec_tls_peer_identity(rsec_chan_ssl(c->path.chan), c->peer, sizeof(c->peer));
 	if (rc < 0) {
 		c->peer[0] = '\0'; /* no identity: this must not look like a refusal */
 		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
@@ -89,7 +89,7 @@ int rsec_setup_tls_done(struct rsec_conn *c)
 		memcpy(m.u.session.token, c->rs.offer, sizeof(m.u.session.token));
 		m.u.session.has_epoch = c->rs.epochs;
 		m.u.session.epoch = c->rs.offer_epoch;
-		rc = rsec_chan_send(c->chan, c->lane, &m);
+		rc = rsec_chan_send(c->path.chan, c->lane, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		return rc < 0 ? rsec_conn_fail(c, rc, "cannot send RESUME") : 0;
 	}
@@ -104,7 +104,7 @@ int rsec_setup_tls_done(struct rsec_conn *c)
 
 static RSEC_MUST_CHECK int derive_keys(struct rsec_conn *c, struct rsec_ctrl_fault *f)
 {
-	int rc = rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->chan), c->is_server, c->aead, 0, 0);
+	int rc = rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->path.chan), c->is_server, c->aead, 0, 0);
 	if (rc == 0)
 		rc = rsec_rekey_begin(c);
 	if (rc < 0)
@@ -121,7 +121,7 @@ static RSEC_MUST_CHECK int refuse_peer(struct rsec_conn *c, struct rsec_ctrl_fau
 	snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
 	m.u.disconnect.reason = RSEC_DISC_REFUSED;
 	rsec_wire_text_set(&m.u.disconnect.text, text);
-	(void)!rsec_chan_send(c->chan, c->lane, &m);
+	(void)!rsec_chan_send(c->path.chan, c->lane, &m);
 	c->admit_refused = true; /* the DISCONNECT said it all */
 	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s%s%s%s", c->peer, rsec_strerror(rc), rules[0] ? " (" : "",
 				rules, rules[0] ? ")" : "");
@@ -226,7 +226,7 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 		return 0;
 	}
 	struct rsec_msg ready = { .type = RSEC_MSG_READY };
-	rc = rsec_chan_send(c->chan, c->lane, &ready);
+	rc = rsec_chan_send(c->path.chan, c->lane, &ready);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "cannot send READY");
 	established(c);

@@ -73,13 +73,13 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 	uint64_t expiry = rsec_gt_next_expiry(&c->path.gt);
 	if (expiry && expiry < t)
 		t = expiry;
-	if (rsec_rebuilding(c) && c->rb.state != REBUILD_PARKED && c->rb.deadline_ms + 1 < t)
-		t = c->rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
+	if (rsec_rebuilding(&c->path) && c->path.rb.state != REBUILD_PARKED && c->path.rb.deadline_ms + 1 < t)
+		t = c->path.rb.deadline_ms + 1; /* a rebuild the peer never finishes fails then */
 	if (rsec_resume_next_ms(c) < t)
 		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
 	const struct rsec_conn *root = c->lane ? c->root : c; /* whose keepalive */
-	if (root && root->phase == PHASE_ESTABLISHED && !root->rs.parked && root->chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
-		t = root->chan->last_tx_ms + RSEC_KEEPALIVE_MS;
+	if (root && root->phase == PHASE_ESTABLISHED && !root->rs.parked && root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
+		t = root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS;
 	if (rsec_rekey_next_ms(c) < t)
 		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
 	uint64_t now = rsec_now_ms();

@@ -529,7 +529,7 @@ static int mode_no_read(const struct opts *o)
 	struct rsec_ctx *ctx = ctx_new(o, 0, 0);
 	struct rsec_conn *c = conn_open_or_die(ctx, o);
 	int small = 1; /* the kernel's minimum */
-	if (setsockopt(c->chan->sock, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0)
+	if (setsockopt(c->path.chan->sock, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0)
 		check_die("SO_RCVBUF: %s", strerror(errno));
 	uint64_t t0 = rsec_now_ms();
 	int sent = 0, granted = 0, rc = 0;

@@ -78,16 +78,16 @@ static bool echo_recv(struct rsec_conn *c, unsigned k)
 /* Step the connection until its rebuild is in state want; false if it ended first (or 5 s passed). */
 static bool step_until(struct rsec_conn *c, enum rsec_rebuild_state want)
 {
-	uint32_t epoch = c->rb.epoch;
+	uint32_t epoch = c->path.rb.epoch;
 	double end = now_ms() + 5000;
-	while (c->rb.state != want && now_ms() < end) {
-		if (c->rb.state == REBUILD_NONE && c->rb.epoch != epoch)
+	while (c->path.rb.state != want && now_ms() < end) {
+		if (c->path.rb.state == REBUILD_NONE && c->path.rb.epoch != epoch)
 			return false; /* over within one step: the peer's answers were all there at once */
 		int rc = rsec_conn_wait(c, 2);
 		if (rc < 0)
 			check_must(rc, "step", c);
 	}
-	return c->rb.state == want;
+	return c->path.rb.state == want;
 }
 
 /*
@@ -98,14 +98,14 @@ static bool step_until(struct rsec_conn *c, enum rsec_rebuild_state want)
 static void cut(struct rsec_conn *c, unsigned round)
 {
 	static const char *names[] = { "none", "sent", "connected", "parked" };
-	printf("CUT round=%u state=%s epoch=%u\n", round, names[c->rb.state], c->rb.epoch);
+	printf("CUT round=%u state=%s epoch=%u\n", round, names[c->path.rb.state], c->path.rb.epoch);
 	fflush(stdout);
 	struct linger now = { .l_onoff = 1, .l_linger = 0 };
 	int sv[2];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-	if (setsockopt(c->chan->sock, SOL_SOCKET, SO_LINGER, &now, sizeof(now)) < 0 ||
+	if (setsockopt(c->path.chan->sock, SOL_SOCKET, SO_LINGER, &now, sizeof(now)) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0 || close(sv[1]) < 0 ||
-	    dup2(sv[0], c->chan->sock) < 0 || close(sv[0]) < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->chan->sock, &ev) < 0)
+	    dup2(sv[0], c->path.chan->sock) < 0 || close(sv[0]) < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->path.chan->sock, &ev) < 0)
 		check_die("cannot cut the control connection");
 }
 
@@ -150,7 +150,7 @@ static void fault(struct rsec_conn *c, unsigned r, const char *what, unsigned *s
 	}
 	bool ours = strcmp(what, "connected") != 0;
 	enum rsec_rebuild_state want = ours ? REBUILD_SENT : REBUILD_CONNECTED;
-	for (unsigned tries = 0; tries < 5 && c->rb.state != want; tries++) {
+	for (unsigned tries = 0; tries < 5 && c->path.rb.state != want; tries++) {
 		if (tries)
 			printf("RETRY round=%u: the rebuild was over before it was %s\n", r, what);
 		if (ours)
@@ -160,11 +160,11 @@ static void fault(struct rsec_conn *c, unsigned r, const char *what, unsigned *s
 			replay(c);
 		(void)step_until(c, want);
 	}
-	if (c->rb.state != want)
+	if (c->path.rb.state != want)
 		printf("MISSED round=%u: the rebuild never was %s\n", r, what);
 	if (strcmp(what, "behind") == 0) {
 		/* The server's answer (REBUILD, REBUILD_READY) arrives and is never read: it connected, we did not. */
-		struct pollfd p = { .fd = c->chan->sock, .events = POLLIN };
+		struct pollfd p = { .fd = c->path.chan->sock, .events = POLLIN };
 		if (poll(&p, 1, 5000) != 1)
 			printf("MISSED round=%u: no answer from the server\n", r);
 		usleep(50000);
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 			ok = echo_recv(c, ++echoed);
 		if (what[0] && strcmp(what, "plain") != 0) {
 			size_t l = strlen(epochs);
-			snprintf(epochs + l, sizeof(epochs) - l, "%sround %u: %u", l ? ", " : "", r, c->rb.epoch);
+			snprintf(epochs + l, sizeof(epochs) - l, "%sround %u: %u", l ? ", " : "", r, c->path.rb.epoch);
 		}
 		if (r == 12)
 			second(argv);

@@ -300,7 +300,7 @@ static void long_hostile_records_are_written_whole(void **state)
 static void no_channel(struct rsec_conn *c)
 {
 	rsec_chan_init(&c->own_chan, -1, NULL, NULL);
-	c->chan = &c->own_chan;
+	c->path.chan = &c->own_chan;
 	c->epfd = -1;
 }
 

@@ -61,8 +61,8 @@ static int setup(void **state)
 	assert_int_equal(pthread_mutex_init(&f->ctx.sessions_lock, NULL), 0);
 	f->c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->c);
-	f->c->chan->ssl = f->tls.server;
-	f->c->chan->sock = f->tls.fds[1];
+	f->c->path.chan->ssl = f->tls.server;
+	f->c->path.chan->sock = f->tls.fds[1];
 	f->c->aead = RSEC_AEAD_AES256GCM;
 	f->c->phase = f->k->phase;
 	*state = f;
@@ -88,7 +88,7 @@ static int peer_sends(struct fixture *f, const struct rsec_msg *m)
 	assert_int_equal(rsec_tls_write_some(f->tls.client, frame, len, &done), 0);
 	assert_int_equal(done, len);
 	struct rsec_msg got;
-	assert_int_equal(rsec_chan_recv(f->c->chan, &got), 0);
+	assert_int_equal(rsec_chan_recv(f->c->path.chan, &got), 0);
 	return rsec_ctrl_receive(f->c, &got);
 }
 
@@ -189,8 +189,8 @@ static void rebuild_weighed(struct fixture *f, int rc)
 static void rebuild_ready_noted(struct fixture *f, int rc)
 {
 	still_established(f, rc);
-	assert_true(f->c->rb.peer_ready);
-	f->c->rb.state = REBUILD_NONE;
+	assert_true(f->c->path.rb.peer_ready);
+	f->c->path.rb.state = REBUILD_NONE;
 }
 
 static void disconnected(struct fixture *f, int rc)
@@ -220,9 +220,9 @@ static void rebuilds(struct rsec_conn *c)
 static void rebuild_ready_owed(struct rsec_conn *c)
 {
 	c->peer_rebuilds = true;
-	c->rb.state = REBUILD_CONNECTED;
-	c->rb.epoch = 1;
-	c->rb.ready_owed = true;
+	c->path.rb.state = REBUILD_CONNECTED;
+	c->path.rb.epoch = 1;
+	c->path.rb.ready_owed = true;
 }
 
 #define HELLO { .type = RSEC_MSG_HELLO, .u.hello = { .min_version = 1, .max_version = 1, .aead = 1 } }
@@ -353,10 +353,10 @@ static void test_require_established(void **state)
 	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN); /* no one-sided ring */
 	c->path.ops.ring = ring;
 	assert_int_equal(rsec_conn_require_established(c, true), 0);
-	c->rb.state = REBUILD_PARKED; /* the session waits to be resumed */
+	c->path.rb.state = REBUILD_PARKED; /* the session waits to be resumed */
 	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);
 	assert_int_equal(rsec_conn_require_established(c, false), 0);
-	c->rb.state = REBUILD_SENT;
+	c->path.rb.state = REBUILD_SENT;
 	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);
 	c->phase = PHASE_CLOSED;
 	c->close_code = RSEC_E_QP;

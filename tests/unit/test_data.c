@@ -220,8 +220,8 @@ static void violation_rebuilds(void **state)
 	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->path.stats.protocol_violations, 1);
-	assert_int_equal(c->rb.state, REBUILD_SENT);
-	assert_int_equal(c->rb.target, 1);
+	assert_int_equal(c->path.rb.state, REBUILD_SENT);
+	assert_int_equal(c->path.rb.target, 1);
 	assert_true(c->path.qp.qp->qp_num != old_qpn);
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_INIT);
 	assert_int_equal(fake.recvs_posted, posted + FAKE_SLOTS);
@@ -249,7 +249,7 @@ static void forged_frame_rebuilds(void **state)
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(f->c), 0);
 	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
 	assert_false(f->c->path.rx_complete);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
@@ -278,7 +278,7 @@ static void path_records_the_fault_session_settles(void **state)
 	assert_int_equal(c->path.fault.why, RSEC_WIRE_REBUILD_AUTH);
 	assert_non_null(strstr(c->path.fault.text, "rejected a message"));
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
-	assert_int_equal(c->rb.state, REBUILD_NONE);
+	assert_int_equal(c->path.rb.state, REBUILD_NONE);
 	assert_int_equal(c->path.qp.qp->qp_num, qpn);
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_RTS);
 	struct rsec_msg m;
@@ -290,7 +290,7 @@ static void path_records_the_fault_session_settles(void **state)
 	/* Settled: the rebuild starts, the fault is gone. */
 	assert_int_equal(rsec_conn_settle(c, RSEC_E_MAC), 0);
 	assert_false(rsec_fault_pending(&c->path.fault));
-	assert_int_equal(c->rb.state, REBUILD_SENT);
+	assert_int_equal(c->path.rb.state, REBUILD_SENT);
 	assert_true(c->path.qp.qp->qp_num != qpn);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_AUTH);

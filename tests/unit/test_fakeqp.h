@@ -213,7 +213,7 @@ static inline void fake_data_path(struct fake_conn *f, struct rsec_conn *c)
 	c->path.credits_due = FAKE_SLOTS / 2;
 	struct rsec_msg_qp_info q = fake_peer_qp(0x77);
 	assert_int_equal(rsec_conn_peer_qp(&q, &c->path.remote), 0);
-	assert_int_equal(rsec_seal_from_tls(&c->path.seal, c->chan->ssl, c->is_server, c->aead, c->lane, 0), 0);
+	assert_int_equal(rsec_seal_from_tls(&c->path.seal, c->path.chan->ssl, c->is_server, c->aead, c->lane, 0), 0);
 	c->path.have_seal = true;
 	assert_int_equal(rsec_rekey_begin(c), 0); /* as set-up does */
 }
@@ -255,8 +255,8 @@ static inline void fake_conn_setup(struct fake_conn *f, const uint8_t *psk, size
 				    .max_qp_wr = 1024, .max_sge = 1, .max_rd_atom = 1 };
 	struct rsec_conn *c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(c);
-	c->chan->ssl = f->tls.server;
-	c->chan->sock = f->tls.fds[1];
+	c->path.chan->ssl = f->tls.server;
+	c->path.chan->sock = f->tls.fds[1];
 	c->phase = PHASE_ESTABLISHED;
 	c->was_established = true;
 	c->aead = RSEC_AEAD_AES256GCM;

@@ -58,8 +58,8 @@ static int setup(void **state)
 				    .admit = count_admit, .admit_arg = f };
 	f->server = rsec_conn_alloc(&f->ctx, fds[1]);
 	assert_non_null(f->server);
-	assert_int_equal(rsec_tls_new(f->sctx, fds[1], &so, &f->server->chan->ssl), 0);
-	f->server->chan->sock = fds[1];
+	assert_int_equal(rsec_tls_new(f->sctx, fds[1], &so, &f->server->path.chan->ssl), 0);
+	f->server->path.chan->sock = fds[1];
 	f->server->phase = PHASE_TLS;
 	*state = f;
 	return 0;

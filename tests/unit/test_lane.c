@@ -39,8 +39,8 @@ static int setup(void **state)
 				    .aead = RSEC_AEAD_AES256GCM };
 	f->root = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->root);
-	f->root->chan->ssl = f->tls.server;
-	f->root->chan->sock = f->tls.fds[1];
+	f->root->path.chan->ssl = f->tls.server;
+	f->root->path.chan->sock = f->tls.fds[1];
 	f->root->phase = PHASE_ESTABLISHED;
 	f->root->aead = RSEC_AEAD_AES256GCM;
 	f->root->peer_lanes = true;
@@ -82,7 +82,7 @@ static unsigned server_reads(struct fixture *f)
 	unsigned most = 0;
 	for (;;) {
 		struct rsec_msg m;
-		int rc = rsec_chan_recv(f->root->chan, &m);
+		int rc = rsec_chan_recv(f->root->path.chan, &m);
 		if (rc == RSEC_E_AGAIN)
 			break;
 		assert_int_equal(rc, 0);
@@ -121,10 +121,10 @@ static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
 /* Lane idx of the session, handed to the application, in phase; its frames go through the root's channel. */
 static struct rsec_conn *taken_lane(struct fixture *f, uint16_t idx, enum rsec_phase phase)
 {
-	struct rsec_conn *c = rsec_conn_alloc(&f->ctx, f->root->chan->sock);
+	struct rsec_conn *c = rsec_conn_alloc(&f->ctx, f->root->path.chan->sock);
 	assert_non_null(c);
 	c->root = f->root;
-	c->chan = f->root->chan;
+	c->path.chan = f->root->path.chan;
 	c->lane = idx;
 	c->is_server = true;
 	c->lane_taken = true;
@@ -168,14 +168,14 @@ static void test_lane_speaks_through_the_session_channel(void **state)
 	struct rsec_conn *lane = taken_lane(f, 3, PHASE_ESTABLISHED);
 	struct rsec_msg k = { .type = RSEC_MSG_KEEPALIVE };
 	k.u.keepalive.nonce = 42;
-	assert_int_equal(rsec_chan_send(lane->chan, lane->lane, &k), 0);
+	assert_int_equal(rsec_chan_send(lane->path.chan, lane->lane, &k), 0);
 	struct rsec_msg m;
 	assert_true(client_receives(f, &m));
 	assert_int_equal(m.type, RSEC_MSG_KEEPALIVE);
 	assert_int_equal(m.lane, 3);
 	assert_int_equal(rsec_conn_fail(f->root, RSEC_E_CLOSED, "closed by the test"), RSEC_E_CLOSED);
 	assert_int_equal(lane->phase, PHASE_CLOSED);
-	assert_int_equal(rsec_chan_send(lane->chan, lane->lane, &k), RSEC_E_CLOSED);
+	assert_int_equal(rsec_chan_send(lane->path.chan, lane->lane, &k), RSEC_E_CLOSED);
 	assert_false(client_receives(f, &m));
 	rsec_conn_free(lane);
 	assert_null(f->root->lanes[3]);

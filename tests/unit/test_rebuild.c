@@ -77,16 +77,16 @@ static void one_rebuild(struct fake_conn *f, uint32_t epoch)
 {
 	struct rsec_msg m;
 	assert_int_equal(fault(f), 1);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	assert_int_equal(m.u.rebuild.epoch, epoch);
 	assert_int_equal(peer_rebuilds(f, epoch, 0, 0x90 + epoch), 0);
-	assert_int_equal(f->c->rb.state, REBUILD_CONNECTED);
+	assert_int_equal(f->c->path.rb.state, REBUILD_CONNECTED);
 	peer_gets(f, RSEC_MSG_REBUILD_READY, &m);
 	assert_int_equal(m.u.rebuild_ready.epoch, epoch);
 	assert_int_equal(peer_ready(f, epoch), 0);
-	assert_int_equal(f->c->rb.state, REBUILD_NONE);
-	assert_int_equal(f->c->rb.epoch, epoch);
+	assert_int_equal(f->c->path.rb.state, REBUILD_NONE);
+	assert_int_equal(f->c->path.rb.epoch, epoch);
 }
 
 /*
@@ -110,12 +110,12 @@ static void answers_the_peers_rebuild(void **state)
 	assert_true(m.u.rebuild.qp.qpn != old_qpn);
 	peer_gets(f, RSEC_MSG_REBUILD_READY, &m);
 	assert_int_equal(m.u.rebuild_ready.epoch, 1);
-	assert_int_equal(c->rb.state, REBUILD_CONNECTED);
+	assert_int_equal(c->path.rb.state, REBUILD_CONNECTED);
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_RTS);
 	assert_int_equal(c->path.remote.qpn, 0x99);
 	assert_null(rsec_conn_rebuild_reason(c)); /* not over yet */
 	assert_int_equal(peer_ready(f, 1), 0);
-	assert_int_equal(c->rb.state, REBUILD_NONE);
+	assert_int_equal(c->path.rb.state, REBUILD_NONE);
 	assert_int_equal(c->path.stats.rebuilds, 1);
 	assert_non_null(strstr(rsec_conn_rebuild_reason(c), "the peer's side: the queue pair failed"));
 	/* The new epoch's keys on both sides. */
@@ -147,7 +147,7 @@ static void budget_counts_the_peers_requests(void **state)
 	struct fake_conn *f = *state;
 	uint64_t now = rsec_now_ms();
 	for (unsigned i = 0; i < BUDGET; i++)
-		f->c->rb.started_ms[i] = now;
+		f->c->path.rb.started_ms[i] = now;
 	int rc = peer_rebuilds(f, 1, 0, 0x99);
 	assert_int_equal(rc, RSEC_E_QP);
 	assert_int_equal(f->c->phase, PHASE_CLOSED);
@@ -160,9 +160,9 @@ static void budget_forgets_after_a_minute(void **state)
 	struct fake_conn *f = *state;
 	uint64_t then = rsec_now_ms() - 60001;
 	for (unsigned i = 0; i < BUDGET; i++)
-		f->c->rb.started_ms[i] = then;
+		f->c->path.rb.started_ms[i] = then;
 	assert_int_equal(fault(f), 1);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
 }
 
 /* rebuilds_per_min 0: a fault closes, and so does the peer's request. */
@@ -267,9 +267,9 @@ static void fault_while_sent(void **state)
 	struct fake_conn *f = *state;
 	assert_int_equal(fault(f), 1);
 	assert_int_equal(fault(f), 1);
-	assert_false(f->c->rb.again);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
-	assert_int_equal(f->c->rb.started_next, 1);
+	assert_false(f->c->path.rb.again);
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.started_next, 1);
 }
 
 /* The new path fails before the rebuild is over: the next one starts as this one ends. */
@@ -280,11 +280,11 @@ static void fault_while_connected_rebuilds_again(void **state)
 	assert_int_equal(fault(f), 1);
 	assert_int_equal(peer_rebuilds(f, 1, 0, 0x99), 0);
 	assert_int_equal(rsec_rebuild_fault(f->c, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC, "rejected"), 1);
-	assert_true(f->c->rb.again);
+	assert_true(f->c->path.rb.again);
 	assert_int_equal(peer_ready(f, 1), 0);
 	assert_int_equal(f->c->path.stats.rebuilds, 1);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
-	assert_int_equal(f->c->rb.target, 2);
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.target, 2);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
 	peer_gets(f, RSEC_MSG_REBUILD_READY, &m);
 	peer_gets(f, RSEC_MSG_REBUILD, &m);
@@ -298,10 +298,10 @@ static void deadline(void **state)
 	struct fake_conn *f = *state;
 	assert_int_equal(fault(f), 1);
 	assert_int_equal(rsec_rebuild_expire(f->c), 0);
-	f->c->rb.state = REBUILD_PARKED;
-	f->c->rb.deadline_ms = rsec_now_ms() - 1;
+	f->c->path.rb.state = REBUILD_PARKED;
+	f->c->path.rb.deadline_ms = rsec_now_ms() - 1;
 	assert_int_equal(rsec_rebuild_expire(f->c), 0);
-	f->c->rb.state = REBUILD_SENT;
+	f->c->path.rb.state = REBUILD_SENT;
 	assert_int_equal(rsec_rebuild_expire(f->c), RSEC_E_TIMEOUT);
 	assert_non_null(strstr(rsec_conn_error(f->c), "the data path was not rebuilt within 10000 ms"));
 }
@@ -311,9 +311,9 @@ static void park_within_budget(void **state)
 {
 	struct fake_conn *f = *state;
 	assert_int_equal(rsec_rebuild_park(f->c, RSEC_E_IO, "reset"), 0);
-	assert_int_equal(f->c->rb.state, REBUILD_PARKED);
-	f->c->rb.started_ms[1] = rsec_now_ms();
-	f->c->rb.state = REBUILD_NONE;
+	assert_int_equal(f->c->path.rb.state, REBUILD_PARKED);
+	f->c->path.rb.started_ms[1] = rsec_now_ms();
+	f->c->path.rb.state = REBUILD_NONE;
 	assert_int_equal(rsec_rebuild_park(f->c, RSEC_E_IO, "reset again"), RSEC_E_IO);
 	assert_non_null(strstr(rsec_conn_error(f->c), "reset again (not resumed: rebuilt 2 times in the last minute"));
 }

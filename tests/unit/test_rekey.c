@@ -161,7 +161,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	client_sends_ok(f, f->peer.tx, 0, "before");
 
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
-	assert_int_equal(c->rk.state, REKEY_ANSWERED);
+	assert_int_equal(c->path.rk.state, REKEY_ANSWERED);
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
 	assert_int_equal(m.u.rekey.gen, 1);
@@ -190,8 +190,8 @@ static void keys_change_and_nothing_is_lost(void **state)
 	client_opens(f, frame, len, "old");
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0);
 	client_gets_new_keys_frame(f, 1);
-	assert_int_equal(c->rk.state, REKEY_IDLE);
-	assert_int_equal(c->rk.gen, 1);
+	assert_int_equal(c->path.rk.state, REKEY_IDLE);
+	assert_int_equal(c->path.rk.gen, 1);
 	assert_int_equal(rsec_conn_rekeys(c), 1);
 	frame = server_sends(f, "new", &len);
 	assert_int_equal(frame[15], 1);
@@ -229,7 +229,7 @@ static void rekey_bytes_triggers(void **state)
 	assert_int_equal(rsec_rekey_step(c), 0);
 	peer_gets(f, RSEC_MSG_REKEY, &m);
 	assert_int_equal(m.u.rekey.gen, 1);
-	assert_int_equal(c->rk.state, REKEY_OFFERED);
+	assert_int_equal(c->path.rk.state, REKEY_OFFERED);
 	assert_int_equal(rsec_rekey_step(c), 0); /* one at a time */
 	assert_false(test_read_frame(f->tls.client, &m, false));
 
@@ -243,8 +243,8 @@ static void rekey_bytes_triggers(void **state)
 	peer_gets(f, RSEC_MSG_REKEY_DONE, &m);
 	assert_int_equal(m.u.rekey.gen, 1);
 	client_gets_new_keys_frame(f, 1);
-	assert_int_equal(c->rk.count, 1);
-	assert_int_equal(c->rk.state, REKEY_IDLE);
+	assert_int_equal(c->path.rk.count, 1);
+	assert_int_equal(c->path.rk.state, REKEY_IDLE);
 	size_t len;
 	const uint8_t *frame = server_sends(f, "fresh", &len);
 	client_opens(f, frame, len, "fresh");
@@ -329,7 +329,7 @@ static void derived_keys_follow_the_chain(void **state)
 
 	rsec_rekey_forget(c);
 	for (size_t i = 0; i < RSEC_REKEY_KEPT; i++)
-		assert_false(c->rk.kept[i].used);
+		assert_false(c->path.rk.kept[i].used);
 	assert_int_equal(derive(c, RSEC_REKEY_KEPT + 1, k), RSEC_E_AGAIN);
 	client_free(&cl);
 }
@@ -421,8 +421,8 @@ static void simultaneous_offers_resolve(void **state)
 	struct client cl;
 	client_init(f, &cl);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, cl.pub), 0);
-	assert_int_equal(c->rk.state, REKEY_ANSWERED);
-	assert_null(c->rk.priv); /* the losing offer's key is gone */
+	assert_int_equal(c->path.rk.state, REKEY_ANSWERED);
+	assert_null(c->path.rk.priv); /* the losing offer's key is gone */
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_REKEY_REPLY, &m);
 	assert_memory_not_equal(m.u.rekey.pub, ours.u.rekey.pub, RSEC_REKEY_PUB_LEN);
@@ -436,8 +436,8 @@ static void simultaneous_offers_resolve(void **state)
 	size_t len;
 	const uint8_t *frame = server_sends(f, "agreed", &len);
 	client_opens(f, frame, len, "agreed");
-	assert_int_equal(c->rk.gen, 1);
-	assert_int_equal(c->rk.count, 1);
+	assert_int_equal(c->path.rk.gen, 1);
+	assert_int_equal(c->path.rk.count, 1);
 	client_free(&cl);
 }
 
@@ -453,7 +453,7 @@ static void client_ignores_the_servers_offer(void **state)
 	struct client other;
 	client_init(f, &other);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY, 1, other.pub), 0);
-	assert_int_equal(c->rk.state, REKEY_OFFERED);
+	assert_int_equal(c->path.rk.state, REKEY_OFFERED);
 	assert_false(test_read_frame(f->tls.client, &m, false)); /* no answer to it */
 	uint8_t keys[RSEC_SEAL_SECRET_LEN];
 	client_next(&other, ours.u.rekey.pub, 1, keys);
@@ -461,7 +461,7 @@ static void client_ignores_the_servers_offer(void **state)
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_REPLY, 1, other.pub), 0);
 	peer_gets(f, RSEC_MSG_REKEY_DONE, &m);
 	client_gets_new_keys_frame(f, 1);
-	assert_int_equal(c->rk.count, 1);
+	assert_int_equal(c->path.rk.count, 1);
 	size_t len;
 	const uint8_t *frame = server_sends(f, "done", &len);
 	client_opens(f, frame, len, "done");
@@ -516,7 +516,7 @@ static void small_order_key(void **state)
 	struct fake_conn *f = *state;
 	uint8_t zero[RSEC_REKEY_PUB_LEN] = { 0 };
 	violated(f, client_says(f, RSEC_MSG_REKEY, 1, zero), "a key X25519 refuses");
-	assert_null(f->c->rk.priv);
+	assert_null(f->c->path.rk.priv);
 }
 
 static void peer_that_did_not_offer_it(void **state)
@@ -575,11 +575,11 @@ static void rebuild_starts_a_new_chain(void **state)
 	struct rsec_msg ready = { .type = RSEC_MSG_REBUILD_READY };
 	ready.u.rebuild_ready.epoch = 1;
 	assert_int_equal(rsec_ctrl_handle(c, &ready), 0);
-	assert_int_equal(c->rb.epoch, 1);
+	assert_int_equal(c->path.rb.epoch, 1);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0); /* of epoch 0: dropped */
 	assert_int_equal(c->phase, PHASE_ESTABLISHED);
-	assert_int_equal(c->rk.state, REKEY_IDLE);
-	assert_int_equal(c->rk.gen, 0);
+	assert_int_equal(c->path.rk.state, REKEY_IDLE);
+	assert_int_equal(c->path.rk.gen, 0);
 	/* What either side began under epoch 0's keys can still be finished, whichever generation it took. */
 	assert_int_equal(rsec_conn_key_id(c), (uint64_t)1 << 32);
 	same_derived_key(c, 0, s0);
@@ -615,7 +615,7 @@ static void rekey_s_triggers(void **state)
 	assert_int_equal(rsec_rekey_step(c), 0);
 	struct rsec_msg m;
 	assert_false(test_read_frame(f->tls.client, &m, false));
-	c->rk.since_ms -= 61 * 1000;
+	c->path.rk.since_ms -= 61 * 1000;
 	assert_int_equal(rsec_rekey_step(c), 0);
 	peer_gets(f, RSEC_MSG_REKEY, &m);
 	assert_int_equal(m.u.rekey.gen, 1);
@@ -671,12 +671,12 @@ static void idle_connection_rekeys_by_time(void **state)
 	audit_open(f, dir, path);
 	f->ctx.rekey_s = 60;
 	assert_int_equal(rsec_rekey_step(c), 0);
-	c->chan->last_tx_ms = rsec_now_ms(); /* a keepalive just went: it is not the next timer */
+	c->path.chan->last_tx_ms = rsec_now_ms(); /* a keepalive just went: it is not the next timer */
 	uint64_t later = rsec_now_ms() + 3600 * 1000;
-	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000 > c->chan->last_tx_ms + 15000 ?
-								c->chan->last_tx_ms + 15000 : c->rk.since_ms + 60 * 1000);
-	c->rk.since_ms = rsec_now_ms() - 55 * 1000; /* due in 5 s: before the keepalive */
-	assert_int_equal(rsec_conn_next_timer(c, later), c->rk.since_ms + 60 * 1000);
+	assert_int_equal(rsec_conn_next_timer(c, later), c->path.rk.since_ms + 60 * 1000 > c->path.chan->last_tx_ms + 15000 ?
+								c->path.chan->last_tx_ms + 15000 : c->path.rk.since_ms + 60 * 1000);
+	c->path.rk.since_ms = rsec_now_ms() - 55 * 1000; /* due in 5 s: before the keepalive */
+	assert_int_equal(rsec_conn_next_timer(c, later), c->path.rk.since_ms + 60 * 1000);
 
 	/* The client offers (no traffic before or after); the server answers, then sends under the new keys. */
 	struct client cl;
@@ -699,8 +699,8 @@ static void idle_connection_rekeys_by_time(void **state)
 	assert_null(c->path.seal.rx_old);
 
 	/* rekey_s later, still idle: the server offers generation 2; a wait no longer wakes for it then. */
-	assert_int_equal(rsec_rekey_next_ms(c), c->rk.since_ms + 60 * 1000);
-	c->rk.since_ms -= 61 * 1000;
+	assert_int_equal(rsec_rekey_next_ms(c), c->path.rk.since_ms + 60 * 1000);
+	c->path.rk.since_ms -= 61 * 1000;
 	assert_int_equal(rsec_rekey_step(c), 0);
 	peer_gets(f, RSEC_MSG_REKEY, &m);
 	assert_int_equal(m.u.rekey.gen, 2);

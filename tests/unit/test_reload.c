@@ -100,19 +100,19 @@ static int connect_client(struct fixture *f, const char *base, SSL_CTX **cctx, S
 	assert_int_equal(rsec_tls_new(*cctx, fds[0], &co, client), 0);
 	*conn = rsec_conn_alloc(f->ctx, fds[1]);
 	assert_non_null(*conn);
-	(*conn)->chan->sock = fds[1];
-	assert_int_equal(rsec_ctx_tls_new(f->ctx, fds[1], &f->ctx->tls_opts, &(*conn)->chan->ssl), 0);
+	(*conn)->path.chan->sock = fds[1];
+	assert_int_equal(rsec_ctx_tls_new(f->ctx, fds[1], &f->ctx->tls_opts, &(*conn)->path.chan->ssl), 0);
 	int rc = RSEC_E_AGAIN, rs = RSEC_E_AGAIN;
 	for (int i = 0; i < 100 && (rc == RSEC_E_AGAIN || rs == RSEC_E_AGAIN); i++) {
 		bool ww;
 		if (rc == RSEC_E_AGAIN)
 			rc = rsec_tls_handshake_step(*client, &ww);
 		if (rs == RSEC_E_AGAIN)
-			rs = rsec_tls_handshake_step((*conn)->chan->ssl, &ww);
+			rs = rsec_tls_handshake_step((*conn)->path.chan->ssl, &ww);
 	}
 	if (rs == 0) {
 		(*conn)->phase = PHASE_ESTABLISHED;
-		assert_int_equal(rsec_tls_peer_identity((*conn)->chan->ssl, (*conn)->peer, sizeof((*conn)->peer)), 0);
+		assert_int_equal(rsec_tls_peer_identity((*conn)->path.chan->ssl, (*conn)->peer, sizeof((*conn)->peer)), 0);
 	}
 	return rs;
 }
@@ -160,7 +160,7 @@ static void still_talks(struct fixture *f)
 	assert_int_equal(done, 4);
 	int rc = RSEC_E_AGAIN;
 	for (int i = 0; i < 100 && rc == RSEC_E_AGAIN; i++)
-		rc = rsec_tls_read_some(f->conn->chan->ssl, buf, 4, &done);
+		rc = rsec_tls_read_some(f->conn->path.chan->ssl, buf, 4, &done);
 	assert_int_equal(rc, 0);
 	assert_memory_equal(buf, "ping", 4);
 }

@@ -67,8 +67,8 @@ static struct rsec_conn *new_channel(struct fixture *x, int i, const char *peer)
 	test_tls_pair(&x->chan[i], psk, sizeof(psk));
 	struct rsec_conn *n = rsec_conn_alloc(&x->f.ctx, x->chan[i].fds[1]);
 	assert_non_null(n);
-	n->chan->ssl = x->chan[i].server;
-	n->chan->sock = x->chan[i].fds[1];
+	n->path.chan->ssl = x->chan[i].server;
+	n->path.chan->sock = x->chan[i].fds[1];
 	n->phase = PHASE_HELLO;
 	snprintf(n->peer, sizeof(n->peer), "%s", peer);
 	x->n[i] = n;
@@ -103,7 +103,7 @@ static void refused(struct fixture *x, int i, int rc)
 	channel_gets(x, i, RSEC_MSG_ERROR, &m);
 	assert_int_equal(m.u.error.code, (uint32_t)-RSEC_E_CLOSED);
 	assert_int_equal(s->path.stats.resumes, 0);
-	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
+	assert_int_equal(s->path.chan->sock, x->f.tls.fds[1]);
 }
 
 /* The session moved to channel i: the connection handed over, SESSION with the token, then our REBUILD. */
@@ -112,11 +112,11 @@ static void resumed_on(struct fixture *x, int i, int rc, struct rsec_msg *rebuil
 	struct rsec_conn *s = x->f.c;
 	assert_int_equal(rc, RSEC_E_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(x->n[i]), "handed over"));
-	assert_int_equal(x->n[i]->chan->sock, -1);
-	assert_null(x->n[i]->chan->ssl);
+	assert_int_equal(x->n[i]->path.chan->sock, -1);
+	assert_null(x->n[i]->path.chan->ssl);
 	assert_int_equal(s->phase, PHASE_ESTABLISHED);
-	assert_int_equal(s->chan->sock, x->chan[i].fds[1]);
-	assert_ptr_equal(s->chan, &s->own_chan); /* moved whole into the session's own, which now watches it */
+	assert_int_equal(s->path.chan->sock, x->chan[i].fds[1]);
+	assert_ptr_equal(s->path.chan, &s->own_chan); /* moved whole into the session's own, which now watches it */
 	assert_ptr_equal(s->own_chan.owner, s);
 	assert_false(s->rs.parked);
 	struct rsec_msg m;
@@ -124,7 +124,7 @@ static void resumed_on(struct fixture *x, int i, int rc, struct rsec_msg *rebuil
 	assert_memory_equal(m.u.session.token, x->token, RSEC_WIRE_TOKEN_LEN);
 	channel_gets(x, i, RSEC_MSG_REBUILD, rebuild);
 	assert_int_equal(rebuild->u.rebuild.reason, RSEC_WIRE_REBUILD_CHANNEL);
-	assert_int_equal(s->rb.state, REBUILD_SENT);
+	assert_int_equal(s->path.rb.state, REBUILD_SENT);
 }
 
 /* The right token from the same identity: the session, not yet aware its channel went, resumes. */
@@ -193,7 +193,7 @@ static void withdrawn_identity_refused(void **state)
 	channel_gets(x, 0, RSEC_MSG_DISCONNECT, &m);
 	assert_int_equal(m.u.disconnect.reason, RSEC_DISC_REFUSED);
 	assert_int_equal(s->path.stats.resumes, 0);
-	assert_int_equal(s->chan->sock, x->f.tls.fds[1]);
+	assert_int_equal(s->path.chan->sock, x->f.tls.fds[1]);
 	char why[128];
 	assert_int_equal(rsec_conn_check_peer(s, why, sizeof(why)), RSEC_E_AUTH);
 	assert_string_equal(why, "no longer allowed (1 allow rule: psk:node-b)");
@@ -235,7 +235,7 @@ static void expired_session_refused(void **state)
 	struct rsec_msg m;
 	channel_gets(x, 0, RSEC_MSG_ERROR, &m);
 	assert_int_equal(s->path.stats.resumes, 0);
-	assert_int_equal(s->chan->sock, -1);
+	assert_int_equal(s->path.chan->sock, -1);
 }
 
 /* Both offered epochs: SESSION says ours, and both build the epoch after the later one. */
@@ -244,7 +244,7 @@ static void epochs_when_both_offered(void **state)
 	struct fixture *x = *state;
 	struct rsec_conn *s = x->f.c;
 	s->rs.epochs = true;
-	s->rb.epoch = 5;
+	s->path.rb.epoch = 5;
 	new_channel(x, 0, "psk:node-a");
 	int rc = offers(x, 0, x->token, true, 6);
 	assert_int_equal(rc, RSEC_E_CLOSED);
@@ -262,7 +262,7 @@ static void epoch_ignored_unless_both_offered(void **state)
 {
 	struct fixture *x = *state;
 	struct rsec_conn *s = x->f.c;
-	s->rb.epoch = 5;
+	s->path.rb.epoch = 5;
 	new_channel(x, 0, "psk:node-a");
 	int rc = offers(x, 0, x->token, true, 6);
 	assert_int_equal(rc, RSEC_E_CLOSED);
@@ -286,7 +286,7 @@ static void second_resume_takes_over(void **state)
 	resumed_on(x, 1, offers(x, 1, x->token, false, 0), &m);
 	assert_int_equal(m.u.rebuild.epoch, 1);
 	assert_int_equal(s->path.stats.resumes, 2);
-	assert_int_equal(s->rb.started_next, 2); /* each lost channel counted against the rebuild budget */
+	assert_int_equal(s->path.rb.started_next, 2); /* each lost channel counted against the rebuild budget */
 }
 
 /* Past the rebuild budget, the second RESUME ends the session and is refused. */
@@ -316,9 +316,9 @@ static void lost_channel_parks(void **state)
 	assert_int_equal(rsec_resume_lost(s, RSEC_E_IO, "reset by peer"), 0);
 	assert_true(s->rs.parked);
 	assert_int_equal(s->phase, PHASE_ESTABLISHED);
-	assert_int_equal(s->rb.state, REBUILD_PARKED);
-	assert_int_equal(s->chan->sock, -1);
-	assert_null(s->chan->ssl);
+	assert_int_equal(s->path.rb.state, REBUILD_PARKED);
+	assert_int_equal(s->path.chan->sock, -1);
+	assert_null(s->path.chan->ssl);
 	assert_true(s->rs.until_ms >= before + 8000);
 	assert_int_equal(rsec_resume_next_ms(s), s->rs.until_ms); /* a server waits for the client */
 	assert_int_equal(rsec_resume_step(s), 0);
@@ -354,14 +354,14 @@ static void no_token_closes(void **state)
 static void connected_rebuild_without_epochs_closes(void **state)
 {
 	struct fixture *x = *state;
-	x->f.c->rb.state = REBUILD_CONNECTED;
+	x->f.c->path.rb.state = REBUILD_CONNECTED;
 	lost_channel_closes(x, RSEC_E_IO);
 }
 
 static void connected_rebuild_with_epochs_parks(void **state)
 {
 	struct fixture *x = *state;
-	x->f.c->rb.state = REBUILD_CONNECTED;
+	x->f.c->path.rb.state = REBUILD_CONNECTED;
 	x->f.c->rs.epochs = true;
 	assert_int_equal(rsec_resume_lost(x->f.c, RSEC_E_IO, "reset by peer"), 0);
 	assert_true(x->f.c->rs.parked);

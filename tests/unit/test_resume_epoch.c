@@ -42,17 +42,17 @@ static int setup(void **state)
 	f->qp.qp_num = 0x4242;
 	f->c = rsec_conn_alloc(&f->ctx, f->tls.fds[1]);
 	assert_non_null(f->c);
-	f->c->chan->ssl = f->tls.server;
-	f->c->chan->sock = f->tls.fds[1];
+	f->c->path.chan->ssl = f->tls.server;
+	f->c->path.chan->sock = f->tls.fds[1];
 	f->c->phase = PHASE_ESTABLISHED;
 	f->c->peer_rebuilds = true;
 	f->c->rs.peer = f->c->rs.epochs = true;
 	f->c->dev = f->c->path.qp.dev = &f->dev;
 	f->c->path.qp.qp = &f->qp;
 	f->c->path.recv_slots = 64;
-	f->c->rb.state = REBUILD_PARKED;
-	f->c->rb.opened = 11;      /* the peer's frames we opened, counted when the channel went */
-	f->c->rb.sent_opened = 22; /* the count our REBUILD carried before (the one a peer behind missed) */
+	f->c->path.rb.state = REBUILD_PARKED;
+	f->c->path.rb.opened = 11;      /* the peer's frames we opened, counted when the channel went */
+	f->c->path.rb.sent_opened = 22; /* the count our REBUILD carried before (the one a peer behind missed) */
 	*state = f;
 	return 0;
 }
@@ -71,13 +71,13 @@ static int teardown(void **state)
 /* The session at epoch ours resumes (the peer at theirs, if known): its REBUILD, and the epoch it waits for. */
 static void resumes(struct fixture *f, uint32_t ours, bool known, uint32_t theirs, uint32_t epoch, uint64_t opened)
 {
-	f->c->rb.epoch = ours;
+	f->c->path.rb.epoch = ours;
 	f->c->rs.peer_epoch_known = known;
 	f->c->rs.peer_epoch = theirs;
 	assert_int_equal(rsec_rebuild_unpark(f->c), 0);
-	assert_int_equal(f->c->rb.state, REBUILD_SENT);
-	assert_int_equal(f->c->rb.target, epoch);
-	assert_int_equal(f->c->rb.epoch, ours); /* the keys in use stay until both halves are in */
+	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
+	assert_int_equal(f->c->path.rb.target, epoch);
+	assert_int_equal(f->c->path.rb.epoch, ours); /* the keys in use stay until both halves are in */
 	struct rsec_msg m;
 	assert_true(test_read_frame(f->tls.client, &m, true));
 	assert_int_equal(m.type, RSEC_MSG_REBUILD);

@@ -48,7 +48,7 @@ static int setup(void **state)
 	};
 	rsec_chan_init(&f->conn.own_chan, f->tls.fds[0], NULL, NULL); /* no epoll interest to keep */
 	f->conn.own_chan.ssl = f->tls.client;
-	f->conn.chan = &f->conn.own_chan;
+	f->conn.path.chan = &f->conn.own_chan;
 	f->region = (struct rsec_region){
 		.conn = &f->conn, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
 	};
