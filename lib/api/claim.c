@@ -26,7 +26,7 @@ static RSEC_MUST_CHECK int wait_claim(struct rsec_conn *c, struct rsec_local_gra
 {
 	struct claim_wanted w = { .g = g, .grant_id = grant_id };
 	RSEC_GUARD(rsec_conn_wait_for(c, claim_arrived, &w, timeout_ms));
-	return rsec_conn_settle(c, rsec_grant_claim_settle(c, g, grant_id));
+	return rsec_conn_settle(c, rsec_grant_claim_settle(&c->path, g, grant_id));
 }
 
 int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
@@ -34,9 +34,9 @@ int rsec_grant_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uin
 	if (!c)
 		return RSEC_E_INVAL;
 	struct rsec_local_grant *g;
-	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_verify_begin(c, grant_id, off, len, &g)));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_verify_begin(&c->path, grant_id, off, len, &g)));
 	RSEC_GUARD(wait_claim(c, g, grant_id, timeout_ms));
-	return rsec_conn_settle(c, rsec_grant_verify_end(c, g, off, len));
+	return rsec_conn_settle(c, rsec_grant_verify_end(&c->path, g, off, len));
 }
 
 int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint64_t *len, int timeout_ms)
@@ -44,9 +44,9 @@ int rsec_grant_open(struct rsec_conn *c, uint64_t grant_id, uint64_t *off, uint6
 	if (!c)
 		return RSEC_E_INVAL;
 	struct rsec_local_grant *g;
-	int rc = rsec_conn_settle(c, rsec_grant_open_begin(c, grant_id, off, len, &g));
+	int rc = rsec_conn_settle(c, rsec_grant_open_begin(&c->path, grant_id, off, len, &g));
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	RSEC_GUARD(wait_claim(c, g, grant_id, timeout_ms));
-	return rsec_conn_settle(c, rsec_grant_open_end(c, g, off, len));
+	return rsec_conn_settle(c, rsec_grant_open_end(&c->path, g, off, len));
 }

@@ -40,9 +40,9 @@ int rsec_conn_add_qp(struct rsec_conn *c, int timeout_ms, struct rsec_conn **out
 	if (!c || !out || c->lane)
 		return RSEC_E_INVAL;
 	*out = NULL;
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	if (c->phase != PHASE_ESTABLISHED)
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	if (c->path.phase != PHASE_ESTABLISHED)
 		return RSEC_E_INVAL;
 	if (!c->is_server)
 		return lane_open(c, timeout_ms > 0 ? timeout_ms : c->ctx->handshake_timeout_ms, out);

@@ -14,14 +14,14 @@ int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t le
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	return rsec_conn_settle(c, rsec_grant_issue(c, r, off, len, access, ttl_ms, tag, grant_id));
+	return rsec_conn_settle(c, rsec_grant_issue(&c->path, r, off, len, access, ttl_ms, tag, grant_id));
 }
 
 int rsec_revoke(struct rsec_conn *c, uint64_t grant_id)
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	return rsec_conn_settle(c, rsec_grant_revoke(c, grant_id));
+	return rsec_conn_settle(c, rsec_grant_revoke(&c->path, grant_id));
 }
 
 struct grant_wanted {

@@ -15,7 +15,7 @@ int rsec_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigne
 		*posted = 0;
 	if (!c || (!wr && n))
 		return RSEC_E_INVAL;
-	return rsec_conn_settle(c, rsec_onesided_post(c, wr, n, posted));
+	return rsec_conn_settle(c, rsec_onesided_post(&c->path, wr, n, posted));
 }
 
 static int post_one(struct rsec_conn *c, enum rsec_op op, const struct rsec_remote_grant *g, uint64_t remote_off,
@@ -51,15 +51,20 @@ int rsec_poll(struct rsec_conn *c, struct rsec_wc *wc, unsigned max, int timeout
 	if (!c || (!wc && max))
 		return RSEC_E_INVAL;
 	int rc = 0;
-	if (!have_completions(c, NULL) && c->phase != PHASE_CLOSED)
+	if (!have_completions(c, NULL) && c->path.phase != PHASE_CLOSED)
 		rc = rsec_conn_wait_for(c, have_completions, NULL, timeout_ms);
 	/* A closed connection's operations end with the flushed completions, or with its QP. */
-	if (c->phase == PHASE_CLOSED && c->path.ops.busy && !rsec_onesided_drain(c))
+	if (c->path.phase == PHASE_CLOSED && c->path.ops.busy && !rsec_onesided_drain(&c->path))
 		rsec_conn_teardown_rdma(c);
-	unsigned n = rsec_onesided_reap(c, wc, max);
+	unsigned n = rsec_onesided_reap(&c->path, wc, max);
 	if (n)
 		return (int)n;
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
 	return rc == RSEC_E_TIMEOUT || rc == RSEC_E_AGAIN ? 0 : rc;
+}
+
+unsigned rsec_inflight(const struct rsec_conn *c)
+{
+	return c ? rsec_onesided_inflight(&c->path) : 0;
 }

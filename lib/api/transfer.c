@@ -27,18 +27,18 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(rsec_conn_settle(c, rsec_onesided_start(c, g, off, buf, len, op, sealed_ok)));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_onesided_start(&c->path, g, off, buf, len, op, sealed_ok)));
 	int waited = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
 	if (c->path.ops.waiter_done)
-		return rsec_onesided_end(c, buf, len, op);
+		return rsec_onesided_end(&c->path, buf, len, op);
 	/* Whatever stopped the wait, the connection ends here, its QP in the error state first; buf
 	 * (or the stage) is ours again once the device let go of it: flushed, or the QP destroyed. */
 	int rc = rsec_conn_fail(c, waited == RSEC_E_AGAIN || waited == 0 ? RSEC_E_TIMEOUT : waited,
 				"one-sided %s of %zu bytes did not complete in %d ms; queue pair moved to error",
 				op == RSEC_OP_WRITE ? "WRITE" : "READ", len, timeout_ms);
-	if (!rsec_onesided_drain(c))
+	if (!rsec_onesided_drain(&c->path))
 		rsec_conn_teardown_rdma(c);
-	rsec_onesided_unstage(c, buf, len, op, rc);
+	rsec_onesided_unstage(&c->path, buf, len, op, rc);
 	return rc;
 }
 
@@ -60,7 +60,7 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	if (!c || !g)
 		return RSEC_E_INVAL;
 	struct rsec_grant_keys k;
-	RSEC_GUARD(rsec_peer_grant_keys(c, g->id, &k));
+	RSEC_GUARD(rsec_peer_grant_keys(&c->path, g->id, &k));
 	int rc = rsec_write(c, g, off, buf, len, timeout_ms);
 	if (rc < 0) {
 		rsec_grant_keys_wipe(&k);
@@ -70,7 +70,7 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	rc = rsec_grant_keys_mac(&k, &c->path.seal, c->is_server, g->id, off, buf, len, mac);
 	rsec_grant_keys_wipe(&k);
 	if (rc == 0)
-		rc = rsec_conn_settle(c, rsec_grant_send_verify(c, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac,
+		rc = rsec_conn_settle(c, rsec_grant_send_verify(&c->path, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac,
 								 sizeof(mac)));
 	OPENSSL_cleanse(mac, sizeof(mac));
 	if (rc < 0)
@@ -93,7 +93,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 		g = &now;
 	/* Its keys now: the grant may be revoked while the READ is waited for. */
 	struct rsec_grant_keys k;
-	RSEC_GUARD(rsec_peer_grant_keys(c, g->id, &k));
+	RSEC_GUARD(rsec_peer_grant_keys(&c->path, g->id, &k));
 	/* Whatever fails, unverified bytes never stay in buf. */
 	int rc = rsec_read(c, g, 0, buf, g->len, timeout_ms);
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
@@ -106,7 +106,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	}
 	bool ok = rsec_seal_mac_equal(mac, g->mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
-	rsec_grant_audit_remote(c, RSEC_AUDIT_VERIFIED_READ, g, ok ? "ok" : "mismatch",
+	rsec_grant_audit_remote(&c->path, RSEC_AUDIT_VERIFIED_READ, g, ok ? "ok" : "mismatch",
 				ok ? NULL : "bytes differ from what the granter exposed; wiped");
 	if (!ok) {
 		OPENSSL_cleanse(buf, g->len);
@@ -121,9 +121,9 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 {
 	if (!c || !g || !buf || !len)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
+	RSEC_GUARD(rsec_path_usable(&c->path, false));
 	struct rsec_sealed_write *w;
-	RSEC_GUARD(rsec_sealed_write_begin(c, g, off, len, &w));
+	RSEC_GUARD(rsec_sealed_write_begin(&c->path, g, off, len, &w));
 	size_t total = rsec_sealed_len(len);
 	uint8_t *stage = malloc(total);
 	if (!stage) {
@@ -131,19 +131,19 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 		return RSEC_E_NOMEM;
 	}
 	memcpy(stage, buf, len);
-	int rc = rsec_sealed_write_seal(c, w, stage); /* frees w if it fails */
+	int rc = rsec_sealed_write_seal(&c->path, w, stage); /* frees w if it fails */
 	if (rc == 0) {
 		w->state = SEALED_WRITE_POSTED;
 		rc = one_sided(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE, true);
 		if (rc == 0 && w->state != SEALED_WRITE_POSTED) /* the grant or the connection went meanwhile: no claim */
-			rc = c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_GRANT;
+			rc = c->path.phase == PHASE_CLOSED ? c->path.close_code : RSEC_E_GRANT;
 		if (rc < 0)
 			*w = (struct rsec_sealed_write){ 0 };
 	}
 	OPENSSL_cleanse(stage, total);
 	free(stage);
 	RSEC_GUARD(rc);
-	return rsec_conn_settle(c, rsec_sealed_write_claim(c, w));
+	return rsec_conn_settle(c, rsec_sealed_write_claim(&c->path, w));
 }
 
 int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, void *buf, size_t cap, size_t *len,
@@ -163,5 +163,5 @@ int rsec_read_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, voi
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
 		return rc;
 	}
-	return rsec_sealed_read_open(c, g, buf, len);
+	return rsec_sealed_read_open(&c->path, g, buf, len);
 }

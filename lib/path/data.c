@@ -18,7 +18,9 @@
 
 #include <openssl/crypto.h>
 
-#include "session/conn.h"
+#include "data.h"
+#include "grant.h"
+#include "onesided.h"
 
 /* Sends in flight: as many as the peer's buffers, up to 128 (perftest's TX
  * depth), within a 1 MiB send ring: 16 frames of 64 KiB, 128 of 8 KiB. */
@@ -69,16 +71,16 @@ static void msg_free(uint8_t **p, size_t n)
 	}
 }
 
-static RSEC_MUST_CHECK int post_recv(struct rsec_conn *c, uint32_t slot)
+static RSEC_MUST_CHECK int post_recv(struct rsec_path *path, uint32_t slot)
 {
-	uint32_t size = c->ctx->slot_size;
+	uint32_t size = path->cfg.slot_size;
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(c->path.recv_ring + (size_t)slot * size),
+		.addr = (uintptr_t)(path->recv_ring + (size_t)slot * size),
 		.length = size,
-		.lkey = c->path.recv_mr->lkey,
+		.lkey = path->recv_mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = RSEC_WR_ID(WR_RECV, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
-	return ibv_post_recv(c->path.qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
+	return ibv_post_recv(path->qp.qp, &wr, &bad) ? RSEC_E_VERBS : 0;
 }
 
 uint32_t rsec_data_send_wr(uint32_t depth)
@@ -86,45 +88,44 @@ uint32_t rsec_data_send_wr(uint32_t depth)
 	return SEND_SLOTS_MAX + EXTRA_SEND_WR + depth;
 }
 
-int rsec_data_setup(struct rsec_conn *c)
+int rsec_data_setup(struct rsec_path *path)
 {
-	struct rsec_ctx *ctx = c->ctx;
-	c->path.recv_slots = ctx->recv_slots;
-	size_t bytes = (size_t)c->path.recv_slots * ctx->slot_size;
-	c->path.recv_ring = ring_alloc(bytes);
-	RSEC_ENSURE(c->path.recv_ring, RSEC_E_NOMEM);
+	path->recv_slots = path->cfg.recv_slots;
+	size_t bytes = (size_t)path->recv_slots * path->cfg.slot_size;
+	path->recv_ring = ring_alloc(bytes);
+	RSEC_ENSURE(path->recv_ring, RSEC_E_NOMEM);
 	/* Local access only: the peer reaches these buffers by SEND, never by rkey. */
-	c->path.recv_mr = ibv_reg_mr(c->path.qp.pd, c->path.recv_ring, bytes, IBV_ACCESS_LOCAL_WRITE);
-	RSEC_ENSURE(c->path.recv_mr, RSEC_E_VERBS);
-	int flags = fcntl(c->path.qp.chan->fd, F_GETFL);
-	RSEC_ENSURE(flags >= 0 && fcntl(c->path.qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
+	path->recv_mr = ibv_reg_mr(path->qp.pd, path->recv_ring, bytes, IBV_ACCESS_LOCAL_WRITE);
+	RSEC_ENSURE(path->recv_mr, RSEC_E_VERBS);
+	int flags = fcntl(path->qp.chan->fd, F_GETFL);
+	RSEC_ENSURE(flags >= 0 && fcntl(path->qp.chan->fd, F_SETFL, flags | O_NONBLOCK) == 0, RSEC_E_IO);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
-	RSEC_ENSURE(epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->path.qp.chan->fd, &ev) == 0, RSEC_E_IO);
-	c->path.chan_event = true; /* the CQs are created armed */
+	RSEC_ENSURE(epoll_ctl(path->cfg.epfd, EPOLL_CTL_ADD, path->qp.chan->fd, &ev) == 0, RSEC_E_IO);
+	path->chan_event = true; /* the CQs are created armed */
 	/* Before the peer runs out of credits, or of send slots: it keeps a data frame's slot until we
 	 * return its credit (sendq.h), so a peer with fewer slots than our buffers waits on us sooner. */
-	uint32_t window = send_window(c->path.recv_slots, ctx->slot_size);
-	c->path.credits_due = (c->path.recv_slots < window ? c->path.recv_slots : window) / 2;
-	if (c->path.credits_due == 0)
-		c->path.credits_due = 1;
-	for (uint32_t i = 0; i < c->path.recv_slots; i++)
-		RSEC_GUARD(post_recv(c, i));
-	return rsec_onesided_setup(c);
+	uint32_t window = send_window(path->recv_slots, path->cfg.slot_size);
+	path->credits_due = (path->recv_slots < window ? path->recv_slots : window) / 2;
+	if (path->credits_due == 0)
+		path->credits_due = 1;
+	for (uint32_t i = 0; i < path->recv_slots; i++)
+		RSEC_GUARD(post_recv(path, i));
+	return rsec_onesided_setup(path);
 }
 
-int rsec_data_start(struct rsec_conn *c)
+int rsec_data_start(struct rsec_path *path)
 {
-	RSEC_GUARD(rsec_qp_connect(&c->path.qp, &c->path.remote));
+	RSEC_GUARD(rsec_qp_connect(&path->qp, &path->remote));
 	/* The peer's slot size bounds our frames; our own ceiling bounds what it makes us pin. */
-	c->path.frame_size = c->path.peer_slot_size < RSEC_FRAME_MAX ? c->path.peer_slot_size : RSEC_FRAME_MAX;
-	c->path.send_slots = send_window(c->path.peer_slots, c->path.peer_slot_size);
-	size_t bytes = (size_t)c->path.send_slots * c->path.frame_size;
-	RSEC_GUARD(rsec_sendq_init(&c->path.sendq, c->path.send_slots));
-	c->path.send_ring = ring_alloc(bytes);
-	RSEC_ENSURE(c->path.send_ring, RSEC_E_NOMEM);
-	c->path.send_mr = ibv_reg_mr(c->path.qp.pd, c->path.send_ring, bytes, 0);
-	RSEC_ENSURE(c->path.send_mr, RSEC_E_VERBS);
-	c->path.credits = c->path.peer_slots;
+	path->frame_size = path->peer_slot_size < RSEC_FRAME_MAX ? path->peer_slot_size : RSEC_FRAME_MAX;
+	path->send_slots = send_window(path->peer_slots, path->peer_slot_size);
+	size_t bytes = (size_t)path->send_slots * path->frame_size;
+	RSEC_GUARD(rsec_sendq_init(&path->sendq, path->send_slots));
+	path->send_ring = ring_alloc(bytes);
+	RSEC_ENSURE(path->send_ring, RSEC_E_NOMEM);
+	path->send_mr = ibv_reg_mr(path->qp.pd, path->send_ring, bytes, 0);
+	RSEC_ENSURE(path->send_mr, RSEC_E_VERBS);
+	path->credits = path->peer_slots;
 	return 0;
 }
 
@@ -136,94 +137,94 @@ int rsec_data_start(struct rsec_conn *c)
  * Take and acknowledge every event the completion channel holds (never
  * blocks: the fd is non-blocking); *fired says which CQs gave one.
  */
-static bool take_channel_events(struct rsec_conn *c, unsigned *fired)
+static bool take_channel_events(struct rsec_path *path, unsigned *fired)
 {
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	while (ibv_get_cq_event(c->path.qp.chan, &cq, &cq_ctx) == 0) {
+	while (ibv_get_cq_event(path->qp.chan, &cq, &cq_ctx) == 0) {
 		/* Only our two CQs use the channel; anything else re-arms both. */
-		*fired |= cq == c->path.qp.send_cq ? FIRED_SEND : cq == c->path.qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
+		*fired |= cq == path->qp.send_cq ? FIRED_SEND : cq == path->qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
 		ibv_ack_cq_events(cq, 1);
 	}
 	return errno == EAGAIN;
 }
 
-/* The frames a rebuild recovered for sending again (c->rb.resend) are sent or no longer wanted: wiped. */
-static void resend_free(struct rsec_conn *c)
+/* The frames a rebuild recovered for sending again (path->rb.resend) are sent or no longer wanted: wiped. */
+static void resend_free(struct rsec_path *path)
 {
-	if (c->path.rb.resend) {
-		OPENSSL_cleanse(c->path.rb.resend, c->path.rb.resend_len);
-		free(c->path.rb.resend);
+	if (path->rb.resend) {
+		OPENSSL_cleanse(path->rb.resend, path->rb.resend_len);
+		free(path->rb.resend);
 	}
-	c->path.rb.resend = NULL;
-	c->path.rb.resend_len = c->path.rb.resend_off = 0;
+	path->rb.resend = NULL;
+	path->rb.resend_len = path->rb.resend_off = 0;
 }
 
-void rsec_data_teardown(struct rsec_conn *c)
+void rsec_data_teardown(struct rsec_path *path)
 {
-	if (c->path.have_qp) {
-		if (c->path.qp.chan) {
-			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->path.qp.chan->fd, NULL);
+	if (path->have_qp) {
+		if (path->qp.chan) {
+			(void)epoll_ctl(path->cfg.epfd, EPOLL_CTL_DEL, path->qp.chan->fd, NULL);
 			/* A CQ is destroyed only once each of its events is acknowledged. */
 			unsigned fired = 0;
-			(void)take_channel_events(c, &fired);
+			(void)take_channel_events(path, &fired);
 		}
-		if (c->path.qp.qp)
-			(void)!rsec_qp_to_error(&c->path.qp);
+		if (path->qp.qp)
+			(void)!rsec_qp_to_error(&path->qp);
 	}
-	if (c->path.send_mr)
-		(void)ibv_dereg_mr(c->path.send_mr);
-	if (c->path.recv_mr)
-		(void)ibv_dereg_mr(c->path.recv_mr);
-	c->path.send_mr = c->path.recv_mr = NULL;
-	if (c->path.have_qp)
-		rsec_qp_destroy(&c->path.qp);
-	c->path.have_qp = false;
-	ring_free(&c->path.send_ring, (size_t)c->path.send_slots * c->path.frame_size);
-	ring_free(&c->path.recv_ring, (size_t)c->path.recv_slots * c->ctx->slot_size);
-	msg_free(&c->path.rx_msg, c->path.rx_cap);
-	msg_free(&c->path.txm, c->path.txm_len);
-	resend_free(c);
-	c->path.rx_cap = c->path.rx_len = 0;
-	c->path.rx_started = c->path.rx_complete = false;
+	if (path->send_mr)
+		(void)ibv_dereg_mr(path->send_mr);
+	if (path->recv_mr)
+		(void)ibv_dereg_mr(path->recv_mr);
+	path->send_mr = path->recv_mr = NULL;
+	if (path->have_qp)
+		rsec_qp_destroy(&path->qp);
+	path->have_qp = false;
+	ring_free(&path->send_ring, (size_t)path->send_slots * path->frame_size);
+	ring_free(&path->recv_ring, (size_t)path->recv_slots * path->cfg.slot_size);
+	msg_free(&path->rx_msg, path->rx_cap);
+	msg_free(&path->txm, path->txm_len);
+	resend_free(path);
+	path->rx_cap = path->rx_len = 0;
+	path->rx_started = path->rx_complete = false;
 }
 
-static RSEC_MUST_CHECK int post_send(struct rsec_conn *c, struct ibv_send_wr *wr)
+static RSEC_MUST_CHECK int post_send(struct rsec_path *path, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
-	int err = ibv_post_send(c->path.qp.qp, wr, &bad);
+	int err = ibv_post_send(path->qp.qp, wr, &bad);
 	if (err)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 	return 0;
 }
 
 /* Seal and post one frame; the caller checked credits and a free slot. */
-static RSEC_MUST_CHECK int send_frame(struct rsec_conn *c, uint8_t flags, const uint8_t *pt, uint32_t len)
+static RSEC_MUST_CHECK int send_frame(struct rsec_path *path, uint8_t flags, const uint8_t *pt, uint32_t len)
 {
 	bool signaled;
-	uint32_t slot = rsec_sendq_peek(&c->path.sendq, &signaled);
-	uint8_t *buf = c->path.send_ring + (size_t)slot * c->path.frame_size;
-	uint16_t credits = c->path.credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)c->path.credits_owed;
+	uint32_t slot = rsec_sendq_peek(&path->sendq, &signaled);
+	uint8_t *buf = path->send_ring + (size_t)slot * path->frame_size;
+	uint16_t credits = path->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)path->credits_owed;
 	size_t n;
-	RSEC_GUARD(rsec_seal_frame(c->path.seal.tx, credits, flags, pt, len, buf, c->path.frame_size, &n));
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = c->path.send_mr->lkey };
+	RSEC_GUARD(rsec_seal_frame(path->seal.tx, credits, flags, pt, len, buf, path->frame_size, &n));
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)n, .lkey = path->send_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = RSEC_WR_ID(WR_SEND, slot),
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND,
 		/* Small frames travel in the work request: the device reads no memory for them. */
-		.send_flags = (n <= c->path.qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
+		.send_flags = (n <= path->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
-	RSEC_GUARD(post_send(c, &wr));
+	RSEC_GUARD(post_send(path, &wr));
 	/* A data frame stays in its slot for a rebuild to send again, if there can be one. */
-	rsec_sendq_posted(&c->path.sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && rsec_rebuild_possible(c));
-	c->path.credits_owed -= credits;
-	c->path.credits--;
+	rsec_sendq_posted(&path->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && path->cfg.rebuilds);
+	path->credits_owed -= credits;
+	path->credits--;
 	return 0;
 }
 
-static bool can_send(const struct rsec_conn *c, bool credit_only)
+static bool can_send(const struct rsec_path *path, bool credit_only)
 {
 	/*
 	 * A data frame must leave one credit (and one slot, sendq.h) for a
@@ -232,250 +233,250 @@ static bool can_send(const struct rsec_conn *c, bool credit_only)
 	 * announcing a grant must not overtake the bind anyway. Nothing goes
 	 * while the data path is rebuilt. Sends wait in the library meanwhile.
 	 */
-	return c->path.binds_inflight == 0 && !rsec_rebuilding(&c->path) && rsec_sendq_room(&c->path.sendq, !credit_only) &&
-	       c->path.credits > (credit_only ? 0u : 1u);
+	return path->binds_inflight == 0 && !rsec_rebuilding(path) && rsec_sendq_room(&path->sendq, !credit_only) &&
+	       path->credits > (credit_only ? 0u : 1u);
 }
 
 /* A new data frame: after every frame a rebuild recovered for sending again. */
-static bool can_send_new(const struct rsec_conn *c)
+static bool can_send_new(const struct rsec_path *path)
 {
-	return !rsec_rebuild_resending(&c->path) && can_send(c, false);
+	return !rsec_rebuild_resending(path) && can_send(path, false);
 }
 
-static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_conn *c)
+static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_path *path)
 {
-	if (c->path.credits_owed < c->path.credits_due || !can_send(c, true))
+	if (path->credits_owed < path->credits_due || !can_send(path, true))
 		return 0;
-	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
-int rsec_data_new_tx_keys(struct rsec_conn *c)
+int rsec_data_new_tx_keys(struct rsec_path *path)
 {
-	rsec_seal_retire_tx(&c->path.seal, c->path.sendq.acked);
-	if (!can_send(c, true))
+	rsec_seal_retire_tx(&path->seal, path->sendq.acked);
+	if (!can_send(path, true))
 		return 0; /* the next frame we send retires the peer's old key instead */
-	int rc = send_frame(c, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
-	return rc < 0 ? rsec_fault_fail(&c->path.fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
 }
 
 /* The queue pair failed: a fault of the data path, for the session to rebuild or close on. */
-static RSEC_MUST_CHECK int qp_failed(struct rsec_conn *c, const struct ibv_wc *wc)
+static RSEC_MUST_CHECK int qp_failed(struct rsec_path *path, const struct ibv_wc *wc)
 {
-	c->path.stats.qp_errors++;
-	return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
+	path->stats.qp_errors++;
+	return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_QP, RSEC_E_QP, "queue pair error: %s (vendor 0x%x)",
 				  ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
 /* What this connection has outstanding, to check completions against. */
-static void data_posted(const struct rsec_conn *c, struct rsec_posted *out)
+static void data_posted(const struct rsec_path *path, struct rsec_posted *out)
 {
 	*out = (struct rsec_posted){
-		.recv_slots = c->path.recv_slots,
-		.slot_size = c->ctx->slot_size,
-		.send_slots = c->path.send_slots,
-		.sends_inflight = rsec_sendq_inflight(&c->path.sendq),
+		.recv_slots = path->recv_slots,
+		.slot_size = path->cfg.slot_size,
+		.send_slots = path->send_slots,
+		.sends_inflight = rsec_sendq_inflight(&path->sendq),
 		.binds = RSEC_MAX_GRANTS,
-		.ops_depth = c->path.ops.depth,
+		.ops_depth = path->ops.depth,
 	};
 }
 
-static RSEC_MUST_CHECK int on_send_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+static RSEC_MUST_CHECK int on_send_wc(struct rsec_path *path, const struct ibv_wc *wc)
 {
 	struct rsec_posted posted;
 	char why[160];
-	data_posted(c, &posted);
+	data_posted(path, &posted);
 	if (rsec_completion_check_send(wc, &posted, why, sizeof(why)) < 0)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "%s", why);
 	if (RSEC_WR_KIND(wc->wr_id) == WR_SEND) {
 		/* A signaled frame's completion also ends the unsignaled ones before it. */
-		if (rsec_sendq_complete(&c->path.sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
+		if (rsec_sendq_complete(&path->sendq, RSEC_WR_INDEX(wc->wr_id), wc->status == IBV_WC_SUCCESS, why,
 					sizeof(why)) < 0)
-			return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
-		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
+			return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "%s", why);
+		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(path, wc);
 	}
 	if (RSEC_WR_KIND(wc->wr_id) == WR_RDMA) {
-		RSEC_GUARD(rsec_onesided_on_wc(c, wc));
-		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(c, wc);
+		RSEC_GUARD(rsec_onesided_on_wc(path, wc));
+		return wc->status == IBV_WC_SUCCESS ? 0 : qp_failed(path, wc);
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
-		rsec_grant_on_wc_failed(c, wc);
-		return qp_failed(c, wc);
+		rsec_grant_on_wc_failed(path, wc);
+		return qp_failed(path, wc);
 	}
-	return rsec_grant_on_wc(c, wc);
+	return rsec_grant_on_wc(path, wc);
 }
 
-static RSEC_MUST_CHECK int reserve_rx(struct rsec_conn *c, size_t more)
+static RSEC_MUST_CHECK int reserve_rx(struct rsec_path *path, size_t more)
 {
-	size_t want = c->path.rx_len + more;
-	if (want > c->ctx->max_msg)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
-	if (want <= c->path.rx_cap)
+	size_t want = path->rx_len + more;
+	if (want > path->cfg.max_msg)
+		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", path->cfg.max_msg);
+	if (want <= path->rx_cap)
 		return 0;
-	size_t cap = c->path.rx_cap ? c->path.rx_cap : 4096;
+	size_t cap = path->rx_cap ? path->rx_cap : 4096;
 	while (cap < want)
 		cap *= 2;
-	if (cap > c->ctx->max_msg)
-		cap = c->ctx->max_msg;
+	if (cap > path->cfg.max_msg)
+		cap = path->cfg.max_msg;
 	uint8_t *p = malloc(cap);
 	if (!p)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
-	if (c->path.rx_msg) {
-		memcpy(p, c->path.rx_msg, c->path.rx_len);
-		msg_free(&c->path.rx_msg, c->path.rx_cap);
+		return rsec_fault_fail(&path->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", want);
+	if (path->rx_msg) {
+		memcpy(p, path->rx_msg, path->rx_len);
+		msg_free(&path->rx_msg, path->rx_cap);
 	}
-	c->path.rx_msg = p;
-	c->path.rx_cap = cap;
+	path->rx_msg = p;
+	path->rx_cap = cap;
 	return 0;
 }
 
 /* Fragment order: FIRST opens a message, LAST closes it, nothing in between may open another. */
-static RSEC_MUST_CHECK int check_fragment(struct rsec_conn *c, uint8_t flags)
+static RSEC_MUST_CHECK int check_fragment(struct rsec_path *path, uint8_t flags)
 {
 	bool first = flags & RSEC_SEAL_FLAG_FIRST;
-	if (first == c->path.rx_started)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_PROTO, "fragment out of order");
+	if (first == path->rx_started)
+		return rsec_fault_fail(&path->fault, RSEC_E_PROTO, "fragment out of order");
 	return 0;
 }
 
 /* The message so far leaves the caller's buffer for rx_msg (the caller stops waiting, or it does not fit). */
-static RSEC_MUST_CHECK int leave_direct(struct rsec_conn *c)
+static RSEC_MUST_CHECK int leave_direct(struct rsec_path *path)
 {
-	if (!c->path.rx_in_direct)
+	if (!path->rx_in_direct)
 		return 0;
-	size_t n = c->path.rx_len;
-	c->path.rx_len = 0;
-	c->path.rx_in_direct = false;
-	int rc = reserve_rx(c, n);
+	size_t n = path->rx_len;
+	path->rx_len = 0;
+	path->rx_in_direct = false;
+	int rc = reserve_rx(path, n);
 	if (rc == 0 && n)
-		memcpy(c->path.rx_msg, c->path.rx_direct, n);
-	OPENSSL_cleanse(c->path.rx_direct, n);
-	c->path.rx_len = rc == 0 ? n : 0;
+		memcpy(path->rx_msg, path->rx_direct, n);
+	OPENSSL_cleanse(path->rx_direct, n);
+	path->rx_len = rc == 0 ? n : 0;
 	return rc;
 }
 
 /* Where the next body bytes of the arriving message go: the waiting caller's buffer when they fit, else rx_msg. */
-static RSEC_MUST_CHECK int rx_room(struct rsec_conn *c, size_t body, uint8_t **dst, size_t *room)
+static RSEC_MUST_CHECK int rx_room(struct rsec_path *path, size_t body, uint8_t **dst, size_t *room)
 {
-	bool fresh = !c->path.rx_started && c->path.rx_len == 0;
-	if (c->path.rx_len + body > c->ctx->max_msg)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", c->ctx->max_msg);
-	if (c->path.rx_direct && (c->path.rx_in_direct || fresh) && body <= c->path.rx_direct_cap - c->path.rx_len) {
-		c->path.rx_in_direct = true;
-		*dst = c->path.rx_direct + c->path.rx_len;
-		*room = c->path.rx_direct_cap - c->path.rx_len;
+	bool fresh = !path->rx_started && path->rx_len == 0;
+	if (path->rx_len + body > path->cfg.max_msg)
+		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", path->cfg.max_msg);
+	if (path->rx_direct && (path->rx_in_direct || fresh) && body <= path->rx_direct_cap - path->rx_len) {
+		path->rx_in_direct = true;
+		*dst = path->rx_direct + path->rx_len;
+		*room = path->rx_direct_cap - path->rx_len;
 		return 0;
 	}
-	RSEC_GUARD(leave_direct(c));
-	RSEC_GUARD(reserve_rx(c, body));
-	*dst = c->path.rx_msg ? c->path.rx_msg + c->path.rx_len : NULL;
-	*room = c->path.rx_cap - c->path.rx_len;
+	RSEC_GUARD(leave_direct(path));
+	RSEC_GUARD(reserve_rx(path, body));
+	*dst = path->rx_msg ? path->rx_msg + path->rx_len : NULL;
+	*room = path->rx_cap - path->rx_len;
 	return 0;
 }
 
-static RSEC_MUST_CHECK int on_recv_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+static RSEC_MUST_CHECK int on_recv_wc(struct rsec_path *path, const struct ibv_wc *wc)
 {
 	if (wc->status != IBV_WC_SUCCESS)
-		return qp_failed(c, wc);
+		return qp_failed(path, wc);
 	/* Nothing of the slot is read before the completion is bounded by what we posted. */
 	struct rsec_posted posted;
 	uint32_t slot;
 	char why[160];
-	data_posted(c, &posted);
+	data_posted(path, &posted);
 	if (rsec_completion_check_recv(wc, &posted, &slot, why, sizeof(why)) < 0) {
 		/* Anyone who can forge a packet can cause this: counted, then rebuilt or closed. */
-		c->path.stats.protocol_violations++;
-		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
+		path->stats.protocol_violations++;
+		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_VIOLATION, RSEC_E_PROTO, "%s", why);
 	}
-	uint8_t *frame = c->path.recv_ring + (size_t)slot * c->ctx->slot_size;
+	uint8_t *frame = path->recv_ring + (size_t)slot * path->cfg.slot_size;
 	size_t len = wc->byte_len;
 	size_t body = len > RSEC_SEAL_OVERHEAD ? len - RSEC_SEAL_OVERHEAD : 0;
 	uint8_t *dst = NULL;
 	size_t room = 0;
-	RSEC_GUARD(rx_room(c, body, &dst, &room));
+	RSEC_GUARD(rx_room(path, body, &dst, &room));
 	struct rsec_seal_hdr hdr;
-	int rc = rsec_seal_open(&c->path.seal, frame, len, &hdr, dst, room);
+	int rc = rsec_seal_open(&path->seal, frame, len, &hdr, dst, room);
 	OPENSSL_cleanse(frame, len);
 	if (rc == RSEC_E_PROTO) {
 		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
-		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
+		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
 					  "rejected a message: a frame whose header does not parse (forged or corrupt)");
 	}
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */
-		return rsec_fault_data(&c->path.fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
+		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
 	}
-	if ((uint64_t)c->path.credits + hdr.credits > c->path.peer_slots || rsec_sendq_ack(&c->path.sendq, hdr.credits) < 0)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
-	rsec_seal_retire_tx(&c->path.seal, c->path.sendq.acked);
-	c->path.credits += hdr.credits;
+	if ((uint64_t)path->credits + hdr.credits > path->peer_slots || rsec_sendq_ack(&path->sendq, hdr.credits) < 0)
+		return rsec_fault_fail(&path->fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
+	rsec_seal_retire_tx(&path->seal, path->sendq.acked);
+	path->credits += hdr.credits;
 	if (!(hdr.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)) {
-		RSEC_GUARD(check_fragment(c, hdr.flags));
-		c->path.rx_started = true;
-		c->path.rx_len += hdr.len;
+		RSEC_GUARD(check_fragment(path, hdr.flags));
+		path->rx_started = true;
+		path->rx_len += hdr.len;
 		if (hdr.flags & RSEC_SEAL_FLAG_LAST) {
-			c->path.rx_started = false;
-			c->path.rx_complete = true;
-			c->path.stats.msgs_received++;
-			c->path.stats.bytes_received += c->path.rx_len;
+			path->rx_started = false;
+			path->rx_complete = true;
+			path->stats.msgs_received++;
+			path->stats.bytes_received += path->rx_len;
 		}
 	}
-	rc = post_recv(c, slot);
+	rc = post_recv(path, slot);
 	if (rc < 0)
-		return rsec_fault_fail(&c->path.fault, rc, "cannot repost a receive buffer");
-	c->path.credits_owed++;
+		return rsec_fault_fail(&path->fault, rc, "cannot repost a receive buffer");
+	path->credits_owed++;
 	return 0;
 }
 
-int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off, bool *started)
+int rsec_data_send_some(struct rsec_path *path, const uint8_t *p, size_t len, size_t *off, bool *started)
 {
-	uint32_t frag_max = c->path.frame_size - RSEC_SEAL_OVERHEAD;
-	while ((!*started || *off < len) && can_send_new(c)) {
+	uint32_t frag_max = path->frame_size - RSEC_SEAL_OVERHEAD;
+	while ((!*started || *off < len) && can_send_new(path)) {
 		uint32_t n = len - *off > frag_max ? frag_max : (uint32_t)(len - *off);
 		uint8_t flags = (*started ? 0 : RSEC_SEAL_FLAG_FIRST) | (*off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
-		RSEC_GUARD(send_frame(c, flags, p + *off, n));
+		RSEC_GUARD(send_frame(path, flags, p + *off, n));
 		*started = true;
 		*off += n;
 	}
 	return 0;
 }
 
-int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off, bool started)
+int rsec_data_queue_rest(struct rsec_path *path, const uint8_t *p, size_t len, size_t off, bool started)
 {
 	size_t rest = len - off;
-	c->path.txm = malloc(rest ? rest : 1);
-	if (!c->path.txm)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
+	path->txm = malloc(rest ? rest : 1);
+	if (!path->txm)
+		return rsec_fault_fail(&path->fault, RSEC_E_NOMEM, "out of memory for a %zu byte message", rest);
 	if (rest)
-		memcpy(c->path.txm, p + off, rest);
-	c->path.txm_len = rest;
-	c->path.txm_off = 0;
-	c->path.txm_started = started;
-	c->path.txm_progress_ms = rsec_now_ms();
+		memcpy(path->txm, p + off, rest);
+	path->txm_len = rest;
+	path->txm_off = 0;
+	path->txm_started = started;
+	path->txm_progress_ms = rsec_now_ms();
 	return 0;
 }
 
 /* The queued message, as credits return; a peer that returns none for too long is dropped. */
-static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
+static RSEC_MUST_CHECK int progress_queued(struct rsec_path *path)
 {
-	if (!c->path.txm)
+	if (!path->txm)
 		return 0;
-	size_t off = c->path.txm_off;
-	bool started = c->path.txm_started;
-	int rc = rsec_data_send_some(c, c->path.txm, c->path.txm_len, &c->path.txm_off, &c->path.txm_started);
+	size_t off = path->txm_off;
+	bool started = path->txm_started;
+	int rc = rsec_data_send_some(path, path->txm, path->txm_len, &path->txm_off, &path->txm_started);
 	if (rc < 0)
-		return rsec_fault_fail(&c->path.fault, rc, "cannot send: %s", rsec_strerror(rc));
+		return rsec_fault_fail(&path->fault, rc, "cannot send: %s", rsec_strerror(rc));
 	uint64_t now = rsec_now_ms();
-	if (c->path.txm_off != off || c->path.txm_started != started)
-		c->path.txm_progress_ms = now;
-	if (c->path.txm_started && c->path.txm_off == c->path.txm_len) {
-		msg_free(&c->path.txm, c->path.txm_len);
-		c->path.txm_len = c->path.txm_off = 0;
+	if (path->txm_off != off || path->txm_started != started)
+		path->txm_progress_ms = now;
+	if (path->txm_started && path->txm_off == path->txm_len) {
+		msg_free(&path->txm, path->txm_len);
+		path->txm_len = path->txm_off = 0;
 		return 0;
 	}
-	if (now - c->path.txm_progress_ms > RSEC_SEND_STALL_MS)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
+	if (now - path->txm_progress_ms > RSEC_SEND_STALL_MS)
+		return rsec_fault_fail(&path->fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
 				      RSEC_SEND_STALL_MS);
 	return 0;
 }
@@ -483,110 +484,110 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_conn *c)
 /*
  * The completion channel's events, taken, and the CQs that gave one armed
  * again. Busy polling, or when the session has just asked epoll which fds
- * are ready (fds_probed), nothing is done without an event: no system call.
+ * are ready (events_known), nothing is done without an event: no system call.
  */
-static RSEC_MUST_CHECK int drain_channel(struct rsec_conn *c)
+static RSEC_MUST_CHECK int drain_channel(struct rsec_path *path)
 {
-	bool busy = c->ctx->poll_mode == RSEC_POLL_BUSY;
-	if ((busy || c->fds_probed) && !c->path.chan_event)
+	bool busy = path->cfg.poll_mode == RSEC_POLL_BUSY;
+	if ((busy || path->events_known) && !path->chan_event)
 		return 0;
-	c->path.chan_event = false;
+	path->chan_event = false;
 	unsigned fired = 0;
-	if (!take_channel_events(c, &fired))
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
+	if (!take_channel_events(path, &fired))
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "completion channel: %s", strerror(errno));
 	if (busy)
 		return 0; /* the CQs were armed once, at creation; busy waits poll them */
 	/* A CQ stays armed until it gives an event: only those that did are armed again, before
 	 * polling, so a completion racing with the poll still wakes us. */
-	if (((fired & FIRED_SEND) && ibv_req_notify_cq(c->path.qp.send_cq, 0)) ||
-	    ((fired & FIRED_RECV) && ibv_req_notify_cq(c->path.qp.recv_cq, 0)))
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "cannot arm the completion queues");
+	if (((fired & FIRED_SEND) && ibv_req_notify_cq(path->qp.send_cq, 0)) ||
+	    ((fired & FIRED_RECV) && ibv_req_notify_cq(path->qp.recv_cq, 0)))
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "cannot arm the completion queues");
 	return 0;
 }
 
 /* Send again, in order, the data frames a rebuild recovered (rebuild.c), as credits allow. */
-static RSEC_MUST_CHECK int resend_recovered(struct rsec_conn *c)
+static RSEC_MUST_CHECK int resend_recovered(struct rsec_path *path)
 {
-	while (c->path.rb.resend && can_send(c, false)) {
-		uint8_t *p = c->path.rb.resend + c->path.rb.resend_off;
+	while (path->rb.resend && can_send(path, false)) {
+		uint8_t *p = path->rb.resend + path->rb.resend_off;
 		uint32_t len;
 		memcpy(&len, p + 1, sizeof(len));
-		int rc = send_frame(c, p[0], p + 5, len);
+		int rc = send_frame(path, p[0], p + 5, len);
 		if (rc < 0)
-			return rsec_fault_fail(&c->path.fault, rc, "cannot send again: %s", rsec_strerror(rc));
+			return rsec_fault_fail(&path->fault, rc, "cannot send again: %s", rsec_strerror(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
-		c->path.rb.resend_off += 5 + (size_t)len;
-		if (c->path.rb.resend_off == c->path.rb.resend_len)
-			resend_free(c);
+		path->rb.resend_off += 5 + (size_t)len;
+		if (path->rb.resend_off == path->rb.resend_len)
+			resend_free(path);
 	}
 	return 0;
 }
 
 /* Reap the send queue's completions, until the first fault. */
-static RSEC_MUST_CHECK int poll_send_cq(struct rsec_conn *c)
+static RSEC_MUST_CHECK int poll_send_cq(struct rsec_path *path)
 {
 	struct ibv_wc wc[16];
 	int n;
-	while ((n = ibv_poll_cq(c->path.qp.send_cq, 16, wc)) > 0) {
-		c->path.completions += (uint64_t)n;
+	while ((n = ibv_poll_cq(path->qp.send_cq, 16, wc)) > 0) {
+		path->completions += (uint64_t)n;
 		for (int i = 0; i < n; i++) {
-			int rc = on_send_wc(c, &wc[i]);
+			int rc = on_send_wc(path, &wc[i]);
 			if (rc < 0) {
 				/* The rest of the batch are flushes: the operations they name end with the fault. */
-				rsec_onesided_flushed(c, wc + i + 1, n - i - 1, rc);
+				rsec_onesided_flushed(path, wc + i + 1, n - i - 1, rc);
 				return rc;
 			}
 		}
-		if (rsec_fault_pending(&c->path.fault))
-			return c->path.fault.code; /* an operation's end found it (a sealed write's claim) */
+		if (rsec_fault_pending(&path->fault))
+			return path->fault.code; /* an operation's end found it (a sealed write's claim) */
 	}
-	return n < 0 ? rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
+	return n < 0 ? rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
 }
 
-int rsec_data_poll(struct rsec_conn *c)
+int rsec_data_poll(struct rsec_path *path)
 {
-	if (rsec_fault_pending(&c->path.fault))
-		return c->path.fault.code; /* nothing more on a queue pair whose fault is not settled */
-	if (!c->path.have_qp || !c->path.send_ring)
+	if (rsec_fault_pending(&path->fault))
+		return path->fault.code; /* nothing more on a queue pair whose fault is not settled */
+	if (!path->have_qp || !path->send_ring)
 		return 0;
-	RSEC_GUARD(drain_channel(c));
-	if (c->path.rb.state == REBUILD_SENT || c->path.rb.state == REBUILD_PARKED)
+	RSEC_GUARD(drain_channel(path));
+	if (path->rb.state == REBUILD_SENT || path->rb.state == REBUILD_PARKED)
 		return 0; /* the new QP is not connected yet: nothing to reap, nothing to send */
-	RSEC_GUARD(poll_send_cq(c));
+	RSEC_GUARD(poll_send_cq(path));
 	/* One receive at a time, and none while a whole message waits for the
 	 * application: unread data stays in the peer's unreturned credits. */
 	struct ibv_wc wc;
 	int n;
-	while (!c->path.rx_complete && (n = ibv_poll_cq(c->path.qp.recv_cq, 1, &wc)) > 0) {
-		c->path.completions++;
-		RSEC_GUARD(on_recv_wc(c, &wc));
+	while (!path->rx_complete && (n = ibv_poll_cq(path->qp.recv_cq, 1, &wc)) > 0) {
+		path->completions++;
+		RSEC_GUARD(on_recv_wc(path, &wc));
 	}
 	if (n < 0)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_poll_cq failed");
-	RSEC_GUARD(maybe_return_credits(c));
-	RSEC_GUARD(resend_recovered(c));
-	return progress_queued(c);
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_poll_cq failed");
+	RSEC_GUARD(maybe_return_credits(path));
+	RSEC_GUARD(resend_recovered(path));
+	return progress_queued(path);
 }
 
-int rsec_data_quiet(struct rsec_conn *c)
+int rsec_data_quiet(struct rsec_path *path)
 {
-	if (rsec_fault_pending(&c->path.fault))
-		return c->path.fault.code;
-	return c->path.have_qp && c->path.qp.chan ? drain_channel(c) : 0;
+	if (rsec_fault_pending(&path->fault))
+		return path->fault.code;
+	return path->have_qp && path->qp.chan ? drain_channel(path) : 0;
 }
 
-uint64_t rsec_data_opened(const struct rsec_conn *c)
+uint64_t rsec_data_opened(const struct rsec_path *path)
 {
-	return c->path.have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&c->path.seal)) : 0;
+	return path->have_seal ? rsec_seal_dir_next_seq(rsec_seal_rx_now(&path->seal)) : 0;
 }
 
-int rsec_data_renew(struct rsec_conn *c)
+int rsec_data_renew(struct rsec_path *path)
 {
-	RSEC_GUARD(rsec_qp_renew(&c->path.qp, RSEC_REBUILD_BURN));
+	RSEC_GUARD(rsec_qp_renew(&path->qp, RSEC_REBUILD_BURN));
 	/* What the old QP received and we did not open, the peer sends again. */
-	for (uint32_t i = 0; i < c->path.recv_slots; i++)
-		RSEC_GUARD(post_recv(c, i));
-	c->path.credits_owed = 0;
+	for (uint32_t i = 0; i < path->recv_slots; i++)
+		RSEC_GUARD(post_recv(path, i));
+	path->credits_owed = 0;
 	return 0;
 }
 
@@ -598,11 +599,11 @@ int rsec_data_renew(struct rsec_conn *c)
  * ring, recovered into a resend buffer ahead of what an earlier rebuild
  * recovered and did not send yet. Credit-only frames are not sent again.
  */
-static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened)
+static RSEC_MUST_CHECK int recover_unopened(struct rsec_path *path, uint64_t opened)
 {
-	const struct rsec_sendq *q = &c->path.sendq;
-	size_t body_max = c->path.frame_size - RSEC_SEAL_OVERHEAD;
-	size_t old = c->path.rb.resend ? c->path.rb.resend_len - c->path.rb.resend_off : 0;
+	const struct rsec_sendq *q = &path->sendq;
+	size_t body_max = path->frame_size - RSEC_SEAL_OVERHEAD;
+	size_t old = path->rb.resend ? path->rb.resend_len - path->rb.resend_off : 0;
 	size_t kept = 0; /* at most the ring's slots, whatever the peer's credits allowed */
 	for (uint64_t f = opened; f < q->next; f++)
 		kept += rsec_sendq_kept(q, f);
@@ -614,9 +615,9 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 	for (uint64_t f = opened; f < q->next && rc == 0; f++) {
 		if (!rsec_sendq_kept(q, f))
 			continue;
-		const uint8_t *frame = c->path.send_ring + (size_t)(f % c->path.send_slots) * c->path.frame_size;
+		const uint8_t *frame = path->send_ring + (size_t)(f % path->send_slots) * path->frame_size;
 		struct rsec_seal_hdr h;
-		rc = rsec_seal_recover_sent(&c->path.seal, frame, c->path.frame_size, &h, buf + len + RESEND_HDR, body_max);
+		rc = rsec_seal_recover_sent(&path->seal, frame, path->frame_size, &h, buf + len + RESEND_HDR, body_max);
 		if (rc == 0 && (h.seq != f || (h.flags & RSEC_SEAL_FLAG_CREDIT_ONLY)))
 			rc = RSEC_E_PROTO; /* our own ring disagrees with our bookkeeping */
 		if (rc == 0) {
@@ -626,88 +627,88 @@ static RSEC_MUST_CHECK int recover_unopened(struct rsec_conn *c, uint64_t opened
 		}
 	}
 	if (rc == 0 && old)
-		memcpy(buf + len, c->path.rb.resend + c->path.rb.resend_off, old);
+		memcpy(buf + len, path->rb.resend + path->rb.resend_off, old);
 	if (rc < 0) {
 		OPENSSL_cleanse(buf, cap ? cap : 1);
 		free(buf);
 		return rc == RSEC_E_PROTO ? RSEC_E_VERBS : rc;
 	}
-	resend_free(c);
+	resend_free(path);
 	if (len + old == 0) {
 		free(buf);
 		return 0;
 	}
-	c->path.rb.resend = buf;
-	c->path.rb.resend_len = len + old;
-	c->path.rb.resend_off = 0;
+	path->rb.resend = buf;
+	path->rb.resend_len = len + old;
+	path->rb.resend_off = 0;
 	return 0;
 }
 
-int rsec_data_rekey(struct rsec_conn *c, uint64_t opened)
+int rsec_data_rekey(struct rsec_path *path, uint64_t opened)
 {
-	struct rsec_sendq *q = &c->path.sendq;
+	struct rsec_sendq *q = &path->sendq;
 	RSEC_ENSURE(opened >= q->acked && opened <= q->next, RSEC_E_PROTO);
-	RSEC_GUARD(recover_unopened(c, opened));
+	RSEC_GUARD(recover_unopened(path, opened));
 	struct rsec_seal_stats st;
-	rsec_seal_stats(rsec_seal_rx_now(&c->path.seal), &st);
-	c->path.seal_before.mac_failures += st.mac_failures;
-	c->path.seal_before.seq_violations += st.seq_violations;
-	c->path.seal_before.malformed += st.malformed;
-	rsec_seal_free(&c->path.seal);
-	c->path.have_seal = false;
+	rsec_seal_stats(rsec_seal_rx_now(&path->seal), &st);
+	path->seal_before.mac_failures += st.mac_failures;
+	path->seal_before.seq_violations += st.seq_violations;
+	path->seal_before.malformed += st.malformed;
+	rsec_seal_free(&path->seal);
+	path->have_seal = false;
 	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
-	RSEC_GUARD(rsec_seal_from_tls(&c->path.seal, rsec_chan_ssl(c->path.chan), c->is_server, c->aead, c->lane, c->path.rb.epoch + 1));
-	c->path.have_seal = true;
-	RSEC_GUARD(rsec_sendq_init(q, c->path.send_slots));
-	c->path.credits = c->path.peer_slots;
-	c->path.credits_owed = 0;
+	RSEC_GUARD(rsec_seal_from_tls(&path->seal, rsec_chan_ssl(path->chan), path->cfg.is_server, path->cfg.aead, path->cfg.lane, path->rb.epoch + 1));
+	path->have_seal = true;
+	RSEC_GUARD(rsec_sendq_init(q, path->send_slots));
+	path->credits = path->peer_slots;
+	path->credits_owed = 0;
 	return 0;
 }
 
-size_t rsec_send_queued(const struct rsec_conn *c)
+size_t rsec_data_queued(const struct rsec_path *path)
 {
-	if (!c || !c->path.txm)
+	if (!path->txm)
 		return 0;
-	return c->path.txm_len - c->path.txm_off + (c->path.txm_started ? 0 : 1); /* an empty message not yet out counts */
+	return path->txm_len - path->txm_off + (path->txm_started ? 0 : 1); /* an empty message not yet out counts */
 }
 
-bool rsec_data_can_send(const struct rsec_conn *c)
+bool rsec_data_can_send(const struct rsec_path *path)
 {
-	return can_send_new(c);
+	return can_send_new(path);
 }
 
-void rsec_data_recv_into(struct rsec_conn *c, void *buf, size_t cap)
+void rsec_data_recv_into(struct rsec_path *path, void *buf, size_t cap)
 {
 	/* While the caller waits, a message arriving is opened straight into buf: no copy after. */
-	if (buf && !c->path.rx_complete) {
-		c->path.rx_direct = buf;
-		c->path.rx_direct_cap = cap;
+	if (buf && !path->rx_complete) {
+		path->rx_direct = buf;
+		path->rx_direct_cap = cap;
 	}
 }
 
-int rsec_data_recv_take(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int waited)
+int rsec_data_recv_take(struct rsec_path *path, void *buf, size_t cap, size_t *len, int waited)
 {
-	c->path.rx_direct_cap = 0;
-	if (waited == 0 && c->path.rx_in_direct) {
-		*len = c->path.rx_len;
-		c->path.rx_in_direct = false;
-		c->path.rx_direct = NULL;
-		c->path.rx_len = 0;
-		c->path.rx_complete = false;
+	path->rx_direct_cap = 0;
+	if (waited == 0 && path->rx_in_direct) {
+		*len = path->rx_len;
+		path->rx_in_direct = false;
+		path->rx_direct = NULL;
+		path->rx_len = 0;
+		path->rx_complete = false;
 		return 0;
 	}
 	/* Part of a message in buf, or nothing: buf is the caller's again. */
-	int moved = leave_direct(c);
-	c->path.rx_direct = NULL;
+	int moved = leave_direct(path);
+	path->rx_direct = NULL;
 	RSEC_GUARD(waited);
 	RSEC_GUARD(moved);
-	*len = c->path.rx_len;
-	if (c->path.rx_len > cap)
+	*len = path->rx_len;
+	if (path->rx_len > cap)
 		return RSEC_E_RANGE;
-	if (c->path.rx_len)
-		memcpy(buf, c->path.rx_msg, c->path.rx_len);
-	OPENSSL_cleanse(c->path.rx_msg, c->path.rx_len);
-	c->path.rx_len = 0;
-	c->path.rx_complete = false;
+	if (path->rx_len)
+		memcpy(buf, path->rx_msg, path->rx_len);
+	OPENSSL_cleanse(path->rx_msg, path->rx_len);
+	path->rx_len = 0;
+	path->rx_complete = false;
 	return 0;
 }

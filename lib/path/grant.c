@@ -26,10 +26,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "base/audit.h"
-#include "session/conn.h"
-#include "base/sealed.h"
 #include "grant.h"
+#include "sealed_post.h"
 
 static int access_to_verbs(unsigned access)
 {
@@ -41,24 +39,24 @@ static int access_to_verbs(unsigned access)
 	return v;
 }
 
-void rsec_grant_audit_local(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_local_grant *g,
+void rsec_grant_audit_local(struct rsec_path *path, enum rsec_audit_event ev, const struct rsec_local_grant *g,
 			    const char *result, const char *reason, uint64_t off, uint64_t span)
 {
 	struct rsec_audit_region r = {
 		.grant_id = g->id, .addr = (uintptr_t)g->addr, .len = g->len, .offset = off, .span = span,
 		.access = g->access, .rkey = g->rkey, .ttl_ms = g->ttl_ms, .mechanism = g->by_mr ? "mr" : "mw2",
 	};
-	rsec_conn_audit(c, ev, result, reason, &r);
+	path->hooks->audit(path->owner, ev, result, reason, &r);
 }
 
-void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
+void rsec_grant_audit_remote(struct rsec_path *path, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
 			     const char *result, const char *reason)
 {
 	struct rsec_audit_region r = {
 		.grant_id = g->id, .addr = g->addr, .len = g->len, .span = g->len,
 		.access = g->access & RSEC_GRANT_ACCESS_RW, .rkey = g->rkey, .ttl_ms = g->ttl_ms,
 	};
-	rsec_conn_audit(c, ev, result, reason, &r);
+	path->hooks->audit(path->owner, ev, result, reason, &r);
 }
 
 /* Frees the window or registration; RSEC_E_VERBS if the device refused (the peer's key may still work). */
@@ -71,11 +69,11 @@ static RSEC_MUST_CHECK int grant_release(struct rsec_local_grant *g)
 	return rc;
 }
 
-static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
+static RSEC_MUST_CHECK int send_revoke(struct rsec_path *path, uint64_t id)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_REVOKE };
 	m.u.revoke.grant_id = id;
-	return rsec_chan_send(c->path.chan, c->lane, &m);
+	return rsec_chan_send(path->chan, path->cfg.lane, &m);
 }
 
 /*
@@ -84,51 +82,51 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_conn *c, uint64_t id)
  * whose acknowledgement the peer controls, so an event loop must never wait
  * for it. The GRANT goes out when it completes (rsec_grant_on_wc).
  */
-static RSEC_MUST_CHECK int bind_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
+static RSEC_MUST_CHECK int bind_window(struct rsec_path *path, struct rsec_region *r, unsigned idx)
 {
-	struct rsec_local_grant *g = &c->path.gt.local[idx];
-	RSEC_GUARD(rsec_mw_alloc(&c->path.qp, &g->mw));
-	int rc = rsec_mw_bind_post(&c->path.qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
+	struct rsec_local_grant *g = &path->gt.local[idx];
+	RSEC_GUARD(rsec_mw_alloc(&path->qp, &g->mw));
+	int rc = rsec_mw_bind_post(&path->qp, &g->mw, r->mr, (uintptr_t)g->addr, g->len, access_to_verbs(g->access),
 				   RSEC_WR_ID(WR_BIND, idx));
 	if (rc < 0) {
 		(void)!rsec_mw_free(&g->mw);
 		return rc;
 	}
 	g->busy = true;
-	c->path.binds_inflight++;
+	path->binds_inflight++;
 	return 0;
 }
 
 /* The region stays with the grant while it lives: a rebuild binds it again there. */
-static RSEC_MUST_CHECK int expose_by_window(struct rsec_conn *c, struct rsec_region *r, unsigned idx)
+static RSEC_MUST_CHECK int expose_by_window(struct rsec_path *path, struct rsec_region *r, unsigned idx)
 {
-	RSEC_GUARD(bind_window(c, r, idx));
-	struct rsec_local_grant *g = &c->path.gt.local[idx];
+	RSEC_GUARD(bind_window(path, r, idx));
+	struct rsec_local_grant *g = &path->gt.local[idx];
 	g->region = r;
 	r->users++;
 	return 0;
 }
 
 /* The grant is over (neither live nor binding): its region may go. */
-static void drop_region(struct rsec_conn *c, struct rsec_local_grant *g)
+static void drop_region(struct rsec_path *path, struct rsec_local_grant *g)
 {
-	rsec_region_unuse(c, g->region);
+	rsec_region_unuse(path, g->region);
 	g->region = NULL;
 }
 
 /* Fallback: a registration of just this range, with just these rights. */
-static RSEC_MUST_CHECK int expose_by_registration(struct rsec_conn *c, struct rsec_local_grant *g)
+static RSEC_MUST_CHECK int expose_by_registration(struct rsec_path *path, struct rsec_local_grant *g)
 {
 	int access = access_to_verbs(g->access);
 	if (g->access & RSEC_ACCESS_WRITE)
 		access |= IBV_ACCESS_LOCAL_WRITE; /* verbs demand it with REMOTE_WRITE */
-	g->mr = ibv_reg_mr(c->path.qp.pd, g->addr, g->len, access);
+	g->mr = ibv_reg_mr(path->qp.pd, g->addr, g->len, access);
 	RSEC_ENSURE(g->mr != NULL, RSEC_E_VERBS);
 	g->rkey = g->mr->rkey;
 	return 0;
 }
 
-int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len, uint8_t mac_alg,
+int rsec_grant_send_verify(struct rsec_path *path, uint64_t grant_id, uint64_t off, uint64_t len, uint8_t mac_alg,
 			   const uint8_t *mac, size_t mac_len)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_VERIFY };
@@ -138,7 +136,7 @@ int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off,
 	m.u.verify.len = len;
 	m.u.verify.mac_alg = mac_alg;
 	memcpy(m.u.verify.mac, mac, mac_len);
-	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
+	int rc = rsec_chan_send(path->chan, path->cfg.lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }
@@ -147,31 +145,31 @@ int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off,
  * Sent ahead of a READ grant's GRANT when it has one: the MAC of its bytes
  * (verified), or how to open them (sealed: plaintext length, nonce prefix).
  */
-static RSEC_MUST_CHECK int send_read_proof(struct rsec_conn *c, const struct rsec_local_grant *g)
+static RSEC_MUST_CHECK int send_read_proof(struct rsec_path *path, const struct rsec_local_grant *g)
 {
 	if (g->sealed)
-		return rsec_grant_send_verify(c, g->id, 0, g->sealed_len, RSEC_WIRE_MAC_SEALED, g->sealed_prefix,
+		return rsec_grant_send_verify(path, g->id, 0, g->sealed_len, RSEC_WIRE_MAC_SEALED, g->sealed_prefix,
 					      sizeof(g->sealed_prefix));
 	/* Taken at rsec_grant; a rebuild changed the keys, so a grant bound again is MACed again. */
 	if (g->read_mac_ready && !g->rebind)
-		return rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
+		return rsec_grant_send_verify(path, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, g->read_mac,
 					      sizeof(g->read_mac));
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	int rc = rsec_grant_keys_mac(&g->keys, &c->path.seal, c->is_server, g->id, 0, g->addr, g->len, mac);
+	int rc = rsec_grant_keys_mac(&g->keys, &path->seal, path->cfg.is_server, g->id, 0, g->addr, g->len, mac);
 	if (rc == 0)
-		rc = rsec_grant_send_verify(c, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
+		rc = rsec_grant_send_verify(path, g->id, 0, g->len, RSEC_WIRE_MAC_HMAC_SHA256, mac, sizeof(mac));
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return rc;
 }
 
 /* Tell the peer about a grant whose window (or registration) is in place. */
-static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant *g)
+static RSEC_MUST_CHECK int announce(struct rsec_path *path, struct rsec_local_grant *g)
 {
 	g->announce = false;
 	bool proof = g->verified || (g->sealed && (g->access & RSEC_ACCESS_READ));
-	int rc = proof ? send_read_proof(c, g) : 0;
+	int rc = proof ? send_read_proof(path, g) : 0;
 	if (rc < 0)
-		return rsec_fault_fail(&c->path.fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
+		return rsec_fault_fail(&path->fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
 	m.u.grant.grant_id = g->id;
 	m.u.grant.addr = (uintptr_t)g->addr;
@@ -182,24 +180,24 @@ static RSEC_MUST_CHECK int announce(struct rsec_conn *c, struct rsec_local_grant
 	m.u.grant.tag = g->tag;
 	m.u.grant.has_key_id = g->keys.chain;
 	m.u.grant.key_id = g->key_id;
-	rc = rsec_chan_send(c->path.chan, c->lane, &m);
+	rc = rsec_chan_send(path->chan, path->cfg.lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
 	if (rc < 0)
-		return rsec_fault_fail(&c->path.fault, rc, "cannot send GRANT");
+		return rsec_fault_fail(&path->fault, rc, "cannot send GRANT");
 	const char *note = g->verified ? "verified read" : g->sealed ? "sealed" : NULL;
 	if (g->rebind)
 		note = g->verified ? "verified read, bound again after a rebuild" : "bound again after a rebuild";
 	else
-		c->path.stats.grants_issued++;
+		path->stats.grants_issued++;
 	g->rebind = false;
-	rsec_grant_audit_local(c, RSEC_AUDIT_GRANT, g, "ok", note, 0, 0);
+	rsec_grant_audit_local(path, RSEC_AUDIT_GRANT, g, "ok", note, 0, 0);
 	return 0;
 }
 
 /* Seal or open a sealed READ grant's whole range under its kept key. */
-static RSEC_MUST_CHECK int sealed_read_range(struct rsec_conn *c, const struct rsec_local_grant *g, bool seal)
+static RSEC_MUST_CHECK int sealed_read_range(struct rsec_path *path, const struct rsec_local_grant *g, bool seal)
 {
-	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = g->sealed_len };
+	struct rsec_sealed_params p = { .alg = path->cfg.aead, .grant_id = g->id, .offset = 0, .plain_len = g->sealed_len };
 	memcpy(p.prefix, g->sealed_prefix, sizeof(p.prefix));
 	return seal ? rsec_sealed_seal(g->sealed_key, &p, g->addr) : rsec_sealed_open(g->sealed_key, &p, g->addr);
 }
@@ -211,15 +209,15 @@ static RSEC_MUST_CHECK int sealed_read_range(struct rsec_conn *c, const struct r
  * with the grant: a connection that fails (its TLS session gone) must still
  * give the caller its plaintext back. The memory must be writable.
  */
-static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rsec_region *r,
+static RSEC_MUST_CHECK int seal_for_reading(struct rsec_path *path, const struct rsec_region *r,
 					    struct rsec_local_grant *g)
 {
 	_Static_assert(sizeof(g->sealed_key) == RSEC_SEALED_KEY_LEN, "a grant keeps one sealed-grant key");
 	RSEC_ENSURE(!r->local_ro && rsec_sealed_plain_len(g->len, &g->sealed_len), RSEC_E_RANGE);
 	RSEC_ENSURE(RAND_bytes(g->sealed_prefix, sizeof(g->sealed_prefix)) == 1, RSEC_E_CRYPTO);
-	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(c->path.chan), g->id, g->sealed_key);
+	int rc = rsec_grant_keys_sealed(&g->keys, rsec_chan_ssl(path->chan), g->id, g->sealed_key);
 	if (rc == 0)
-		rc = sealed_read_range(c, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
+		rc = sealed_read_range(path, g, true); /* on failure the range is wiped (lib/base/sealed.h) */
 	if (rc < 0)
 		OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
 	return rc;
@@ -227,10 +225,10 @@ static RSEC_MUST_CHECK int seal_for_reading(struct rsec_conn *c, const struct rs
 
 /* Sealed READ bytes are ciphertext while granted: no other grant may cover
  * them, and a sealed READ grant may not cover bytes granted otherwise. */
-static bool sealed_overlap(const struct rsec_conn *c, const uint8_t *addr, uint64_t len, bool sealed_read)
+static bool sealed_overlap(const struct rsec_path *path, const uint8_t *addr, uint64_t len, bool sealed_read)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		const struct rsec_local_grant *g = &c->path.gt.local[i];
+		const struct rsec_local_grant *g = &path->gt.local[i];
 		bool holds_ciphertext = g->sealed && (g->access & RSEC_ACCESS_READ) && !g->unsealed;
 		bool counts = (sealed_read && g->live) || (holds_ciphertext && (g->live || g->busy));
 		if (counts && addr < g->addr + g->len && g->addr < addr + len)
@@ -239,25 +237,25 @@ static bool sealed_overlap(const struct rsec_conn *c, const uint8_t *addr, uint6
 	return false;
 }
 
-int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
+int rsec_grant_issue(struct rsec_path *path, struct rsec_region *r, size_t off, size_t len, unsigned access,
 		     uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id)
 {
 	bool verified = access & RSEC_GRANT_VERIFIED, sealed = access & RSEC_GRANT_SEALED;
 	access &= ~(unsigned)(RSEC_GRANT_VERIFIED | RSEC_GRANT_SEALED);
-	if (!r || r->conn != c || !len || !rsec_grant_access_valid(access) || (access & ~r->access) ||
+	if (!r || r->path != path || !len || !rsec_grant_access_valid(access) || (access & ~r->access) ||
 	    (verified && !(access & RSEC_ACCESS_READ)) || (sealed && (verified || access == RSEC_GRANT_ACCESS_RW)) ||
 	    off > r->len || len > r->len - off)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
-	if (rsec_rebuilding(&c->path))
+	RSEC_GUARD(rsec_path_usable(path, false));
+	if (rsec_rebuilding(path))
 		return RSEC_E_AGAIN; /* no QP to bind a window through; over in a round trip */
 	bool by_mr;
-	RSEC_GUARD(rsec_grant_use_mr(c, &by_mr));
+	RSEC_GUARD(rsec_grant_use_mr(path, &by_mr));
 	bool sealed_read = sealed && (access & RSEC_ACCESS_READ);
-	if (sealed_overlap(c, r->addr + off, len, sealed_read))
+	if (sealed_overlap(path, r->addr + off, len, sealed_read))
 		return RSEC_E_RANGE;
 	unsigned idx;
-	struct rsec_local_grant *g = rsec_gt_slot(&c->path.gt, &idx);
+	struct rsec_local_grant *g = rsec_gt_slot(&path->gt, &idx);
 	if (!g)
 		return RSEC_E_LIMIT;
 	g->addr = r->addr + off;
@@ -268,32 +266,32 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
 	g->sealed = sealed;
 	g->tag = tag;
 	/* Keyed under the key id in use now; the id is the one rsec_gt_activate is about to give. */
-	g->id = rsec_gt_next_id(&c->path.gt);
-	g->key_id = rsec_rekey_id(&c->path.rk);
-	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &c->path.rk, rsec_grant_keys_chained(c), g->key_id, g->id));
+	g->id = rsec_gt_next_id(&path->gt);
+	g->key_id = rsec_rekey_id(&path->rk);
+	RSEC_GUARD(rsec_grant_keys_make(&g->keys, &path->rk, path->cfg.grant_keys_chained, g->key_id, g->id));
 	if (sealed_read)
-		RSEC_GUARD(seal_for_reading(c, r, g));
-	int rc = by_mr ? expose_by_registration(c, g) : expose_by_window(c, r, idx);
+		RSEC_GUARD(seal_for_reading(path, r, g));
+	int rc = by_mr ? expose_by_registration(path, g) : expose_by_window(path, r, idx);
 	if (rc < 0) {
 		if (sealed_read) { /* never exposed: the caller's plaintext back */
-			(void)!sealed_read_range(c, g, false);
+			(void)!sealed_read_range(path, g, false);
 			g->unsealed = true;
 			OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
 		}
 		return rc;
 	}
-	rsec_gt_activate(&c->path.gt, g, rsec_now_ms(), ttl_ms);
+	rsec_gt_activate(&path->gt, g, rsec_now_ms(), ttl_ms);
 	if (grant_id)
 		*grant_id = g->id;
 	/* The pass over the bytes belongs to the caller of rsec_grant, not to the completion that announces it. */
 	if (verified &&
-	    rsec_grant_keys_mac(&g->keys, &c->path.seal, c->is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
+	    rsec_grant_keys_mac(&g->keys, &path->seal, path->cfg.is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
 		g->read_mac_ready = true;
 	if (g->busy) {
 		g->announce = true; /* when the bind completes */
 		return 0;
 	}
-	return announce(c, g);
+	return announce(path, g);
 }
 
 /*
@@ -304,14 +302,14 @@ int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, siz
  * Bytes that no longer open (changed while granted) are wiped too. Once: the
  * result stays in unseal_rc for rsec_grant_open.
  */
-static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, bool unreachable)
+static void settle_sealed_read(struct rsec_path *path, struct rsec_local_grant *g, bool unreachable)
 {
 	if (!g->sealed || !(g->access & RSEC_ACCESS_READ) || g->unsealed)
 		return;
 	g->unsealed = true;
 	const char *why = NULL;
 	if (unreachable) {
-		g->unseal_rc = sealed_read_range(c, g, false);
+		g->unseal_rc = sealed_read_range(path, g, false);
 		if (g->unseal_rc == RSEC_E_MAC)
 			why = "the sealed bytes changed while granted; wiped";
 		else if (g->unseal_rc < 0)
@@ -323,9 +321,9 @@ static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, 
 	}
 	OPENSSL_cleanse(g->sealed_key, sizeof(g->sealed_key));
 	OPENSSL_cleanse(g->sealed_prefix, sizeof(g->sealed_prefix));
-	rsec_grant_audit_local(c, RSEC_AUDIT_SEALED_OPEN, g, why ? "mismatch" : "ok", why, 0, g->len);
+	rsec_grant_audit_local(path, RSEC_AUDIT_SEALED_OPEN, g, why ? "mismatch" : "ok", why, 0, g->len);
 	if (g->unseal_rc == RSEC_E_MAC)
-		c->path.data_mac_failures++;
+		path->data_mac_failures++;
 }
 
 /*
@@ -334,123 +332,123 @@ static void settle_sealed_read(struct rsec_conn *c, struct rsec_local_grant *g, 
  * so that is a fault: the session closes the connection, which puts the QP in the
  * error state.
  */
-int rsec_grant_invalidate(struct rsec_conn *c, struct rsec_local_grant *g, enum rsec_audit_event ev)
+int rsec_grant_invalidate(struct rsec_path *path, struct rsec_local_grant *g, enum rsec_audit_event ev)
 {
 	g->live = false;
 	if (g->busy) {
 		/* Never described to the peer; its window goes (and a sealed range
 		 * turns back into plaintext) when the bind completes. */
 		g->announce = false;
-		rsec_grant_audit_local(c, ev, g, "ok", "before its bind completed; the peer was never told", 0, 0);
+		rsec_grant_audit_local(path, ev, g, "ok", "before its bind completed; the peer was never told", 0, 0);
 		return 0;
 	}
 	if (grant_release(g) < 0) {
-		rsec_grant_audit_local(c, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
-		int rc = rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
-		settle_sealed_read(c, g, false);
+		rsec_grant_audit_local(path, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
+		int rc = rsec_fault_fail(&path->fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		settle_sealed_read(path, g, false);
 		return rc;
 	}
-	rsec_grant_audit_local(c, ev, g, "ok", NULL, 0, 0);
-	settle_sealed_read(c, g, true); /* only once nobody can read the range any more */
-	drop_region(c, g);
-	return send_revoke(c, g->id);
+	rsec_grant_audit_local(path, ev, g, "ok", NULL, 0, 0);
+	settle_sealed_read(path, g, true); /* only once nobody can read the range any more */
+	drop_region(path, g);
+	return send_revoke(path, g->id);
 }
 
-int rsec_grant_revoke(struct rsec_conn *c, uint64_t grant_id)
+int rsec_grant_revoke(struct rsec_path *path, uint64_t grant_id)
 {
-	RSEC_GUARD(rsec_conn_require_established(c, false));
-	struct rsec_local_grant *g = rsec_gt_find(&c->path.gt, grant_id); /* expired or not: revoke it now */
+	RSEC_GUARD(rsec_path_usable(path, false));
+	struct rsec_local_grant *g = rsec_gt_find(&path->gt, grant_id); /* expired or not: revoke it now */
 	if (!g)
 		return RSEC_E_GRANT;
-	RSEC_GUARD(rsec_grant_invalidate(c, g, RSEC_AUDIT_REVOKE));
-	c->path.stats.grants_revoked++;
+	RSEC_GUARD(rsec_grant_invalidate(path, g, RSEC_AUDIT_REVOKE));
+	path->stats.grants_revoked++;
 	return 0;
 }
 
-int rsec_grant_expire(struct rsec_conn *c)
+int rsec_grant_expire(struct rsec_path *path)
 {
 	struct rsec_local_grant *g;
-	while ((g = rsec_gt_expired(&c->path.gt, rsec_now_ms())) != NULL) {
-		int rc = rsec_grant_invalidate(c, g, RSEC_AUDIT_EXPIRE);
+	while ((g = rsec_gt_expired(&path->gt, rsec_now_ms())) != NULL) {
+		int rc = rsec_grant_invalidate(path, g, RSEC_AUDIT_EXPIRE);
 		if (rc < 0)
-			return rsec_fault_fail(&c->path.fault, rc, "cannot expire grant %llu", (unsigned long long)g->id);
-		c->path.stats.grants_expired++;
+			return rsec_fault_fail(&path->fault, rc, "cannot expire grant %llu", (unsigned long long)g->id);
+		path->stats.grants_expired++;
 	}
 	return 0;
 }
 
 /* The grant whose bind completed, or NULL if none was in flight in that slot (the device misreported). */
-static struct rsec_local_grant *bound_grant(struct rsec_conn *c, const struct ibv_wc *wc)
+static struct rsec_local_grant *bound_grant(struct rsec_path *path, const struct ibv_wc *wc)
 {
-	struct rsec_local_grant *g = &c->path.gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
+	struct rsec_local_grant *g = &path->gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
 	if (!g->busy)
 		return NULL;
 	g->busy = false;
-	c->path.binds_inflight--;
+	path->binds_inflight--;
 	if (!g->live)
-		drop_region(c, g);
+		drop_region(path, g);
 	return g;
 }
 
-int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+int rsec_grant_on_wc(struct rsec_path *path, const struct ibv_wc *wc)
 {
-	struct rsec_local_grant *g = bound_grant(c, wc);
+	struct rsec_local_grant *g = bound_grant(path, wc);
 	if (!g)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
-		settle_sealed_read(c, g, rsec_mw_free(&g->mw) == 0);
+		settle_sealed_read(path, g, rsec_mw_free(&g->mw) == 0);
 		return 0;
 	}
 	g->rkey = g->mw.rkey;
-	return g->announce ? announce(c, g) : 0;
+	return g->announce ? announce(path, g) : 0;
 }
 
-void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc)
+void rsec_grant_on_wc_failed(struct rsec_path *path, const struct ibv_wc *wc)
 {
-	struct rsec_local_grant *g = bound_grant(c, wc);
+	struct rsec_local_grant *g = bound_grant(path, wc);
 	if (!g)
 		return;
 	g->announce = false; /* a failed bind leaves the key unknown: never told, freed with the rest */
 	if (!g->live)
-		settle_sealed_read(c, g, true); /* the window was never bound */
+		settle_sealed_read(path, g, true); /* the window was never bound */
 }
 
 /* A live grant ends with the path it was granted on: freed, audited (why), counted. Whether the device freed it. */
-static bool end_with_path(struct rsec_conn *c, struct rsec_local_grant *g, const char *why)
+static bool end_with_path(struct rsec_path *path, struct rsec_local_grant *g, const char *why)
 {
 	g->live = false;
 	bool freed = grant_release(g) == 0;
-	rsec_grant_audit_local(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
-	c->path.stats.grants_revoked++;
+	rsec_grant_audit_local(path, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", why, 0, 0);
+	path->stats.grants_revoked++;
 	return freed;
 }
 
 /* The QP is gone: a bind still in flight on it will never complete. */
-static void forget_bind(struct rsec_conn *c, struct rsec_local_grant *g)
+static void forget_bind(struct rsec_path *path, struct rsec_local_grant *g)
 {
 	if (g->busy) {
 		g->busy = false;
-		c->path.binds_inflight--;
+		path->binds_inflight--;
 	}
 }
 
-void rsec_grant_close(struct rsec_conn *c)
+void rsec_grant_close(struct rsec_path *path)
 {
 	/* No remote access at all from here on, if the device agrees. */
-	bool qp_stopped = c->path.have_qp && c->path.qp.qp && rsec_qp_to_error(&c->path.qp) == 0;
+	bool qp_stopped = path->have_qp && path->qp.qp && rsec_qp_to_error(&path->qp) == 0;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->path.gt.local[i];
+		struct rsec_local_grant *g = &path->gt.local[i];
 		if (!g->live) {
 			/* Revoked while its bind was in flight: the completion will not be processed now. */
 			if (g->busy)
-				settle_sealed_read(c, g, qp_stopped);
+				settle_sealed_read(path, g, qp_stopped);
 			continue;
 		}
-		bool freed = end_with_path(c, g, "connection closed");
-		settle_sealed_read(c, g, freed || qp_stopped);
+		bool freed = end_with_path(path, g, "connection closed");
+		settle_sealed_read(path, g, freed || qp_stopped);
 		if (!g->busy)
-			drop_region(c, g);
+			drop_region(path, g);
 	}
 }
 
@@ -461,13 +459,13 @@ void rsec_grant_close(struct rsec_conn *c)
  * under the keys it was made with, the range out of reach. Sealed grants
  * go: their keys derive from their ids.
  */
-static bool outlives_rebuild(struct rsec_conn *c, struct rsec_local_grant *g)
+static bool outlives_rebuild(struct rsec_path *path, struct rsec_local_grant *g)
 {
-	if (!g->live || g->sealed || !rsec_rebind_possible(c))
+	if (!g->live || g->sealed || !path->cfg.rebinds)
 		return false;
 	if (g->claim) {
 		int rc;
-		g->claim_ok = rsec_grant_check_claim(c, g, &rc);
+		g->claim_ok = rsec_grant_check_claim(path, g, &rc);
 		g->claim_checked = true;
 	}
 	g->rebind = !g->claim;
@@ -475,86 +473,86 @@ static bool outlives_rebuild(struct rsec_conn *c, struct rsec_local_grant *g)
 	return true;
 }
 
-int rsec_grant_reset(struct rsec_conn *c, const char *why)
+int rsec_grant_reset(struct rsec_path *path, const char *why)
 {
 	/* The old QP is gone: nothing of ours is reachable through it, and its binds never complete. */
 	bool all_freed = true;
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->path.gt.local[i];
-		bool freed = true, kept = outlives_rebuild(c, g);
+		struct rsec_local_grant *g = &path->gt.local[i];
+		bool freed = true, kept = outlives_rebuild(path, g);
 		if (kept) {
 			freed = grant_release(g) == 0;
-			rsec_grant_audit_local(c, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed",
+			rsec_grant_audit_local(path, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed",
 					       g->rebind ? "data path rebuilt; bound again on the new one"
 							 : "data path rebuilt; claimed already: checked now, out of the peer's reach",
 					       0, 0);
 		} else if (g->live) {
-			freed = end_with_path(c, g, why);
+			freed = end_with_path(path, g, why);
 		}
 		/* A registration the device kept (MR mode) still works on the new QP: its sealed bytes are wiped, not opened. */
-		settle_sealed_read(c, g, freed);
+		settle_sealed_read(path, g, freed);
 		all_freed = all_freed && freed;
-		forget_bind(c, g);
+		forget_bind(path, g);
 		if (!g->live)
-			drop_region(c, g);
+			drop_region(path, g);
 		(void)!grant_release(g);
 	}
 	/* The peer does the same with its own: what it granted us is gone, or comes again. */
-	rsec_gt_forget_peer(&c->path.gt, rsec_rebind_possible(c));
-	rsec_sealed_peer_clear(c);
+	rsec_gt_forget_peer(&path->gt, path->cfg.rebinds);
+	rsec_sealed_peer_clear(path);
 	if (!all_freed)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
 	return 0;
 }
 
 /* A grant that could not be bound again: gone, and the peer told. */
-static RSEC_MUST_CHECK int rebind_failed(struct rsec_conn *c, struct rsec_local_grant *g)
+static RSEC_MUST_CHECK int rebind_failed(struct rsec_path *path, struct rsec_local_grant *g)
 {
 	g->live = g->rebind = false;
 	(void)!grant_release(g);
-	drop_region(c, g);
-	rsec_grant_audit_local(c, RSEC_AUDIT_REVOKE, g, "failed", "could not be bound again after a rebuild", 0, 0);
-	c->path.stats.grants_revoked++;
-	return send_revoke(c, g->id);
+	drop_region(path, g);
+	rsec_grant_audit_local(path, RSEC_AUDIT_REVOKE, g, "failed", "could not be bound again after a rebuild", 0, 0);
+	path->stats.grants_revoked++;
+	return send_revoke(path, g->id);
 }
 
-int rsec_grant_rebind(struct rsec_conn *c)
+int rsec_grant_rebind(struct rsec_path *path)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->path.gt.local[i];
+		struct rsec_local_grant *g = &path->gt.local[i];
 		if (!g->live || !g->rebind)
 			continue;
-		int rc = g->by_mr     ? expose_by_registration(c, g)
-			 : g->region ? bind_window(c, g->region, i)
+		int rc = g->by_mr     ? expose_by_registration(path, g)
+			 : g->region ? bind_window(path, g->region, i)
 				     : RSEC_E_VERBS;
 		if (rc < 0)
-			rc = rebind_failed(c, g);
+			rc = rebind_failed(path, g);
 		else if (g->busy)
 			g->announce = true; /* when the bind completes */
 		else
-			rc = announce(c, g);
+			rc = announce(path, g);
 		if (rc < 0)
-			return rsec_fault_fail(&c->path.fault, rc, "cannot bind grant %#llx again after the rebuild",
+			return rsec_fault_fail(&path->fault, rc, "cannot bind grant %#llx again after the rebuild",
 					      (unsigned long long)g->id);
 	}
 	return 0;
 }
 
-void rsec_grant_teardown(struct rsec_conn *c)
+void rsec_grant_teardown(struct rsec_path *path)
 {
 	/* Windows first: a registration with windows bound to it cannot go. */
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		struct rsec_local_grant *g = &c->path.gt.local[i];
-		settle_sealed_read(c, g, false); /* rsec_grant_close settled them all; if not, wipe */
-		forget_bind(c, g);
+		struct rsec_local_grant *g = &path->gt.local[i];
+		settle_sealed_read(path, g, false); /* rsec_grant_close settled them all; if not, wipe */
+		forget_bind(path, g);
 		(void)!grant_release(g);
-		drop_region(c, g);
+		drop_region(path, g);
 	}
-	while (c->path.dying) {
-		struct rsec_region *r = c->path.dying;
-		c->path.dying = r->next_dying;
+	while (path->dying) {
+		struct rsec_region *r = path->dying;
+		path->dying = r->next_dying;
 		rsec_region_destroy(r);
 	}
-	rsec_gt_wipe(&c->path.gt);
-	rsec_sealed_peer_clear(c);
+	rsec_gt_wipe(&path->gt);
+	rsec_sealed_peer_clear(path);
 }

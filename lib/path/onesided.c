@@ -18,98 +18,100 @@
 
 #include <openssl/crypto.h>
 
-#include "session/conn.h"
+#include "grant.h"
+#include "onesided.h"
+#include "sealed_post.h"
 
 #define CHAIN_MAX 32     /* work requests per ibv_post_send */
 #define DRAIN_MS 1000    /* how long a failed connection's flushed completions are waited for */
 
-int rsec_onesided_setup(struct rsec_conn *c)
+int rsec_onesided_setup(struct rsec_path *path)
 {
-	return rsec_ops_init(&c->path.ops, c->ctx->max_inflight);
+	return rsec_ops_init(&path->ops, path->cfg.max_inflight);
 }
 
 /* The operation's buffer is the device's no more: a blocking call's own registration goes, a region has one user less. */
-static void release_owner(struct rsec_conn *c, struct rsec_op_slot *s)
+static void release_owner(struct rsec_path *path, struct rsec_op_slot *s)
 {
 	if (s->reporting != RSEC_OP_WAITER)
-		rsec_region_unuse(c, s->owner);
+		rsec_region_unuse(path, s->owner);
 	else if (s->owner) /* not the staging buffer, which stays */
 		(void)ibv_dereg_mr(s->owner);
 }
 
 static void release(void *arg, struct rsec_op_slot *s, int status)
 {
-	struct rsec_conn *c = arg;
+	struct rsec_path *path = arg;
 	if (status == 0) {
-		c->path.onesided_bytes += s->len;
+		path->onesided_bytes += s->len;
 		if (s->op == RSEC_OP_WRITE)
-			c->path.stats.rdma_writes++;
+			path->stats.rdma_writes++;
 		else
-			c->path.stats.rdma_reads++;
+			path->stats.rdma_reads++;
 	}
-	release_owner(c, s);
+	release_owner(path, s);
 	if (s->then)
-		rsec_sealed_write_end(c, s->then, status);
+		rsec_sealed_write_end(path, s->then, status);
 }
 
-int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc)
+int rsec_onesided_on_wc(struct rsec_path *path, const struct ibv_wc *wc)
 {
 	char why[160];
 	int status = wc->status == IBV_WC_SUCCESS ? 0 : RSEC_E_QP;
-	if (rsec_ops_complete(&c->path.ops, RSEC_WR_INDEX(wc->wr_id), status, release, c, why, sizeof(why)) < 0)
-		return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "%s", why);
+	if (rsec_ops_complete(&path->ops, RSEC_WR_INDEX(wc->wr_id), status, release, path, why, sizeof(why)) < 0)
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "%s", why);
 	return 0;
 }
 
 /* Deregistered first, so the device can no longer reach it; it held the application's bytes. */
-static void stage_free(struct rsec_conn *c)
+static void stage_free(struct rsec_path *path)
 {
-	if (c->path.stage_mr)
-		(void)ibv_dereg_mr(c->path.stage_mr);
-	c->path.stage_mr = NULL;
-	if (c->path.stage) {
-		OPENSSL_cleanse(c->path.stage, RSEC_STAGE_SIZE);
-		(void)munmap(c->path.stage, RSEC_STAGE_SIZE);
+	if (path->stage_mr)
+		(void)ibv_dereg_mr(path->stage_mr);
+	path->stage_mr = NULL;
+	if (path->stage) {
+		OPENSSL_cleanse(path->stage, RSEC_STAGE_SIZE);
+		(void)munmap(path->stage, RSEC_STAGE_SIZE);
 	}
-	c->path.stage = NULL;
+	path->stage = NULL;
 }
 
-void rsec_onesided_teardown(struct rsec_conn *c)
+void rsec_onesided_teardown(struct rsec_path *path)
 {
-	if (c->path.ops.busy) {
-		if (c->path.have_qp && c->path.qp.qp)
-			(void)!rsec_qp_to_error(&c->path.qp);
-		rsec_ops_flush(&c->path.ops, c->phase == PHASE_CLOSED ? c->close_code : RSEC_E_CLOSED, release, c);
+	if (path->ops.busy) {
+		if (path->have_qp && path->qp.qp)
+			(void)!rsec_qp_to_error(&path->qp);
+		rsec_ops_flush(&path->ops, path->phase == PHASE_CLOSED ? path->close_code : RSEC_E_CLOSED, release, path);
 	}
-	stage_free(c);
+	stage_free(path);
 }
 
-void rsec_onesided_abort(struct rsec_conn *c, int status)
+void rsec_onesided_abort(struct rsec_path *path, int status)
 {
-	if (c->path.ops.busy)
-		rsec_ops_flush(&c->path.ops, status, release, c);
+	if (path->ops.busy)
+		rsec_ops_flush(&path->ops, status, release, path);
 }
 
-void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n, int status)
+void rsec_onesided_flushed(struct rsec_path *path, const struct ibv_wc *wc, int n, int status)
 {
 	for (int i = 0; i < n; i++)
 		if (RSEC_WR_KIND(wc[i].wr_id) == WR_RDMA && !(wc[i].wr_id & RSEC_WR_UNUSED_BITS))
-			(void)rsec_ops_flush_through(&c->path.ops, RSEC_WR_INDEX(wc[i].wr_id), status, release, c);
+			(void)rsec_ops_flush_through(&path->ops, RSEC_WR_INDEX(wc[i].wr_id), status, release, path);
 }
 
-bool rsec_onesided_drain(struct rsec_conn *c)
+bool rsec_onesided_drain(struct rsec_path *path)
 {
 	uint64_t deadline = rsec_now_ms() + DRAIN_MS;
-	while (c->path.ops.busy && c->path.have_qp && rsec_now_ms() < deadline) {
+	while (path->ops.busy && path->have_qp && rsec_now_ms() < deadline) {
 		struct ibv_wc wc[16];
-		int n = ibv_poll_cq(c->path.qp.send_cq, 16, wc);
+		int n = ibv_poll_cq(path->qp.send_cq, 16, wc);
 		if (n < 0)
 			break;
-		rsec_onesided_flushed(c, wc, n, c->close_code);
+		rsec_onesided_flushed(path, wc, n, path->close_code);
 		if (n == 0)
 			(void)usleep(100);
 	}
-	return !c->path.ops.busy;
+	return !path->ops.busy;
 }
 
 /*
@@ -130,12 +132,14 @@ static RSEC_MUST_CHECK int check_remote(const struct rsec_remote_grant *g, enum 
  * A one-sided call failed because the data path was rebuilt, the connection
  * open: rsec_conn_error says so (a closed connection keeps its own reason).
  */
-static int rebuilt_error(struct rsec_conn *c, int code, const char *what)
+static int rebuilt_error(struct rsec_path *path, int code, const char *what)
 {
-	if (c->phase == PHASE_CLOSED)
+	if (path->phase == PHASE_CLOSED)
 		return code;
-	const char *why = rsec_rebuilding(&c->path) ? c->path.rb.reason : c->path.rb.done_reason;
-	snprintf(c->error, sizeof(c->error), "%.90s: the data path was rebuilt (%.130s)", what, why[0] ? why : "a fault");
+	const char *why = rsec_rebuilding(path) ? path->rb.reason : path->rb.done_reason;
+	char text[256];
+	snprintf(text, sizeof(text), "%.90s: the data path was rebuilt (%.130s)", what, why[0] ? why : "a fault");
+	path->hooks->explain(path->owner, text);
 	return code;
 }
 
@@ -143,48 +147,48 @@ static int rebuilt_error(struct rsec_conn *c, int code, const char *what)
  * The grant to go through, in *now: g, or g as its granter bound it again
  * after a rebuild (a new key); RSEC_E_GRANT if it went with a rebuilt data path.
  */
-static RSEC_MUST_CHECK int check_fresh(struct rsec_conn *c, const struct rsec_remote_grant *g,
+static RSEC_MUST_CHECK int check_fresh(struct rsec_path *path, const struct rsec_remote_grant *g,
 				       struct rsec_remote_grant *now)
 {
-	if (rsec_gt_resolve(&c->path.gt, g, now))
+	if (rsec_gt_resolve(&path->gt, g, now))
 		return 0;
 	char what[96];
 	snprintf(what, sizeof(what), "grant 0x%llx is gone, ask its granter for a new one",
 		 (unsigned long long)g->id);
-	return rebuilt_error(c, RSEC_E_GRANT, what);
+	return rebuilt_error(path, RSEC_E_GRANT, what);
 }
 
 /* *claim: the sealed write this operation carries (rsec_region_seal), or NULL. */
-static RSEC_MUST_CHECK int check_wr(struct rsec_conn *c, const struct rsec_wr *w, struct rsec_sealed_write **claim,
+static RSEC_MUST_CHECK int check_wr(struct rsec_path *path, const struct rsec_wr *w, struct rsec_sealed_write **claim,
 				     struct rsec_remote_grant *now)
 {
 	*claim = NULL;
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || w->op == RSEC_OP_READ, RSEC_E_INVAL);
 	RSEC_ENSURE(!(w->flags & ~(unsigned)RSEC_WR_UNSIGNALED), RSEC_E_INVAL);
 	RSEC_ENSURE(w->grant && w->local && w->len, RSEC_E_INVAL);
-	RSEC_ENSURE(w->local->conn == c && !w->local->dying && w->local->local_mr, RSEC_E_INVAL);
+	RSEC_ENSURE(w->local->path == path && !w->local->dying && w->local->local_mr, RSEC_E_INVAL);
 	RSEC_ENSURE(w->op == RSEC_OP_WRITE || !w->local->local_ro, RSEC_E_RANGE); /* a READ writes into it */
 	bool sealed = w->grant->access & RSEC_GRANT_SEALED;
 	RSEC_GUARD(check_remote(w->grant, w->op, w->remote_off, w->len, sealed));
-	RSEC_GUARD(check_fresh(c, w->grant, now));
+	RSEC_GUARD(check_fresh(path, w->grant, now));
 	RSEC_ENSURE(w->local_off <= w->local->len && w->len <= w->local->len - w->local_off, RSEC_E_RANGE);
 	if (sealed)
-		RSEC_GUARD(rsec_sealed_post_check(c, w, claim));
+		RSEC_GUARD(rsec_sealed_post_check(path, w, claim));
 	return 0;
 }
 
 /* Claim a slot for op and fill its work request. */
-static void fill_wr(struct rsec_conn *c, const struct rsec_op_slot *op, const struct rsec_remote_grant *g,
+static void fill_wr(struct rsec_path *path, const struct rsec_op_slot *op, const struct rsec_remote_grant *g,
 		    uint64_t remote_off, uint64_t laddr, uint32_t lkey, struct ibv_send_wr *w, struct ibv_sge *sge)
 {
-	uint32_t idx = rsec_ops_push(&c->path.ops, op);
+	uint32_t idx = rsec_ops_push(&path->ops, op);
 	*sge = (struct ibv_sge){ .addr = laddr, .length = op->len, .lkey = lkey };
 	*w = (struct ibv_send_wr){
 		.wr_id = RSEC_WR_ID(WR_RDMA, idx),
 		.sg_list = sge,
 		.num_sge = 1,
 		.opcode = op->op == RSEC_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-		.send_flags = c->path.ops.ring[idx].signaled ? IBV_SEND_SIGNALED : 0,
+		.send_flags = path->ops.ring[idx].signaled ? IBV_SEND_SIGNALED : 0,
 		.wr.rdma = { .remote_addr = g->addr + remote_off, .rkey = g->rkey },
 	};
 }
@@ -193,31 +197,31 @@ static void fill_wr(struct rsec_conn *c, const struct rsec_op_slot *op, const st
  * Post the n work requests just filled, as one chain; *sent says how many
  * the device took. On failure the ones it refused leave the ring.
  */
-static RSEC_MUST_CHECK int post_chain(struct rsec_conn *c, struct ibv_send_wr *w, unsigned n, unsigned *sent_out)
+static RSEC_MUST_CHECK int post_chain(struct rsec_path *path, struct ibv_send_wr *w, unsigned n, unsigned *sent_out)
 {
 	for (unsigned i = 0; i + 1 < n; i++)
 		w[i].next = &w[i + 1];
 	struct ibv_send_wr *bad = NULL;
-	int err = ibv_post_send(c->path.qp.qp, w, &bad);
+	int err = ibv_post_send(path->qp.qp, w, &bad);
 	*sent_out = n;
 	if (!err)
 		return 0;
 	unsigned sent = bad >= w && bad < w + n ? (unsigned)(bad - w) : 0;
 	*sent_out = sent;
 	for (unsigned i = n; i > sent; i--) {
-		struct rsec_op_slot *s = &c->path.ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
-		release_owner(c, s);
+		struct rsec_op_slot *s = &path->ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];
+		release_owner(path, s);
 		if (s->then) /* never posted: it may be posted again */
 			((struct rsec_sealed_write *)s->then)->state = SEALED_WRITE_READY;
 		s->then = NULL;
-		rsec_ops_unpush(&c->path.ops);
+		rsec_ops_unpush(&path->ops);
 	}
-	return rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+	return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 }
 
-int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted)
+int rsec_onesided_post(struct rsec_path *path, const struct rsec_wr *wr, unsigned n, unsigned *posted)
 {
-	RSEC_GUARD(rsec_conn_require_established(c, true));
+	RSEC_GUARD(rsec_path_usable(path, true));
 	unsigned done = 0;
 	int rc = 0;
 	while (done < n && rc == 0) {
@@ -228,7 +232,7 @@ int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n
 			const struct rsec_wr *x = &wr[done + k];
 			struct rsec_sealed_write *claim = NULL;
 			struct rsec_remote_grant now;
-			rc = rsec_ops_room(&c->path.ops) ? check_wr(c, x, &claim, &now) : RSEC_E_AGAIN;
+			rc = rsec_ops_room(&path->ops) ? check_wr(path, x, &claim, &now) : RSEC_E_AGAIN;
 			if (rc < 0)
 				break;
 			struct rsec_op_slot op = {
@@ -238,11 +242,11 @@ int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n
 			if (claim)
 				claim->state = SEALED_WRITE_POSTED;
 			x->local->users++;
-			fill_wr(c, &op, &now, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
+			fill_wr(path, &op, &now, x->remote_off, (uintptr_t)x->local->addr + x->local_off,
 				x->local->local_mr->lkey, &w[k], &sge[k]);
 		}
 		unsigned sent = 0;
-		int prc = k ? post_chain(c, w, k, &sent) : 0;
+		int prc = k ? post_chain(path, w, k, &sent) : 0;
 		done += sent;
 		if (posted)
 			*posted = done;
@@ -251,27 +255,27 @@ int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n
 	return rc;
 }
 
-unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max)
+unsigned rsec_onesided_reap(struct rsec_path *path, struct rsec_wc *wc, unsigned max)
 {
-	return rsec_ops_take(&c->path.ops, wc, max > INT32_MAX ? INT32_MAX : max);
+	return rsec_ops_take(&path->ops, wc, max > INT32_MAX ? INT32_MAX : max);
 }
 
-unsigned rsec_inflight(const struct rsec_conn *c)
+unsigned rsec_onesided_inflight(const struct rsec_path *path)
 {
-	return c ? rsec_ops_pending(&c->path.ops) : 0;
+	return rsec_ops_pending(&path->ops);
 }
 
 /* The staging buffer of the blocking calls, made on first use and kept until the connection's RDMA goes. */
-static RSEC_MUST_CHECK int stage_get(struct rsec_conn *c)
+static RSEC_MUST_CHECK int stage_get(struct rsec_path *path)
 {
-	if (c->path.stage)
+	if (path->stage)
 		return 0;
 	void *p = mmap(NULL, RSEC_STAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	RSEC_ENSURE(p != MAP_FAILED, RSEC_E_NOMEM);
-	c->path.stage = p;
-	c->path.stage_mr = ibv_reg_mr(c->path.qp.pd, c->path.stage, RSEC_STAGE_SIZE, IBV_ACCESS_LOCAL_WRITE);
-	if (!c->path.stage_mr) {
-		stage_free(c);
+	path->stage = p;
+	path->stage_mr = ibv_reg_mr(path->qp.pd, path->stage, RSEC_STAGE_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	if (!path->stage_mr) {
+		stage_free(path);
 		return RSEC_E_VERBS;
 	}
 	return 0;
@@ -283,69 +287,69 @@ static RSEC_MUST_CHECK int stage_get(struct rsec_conn *c)
  * registered for the call (*own: the caller's registration, released with
  * the operation), where pinning is paid once for many bytes.
  */
-static RSEC_MUST_CHECK int local_side(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, uint64_t *addr,
+static RSEC_MUST_CHECK int local_side(struct rsec_path *path, void *buf, size_t len, enum rsec_op op, uint64_t *addr,
 				      struct ibv_mr **mr, struct ibv_mr **own)
 {
 	*own = NULL;
 	if (len <= RSEC_STAGE_SIZE) {
-		RSEC_GUARD(stage_get(c));
+		RSEC_GUARD(stage_get(path));
 		if (op == RSEC_OP_WRITE)
-			memcpy(c->path.stage, buf, len);
-		*addr = (uintptr_t)c->path.stage;
-		*mr = c->path.stage_mr;
+			memcpy(path->stage, buf, len);
+		*addr = (uintptr_t)path->stage;
+		*mr = path->stage_mr;
 		return 0;
 	}
 	/* A WRITE only reads buf: no local write access for it. */
-	*own = ibv_reg_mr(c->path.qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
+	*own = ibv_reg_mr(path->qp.pd, buf, len, op == RSEC_OP_WRITE ? 0 : IBV_ACCESS_LOCAL_WRITE);
 	RSEC_ENSURE(*own != NULL, RSEC_E_VERBS);
 	*addr = (uintptr_t)buf;
 	*mr = *own;
 	return 0;
 }
 
-void rsec_onesided_unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status)
+void rsec_onesided_unstage(struct rsec_path *path, void *buf, size_t len, enum rsec_op op, int status)
 {
-	if (len > RSEC_STAGE_SIZE || !c->path.stage) /* registered for the call, or the stage went with the QP */
+	if (len > RSEC_STAGE_SIZE || !path->stage) /* registered for the call, or the stage went with the QP */
 		return;
 	if (op == RSEC_OP_READ && status == 0)
-		memcpy(buf, c->path.stage, len);
-	OPENSSL_cleanse(c->path.stage, len);
+		memcpy(buf, path->stage, len);
+	OPENSSL_cleanse(path->stage, len);
 }
 
-int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
+int rsec_onesided_start(struct rsec_path *path, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
 			enum rsec_op op, bool sealed_ok)
 {
-	if (!c || !g || !buf || !len)
+	if (!path || !g || !buf || !len)
 		return RSEC_E_INVAL;
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
 	RSEC_GUARD(check_remote(g, op, off, len, sealed_ok));
-	RSEC_GUARD(rsec_conn_require_established(c, true));
+	RSEC_GUARD(rsec_path_usable(path, true));
 	struct rsec_remote_grant now;
-	RSEC_GUARD(check_fresh(c, g, &now));
-	RSEC_ENSURE(rsec_ops_room(&c->path.ops) > 0, RSEC_E_AGAIN);
+	RSEC_GUARD(check_fresh(path, g, &now));
+	RSEC_ENSURE(rsec_ops_room(&path->ops) > 0, RSEC_E_AGAIN);
 	uint64_t addr;
 	struct ibv_mr *mr, *own;
-	RSEC_GUARD(local_side(c, buf, len, op, &addr, &mr, &own));
+	RSEC_GUARD(local_side(path, buf, len, op, &addr, &mr, &own));
 	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = own, .reporting = RSEC_OP_WAITER };
 	struct ibv_send_wr w;
 	struct ibv_sge sge;
-	c->path.ops.waiter_done = false;
-	fill_wr(c, &slot, &now, off, addr, mr->lkey, &w, &sge);
+	path->ops.waiter_done = false;
+	fill_wr(path, &slot, &now, off, addr, mr->lkey, &w, &sge);
 	unsigned sent;
-	int rc = post_chain(c, &w, 1, &sent);
+	int rc = post_chain(path, &w, 1, &sent);
 	if (rc < 0)
-		rsec_onesided_unstage(c, buf, len, op, rc);
+		rsec_onesided_unstage(path, buf, len, op, rc);
 	return rc;
 }
 
-int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op)
+int rsec_onesided_end(struct rsec_path *path, void *buf, size_t len, enum rsec_op op)
 {
-	rsec_onesided_unstage(c, buf, len, op, c->path.ops.waiter_status);
-	if (c->path.ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(&c->path) || c->path.stats.rebuilds)) {
+	rsec_onesided_unstage(path, buf, len, op, path->ops.waiter_status);
+	if (path->ops.waiter_status == RSEC_E_QP && (rsec_rebuilding(path) || path->stats.rebuilds)) {
 		char what[96];
 		snprintf(what, sizeof(what), "one-sided %s of %zu bytes ended, done or not",
 			 op == RSEC_OP_WRITE ? "WRITE" : "READ", len);
-		return rebuilt_error(c, RSEC_E_QP, what);
+		return rebuilt_error(path, RSEC_E_QP, what);
 	}
-	return c->path.ops.waiter_status;
+	return path->ops.waiter_status;
 }

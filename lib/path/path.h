@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/audit.h"
+#include "base/clock.h"
 #include "base/rekey.h"
 #include "base/seal.h"
 #include "base/sealed.h"
@@ -28,10 +30,61 @@
 #include "ops.h"
 #include "rdmasec.h"
 #include "sendq.h"
+#include "verbs/completion.h"
+#include "verbs/dev.h"
 #include "verbs/qp.h"
+#include "verbs/qpool.h"
+
+/* rsec_write and rsec_read copy up to this much through a buffer registered
+ * once per queue pair instead of registering the caller's (onesided.c). */
+#define RSEC_STAGE_SIZE 65536u
+/* Receive buffers, ours and (announced in QP_INFO) the peer's: a peer must
+ * stay within the limits we hold ourselves to. */
+#define RSEC_SLOT_SIZE_MIN 4096u
+#define RSEC_SLOT_SIZE_MAX (1u << 20)
+#define RSEC_RECV_SLOTS_MIN 4u
+#define RSEC_RECV_SLOTS_MAX 4096u
+/* Our frames fill at most this much of a peer's slot; the send ring a
+ * peer's announcement makes us pin stays within 1 MiB (data.c). */
+#define RSEC_FRAME_MAX 65536u
+/* How long an accepted message may wait for the peer's credits. */
+#define RSEC_SEND_STALL_MS 30000u
+
+/*
+ * What the session tells its queue pair's engine, fixed once set-up has
+ * negotiated it (session/lane.c, rsec_conn_data_setup): who we are on the
+ * wire, the context's limits, and what both sides offered.
+ */
+struct rsec_path_cfg {
+	bool is_server;
+	uint16_t lane;             /* 0: the session's first queue pair; else its index on the wire */
+	enum rsec_aead_alg aead;
+	uint32_t recv_slots, slot_size, max_msg; /* our receive buffers, the largest message we take */
+	uint32_t max_inflight;     /* one-sided operations in flight */
+	enum rsec_grant_mode grant_mode;
+	enum rsec_poll_mode poll_mode;
+	struct rsec_dev *dev;      /* the device of the queue pair */
+	int epfd;                  /* the connection's epoll set: the completion channel joins it */
+	bool rebuilds;             /* both sides offered RSEC_WIRE_FEATURE_REBUILD */
+	bool rebinds;              /* and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
+	bool grant_keys_chained;   /* and RSEC_WIRE_FEATURE_GRANT_KEYS: grants keyed from the rekey chain */
+};
+
+/*
+ * How the engine reports to its owner besides return codes and its fault
+ * (the owner's, given with its first argument): audit, a record of one of
+ * its events, which the owner completes with who and where (time, role,
+ * connection, peer identity and address); explain, why a call failed while
+ * the connection stays open, for rsec_conn_error.
+ */
+struct rsec_path_hooks {
+	void (*audit)(void *owner, enum rsec_audit_event ev, const char *result, const char *reason,
+		      const struct rsec_audit_region *region);
+	void (*explain)(void *owner, const char *why);
+};
 
 struct rsec_region {
-	struct rsec_conn *conn;
+	struct rsec_path *path; /* the queue pair it was registered on */
 	uint64_t serial;      /* per connection, never reused: names it where a pointer could be a later region's */
 	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
 	uint8_t *addr;
@@ -100,7 +153,24 @@ struct rsec_rebuild {
 	char done_reason[200];    /* of the latest finished one: rsec_conn_rebuild_reason() */
 };
 
+/* Where the set-up stands; see session/conn.c for the message sequence. */
+enum rsec_phase {
+	PHASE_TLS,         /* TLS handshake */
+	PHASE_HELLO,       /* waiting for the peer's HELLO */
+	PHASE_QP_INFO,     /* waiting for the peer's QP_INFO */
+	PHASE_READY,       /* server: waiting for the client's READY */
+	PHASE_ESTABLISHED,
+	PHASE_CLOSED,
+};
+
 struct rsec_path {
+	enum rsec_phase phase;     /* set by the session */
+	int close_code;            /* PHASE_CLOSED: why (the session's rsec_conn_fail) */
+	struct rsec_path_cfg cfg;
+	const struct rsec_path_hooks *hooks;
+	void *owner;              /* the hooks' first argument: the connection */
+	/* The session has just asked epoll which fds are ready (conn.c): chan_event is exact for this turn. */
+	bool events_known;
 	/* The session's control channel (its first connection's; NULL once that is freed). */
 	struct rsec_chan *chan;
 	struct rsec_rebuild rb;   /* driven by session/rebuild.c */
@@ -157,7 +227,7 @@ struct rsec_path {
 	uint8_t *stage;           /* rsec_write/rsec_read's bytes up to RSEC_STAGE_SIZE, wiped after each */
 	struct ibv_mr *stage_mr;
 	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
-	bool chan_event;          /* busy polling, or fds_probed: the completion channel has an event to take */
+	bool chan_event;          /* busy polling, or path.events_known: the completion channel has an event to take */
 
 	/* Counters rsec_conn_stats reports (the session adds its rebuilds and resumes). */
 	struct rsec_conn_stats stats;
@@ -178,6 +248,21 @@ static inline bool rsec_rebuilding(const struct rsec_path *p)
 static inline bool rsec_rebuild_resending(const struct rsec_path *p)
 {
 	return p->rb.resend != NULL;
+}
+
+/*
+ * May an API call use the queue pair now? The one rule of include/rdmasec.h: 0; once
+ * closed, the error that closed it; RSEC_E_AGAIN while it is being set up
+ * and, for a call that posts on the queue pair (posts), while its data path
+ * is rebuilt or its session waits to be resumed (rebuild PARKED).
+ */
+static inline int rsec_path_usable(const struct rsec_path *p, bool posts)
+{
+	if (p->phase == PHASE_CLOSED)
+		return p->close_code;
+	if (p->phase != PHASE_ESTABLISHED)
+		return RSEC_E_AGAIN;
+	return posts && (!p->ops.ring || rsec_rebuilding(p)) ? RSEC_E_AGAIN : 0;
 }
 
 #endif /* RSEC_PATH_H */

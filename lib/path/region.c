@@ -14,74 +14,57 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "session/conn.h"
 #include "grant.h"
 
-/* A region: what grants of it may allow, or RSEC_ACCESS_LOCAL alone (never granted). */
-static bool region_access_valid(unsigned access)
+int rsec_grant_use_mr(const struct rsec_path *path, bool *mr)
 {
-	return access == RSEC_ACCESS_LOCAL || rsec_grant_access_valid(access);
-}
-
-int rsec_grant_use_mr(const struct rsec_conn *c, bool *mr)
-{
-	RSEC_ENSURE(c->dev != NULL, RSEC_E_AGAIN);
-	switch (c->ctx->grant_mode) {
+	RSEC_ENSURE(path->cfg.dev != NULL, RSEC_E_AGAIN);
+	switch (path->cfg.grant_mode) {
 	case RSEC_GRANT_MR:
 		*mr = true;
 		return 0;
 	case RSEC_GRANT_MW:
-		RSEC_ENSURE(c->dev->mw_type2, RSEC_E_NODEV);
+		RSEC_ENSURE(path->cfg.dev->mw_type2, RSEC_E_NODEV);
 		*mr = false;
 		return 0;
 	default:
-		*mr = !c->dev->mw_type2;
+		*mr = !path->cfg.dev->mw_type2;
 		return 0;
 	}
 }
 
-const char *rsec_conn_grant_mechanism(const struct rsec_conn *c)
-{
-	bool mr;
-	if (!c || rsec_grant_use_mr(c, &mr) < 0)
-		return NULL;
-	return mr ? "mr" : "mw2";
-}
 
-static RSEC_MUST_CHECK int region_register(struct rsec_conn *c, struct rsec_region *r)
+static RSEC_MUST_CHECK int region_register(struct rsec_path *path, struct rsec_region *r)
 {
 	bool mr;
-	RSEC_GUARD(rsec_grant_use_mr(c, &mr));
+	RSEC_GUARD(rsec_grant_use_mr(path, &mr));
 	/* The local side of rsec_post: a READ writes into it. No remote access.
 	 * Memory the process may not write (a read-only mapping) is still a
 	 * source for WRITEs and READ grants. */
-	r->local_mr = ibv_reg_mr(c->path.qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
+	r->local_mr = ibv_reg_mr(path->qp.pd, r->addr, r->len, IBV_ACCESS_LOCAL_WRITE);
 	if (!r->local_mr) {
-		r->local_mr = ibv_reg_mr(c->path.qp.pd, r->addr, r->len, 0);
+		r->local_mr = ibv_reg_mr(path->qp.pd, r->addr, r->len, 0);
 		r->local_ro = true;
 	}
 	RSEC_ENSURE(r->local_mr != NULL, RSEC_E_VERBS);
 	/* Fallback mode registers per grant; window mode binds windows to this. */
 	if (mr || !(r->access & RSEC_GRANT_ACCESS_RW))
 		return 0;
-	return rsec_mr_reg(&c->path.qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
+	return rsec_mr_reg(&path->qp, r->addr, r->len, r->access & RSEC_ACCESS_WRITE, &r->mr);
 }
 
-int rsec_region_reg(struct rsec_conn *c, void *addr, size_t len, unsigned access, struct rsec_region **out)
+int rsec_region_make(struct rsec_path *path, void *addr, size_t len, unsigned access, struct rsec_region **out)
 {
-	if (!c || !addr || !len || !out || !region_access_valid(access))
-		return RSEC_E_INVAL;
 	*out = NULL;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
 	struct rsec_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return RSEC_E_NOMEM;
-	r->conn = c;
-	r->serial = ++c->path.regions_made;
+	r->path = path;
+	r->serial = ++path->regions_made;
 	r->addr = addr;
 	r->len = len;
 	r->access = access;
-	int rc = region_register(c, r);
+	int rc = region_register(path, r);
 	if (rc < 0) {
 		if (r->local_mr)
 			(void)ibv_dereg_mr(r->local_mr);
@@ -117,18 +100,15 @@ static void *map_random(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct rsec_region **out)
+int rsec_region_map(struct rsec_path *path, size_t len, unsigned access, struct rsec_region **out)
 {
-	if (!c || !len || len > RSEC_WIRE_GRANT_LEN_MAX || !out || !region_access_valid(access))
-		return RSEC_E_INVAL;
 	*out = NULL;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t map_len = (len + page - 1) / page * page;
 	void *p = map_random(map_len);
 	if (!p)
 		return RSEC_E_NOMEM;
-	int rc = rsec_region_reg(c, p, len, access, out);
+	int rc = rsec_region_make(path, p, len, access, out);
 	if (rc < 0) {
 		(void)munmap(p, map_len);
 		return rc;
@@ -165,15 +145,15 @@ void rsec_region_free(struct rsec_region *r)
 		return;
 	}
 	r->dying = true;
-	r->next_dying = r->conn->path.dying;
-	r->conn->path.dying = r;
+	r->next_dying = r->path->dying;
+	r->path->dying = r;
 }
 
-void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r)
+void rsec_region_unuse(struct rsec_path *path, struct rsec_region *r)
 {
 	if (!r || r->users == 0 || --r->users > 0 || !r->dying)
 		return;
-	for (struct rsec_region **p = &c->path.dying; *p; p = &(*p)->next_dying) {
+	for (struct rsec_region **p = &path->dying; *p; p = &(*p)->next_dying) {
 		if (*p == r) {
 			*p = r->next_dying;
 			break;

@@ -13,71 +13,71 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "base/audit.h"
-#include "session/conn.h"
+#include "grant.h"
+#include "sealed_post.h"
 
 static bool is_sealed(const struct rsec_remote_grant *g, unsigned access)
 {
 	return (g->access & (RSEC_GRANT_SEALED | access)) == (RSEC_GRANT_SEALED | access);
 }
 
-int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g)
+int rsec_peer_grant_arrived(struct rsec_path *path, const struct rsec_msg_grant *g)
 {
-	bool chained = rsec_grant_keys_chained(c);
+	bool chained = path->cfg.grant_keys_chained;
 	RSEC_ENSURE(g->has_key_id == chained, RSEC_E_PROTO);
 	if (!chained)
 		return 0;
 	/* Bound again after a rebuild: its keys stay what they were (its key id may be gone since). */
-	if (rsec_pgk_find(&c->path.grantee_keys, g->grant_id))
+	if (rsec_pgk_find(&path->grantee_keys, g->grant_id))
 		return 0;
 	struct rsec_grant_keys k;
-	int rc = rsec_grant_keys_make(&k, &c->path.rk, true, g->key_id, g->grant_id);
+	int rc = rsec_grant_keys_make(&k, &path->rk, true, g->key_id, g->grant_id);
 	uint64_t now = rsec_now_ms();
 	if (rc == 0)
-		rsec_pgk_keep(&c->path.grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
+		rsec_pgk_keep(&path->grantee_keys, g->grant_id, g->ttl_ms ? now + g->ttl_ms : 0, &k, now);
 	rsec_grant_keys_wipe(&k);
 	return rc;
 }
 
-int rsec_peer_grant_keys(const struct rsec_conn *c, uint64_t grant_id, struct rsec_grant_keys *out)
+int rsec_peer_grant_keys(const struct rsec_path *path, uint64_t grant_id, struct rsec_grant_keys *out)
 {
-	if (!rsec_grant_keys_chained(c)) {
+	if (!path->cfg.grant_keys_chained) {
 		*out = (struct rsec_grant_keys){ .chain = false };
 		return 0;
 	}
-	const struct rsec_grant_keys *k = rsec_pgk_find(&c->path.grantee_keys, grant_id);
+	const struct rsec_grant_keys *k = rsec_pgk_find(&path->grantee_keys, grant_id);
 	RSEC_ENSURE(k != NULL, RSEC_E_GRANT);
 	*out = *k;
 	return 0;
 }
 
 /* The sealed-grant key of the peer's grant grant_id. */
-static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_conn *c, uint64_t grant_id,
+static RSEC_MUST_CHECK int peer_sealed_key(const struct rsec_path *path, uint64_t grant_id,
 					   uint8_t key[static RSEC_SEALED_KEY_LEN])
 {
 	struct rsec_grant_keys k;
-	int rc = rsec_peer_grant_keys(c, grant_id, &k);
+	int rc = rsec_peer_grant_keys(path, grant_id, &k);
 	if (rc == 0)
-		rc = rsec_grant_keys_sealed(&k, rsec_chan_ssl(c->path.chan), grant_id, key);
+		rc = rsec_grant_keys_sealed(&k, rsec_chan_ssl(path->chan), grant_id, key);
 	rsec_grant_keys_wipe(&k);
 	return rc;
 }
 
-int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out)
+int rsec_sealed_peer_key(struct rsec_path *path, uint64_t grant_id, struct rsec_sealed_key **out)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		if (c->path.peer_keys[i].key.ctx && c->path.peer_keys[i].grant_id == grant_id) {
-			*out = &c->path.peer_keys[i].key;
+		if (path->peer_keys[i].key.ctx && path->peer_keys[i].grant_id == grant_id) {
+			*out = &path->peer_keys[i].key;
 			return 0;
 		}
 	/* The oldest slot goes: a grant whose key is dropped derives it again. */
-	struct rsec_peer_key *k = &c->path.peer_keys[c->path.peer_key_next];
-	c->path.peer_key_next = (c->path.peer_key_next + 1) % RSEC_PEER_KEYS;
+	struct rsec_peer_key *k = &path->peer_keys[path->peer_key_next];
+	path->peer_key_next = (path->peer_key_next + 1) % RSEC_PEER_KEYS;
 	rsec_sealed_key_free(&k->key);
 	uint8_t key[RSEC_SEALED_KEY_LEN];
-	int rc = peer_sealed_key(c, grant_id, key);
+	int rc = peer_sealed_key(path, grant_id, key);
 	if (rc == 0)
-		rc = rsec_sealed_key_init(&k->key, c->aead, key);
+		rc = rsec_sealed_key_init(&k->key, path->cfg.aead, key);
 	OPENSSL_cleanse(key, sizeof(key));
 	RSEC_GUARD(rc);
 	k->grant_id = grant_id;
@@ -100,10 +100,10 @@ static void write_drop(struct rsec_sealed_write *w)
 }
 
 /* A sealed write waits for or is in its WRITE from bytes of r[off, off + len). */
-static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *r, size_t off, size_t len)
+static bool write_overlaps(const struct rsec_path *path, const struct rsec_region *r, size_t off, size_t len)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
-		const struct rsec_sealed_write *w = &c->path.sealed_writes[i];
+		const struct rsec_sealed_write *w = &path->sealed_writes[i];
 		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED && w->state != SEALED_WRITE_ORPHAN)
 			continue;
 		if (w->region != r->serial)
@@ -115,53 +115,53 @@ static bool write_overlaps(const struct rsec_conn *c, const struct rsec_region *
 	return false;
 }
 
-void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id)
+void rsec_sealed_peer_forget(struct rsec_path *path, uint64_t grant_id)
 {
-	rsec_pgk_revoked(&c->path.grantee_keys, grant_id);
+	rsec_pgk_revoked(&path->grantee_keys, grant_id);
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		if (c->path.peer_keys[i].key.ctx && c->path.peer_keys[i].grant_id == grant_id)
-			rsec_sealed_key_free(&c->path.peer_keys[i].key);
+		if (path->peer_keys[i].key.ctx && path->peer_keys[i].grant_id == grant_id)
+			rsec_sealed_key_free(&path->peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->path.sealed_writes[i].state != SEALED_WRITE_FREE && c->path.sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    c->path.sealed_writes[i].grant_id == grant_id)
-			write_drop(&c->path.sealed_writes[i]);
+		if (path->sealed_writes[i].state != SEALED_WRITE_FREE && path->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    path->sealed_writes[i].grant_id == grant_id)
+			write_drop(&path->sealed_writes[i]);
 }
 
-void rsec_sealed_peer_clear(struct rsec_conn *c)
+void rsec_sealed_peer_clear(struct rsec_path *path)
 {
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
-		rsec_sealed_key_free(&c->path.peer_keys[i].key);
+		rsec_sealed_key_free(&path->peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		write_drop(&c->path.sealed_writes[i]);
+		write_drop(&path->sealed_writes[i]);
 }
 
-void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status)
+void rsec_sealed_write_end(struct rsec_path *path, struct rsec_sealed_write *w, int status)
 {
 	if (w->state == SEALED_WRITE_POSTED && status == 0)
-		(void)!rsec_sealed_write_claim(c, w); /* a failure is recorded: the session settles it */
+		(void)!rsec_sealed_write_claim(path, w); /* a failure is recorded: the session settles it */
 	else
 		*w = (struct rsec_sealed_write){ 0 }; /* it did not happen, or its grant went: nothing to claim */
 }
 
 /* The sealed write into grant_id (any state but an orphan's), or NULL. */
-static struct rsec_sealed_write *write_of(struct rsec_conn *c, uint64_t grant_id)
+static struct rsec_sealed_write *write_of(struct rsec_path *path, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->path.sealed_writes[i].state != SEALED_WRITE_FREE && c->path.sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    c->path.sealed_writes[i].grant_id == grant_id)
-			return &c->path.sealed_writes[i];
+		if (path->sealed_writes[i].state != SEALED_WRITE_FREE && path->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
+		    path->sealed_writes[i].grant_id == grant_id)
+			return &path->sealed_writes[i];
 	return NULL;
 }
 
-static struct rsec_sealed_write *free_write(struct rsec_conn *c)
+static struct rsec_sealed_write *free_write(struct rsec_path *path)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (c->path.sealed_writes[i].state == SEALED_WRITE_FREE)
-			return &c->path.sealed_writes[i];
+		if (path->sealed_writes[i].state == SEALED_WRITE_FREE)
+			return &path->sealed_writes[i];
 	return NULL;
 }
 
-int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
+int rsec_sealed_write_begin(struct rsec_path *path, const struct rsec_remote_grant *g, uint64_t remote_off,
 			    size_t plain_len, struct rsec_sealed_write **out)
 {
 	if (!is_sealed(g, RSEC_ACCESS_WRITE))
@@ -169,11 +169,11 @@ int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant 
 	size_t total = rsec_sealed_len(plain_len);
 	if (!total || remote_off > g->len || total > g->len - remote_off)
 		return RSEC_E_RANGE;
-	struct rsec_sealed_write *w = write_of(c, g->id);
+	struct rsec_sealed_write *w = write_of(path, g->id);
 	if (w && w->state != SEALED_WRITE_READY)
 		return RSEC_E_GRANT; /* written already, or on its way: one transfer per grant */
 	if (!w)
-		w = free_write(c);
+		w = free_write(path);
 	if (!w)
 		return RSEC_E_LIMIT;
 	*w = (struct rsec_sealed_write){
@@ -188,14 +188,14 @@ int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant 
 	return 0;
 }
 
-int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uint8_t *buf)
+int rsec_sealed_write_seal(struct rsec_path *path, struct rsec_sealed_write *w, uint8_t *buf)
 {
 	struct rsec_sealed_params p = {
-		.alg = c->aead, .grant_id = w->grant_id, .offset = w->remote_off, .plain_len = w->plain_len,
+		.alg = path->cfg.aead, .grant_id = w->grant_id, .offset = w->remote_off, .plain_len = w->plain_len,
 	};
 	memcpy(p.prefix, w->prefix, sizeof(p.prefix));
 	struct rsec_sealed_key *k;
-	int rc = rsec_sealed_peer_key(c, w->grant_id, &k);
+	int rc = rsec_sealed_peer_key(path, w->grant_id, &k);
 	if (rc == 0)
 		rc = rsec_sealed_seal_with(k, &p, buf);
 	else
@@ -205,35 +205,35 @@ int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uin
 	return rc;
 }
 
-int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w)
+int rsec_sealed_write_claim(struct rsec_path *path, struct rsec_sealed_write *w)
 {
 	w->state = SEALED_WRITE_CLAIMED; /* kept until the peer revokes the grant: no second write */
-	int rc = rsec_grant_send_verify(c, w->grant_id, w->remote_off, w->plain_len, RSEC_WIRE_MAC_SEALED, w->prefix,
+	int rc = rsec_grant_send_verify(path, w->grant_id, w->remote_off, w->plain_len, RSEC_WIRE_MAC_SEALED, w->prefix,
 					sizeof(w->prefix));
 	OPENSSL_cleanse(w->prefix, sizeof(w->prefix));
 	if (rc < 0)
-		return rsec_fault_fail(&c->path.fault, rc, "cannot send the sealed write's VERIFY");
+		return rsec_fault_fail(&path->fault, rc, "cannot send the sealed write's VERIFY");
 	return 0;
 }
 
-int rsec_region_seal(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t remote_off,
-		     struct rsec_region *r, size_t off, size_t plain_len)
+int rsec_sealed_region_seal(struct rsec_path *path, const struct rsec_remote_grant *g, uint64_t remote_off,
+			     struct rsec_region *r, size_t off, size_t plain_len)
 {
-	if (!c || !g || !r || r->conn != c || r->dying || !r->local_mr || !plain_len)
+	if (!g || !r || r->path != path || r->dying || !r->local_mr || !plain_len)
 		return RSEC_E_INVAL;
 	size_t total = rsec_sealed_len(plain_len);
 	/* Sealing is in place: not in memory the process may not write (registered read-only). */
 	if (r->local_ro || !total || off > r->len || total > r->len - off)
 		return RSEC_E_RANGE;
-	RSEC_GUARD(rsec_conn_require_established(c, false));
+	RSEC_GUARD(rsec_path_usable(path, false));
 	struct rsec_sealed_write *w;
-	RSEC_GUARD(rsec_sealed_write_begin(c, g, remote_off, plain_len, &w));
+	RSEC_GUARD(rsec_sealed_write_begin(path, g, remote_off, plain_len, &w));
 	w->region = r->serial;
 	w->local_off = off;
-	return rsec_sealed_write_seal(c, w, r->addr + off);
+	return rsec_sealed_write_seal(path, w, r->addr + off);
 }
 
-int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr, struct rsec_sealed_write **claim)
+int rsec_sealed_post_check(struct rsec_path *path, const struct rsec_wr *wr, struct rsec_sealed_write **claim)
 {
 	const struct rsec_remote_grant *g = wr->grant;
 	*claim = NULL;
@@ -242,7 +242,7 @@ int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr, struct
 		RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_READ) && wr->remote_off == 0 && wr->len == g->len, RSEC_E_RANGE);
 		return 0;
 	}
-	struct rsec_sealed_write *w = write_of(c, g->id);
+	struct rsec_sealed_write *w = write_of(path, g->id);
 	RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_WRITE) && w && w->state == SEALED_WRITE_READY && w->region == wr->local->serial &&
 			    w->local_off == wr->local_off && w->remote_off == wr->remote_off &&
 			    wr->len == rsec_sealed_len(w->plain_len),
@@ -251,10 +251,10 @@ int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr, struct
 	return 0;
 }
 
-int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, struct rsec_region *r, size_t off,
-		     size_t *plain_len)
+int rsec_sealed_region_open(struct rsec_path *path, const struct rsec_remote_grant *g, struct rsec_region *r,
+			     size_t off, size_t *plain_len)
 {
-	if (!c || !g || !r || !plain_len || r->conn != c || r->dying)
+	if (!g || !r || !plain_len || r->path != path || r->dying)
 		return RSEC_E_INVAL;
 	*plain_len = 0;
 	uint64_t p_len;
@@ -264,41 +264,41 @@ int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, str
 	if (r->local_ro || off > r->len || g->len > r->len - off)
 		return RSEC_E_RANGE;
 	/* Plaintext never goes where rsec_post takes a sealed write's bytes, or the device reads them now. */
-	if (write_overlaps(c, r, off, g->len))
+	if (write_overlaps(path, r, off, g->len))
 		return RSEC_E_RANGE;
-	return rsec_sealed_read_open(c, g, r->addr + off, plain_len);
+	return rsec_sealed_read_open(path, g, r->addr + off, plain_len);
 }
 
-int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g, uint8_t *buf, size_t *plain_len)
+int rsec_sealed_read_open(struct rsec_path *path, const struct rsec_remote_grant *g, uint8_t *buf, size_t *plain_len)
 {
 	uint64_t p_len = 0;
 	(void)rsec_sealed_plain_len(g->len, &p_len); /* the callers checked it */
-	struct rsec_sealed_params p = { .alg = c->aead, .grant_id = g->id, .offset = 0, .plain_len = p_len };
+	struct rsec_sealed_params p = { .alg = path->cfg.aead, .grant_id = g->id, .offset = 0, .plain_len = p_len };
 	memcpy(p.prefix, g->mac, sizeof(p.prefix));
 	struct rsec_sealed_key *k, once = { 0 };
 	int rc;
-	if (!rsec_chan_ssl(c->path.chan)) {
+	if (!rsec_chan_ssl(path->chan)) {
 		rc = RSEC_E_CLOSED;
-	} else if (c->phase == PHASE_CLOSED) {
+	} else if (path->phase == PHASE_CLOSED) {
 		/* A READ that completed before the connection ended still opens, but no key is kept past its end. */
 		uint8_t key[RSEC_SEALED_KEY_LEN];
-		rc = peer_sealed_key(c, g->id, key);
+		rc = peer_sealed_key(path, g->id, key);
 		if (rc == 0)
-			rc = rsec_sealed_key_init(&once, c->aead, key);
+			rc = rsec_sealed_key_init(&once, path->cfg.aead, key);
 		OPENSSL_cleanse(key, sizeof(key));
 		k = &once;
 	} else {
-		rc = rsec_sealed_peer_key(c, g->id, &k);
+		rc = rsec_sealed_peer_key(path, g->id, &k);
 	}
 	if (rc == 0)
 		rc = rsec_sealed_open_with(k, &p, buf);
 	else
 		OPENSSL_cleanse(buf, g->len); /* unopened bytes never stay */
 	rsec_sealed_key_free(&once);
-	rsec_grant_audit_remote(c, RSEC_AUDIT_SEALED_READ, g, rc == 0 ? "ok" : "mismatch",
+	rsec_grant_audit_remote(path, RSEC_AUDIT_SEALED_READ, g, rc == 0 ? "ok" : "mismatch",
 				rc == 0 ? NULL : "bytes do not open: not what the granter sealed; wiped");
 	if (rc == RSEC_E_MAC)
-		c->path.data_mac_failures++;
+		path->data_mac_failures++;
 	if (rc < 0)
 		return rc;
 	*plain_len = p_len;

@@ -57,8 +57,8 @@ static void audit_failure(struct rsec_conn *c, int code);
 
 int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 {
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
 	int n = 0;
 	if (c->path.chan && c->path.chan->tx.overflow) {
 		/* rsec_chan_send found no room: say whose fault it is, whatever the caller says. */
@@ -71,7 +71,7 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->error + n, sizeof(c->error) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (c->phase != PHASE_TLS && !c->admit_refused && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
+	if (c->path.phase != PHASE_TLS && !c->admit_refused && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
 		m.u.error.code = (uint32_t)-code;
 		rsec_wire_text_set(&m.u.error.text, c->error);
@@ -83,12 +83,12 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 		(void)!rsec_conn_watch(c);
 	}
 	/* Not at rsec_conn_free: nothing the peer was granted may outlive the connection, */
-	rsec_grant_close(c);
+	rsec_grant_close(&c->path);
 	/* nor the keys of the peer's sealed grants we kept (a posted WRITE in flight claims nothing). */
-	rsec_sealed_peer_clear(c);
+	rsec_sealed_peer_clear(&c->path);
 	audit_failure(c, code);
-	c->close_code = code;
-	c->phase = PHASE_CLOSED;
+	c->path.close_code = code;
+	c->path.phase = PHASE_CLOSED;
 	(void)rsec_fault_take(&c->path.fault); /* what closing found (a grant the device would not free) changes nothing */
 	if (!c->lane) {
 		c->own_chan.closed = true; /* nothing more goes to the peer, from the lanes either */
@@ -143,7 +143,7 @@ static void audit_failure(struct rsec_conn *c, int code)
 	enum rsec_audit_event ev = RSEC_AUDIT_CLOSE;
 	if (c->admit_refused)
 		ev = RSEC_AUDIT_REFUSE;
-	else if (c->phase == PHASE_TLS && code != RSEC_E_CLOSED)
+	else if (c->path.phase == PHASE_TLS && code != RSEC_E_CLOSED)
 		ev = RSEC_AUDIT_AUTH_FAILURE;
 	rsec_conn_audit(c, ev, why, c->error, NULL);
 }
@@ -169,6 +169,20 @@ void rsec_conn_audit(struct rsec_conn *c, enum rsec_audit_event ev, const char *
 		__atomic_add_fetch(&c->ctx->audit_errors, 1, __ATOMIC_RELAXED);
 }
 
+static void path_audit(void *owner, enum rsec_audit_event ev, const char *result, const char *reason,
+		       const struct rsec_audit_region *region)
+{
+	rsec_conn_audit(owner, ev, result, reason, region);
+}
+
+static void path_explain(void *owner, const char *why)
+{
+	struct rsec_conn *c = owner;
+	snprintf(c->error, sizeof(c->error), "%s", why);
+}
+
+static const struct rsec_path_hooks path_hooks = { .audit = path_audit, .explain = path_explain };
+
 /* The channel's owner keeps its socket's epoll interest. */
 static int watch_channel(void *owner)
 {
@@ -184,6 +198,8 @@ struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd)
 	c->is_server = ctx->is_server;
 	rsec_chan_init(&c->own_chan, -1, watch_channel, c);
 	c->path.chan = &c->own_chan;
+	c->path.hooks = &path_hooks;
+	c->path.owner = c;
 	c->deadline_ms = rsec_now_ms() + (uint64_t)ctx->handshake_timeout_ms;
 	rsec_gt_init(&c->path.gt, ctx->is_server, 0);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -214,7 +230,7 @@ static struct rsec_conn *conn_new(struct rsec_ctx *ctx, int sock)
 	c->id = __atomic_add_fetch(&ctx->next_conn_id, 1, __ATOMIC_RELAXED);
 	describe_peer(sock, c->peer_addr, sizeof(c->peer_addr));
 	c->path.chan->sock = sock;
-	c->phase = PHASE_TLS;
+	c->path.phase = PHASE_TLS;
 	return c;
 }
 
@@ -239,13 +255,35 @@ static RSEC_MUST_CHECK int pick_device(struct rsec_conn *c)
 	return rc;
 }
 
+void rsec_conn_configure_path(struct rsec_conn *c)
+{
+	const struct rsec_ctx *ctx = c->ctx;
+	c->path.cfg = (struct rsec_path_cfg){
+		.is_server = c->is_server,
+		.lane = c->lane,
+		.aead = c->aead,
+		.recv_slots = ctx->recv_slots,
+		.slot_size = ctx->slot_size,
+		.max_msg = ctx->max_msg,
+		.max_inflight = ctx->max_inflight,
+		.grant_mode = ctx->grant_mode,
+		.poll_mode = ctx->poll_mode,
+		.dev = c->dev,
+		.epfd = c->epfd,
+		.rebuilds = rsec_rebuild_possible(c),
+		.rebinds = rsec_rebind_possible(c),
+		.grant_keys_chained = rsec_grant_keys_chained(c),
+	};
+}
+
 int rsec_conn_data_setup(struct rsec_conn *c)
 {
 	RSEC_GUARD(pick_device(c));
+	rsec_conn_configure_path(c);
 	/* From the context's pool: a QPN drawn at random, not the device's next one (docs/qpn.md). */
 	RSEC_GUARD(rsec_ctx_take_qp(c->ctx, c->dev, &c->path.qp));
 	c->path.have_qp = true;
-	return rsec_data_setup(c);
+	return rsec_data_setup(&c->path);
 }
 
 /* A client files its TLS tickets under "host:port/name": a ticket is only
@@ -302,7 +340,7 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 		if (!c->root)
 			return 0;
 		int rc = process_ctrl_out(c->root);
-		return rc < 0 ? c->close_code : 0; /* the root's failure failed its lanes */
+		return rc < 0 ? c->path.close_code : 0; /* the root's failure failed its lanes */
 	}
 	if (c->path.chan->tx.len == 0 || c->rs.parked)
 		return 0;
@@ -318,8 +356,8 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 
 int rsec_conn_violation(struct rsec_conn *c, const char *why)
 {
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
 	c->path.stats.protocol_violations++;
 	rsec_conn_audit(c, RSEC_AUDIT_PROTOCOL_VIOLATION, rsec_strerror(RSEC_E_PROTO), why, NULL);
 	return rsec_conn_fail(c, RSEC_E_PROTO, "%s", why);
@@ -348,9 +386,9 @@ int rsec_conn_handshake(struct rsec_conn *c)
 {
 	if (!c || c->lane)
 		return RSEC_E_INVAL;
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	if (c->phase != PHASE_TLS)
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	if (c->path.phase != PHASE_TLS)
 		return 0;
 	if (rsec_now_ms() > c->deadline_ms)
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "set-up did not finish in %d ms",
@@ -362,8 +400,8 @@ int rsec_conn_handshake(struct rsec_conn *c)
 static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 {
 	/* Parked: no channel. Answered: what follows SESSION is for the session this channel goes to. */
-	while (c->phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
-		if (c->fds_probed && !c->sock_event)
+	while (c->path.phase != PHASE_CLOSED && !c->rs.parked && !c->rs.answered) {
+		if (c->path.events_known && !c->sock_event)
 			return 0; /* nothing arrived: no read (TLS holds nothing back once a read said AGAIN) */
 		struct rsec_msg m;
 		int rc = rsec_chan_recv(c->path.chan, &m);
@@ -395,12 +433,12 @@ static void probe_fds(struct rsec_conn *c)
 		c->sock_event = sock_was;
 		return;
 	}
-	c->fds_probed = true;
+	c->path.events_known = true;
 }
 
 static bool running(const struct rsec_conn *c)
 {
-	return c->phase == PHASE_ESTABLISHED && !c->rs.parked;
+	return c->path.phase == PHASE_ESTABLISHED && !c->rs.parked;
 }
 
 /* An established session's own work, each step only while it still runs: one may park it or close it. */
@@ -411,7 +449,7 @@ static RSEC_MUST_CHECK int process_established(struct rsec_conn *c)
 	if (running(c))
 		RSEC_GUARD(rsec_rebuild_expire(c));
 	if (running(c))
-		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(c)));
+		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(&c->path)));
 	if (running(c))
 		RSEC_GUARD(process_keepalive(c));
 	if (running(c))
@@ -428,25 +466,25 @@ static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
 		 * completion channel is drained (the old QP's flush woke it: level-triggered, it would spin). */
 		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_resume_step(c));
-		if (c->rs.parked || c->phase == PHASE_CLOSED)
-			return c->phase == PHASE_CLOSED ? c->close_code : 0;
+		if (c->rs.parked || c->path.phase == PHASE_CLOSED)
+			return c->path.phase == PHASE_CLOSED ? c->path.close_code : 0;
 	}
-	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
+	if (c->path.phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "set-up did not finish in %d ms",
 				      c->ctx->handshake_timeout_ms);
-	if (c->phase == PHASE_TLS) {
+	if (c->path.phase == PHASE_TLS) {
 		int rc = process_tls(c);
 		if (rc < 0)
 			return rc;
 	}
 	RSEC_GUARD(process_ctrl_out(c));
 	RSEC_GUARD(process_ctrl_in(c));
-	if (c->phase == PHASE_QP_INFO || c->phase == PHASE_READY)
-		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(c)));
+	if (c->path.phase == PHASE_QP_INFO || c->path.phase == PHASE_READY)
+		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(&c->path)));
 	RSEC_GUARD(process_established(c));
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	return c->path.phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
 int rsec_conn_process(struct rsec_conn *c)
@@ -455,19 +493,19 @@ int rsec_conn_process(struct rsec_conn *c)
 		return RSEC_E_INVAL;
 	if (c->lane)
 		return rsec_lane_process(c);
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	if (c->ctx->poll_mode != RSEC_POLL_BUSY && c->phase == PHASE_ESTABLISHED && !c->rs.parked)
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY && c->path.phase == PHASE_ESTABLISHED && !c->rs.parked)
 		probe_fds(c);
 	int rc = process_root(c);
-	c->fds_probed = false; /* what it said holds for this turn only */
+	c->path.events_known = false; /* what it said holds for this turn only */
 	return rc;
 }
 
 int rsec_conn_step(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->phase != PHASE_ESTABLISHED || c->sock_event || c->rs.parked ||
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->path.phase != PHASE_ESTABLISHED || c->sock_event || c->rs.parked ||
 	    now >= c->next_full_ms) {
 		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
 		c->sock_event = false;
@@ -477,7 +515,7 @@ int rsec_conn_step(struct rsec_conn *c)
 	/* The data path only: completions, credits, what waits for them, and queued control frames. */
 	RSEC_GUARD(process_ctrl_out(c));
 	RSEC_GUARD(rsec_conn_poll_data(c));
-	return c->phase == PHASE_CLOSED ? c->close_code : 0;
+	return c->path.phase == PHASE_CLOSED ? c->path.close_code : 0;
 }
 
 /* The control connection leaves from source, if given, so that it and the
@@ -534,7 +572,7 @@ static RSEC_MUST_CHECK int tcp_connect(const char *host, uint16_t port, const ch
 /* Set up (a HELLO's or a RESUME's answer) within c's deadline. */
 static bool dialled(struct rsec_conn *c)
 {
-	return c->rs.offer ? c->rs.answered : c->phase == PHASE_ESTABLISHED;
+	return c->rs.offer ? c->rs.answered : c->path.phase == PHASE_ESTABLISHED;
 }
 
 int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name, int timeout_ms,
@@ -557,13 +595,13 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
 	if (rc < 0 && !c->error[0])
 		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
-	while (rc >= 0 && !dialled(c) && c->phase != PHASE_CLOSED) {
+	while (rc >= 0 && !dialled(c) && c->path.phase != PHASE_CLOSED) {
 		rc = rsec_conn_process(c);
 		if (!dialled(c) && (rc == RSEC_E_AGAIN || rc == 0))
 			rc = rsec_conn_wait(c, 100);
 	}
-	if (c->phase == PHASE_CLOSED && rc >= 0)
-		rc = c->close_code;
+	if (c->path.phase == PHASE_CLOSED && rc >= 0)
+		rc = c->path.close_code;
 	/*
 	 * RSEC_E_AGAIN from rsec_conn_process means only "not established": a
 	 * resume's channel is done at SESSION, before that. Failing it here
@@ -606,9 +644,9 @@ int rsec_conn_fd(const struct rsec_conn *c)
 
 enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c)
 {
-	if (!c || c->phase == PHASE_CLOSED)
+	if (!c || c->path.phase == PHASE_CLOSED)
 		return RSEC_CONN_CLOSED;
-	return c->phase == PHASE_ESTABLISHED ? RSEC_CONN_ESTABLISHED : RSEC_CONN_HANDSHAKE;
+	return c->path.phase == PHASE_ESTABLISHED ? RSEC_CONN_ESTABLISHED : RSEC_CONN_HANDSHAKE;
 }
 
 const char *rsec_conn_peer(const struct rsec_conn *c)
@@ -647,9 +685,9 @@ static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn 
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c)
 {
-	rsec_onesided_teardown(c); /* first: the regions its operations hold may be dying */
-	rsec_grant_teardown(c);
-	rsec_data_teardown(c);
+	rsec_onesided_teardown(&c->path); /* first: the regions its operations hold may be dying */
+	rsec_grant_teardown(&c->path);
+	rsec_data_teardown(&c->path);
 	if (c->path.have_seal) {
 		fold_seal_stats(&c->path.stats, c);
 		rsec_seal_free(&c->path.seal);
@@ -661,10 +699,10 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	if (c->phase == PHASE_CLOSED)
+	if (c->path.phase == PHASE_CLOSED)
 		return 0;
 	int rc = 0;
-	if (c->phase != PHASE_TLS) {
+	if (c->path.phase != PHASE_TLS) {
 		struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
 		m.u.disconnect.reason = RSEC_DISC_NORMAL;
 		rsec_wire_text_set(&m.u.disconnect.text, reason ? reason : "closed");
@@ -672,7 +710,7 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 		if (!c->lane && c->path.chan->ssl) /* a lane's goodbye is one frame: the session's channel stays */
 			(void)!rsec_tls_shutdown(c->path.chan->ssl);
 	}
-	rsec_grant_close(c); /* audited revokes, before the resources go */
+	rsec_grant_close(&c->path); /* audited revokes, before the resources go */
 	rsec_conn_teardown_rdma(c);
 	(void)rsec_conn_fail(c, RSEC_E_CLOSED, "closed locally%s%s", reason ? ": " : "", reason ? reason : "");
 	return rc;
@@ -682,7 +720,7 @@ void rsec_conn_free(struct rsec_conn *c)
 {
 	if (!c)
 		return;
-	if (c->phase != PHASE_CLOSED)
+	if (c->path.phase != PHASE_CLOSED)
 		(void)rsec_conn_close(c, "closed");
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->path.ops);

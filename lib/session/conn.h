@@ -22,7 +22,11 @@
 #include "verbs/completion.h"
 #include "verbs/dev.h"
 #include "path/chan.h"
+#include "path/data.h"
+#include "path/grant.h"
+#include "path/onesided.h"
 #include "path/path.h"
+#include "path/sealed_post.h"
 #include "verbs/mw.h"
 #include "verbs/qp.h"
 #include "verbs/qpool.h"
@@ -39,22 +43,7 @@
 #define RSEC_DEFAULT_MAX_MSG (16u << 20)
 #define RSEC_DEFAULT_HANDSHAKE_MS 10000
 #define RSEC_DEFAULT_INFLIGHT 128u /* one-sided operations, as perftest's default TX depth */
-/* rsec_write and rsec_read copy up to this much through a buffer registered
- * once per connection instead of registering the caller's (onesided.c). */
-#define RSEC_STAGE_SIZE 65536u
 #define RSEC_DEV_CACHE 8
-/* Receive buffers, ours and (announced in QP_INFO) the peer's: a peer must
- * stay within the limits we hold ourselves to. */
-#define RSEC_SLOT_SIZE_MIN 4096u
-#define RSEC_SLOT_SIZE_MAX (1u << 20)
-#define RSEC_RECV_SLOTS_MIN 4u
-#define RSEC_RECV_SLOTS_MAX 4096u
-/* Our frames fill at most this much of a peer's slot; the send ring a
- * peer's announcement makes us pin stays within 1 MiB (data.c). */
-#define RSEC_FRAME_MAX 65536u
-/* How long an accepted message may wait for the peer's credits. */
-#define RSEC_SEND_STALL_MS 30000u
-
 /* ctx.c: the device owning local address ip, opened once per context. */
 RSEC_MUST_CHECK int rsec_ctx_dev_for(struct rsec_ctx *ctx, const char *ip, struct rsec_dev **out);
 /* ctx.c: whether identity passes the context's allow rules; if not, why describes them. */
@@ -113,15 +102,6 @@ struct rsec_listener {
 	int fd;
 };
 
-/* Where the set-up stands; see conn.c for the message sequence. */
-enum rsec_phase {
-	PHASE_TLS,         /* TLS handshake */
-	PHASE_HELLO,       /* waiting for the peer's HELLO */
-	PHASE_QP_INFO,     /* waiting for the peer's QP_INFO */
-	PHASE_READY,       /* server: waiting for the client's READY */
-	PHASE_ESTABLISHED,
-	PHASE_CLOSED,
-};
 
 /* A session outliving its control channel (resume.c). */
 struct rsec_resume {
@@ -164,7 +144,6 @@ struct rsec_conn {
 	char peer_addr[64];   /* the control connection's peer, "ip:port" */
 	struct rsec_dev *dev; /* the device owning the TCP connection's local address */
 	bool is_server;
-	enum rsec_phase phase;
 	bool was_established; /* reached PHASE_ESTABLISHED, whatever came after */
 	int epfd;             /* the channel's socket and (data path) the completion channel */
 	struct rsec_chan own_chan; /* the root's (a lane's is unused); resume.c moves it whole; path.chan points to it */
@@ -173,15 +152,13 @@ struct rsec_conn {
 	bool tls_resumed; /* the handshake resumed a ticket: no certificates this time */
 	bool admit_refused; /* server: the admission hook refused its HELLO */
 	char error[256];
-	int close_code;
 	uint64_t deadline_ms; /* set-up deadline */
 	enum rsec_aead_alg aead;
 
 	/* The queue pair's engine and everything it owns (path/path.h), valid from PHASE_QP_INFO on. */
 	struct rsec_path path;
 
-	bool sock_event;          /* busy polling, or fds_probed: the control socket has something */
-	bool fds_probed;          /* rsec_conn_process asked epoll which fds are ready: the others are left alone */
+	bool sock_event;          /* busy polling, or path.events_known: the control socket has something */
 	uint64_t next_full_ms;    /* busy polling: when the next whole rsec_conn_process is due */
 
 	struct rsec_resume rs;
@@ -252,6 +229,12 @@ typedef bool (*rsec_ready_fn)(struct rsec_conn *c, void *arg);
 RSEC_MUST_CHECK int rsec_conn_wait_for(struct rsec_conn *c, rsec_ready_fn ready, void *arg, int timeout_ms);
 
 void rsec_conn_teardown_rdma(struct rsec_conn *c);
+/*
+ * What c's path engine must know of it (path.h, struct rsec_path_cfg), from
+ * c, its root and its context once set-up negotiated them: called before
+ * the data path is made, and fixed from then on.
+ */
+void rsec_conn_configure_path(struct rsec_conn *c);
 /* A zeroed connection of ctx with its epoll set watching fd (EPOLLIN), or NULL. */
 struct rsec_conn *rsec_conn_alloc(struct rsec_ctx *ctx, int fd);
 /* setup.c: our QP's parameters and receive buffers as QP_INFO and REBUILD announce them. */
@@ -328,20 +311,6 @@ static inline bool rsec_rebind_possible(const struct rsec_conn *c)
 	const struct rsec_conn *root = c->lane ? c->root : c;
 	return root && root->peer_rebinds;
 }
-/*
- * May an API call use c now? The one rule of include/rdmasec.h: 0; once
- * closed, the error that closed it; RSEC_E_AGAIN while it is being set up
- * and, for a call that posts on the queue pair (posts), while its data path
- * is rebuilt or its session waits to be resumed (rebuild PARKED).
- */
-static inline int rsec_conn_require_established(const struct rsec_conn *c, bool posts)
-{
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	if (c->phase != PHASE_ESTABLISHED)
-		return RSEC_E_AGAIN;
-	return posts && (!c->path.ops.ring || rsec_rebuilding(&c->path)) ? RSEC_E_AGAIN : 0;
-}
 
 /* rekey_exchange.c */
 /* Renew c's keys if they are due (rekey_s, rekey_bytes) and nothing stands in the way. Returns 0 or the failure. */
@@ -401,181 +370,7 @@ void rsec_resume_forget(struct rsec_conn *c);
 RSEC_MUST_CHECK int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const char *server_name,
 				   int timeout_ms, const struct rsec_conn *resuming, struct rsec_conn **out);
 
-/* data.c */
-/*
- * Rebuild, first half: the QP replaced by a new one in INIT (same PD, CQs
- * and rings) with every receive posted again. Returns 0 or an error.
- */
-RSEC_MUST_CHECK int rsec_data_renew(struct rsec_conn *c);
-/*
- * Rebuild, second half: the peer opened `opened` of our frames of the old
- * epoch; the data frames after them are recovered for sending again, the
- * keys of epoch c->rb.epoch + 1 replace the old ones, send queue and
- * credits start afresh. Returns 0, RSEC_E_PROTO (opened is not between
- * what the peer acknowledged and what we sent), or an error.
- */
-RSEC_MUST_CHECK int rsec_data_rekey(struct rsec_conn *c, uint64_t opened);
-/* The peer's frames of the current epoch we opened. */
-uint64_t rsec_data_opened(const struct rsec_conn *c);
-/*
- * We seal under new keys (rekey_exchange.c): the old sending key goes now if the
- * peer acknowledged all it sealed, and a CREDIT_ONLY frame under the new
- * one retires the peer's old receiving key, so that an idle connection can
- * rekey again. Returns 0 or the failure.
- */
-RSEC_MUST_CHECK int rsec_data_new_tx_keys(struct rsec_conn *c);
-
-/* Receive buffers on c->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
-RSEC_MUST_CHECK int rsec_data_setup(struct rsec_conn *c);
-/* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
-uint32_t rsec_data_send_wr(uint32_t depth);
-/* Once the peer's QP_INFO is in: RTR/RTS and send buffers. */
-RSEC_MUST_CHECK int rsec_data_start(struct rsec_conn *c);
-void rsec_data_teardown(struct rsec_conn *c);
-/*
- * Set-up: completions wait until the connection is established (its CQs are
- * polled then), but the completion channel's events are taken now: one left
- * unread keeps the fd readable, and every wait would spin until then on what
- * the peer sent early. Returns 0 or the fault.
- */
-RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_conn *c);
-/* Reap completions: sends, receives (sealed frames), window ops; until the first fault (c->fault). */
-RSEC_MUST_CHECK int rsec_data_poll(struct rsec_conn *c);
-/*
- * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits
- * between them). send_some posts fragments of the message [p, p + len)
- * from *off on while credits allow: all of it is out when *started and
- * *off == len; a failure is the frame's (recorded: the caller settles it).
- * can_send: whether a new frame could go now. queue_rest keeps what did not
- * go out, to be sent as credits return (0, or the connection failed).
- */
-RSEC_MUST_CHECK int rsec_data_send_some(struct rsec_conn *c, const uint8_t *p, size_t len, size_t *off,
-					bool *started);
-bool rsec_data_can_send(const struct rsec_conn *c);
-RSEC_MUST_CHECK int rsec_data_queue_rest(struct rsec_conn *c, const uint8_t *p, size_t len, size_t off,
-					 bool started);
-/*
- * recv_into: a message that arrives while the caller waits is opened into
- * buf (cap bytes). recv_take, after the wait (waited: its result): the
- * message into buf and its length in *len, or why not (the wait's failure,
- * RSEC_E_RANGE: longer than cap, kept for a larger buffer); buf is the
- * caller's again either way.
- */
-void rsec_data_recv_into(struct rsec_conn *c, void *buf, size_t cap);
-RSEC_MUST_CHECK int rsec_data_recv_take(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int waited);
 /* The peer broke the protocol: counted, audited, the connection fails with RSEC_E_PROTO. */
 int rsec_conn_violation(struct rsec_conn *c, const char *why);
-
-/* onesided.c: the operations that completed, up to max of them (those of a closed connection failed first). */
-unsigned rsec_onesided_reap(struct rsec_conn *c, struct rsec_wc *wc, unsigned max);
-
-/* grant.c */
-/* A window bind or one-sided completion (checked against what we posted); a bound grant is announced. */
-RSEC_MUST_CHECK int rsec_grant_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
-/* The same completion, failed: the connection is failing; only the bookkeeping is done. */
-void rsec_grant_on_wc_failed(struct rsec_conn *c, const struct ibv_wc *wc);
-RSEC_MUST_CHECK int rsec_grant_on_msg(struct rsec_conn *c, const struct rsec_msg *m);
-/* rsec_grant's and rsec_revoke's work (api/granting.c checks c and settles). */
-RSEC_MUST_CHECK int rsec_grant_issue(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len,
-				     unsigned access, uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);
-RSEC_MUST_CHECK int rsec_grant_revoke(struct rsec_conn *c, uint64_t grant_id);
-/* The audit record of a read from the peer's grant g (verified or sealed): its result and, on a mismatch, why. */
-void rsec_grant_audit_remote(struct rsec_conn *c, enum rsec_audit_event ev, const struct rsec_remote_grant *g,
-			     const char *result, const char *reason);
-/* VERIFY for grant_id's bytes [off, off + len): their MAC, or (RSEC_WIRE_MAC_SEALED) the prefix that opens them. */
-RSEC_MUST_CHECK int rsec_grant_send_verify(struct rsec_conn *c, uint64_t grant_id, uint64_t off, uint64_t len,
-					   uint8_t mac_alg, const uint8_t *mac, size_t mac_len);
-RSEC_MUST_CHECK int rsec_grant_expire(struct rsec_conn *c);
-/* The connection is closing: QP to error, every live grant revoked (and audited) now. */
-void rsec_grant_close(struct rsec_conn *c);
-/*
- * The data path is being rebuilt (its QP is gone): every grant of ours
- * revoked (audited: why), the peer's forgotten; when both sides take grants
- * bound again (rsec_rebind_possible), plain live grants stay, to be bound
- * again, and the peer's wait for theirs. Returns 0, or the connection's
- * failure when the device would not free a grant.
- */
-RSEC_MUST_CHECK int rsec_grant_reset(struct rsec_conn *c, const char *why);
-/* The new QP is connected: the grants that outlived the rebuild are bound on it, announced once bound. */
-RSEC_MUST_CHECK int rsec_grant_rebind(struct rsec_conn *c);
-void rsec_grant_teardown(struct rsec_conn *c);
-/* One user of r's registrations (a bind, an operation) is over; a region freed meanwhile goes with the last. */
-void rsec_region_unuse(struct rsec_conn *c, struct rsec_region *r);
-
-/* onesided.c */
-RSEC_MUST_CHECK int rsec_onesided_setup(struct rsec_conn *c);
-/* A send-queue completion of a one-sided operation, successful or not (checked by completion.c first). */
-RSEC_MUST_CHECK int rsec_onesided_on_wc(struct rsec_conn *c, const struct ibv_wc *wc);
-/* The data path is being rebuilt: every operation in flight ends with status. */
-void rsec_onesided_abort(struct rsec_conn *c, int status);
-/* Completions polled after a fault: the operations they name, and all before, end with status. */
-void rsec_onesided_flushed(struct rsec_conn *c, const struct ibv_wc *wc, int n, int status);
-/*
- * The connection failed (its QP is in the error state): take the flushed
- * completions of operations in flight for a while, each the proof that the
- * device let go of the buffers up to it. Whether none is left; if some are,
- * only destroying the QP ends them (rsec_conn_teardown_rdma, the session's).
- */
-bool rsec_onesided_drain(struct rsec_conn *c);
-/* The QP is in the error state or gone: every operation in flight ends with the close code. */
-void rsec_onesided_teardown(struct rsec_conn *c);
-/*
- * A blocking one-sided call's steps (api/transfer.c waits between them).
- * start: the arguments and the grant checked (sealed_ok: a sealed grant's
- * bytes may be moved, for the sealed calls), buf staged or registered, the
- * operation posted; 0 or why not (nothing posted). end, once
- * c->ops.waiter_done: the operation's status (a READ's bytes in buf).
- * unstage, when it ended otherwise and the device let go of the stage: the
- * stage keeps none of the bytes (status 0: a READ's go to buf first).
- */
-RSEC_MUST_CHECK int rsec_onesided_start(struct rsec_conn *c, const struct rsec_remote_grant *g, uint64_t off,
-					void *buf, size_t len, enum rsec_op op, bool sealed_ok);
-RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op);
-void rsec_onesided_unstage(struct rsec_conn *c, void *buf, size_t len, enum rsec_op op, int status);
-/* rsec_post's work: the work requests checked and posted (api/post.c checks the arguments and settles). */
-RSEC_MUST_CHECK int rsec_onesided_post(struct rsec_conn *c, const struct rsec_wr *wr, unsigned n, unsigned *posted);
-
-/* sealed_post.c */
-/*
- * A GRANT of the peer's came: the keys of its grant, made now from the key id
- * it names (grant_keys.h) and kept as long as the grant may be used. Returns
- * 0, RSEC_E_PROTO (a key id with a peer that did not offer it, or none with
- * one that did), RSEC_E_RANGE (a key id we do not hold), RSEC_E_CRYPTO.
- */
-RSEC_MUST_CHECK int rsec_peer_grant_arrived(struct rsec_conn *c, const struct rsec_msg_grant *g);
-/* The keys of the peer's grant grant_id (the TLS session's with an older peer). Returns 0 or RSEC_E_GRANT. */
-RSEC_MUST_CHECK int rsec_peer_grant_keys(const struct rsec_conn *c, uint64_t grant_id, struct rsec_grant_keys *out);
-/* The kept key of the peer's sealed grant grant_id, derived now if it is not kept. */
-RSEC_MUST_CHECK int rsec_sealed_peer_key(struct rsec_conn *c, uint64_t grant_id, struct rsec_sealed_key **out);
-/* The peer revoked grant_id: its key and sealed write go. */
-void rsec_sealed_peer_forget(struct rsec_conn *c, uint64_t grant_id);
-/* The connection ends: every kept key and sealed write goes. */
-void rsec_sealed_peer_clear(struct rsec_conn *c);
-/*
- * A sealed write of plain_len bytes at remote_off into g: its slot (one per
- * grant) with a fresh prefix. Returns 0, RSEC_E_GRANT (not a sealed WRITE
- * grant, or written already), RSEC_E_RANGE, RSEC_E_LIMIT, RSEC_E_CRYPTO.
- */
-RSEC_MUST_CHECK int rsec_sealed_write_begin(struct rsec_conn *c, const struct rsec_remote_grant *g,
-					    uint64_t remote_off, size_t plain_len, struct rsec_sealed_write **out);
-/* Seal buf (plain_len bytes, room for the tags) for w; on failure buf holds no plaintext and w is free. */
-RSEC_MUST_CHECK int rsec_sealed_write_seal(struct rsec_conn *c, struct rsec_sealed_write *w, uint8_t *buf);
-/*
- * w's WRITE ended (status 0: it succeeded): claim it if its grant is still
- * there, else free w. The only way a posted sealed write leaves POSTED.
- */
-void rsec_sealed_write_end(struct rsec_conn *c, struct rsec_sealed_write *w, int status);
-/* w's WRITE succeeded: tell the granter over TLS (VERIFY). A fault if it cannot. */
-RSEC_MUST_CHECK int rsec_sealed_write_claim(struct rsec_conn *c, struct rsec_sealed_write *w);
-/*
- * rsec_post's check of an operation on a sealed grant: a READ of the whole
- * grant, or the WRITE rsec_region_seal prepared (*claim: its sealed write).
- * Returns 0 or RSEC_E_RANGE.
- */
-RSEC_MUST_CHECK int rsec_sealed_post_check(struct rsec_conn *c, const struct rsec_wr *wr,
-					   struct rsec_sealed_write **claim);
-/* Open a whole sealed READ grant g read into buf; audited; on failure buf is wiped. */
-RSEC_MUST_CHECK int rsec_sealed_read_open(struct rsec_conn *c, const struct rsec_remote_grant *g, uint8_t *buf,
-					  size_t *plain_len);
 
 #endif /* RSEC_CONN_H */

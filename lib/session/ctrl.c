@@ -79,7 +79,7 @@ static const struct ctrl_row *row_for(const struct rsec_conn *c, uint8_t type)
 {
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct ctrl_row *r = &rows[i];
-		if (r->type == type && (r->phases & PH(c->phase)) && (r->lane || !c->lane) && side_takes(c, r->side))
+		if (r->type == type && (r->phases & PH(c->path.phase)) && (r->lane || !c->lane) && side_takes(c, r->side))
 			return r;
 	}
 	return NULL;
@@ -132,8 +132,8 @@ static int channel_lost(struct rsec_ctrl_fault *f, int code, const char *fmt, ..
 /* The one place a control message's fault fails (or parks) its connection. */
 static int settle(struct rsec_conn *c, int rc, const struct rsec_ctrl_fault *f)
 {
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code; /* handed over (RESUME), or failed by a handler in path/ */
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code; /* handed over (RESUME), or failed by a handler in path/ */
 	if (!f->why[0])
 		return rc; /* a handler in path/ that reports through the connection itself */
 	switch (f->kind) {
@@ -150,14 +150,14 @@ int rsec_ctrl_handle(struct rsec_conn *c, const struct rsec_msg *m)
 	const struct ctrl_row *r = row_for(c, m->type);
 	int rc = r ? r->handle(c, m, &f)
 		   : rsec_ctrl_violation(&f, "unexpected %s message%s", rsec_wire_type_name(m->type),
-					 c->phase == PHASE_ESTABLISHED ? "" : " during set-up");
+					 c->path.phase == PHASE_ESTABLISHED ? "" : " during set-up");
 	return rc < 0 ? settle(c, rc, &f) : rc;
 }
 
 /* A frame for lane m->lane != 0: the session must be up and the type one a lane may carry. */
 static int route_to_lane(struct rsec_conn *root, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	if (root->phase != PHASE_ESTABLISHED)
+	if (root->path.phase != PHASE_ESTABLISHED)
 		return rsec_ctrl_violation(f, "a frame for a further queue pair before the session was set up");
 	if (!rsec_ctrl_lane_may_carry(m->type))
 		return rsec_ctrl_violation(f, "%s for queue pair %u: only the session's own",
@@ -206,7 +206,7 @@ static int on_error(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_c
 	/* A RESUME the server refused: the session is gone there (resume.c). */
 	c->rs.refused = c->rs.offer != NULL;
 	/* A lane the peer would not take: say why its request failed. */
-	int code = c->lane && c->phase != PHASE_ESTABLISHED && m->u.error.code == (uint32_t)-RSEC_E_LIMIT
+	int code = c->lane && c->path.phase != PHASE_ESTABLISHED && m->u.error.code == (uint32_t)-RSEC_E_LIMIT
 			   ? RSEC_E_LIMIT : RSEC_E_CLOSED;
 	return rsec_ctrl_refuse(f, code, "peer reported an error: %s", m->u.error.text.s);
 }
@@ -236,7 +236,7 @@ static int on_keepalive(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 static int on_grant(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
 	(void)f;
-	return rsec_conn_settle(c, rsec_grant_on_msg(c, m));
+	return rsec_conn_settle(c, rsec_grant_on_msg(&c->path, m));
 }
 
 static int on_rebuild(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)

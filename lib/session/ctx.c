@@ -390,7 +390,7 @@ int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen)
 		return RSEC_E_INVAL;
 	set_err(why, whylen, "");
 	/* Before authentication there is no peer to recheck. */
-	if (c->phase == PHASE_TLS || c->phase == PHASE_CLOSED)
+	if (c->path.phase == PHASE_TLS || c->path.phase == PHASE_CLOSED)
 		return 0;
 	/* The allow rules in force now (rsec_ctx_set_allow), also while the channel is lost. */
 	char rules[160] = "";

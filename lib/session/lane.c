@@ -47,7 +47,7 @@ static unsigned live_lanes(const struct rsec_conn *root)
 /* Server: a lane nobody took that a frame just closed goes now, not at the end of the read. */
 static void lane_settle(struct rsec_conn *c)
 {
-	if (c->phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
+	if (c->path.phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
 		rsec_conn_free(c); /* unlinks it */
 }
 
@@ -65,7 +65,7 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	c->aead = root->aead;
 	c->path.chan = root->path.chan; /* the session's, also when a resume gives it a new connection */
 	c->dev = rsec_dev_ref(root->dev);
-	c->phase = PHASE_QP_INFO;
+	c->path.phase = PHASE_QP_INFO;
 	rsec_gt_init(&c->path.gt, c->is_server, idx);
 	root->lanes[idx] = c;
 	struct epoll_event ev = { .events = root->sock_events, .data.u32 = 0 };
@@ -75,8 +75,8 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	if (rc == 0)
 		rc = rsec_rekey_begin(c);
 	if (rc < 0) {
-		c->phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
-		c->close_code = rc;
+		c->path.phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
+		c->path.close_code = rc;
 		rsec_conn_free(c); /* unlinks it */
 		return rc;
 	}
@@ -121,7 +121,7 @@ int rsec_lane_route(struct rsec_conn *root, const struct rsec_msg *m, struct rse
 		return rsec_ctrl_violation(f, "%s for queue pair %u, which was never asked for",
 					   rsec_wire_type_name(m->type), (unsigned)m->lane + 1);
 	}
-	if (c->phase != PHASE_CLOSED) {
+	if (c->path.phase != PHASE_CLOSED) {
 		(void)!rsec_ctrl_handle(c, m); /* a lane's failure closes that lane only */
 		lane_settle(c);
 	}
@@ -130,29 +130,29 @@ int rsec_lane_route(struct rsec_conn *root, const struct rsec_msg *m, struct rse
 
 int rsec_lane_process(struct rsec_conn *c)
 {
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
 	if (!c->root)
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "the session's connection was freed");
 	int rc = rsec_conn_process(c->root);
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code; /* the root's failure failed us too */
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code; /* the root's failure failed us too */
 	if (rc < 0 && rc != RSEC_E_AGAIN)
 		return rsec_conn_fail(c, rc, "the session's connection failed");
-	if (c->phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
+	if (c->path.phase != PHASE_ESTABLISHED && rsec_now_ms() > c->deadline_ms)
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
 				      c->ctx->handshake_timeout_ms);
-	if (c->phase == PHASE_QP_INFO)
-		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(c)));
-	if (c->phase == PHASE_ESTABLISHED) {
+	if (c->path.phase == PHASE_QP_INFO)
+		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(&c->path)));
+	if (c->path.phase == PHASE_ESTABLISHED) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
-		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(c)));
+		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(&c->path)));
 		RSEC_GUARD(rsec_rekey_step(c));
 	}
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
-	return c->phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	return c->path.phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
 void rsec_lanes_expire(struct rsec_conn *root)
@@ -162,7 +162,7 @@ void rsec_lanes_expire(struct rsec_conn *root)
 		struct rsec_conn *c = root->lanes[i];
 		if (!c)
 			continue;
-		if (c->phase != PHASE_ESTABLISHED && c->phase != PHASE_CLOSED && now > c->deadline_ms)
+		if (c->path.phase != PHASE_ESTABLISHED && c->path.phase != PHASE_CLOSED && now > c->deadline_ms)
 			(void)rsec_conn_fail(c, RSEC_E_TIMEOUT, "queue pair set-up did not finish in %d ms",
 					     c->ctx->handshake_timeout_ms);
 		lane_settle(c); /* nobody holds it: its resources go now */
@@ -214,7 +214,7 @@ void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.u32 = 0 };
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {
 		struct rsec_conn *c = root->lanes[i];
-		if (c && c->phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) < 0)
+		if (c && c->path.phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) < 0)
 			(void)rsec_conn_fail(c, RSEC_E_IO, "epoll: cannot watch the session's channel");
 	}
 }
@@ -251,7 +251,7 @@ int rsec_lane_request(struct rsec_conn *root, struct rsec_conn **out)
 bool rsec_lane_settled(struct rsec_conn *c, void *arg)
 {
 	(void)arg;
-	return c->phase == PHASE_ESTABLISHED || c->phase == PHASE_CLOSED;
+	return c->path.phase == PHASE_ESTABLISHED || c->path.phase == PHASE_CLOSED;
 }
 
 int rsec_lane_requested(struct rsec_conn *root, struct rsec_conn *c, int rc, int timeout_ms)
@@ -260,8 +260,8 @@ int rsec_lane_requested(struct rsec_conn *root, struct rsec_conn *c, int rc, int
 	 * calls then say so, as for any queue pair the peer closes. */
 	if (rc == 0 && c->was_established)
 		return 0;
-	if (rc == 0 || c->phase == PHASE_CLOSED)
-		rc = c->close_code;
+	if (rc == 0 || c->path.phase == PHASE_CLOSED)
+		rc = c->path.close_code;
 	else
 		(void)rsec_conn_fail(c, rc, "queue pair %u: no answer in %d ms", (unsigned)c->lane + 1, timeout_ms);
 	memcpy(root->error, c->error, sizeof(root->error));
@@ -274,7 +274,7 @@ bool rsec_lane_offered(struct rsec_conn *root, void *arg)
 	struct rsec_conn **found = arg;
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {
 		struct rsec_conn *c = root->lanes[i];
-		if (c && !c->lane_taken && c->phase == PHASE_ESTABLISHED) {
+		if (c && !c->lane_taken && c->path.phase == PHASE_ESTABLISHED) {
 			*found = c;
 			return true;
 		}

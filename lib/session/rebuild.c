@@ -92,7 +92,7 @@ static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t 
 /* Stop the failed data path: a new QP in INIT, nothing in flight. Returns 0 or the connection's failure. */
 static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 {
-	c->path.rb.opened = rsec_data_opened(c);
+	c->path.rb.opened = rsec_data_opened(&c->path);
 	c->path.rb.again = false;
 	char revoked[160];
 	snprintf(revoked, sizeof(revoked), "data path rebuilt: %.140s", c->path.rb.reason);
@@ -104,9 +104,9 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	 */
 	if (c->path.qp.qp)
 		(void)!rsec_qp_to_error(&c->path.qp);
-	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_reset(c, revoked)));
-	int rc = rsec_data_renew(c);
-	rsec_onesided_abort(c, RSEC_E_QP);
+	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_reset(&c->path, revoked)));
+	int rc = rsec_data_renew(&c->path);
+	rsec_onesided_abort(&c->path, RSEC_E_QP);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->path.rb.reason, rsec_strerror(rc));
 	return 0;
@@ -183,7 +183,7 @@ int rsec_rebuild_unpark(struct rsec_conn *c)
 static bool may_rebuild(const struct rsec_conn *c, char *out, size_t cap)
 {
 	uint32_t max = c->ctx->rebuilds_per_min;
-	if (c->phase != PHASE_ESTABLISHED)
+	if (c->path.phase != PHASE_ESTABLISHED)
 		snprintf(out, cap, "%s", "the connection was not established");
 	else if (max == 0)
 		snprintf(out, cap, "%s", "rebuilding is off");
@@ -198,8 +198,8 @@ static bool may_rebuild(const struct rsec_conn *c, char *out, size_t cap)
 
 int rsec_rebuild_fault(struct rsec_conn *c, uint8_t why, int code, const char *fmt, ...)
 {
-	if (c->phase == PHASE_CLOSED)
-		return c->close_code;
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
 	char text[200];
 	va_list ap;
 	va_start(ap, fmt);
@@ -246,7 +246,7 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 {
 	RSEC_GUARD(take_peer_qp(c, &r->qp));
 	c->path.rb.epoch = r->epoch - 1; /* a resume may build a later epoch than ours + 1: the keys are r->epoch's */
-	int rc = rsec_data_rekey(c, r->opened);
+	int rc = rsec_data_rekey(&c->path, r->opened);
 	if (rc == RSEC_E_PROTO)
 		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
 	if (rc < 0)
@@ -263,7 +263,7 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	c->path.rb.state = REBUILD_CONNECTED;
 	c->path.rb.peer_ready = false;
 	c->path.rb.ready_owed = true;
-	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_rebind(c)));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_grant_rebind(&c->path)));
 	return rsec_rebuild_binds_settled(c);
 }
 
@@ -311,7 +311,7 @@ static RSEC_MUST_CHECK int finished(struct rsec_conn *c)
 int rsec_rebuild_binds_settled(struct rsec_conn *c)
 {
 	if (c->path.rb.state != REBUILD_CONNECTED || !c->path.rb.ready_owed || c->path.binds_inflight > 0 ||
-	    c->phase == PHASE_CLOSED)
+	    c->path.phase == PHASE_CLOSED)
 		return 0;
 	c->path.rb.ready_owed = false;
 	struct rsec_msg m = { .type = RSEC_MSG_REBUILD_READY, .lane = c->lane };
@@ -324,7 +324,7 @@ int rsec_rebuild_binds_settled(struct rsec_conn *c)
 
 int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 {
-	if (!rsec_rebuild_possible(c) || c->phase != PHASE_ESTABLISHED)
+	if (!rsec_rebuild_possible(c) || c->path.phase != PHASE_ESTABLISHED)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);

@@ -205,7 +205,7 @@ int rsec_rekey_step(struct rsec_conn *c)
 
 uint64_t rsec_rekey_next_ms(const struct rsec_conn *c)
 {
-	if (!c->ctx->rekey_s || c->phase != PHASE_ESTABLISHED || c->path.rk.state != REKEY_IDLE || !c->path.rk.since_ms ||
+	if (!c->ctx->rekey_s || c->path.phase != PHASE_ESTABLISHED || c->path.rk.state != REKEY_IDLE || !c->path.rk.since_ms ||
 	    !rsec_rekey_possible(c))
 		return UINT64_MAX;
 	uint64_t due = c->path.rk.since_ms + (uint64_t)c->ctx->rekey_s * 1000;
@@ -263,7 +263,7 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
 	commit(c, next, r->gen, why);
 	OPENSSL_cleanse(next, sizeof(next));
-	return rc < 0 ? rc : rsec_conn_settle(c, rsec_data_new_tx_keys(c));
+	return rc < 0 ? rc : rsec_conn_settle(c, rsec_data_new_tx_keys(&c->path));
 }
 
 /* REKEY_DONE: the peer seals under the new keys; so do we now. */
@@ -278,7 +278,7 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 	memcpy(next, c->path.rk.next, sizeof(next));
 	commit(c, next, r->gen, WHY_PEER);
 	OPENSSL_cleanse(next, sizeof(next));
-	return rsec_conn_settle(c, rsec_data_new_tx_keys(c));
+	return rsec_conn_settle(c, rsec_data_new_tx_keys(&c->path));
 }
 
 uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
@@ -323,4 +323,29 @@ int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 	case RSEC_MSG_REKEY_REPLY: return on_reply(c, r, f);
 	default: return on_done(c, r, f);
 	}
+}
+
+/*
+ * Keys for an application's own sealed transfers through long-lived grants
+ * (rdmasec-blk): from the session's TLS exporter, never sent. The library's
+ * own labels are refused, so no application key equals one of ours.
+ */
+int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const void *context, size_t context_len,
+			 void *out, size_t out_len)
+{
+	static const char ours[] = "EXPORTER-rdmasec";
+	RSEC_ENSURE(c && label && out && (context || !context_len), RSEC_E_INVAL);
+	size_t label_len = strlen(label);
+	RSEC_ENSURE(label_len > 9 && label_len <= 64 && strncmp(label, "EXPORTER-", 9) == 0 &&
+			    strncmp(label, ours, sizeof(ours) - 1) != 0,
+		    RSEC_E_INVAL);
+	RSEC_ENSURE(out_len >= 16 && out_len <= 64 && context_len <= 64, RSEC_E_INVAL);
+	SSL *ssl = rsec_chan_ssl(c->path.chan);
+	RSEC_ENSURE(c->path.phase == PHASE_ESTABLISHED && ssl && SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
+	if (SSL_export_keying_material(ssl, out, out_len, label, label_len, context, context_len,
+				       context_len > 0) != 1) {
+		OPENSSL_cleanse(out, out_len);
+		return RSEC_E_TLS;
+	}
+	return 0;
 }

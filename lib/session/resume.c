@@ -48,7 +48,7 @@
  */
 static bool may_park(const struct rsec_conn *c)
 {
-	return !c->lane && c->phase == PHASE_ESTABLISHED && c->rs.peer && c->rs.have_token &&
+	return !c->lane && c->path.phase == PHASE_ESTABLISHED && c->rs.peer && c->rs.have_token &&
 	       c->ctx->resume_grace_ms &&
 	       (c->path.rb.state == REBUILD_NONE || c->path.rb.state == REBUILD_SENT || c->rs.epochs);
 }
@@ -155,8 +155,8 @@ static RSEC_MUST_CHECK int resumed(struct rsec_conn *c)
 static int handed_over(struct rsec_conn *c, unsigned long long id)
 {
 	snprintf(c->error, sizeof(c->error), "handed over: the session of connection %llu resumed on it", id);
-	c->close_code = RSEC_E_CLOSED;
-	c->phase = PHASE_CLOSED;
+	c->path.close_code = RSEC_E_CLOSED;
+	c->path.phase = PHASE_CLOSED;
 	return RSEC_E_CLOSED;
 }
 
@@ -166,7 +166,7 @@ static struct rsec_conn *find_session(struct rsec_ctx *ctx, const uint8_t *token
 	struct rsec_conn *found = NULL;
 	pthread_mutex_lock(&ctx->sessions_lock);
 	for (struct rsec_conn *s = ctx->sessions; s; s = s->rs.next)
-		if (s->phase == PHASE_ESTABLISHED && CRYPTO_memcmp(s->rs.token, token, RSEC_WIRE_TOKEN_LEN) == 0)
+		if (s->path.phase == PHASE_ESTABLISHED && CRYPTO_memcmp(s->rs.token, token, RSEC_WIRE_TOKEN_LEN) == 0)
 			found = s;
 	pthread_mutex_unlock(&ctx->sessions_lock);
 	/* The same identity as the session's (tokens are secret anyway: one that leaked is no use elsewhere). */
@@ -220,7 +220,7 @@ int rsec_resume_on_session(struct rsec_conn *c, const struct rsec_msg *m)
 		c->rs.answered = true;
 		return 0;
 	}
-	if (c->rs.have_token || c->phase != PHASE_ESTABLISHED || !c->rs.peer)
+	if (c->rs.have_token || c->path.phase != PHASE_ESTABLISHED || !c->rs.peer)
 		return rsec_conn_violation(c, "unexpected SESSION");
 	memcpy(c->rs.token, m->u.session.token, sizeof(c->rs.token));
 	c->rs.have_token = true;

@@ -24,7 +24,7 @@ int rsec_conn_settle(struct rsec_conn *c, int rc)
 
 int rsec_conn_poll_data(struct rsec_conn *c)
 {
-	RSEC_GUARD(rsec_conn_settle(c, rsec_data_poll(c)));
+	RSEC_GUARD(rsec_conn_settle(c, rsec_data_poll(&c->path)));
 	if (!rsec_rebuilding(&c->path))
 		return 0;
 	/* A rebuild's binds may all have completed: its REBUILD_READY goes, and the rebuild may end here. */
@@ -32,5 +32,5 @@ int rsec_conn_poll_data(struct rsec_conn *c)
 	if (rsec_rebuilding(&c->path))
 		return 0;
 	/* Over: what waited for it (frames to send again, a queued message) goes now, not at the next wake-up. */
-	return rsec_conn_settle(c, rsec_data_poll(c));
+	return rsec_conn_settle(c, rsec_data_poll(&c->path));
 }

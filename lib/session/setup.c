@@ -63,7 +63,7 @@ int rsec_conn_send_qp_info(struct rsec_conn *c)
  * presented this time, and which queue pair of the session a lane is. */
 static void established(struct rsec_conn *c)
 {
-	c->phase = PHASE_ESTABLISHED;
+	c->path.phase = PHASE_ESTABLISHED;
 	c->was_established = true;
 	char note[48];
 	if (c->lane)
@@ -82,7 +82,7 @@ int rsec_setup_tls_done(struct rsec_conn *c)
 		return rsec_conn_fail(c, rc, "cannot read the peer's identity");
 	}
 	/* A server goes no further here: admission waits for the HELLO (a RESUME is no new connection). */
-	c->phase = PHASE_HELLO;
+	c->path.phase = PHASE_HELLO;
 	if (!c->is_server && c->rs.offer) {
 		/* A new control channel for a parked session (resume.c): its token instead of a HELLO. */
 		struct rsec_msg m = { .type = RSEC_MSG_RESUME };
@@ -164,7 +164,7 @@ int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 		if (rc < 0)
 			return rsec_ctrl_refuse(f, rc, "cannot send HELLO");
 		RSEC_GUARD(derive_keys(c, f));
-		c->phase = PHASE_QP_INFO;
+		c->path.phase = PHASE_QP_INFO;
 		return 0;
 	}
 	if (h->aead != (uint8_t)c->aead)
@@ -176,7 +176,7 @@ int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 	rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "cannot send QP_INFO");
-	c->phase = PHASE_QP_INFO;
+	c->path.phase = PHASE_QP_INFO;
 	return 0;
 }
 
@@ -213,7 +213,7 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 		if (rc < 0)
 			return rsec_ctrl_refuse(f, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
 	}
-	rc = rsec_data_start(c);
+	rc = rsec_data_start(&c->path);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "QP bring-up failed: %s", rsec_strerror(rc));
 	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
@@ -222,7 +222,7 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 		rc = rsec_conn_send_qp_info(c);
 		if (rc < 0)
 			return rsec_ctrl_refuse(f, rc, "cannot send QP_INFO");
-		c->phase = PHASE_READY;
+		c->path.phase = PHASE_READY;
 		return 0;
 	}
 	struct rsec_msg ready = { .type = RSEC_MSG_READY };

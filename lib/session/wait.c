@@ -40,7 +40,7 @@ static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
 	uint64_t seen = c->path.completions;
 	for (unsigned spin = 1;; spin++) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
-		if (c->path.completions != seen || c->phase == PHASE_CLOSED)
+		if (c->path.completions != seen || c->path.phase == PHASE_CLOSED)
 			break;
 		if (spin % BUSY_SPINS)
 			continue;
@@ -56,7 +56,7 @@ static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
 
 int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 {
-	if (c->ctx->poll_mode == RSEC_POLL_BUSY && c->phase == PHASE_ESTABLISHED)
+	if (c->ctx->poll_mode == RSEC_POLL_BUSY && c->path.phase == PHASE_ESTABLISHED)
 		return busy_wait(c, timeout_ms);
 	struct pollfd p = { .fd = c->epfd, .events = POLLIN };
 	int n = poll(&p, 1, timeout_ms);
@@ -78,7 +78,7 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 	if (rsec_resume_next_ms(c) < t)
 		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
 	const struct rsec_conn *root = c->lane ? c->root : c; /* whose keepalive */
-	if (root && root->phase == PHASE_ESTABLISHED && !root->rs.parked && root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
+	if (root && root->path.phase == PHASE_ESTABLISHED && !root->rs.parked && root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
 		t = root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS;
 	if (rsec_rekey_next_ms(c) < t)
 		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */

@@ -476,11 +476,11 @@ static bool rdma_can_send(const struct rsec_conn *c)
 static int rdma_poll(struct rsec_conn *c, int wait_ms)
 {
 	struct pollfd p = { .fd = c->path.qp.chan->fd, .events = POLLIN };
-	int rc = rsec_data_poll(c);
+	int rc = rsec_data_poll(&c->path);
 	if (rc < 0)
 		return rc;
 	(void)poll(&p, 1, wait_ms);
-	return rsec_data_poll(c);
+	return rsec_data_poll(&c->path);
 }
 
 static bool rdma_take(struct rsec_conn *c, struct app_msg *m)

@@ -314,21 +314,21 @@ static void connection_failures_are_classified(void **state)
 	assert_int_equal(rsec_audit_open(path, &ctx.audit), 0);
 
 	/* No identity yet: whatever ended the handshake is an authentication failure. */
-	struct rsec_conn c = { .ctx = &ctx, .is_server = true, .id = 7, .phase = PHASE_TLS };
+	struct rsec_conn c = { .ctx = &ctx, .is_server = true, .id = 7, .path.phase = PHASE_TLS };
 	no_channel(&c);
 	snprintf(c.peer_addr, sizeof(c.peer_addr), "10.77.0.2:4000");
 	assert_int_equal(rsec_conn_fail(&c, RSEC_E_TIMEOUT, "set-up did not finish"), RSEC_E_TIMEOUT);
 	/* An identity, but the admission hook said no to its HELLO. */
-	struct rsec_conn d = { .ctx = &ctx, .is_server = true, .id = 8, .phase = PHASE_HELLO, .admit_refused = true };
+	struct rsec_conn d = { .ctx = &ctx, .is_server = true, .id = 8, .path.phase = PHASE_HELLO, .admit_refused = true };
 	no_channel(&d);
 	snprintf(d.peer, sizeof(d.peer), "CN=client1");
 	assert_int_equal(rsec_conn_fail(&d, RSEC_E_LIMIT, "peer refused"), RSEC_E_LIMIT);
 	/* Closed by us before authentication (a server at max_clients): a close, nobody named. */
-	struct rsec_conn f = { .ctx = &ctx, .is_server = true, .id = 10, .phase = PHASE_TLS };
+	struct rsec_conn f = { .ctx = &ctx, .is_server = true, .id = 10, .path.phase = PHASE_TLS };
 	no_channel(&f);
 	assert_int_equal(rsec_conn_close(&f, "max_clients reached"), 0);
 	/* Established: the end is a close, with the QPNs. */
-	struct rsec_conn e = { .ctx = &ctx, .is_server = true, .id = 9, .phase = PHASE_ESTABLISHED };
+	struct rsec_conn e = { .ctx = &ctx, .is_server = true, .id = 9, .path.phase = PHASE_ESTABLISHED };
 	no_channel(&e);
 	snprintf(e.peer, sizeof(e.peer), "CN=client2");
 	e.path.stats.local_qpn = 17;

@@ -64,7 +64,7 @@ static int setup(void **state)
 	f->c->path.chan->ssl = f->tls.server;
 	f->c->path.chan->sock = f->tls.fds[1];
 	f->c->aead = RSEC_AEAD_AES256GCM;
-	f->c->phase = f->k->phase;
+	f->c->path.phase = f->k->phase;
 	*state = f;
 	return 0;
 }
@@ -113,8 +113,8 @@ static void run_case(void **state)
 	}
 	assert_int_equal(rc, RSEC_E_PROTO);
 	assert_int_equal(f->c->path.stats.protocol_violations, 1);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
-	assert_int_equal(f->c->close_code, RSEC_E_PROTO);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.close_code, RSEC_E_PROTO);
 	if (!strstr(rsec_conn_error(f->c), k->why))
 		fail_msg("error \"%s\" does not say \"%s\"", rsec_conn_error(f->c), k->why);
 	if (k->phase == PHASE_TLS)
@@ -129,13 +129,13 @@ static void run_case(void **state)
 static void still_established(struct fixture *f, int rc)
 {
 	assert_int_equal(rc, 0);
-	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(f->c->path.phase, PHASE_ESTABLISHED);
 }
 
 static void hello_answered(struct fixture *f, int rc)
 {
 	assert_int_equal(rc, 0);
-	assert_int_equal(f->c->phase, PHASE_QP_INFO);
+	assert_int_equal(f->c->path.phase, PHASE_QP_INFO);
 	struct rsec_msg m;
 	peer_receives(f, RSEC_MSG_HELLO, &m);
 }
@@ -345,23 +345,23 @@ static void test_require_established(void **state)
 	static struct rsec_op_slot ring[1];
 	struct rsec_conn *c = calloc(1, sizeof(*c)); /* a big struct: not on the stack */
 	assert_non_null(c);
-	c->phase = PHASE_QP_INFO;
-	assert_int_equal(rsec_conn_require_established(c, false), RSEC_E_AGAIN);
-	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);
-	c->phase = PHASE_ESTABLISHED;
-	assert_int_equal(rsec_conn_require_established(c, false), 0);
-	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN); /* no one-sided ring */
+	c->path.phase = PHASE_QP_INFO;
+	assert_int_equal(rsec_path_usable(&c->path, false), RSEC_E_AGAIN);
+	assert_int_equal(rsec_path_usable(&c->path, true), RSEC_E_AGAIN);
+	c->path.phase = PHASE_ESTABLISHED;
+	assert_int_equal(rsec_path_usable(&c->path, false), 0);
+	assert_int_equal(rsec_path_usable(&c->path, true), RSEC_E_AGAIN); /* no one-sided ring */
 	c->path.ops.ring = ring;
-	assert_int_equal(rsec_conn_require_established(c, true), 0);
+	assert_int_equal(rsec_path_usable(&c->path, true), 0);
 	c->path.rb.state = REBUILD_PARKED; /* the session waits to be resumed */
-	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);
-	assert_int_equal(rsec_conn_require_established(c, false), 0);
+	assert_int_equal(rsec_path_usable(&c->path, true), RSEC_E_AGAIN);
+	assert_int_equal(rsec_path_usable(&c->path, false), 0);
 	c->path.rb.state = REBUILD_SENT;
-	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_AGAIN);
-	c->phase = PHASE_CLOSED;
-	c->close_code = RSEC_E_QP;
-	assert_int_equal(rsec_conn_require_established(c, false), RSEC_E_QP);
-	assert_int_equal(rsec_conn_require_established(c, true), RSEC_E_QP);
+	assert_int_equal(rsec_path_usable(&c->path, true), RSEC_E_AGAIN);
+	c->path.phase = PHASE_CLOSED;
+	c->path.close_code = RSEC_E_QP;
+	assert_int_equal(rsec_path_usable(&c->path, false), RSEC_E_QP);
+	assert_int_equal(rsec_path_usable(&c->path, true), RSEC_E_QP);
 	free(c);
 }
 

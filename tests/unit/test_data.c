@@ -56,8 +56,8 @@ static void closed_with(struct fake_conn *f, int rc, int code, const char *what)
 {
 	struct rsec_conn *c = f->c;
 	assert_int_equal(rc, code);
-	assert_int_equal(c->phase, PHASE_CLOSED);
-	assert_int_equal(c->close_code, code);
+	assert_int_equal(c->path.phase, PHASE_CLOSED);
+	assert_int_equal(c->path.close_code, code);
 	assert_non_null(strstr(rsec_conn_error(c), what));
 	assert_non_null(strstr(rsec_conn_error(c), "not rebuilt: rebuilding is off"));
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_ERR); /* no more remote access */
@@ -154,7 +154,7 @@ static void replayed_frame_closes(void **state)
 	fake_complete(&wc);
 	int rc = rsec_conn_poll_data(c);
 	assert_int_equal(rc, RSEC_E_SEQ);
-	assert_int_equal(c->phase, PHASE_CLOSED);
+	assert_int_equal(c->path.phase, PHASE_CLOSED);
 	assert_int_equal(c->path.stats.msgs_received, 1);
 	assert_false(c->path.rx_complete);
 	struct rsec_conn_stats st;
@@ -218,7 +218,7 @@ static void violation_rebuilds(void **state)
 	fake_complete(&wc);
 	peer_sends(f, f->peer.tx, 2, hello, sizeof(hello)); /* behind it: the old QP's, dropped */
 	assert_int_equal(rsec_conn_poll_data(c), 0);
-	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->path.stats.protocol_violations, 1);
 	assert_int_equal(c->path.rb.state, REBUILD_SENT);
 	assert_int_equal(c->path.rb.target, 1);
@@ -248,7 +248,7 @@ static void forged_frame_rebuilds(void **state)
 	struct ibv_wc wc = fake_recv_wc(f->c, 2, n);
 	fake_complete(&wc);
 	assert_int_equal(rsec_conn_poll_data(f->c), 0);
-	assert_int_equal(f->c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(f->c->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(f->c->path.rb.state, REBUILD_SENT);
 	assert_false(f->c->path.rx_complete);
 	struct rsec_msg m;
@@ -273,18 +273,18 @@ static void path_records_the_fault_session_settles(void **state)
 	fake_complete(&wc);
 	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello)); /* behind it */
 	uint32_t qpn = c->path.qp.qp->qp_num;
-	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
+	assert_int_equal(rsec_data_poll(&c->path), RSEC_E_MAC);
 	assert_int_equal(c->path.fault.kind, RSEC_FAULT_DATA);
 	assert_int_equal(c->path.fault.why, RSEC_WIRE_REBUILD_AUTH);
 	assert_non_null(strstr(c->path.fault.text, "rejected a message"));
-	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->path.rb.state, REBUILD_NONE);
 	assert_int_equal(c->path.qp.qp->qp_num, qpn);
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_RTS);
 	struct rsec_msg m;
 	assert_false(test_read_frame(f->tls.client, &m, false)); /* the peer was told nothing yet */
 	/* A second poll reaps nothing behind the fault, and a later fault does not replace it. */
-	assert_int_equal(rsec_data_poll(c), RSEC_E_MAC);
+	assert_int_equal(rsec_data_poll(&c->path), RSEC_E_MAC);
 	assert_int_equal(fake.recv_wc_next, fake.recv_wc_n - 1);
 	assert_int_equal(rsec_fault_fail(&c->path.fault, RSEC_E_VERBS, "later"), RSEC_E_MAC);
 	/* Settled: the rebuild starts, the fault is gone. */
@@ -307,8 +307,9 @@ static void early_completion_during_setup_is_taken_not_reaped(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	f->ctx.poll_mode = RSEC_POLL_EVENT;
+	rsec_conn_configure_path(c); /* what set-up tells the path */
 	fake_channel(c);
-	c->phase = PHASE_READY; /* our QP_INFO went; the client's READY has not come */
+	c->path.phase = PHASE_READY; /* our QP_INFO went; the client's READY has not come */
 	c->was_established = false;
 	peer_sends(f, f->peer.tx, 0, hello, sizeof(hello));
 	fake_event();
@@ -316,7 +317,7 @@ static void early_completion_during_setup_is_taken_not_reaped(void **state)
 	assert_false(fake_event_pending());
 	assert_int_equal(fake.recv_arms, 1);
 	assert_int_equal(fake.recv_wc_next, 0); /* reaped once established, not before */
-	assert_int_equal(c->phase, PHASE_READY);
+	assert_int_equal(c->path.phase, PHASE_READY);
 	assert_false(c->path.rx_complete);
 }
 

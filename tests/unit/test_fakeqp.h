@@ -188,6 +188,7 @@ static inline uint8_t *fake_ring(size_t n)
 static inline void fake_data_path(struct fake_conn *f, struct rsec_conn *c)
 {
 	c->dev = c->path.qp.dev = &f->dev;
+	rsec_conn_configure_path(c); /* as rsec_conn_data_setup does */
 	c->path.qp.pd = &fake.pd;
 	c->path.qp.send_cq = &fake.send_cq;
 	c->path.qp.recv_cq = &fake.recv_cq;
@@ -257,7 +258,7 @@ static inline void fake_conn_setup(struct fake_conn *f, const uint8_t *psk, size
 	assert_non_null(c);
 	c->path.chan->ssl = f->tls.server;
 	c->path.chan->sock = f->tls.fds[1];
-	c->phase = PHASE_ESTABLISHED;
+	c->path.phase = PHASE_ESTABLISHED;
 	c->was_established = true;
 	c->aead = RSEC_AEAD_AES256GCM;
 	c->peer_rebuilds = true;

@@ -60,7 +60,7 @@ static int setup(void **state)
 	assert_non_null(f->server);
 	assert_int_equal(rsec_tls_new(f->sctx, fds[1], &so, &f->server->path.chan->ssl), 0);
 	f->server->path.chan->sock = fds[1];
-	f->server->phase = PHASE_TLS;
+	f->server->path.phase = PHASE_TLS;
 	*state = f;
 	return 0;
 }
@@ -109,7 +109,7 @@ static void test_stops_after_tls(void **state)
 	assert_int_equal(rsec_conn_handshake(f->server), 0);
 	assert_int_equal(rsec_conn_handshake(f->server), 0);
 	assert_int_equal(f->admitted, 0);
-	assert_int_equal(f->server->phase, PHASE_HELLO);
+	assert_int_equal(f->server->path.phase, PHASE_HELLO);
 	struct rsec_msg reply;
 	assert_false(test_read_frame(f->client, &reply, false)); /* no HELLO came back */
 }

@@ -41,7 +41,7 @@ static int setup(void **state)
 	assert_non_null(f->root);
 	f->root->path.chan->ssl = f->tls.server;
 	f->root->path.chan->sock = f->tls.fds[1];
-	f->root->phase = PHASE_ESTABLISHED;
+	f->root->path.phase = PHASE_ESTABLISHED;
 	f->root->aead = RSEC_AEAD_AES256GCM;
 	f->root->peer_lanes = true;
 	*state = f;
@@ -115,7 +115,7 @@ static void test_burst_of_failed_requests_stays_within_max_qps(void **state)
 		client_asks(f, lane);
 	unsigned most = server_reads(f);
 	assert_true(most <= f->ctx.max_qps - 1);
-	assert_int_equal(f->root->phase, PHASE_ESTABLISHED); /* each failure was the lane's alone */
+	assert_int_equal(f->root->path.phase, PHASE_ESTABLISHED); /* each failure was the lane's alone */
 }
 
 /* Lane idx of the session, handed to the application, in phase; its frames go through the root's channel. */
@@ -128,7 +128,7 @@ static struct rsec_conn *taken_lane(struct fixture *f, uint16_t idx, enum rsec_p
 	c->lane = idx;
 	c->is_server = true;
 	c->lane_taken = true;
-	c->phase = phase;
+	c->path.phase = phase;
 	f->root->lanes[idx] = c;
 	f->root->lanes_opened = idx;
 	return c;
@@ -143,7 +143,7 @@ static void test_closed_lane_held_by_application_counts(void **state)
 {
 	struct fixture *f = *state;
 	struct rsec_conn *held = taken_lane(f, 1, PHASE_CLOSED);
-	held->close_code = RSEC_E_CLOSED;
+	held->path.close_code = RSEC_E_CLOSED;
 
 	client_asks(f, 2);
 	(void)server_reads(f);
@@ -153,7 +153,7 @@ static void test_closed_lane_held_by_application_counts(void **state)
 	assert_int_equal(m.lane, 2);
 	assert_int_equal(m.u.error.code, (uint32_t)-RSEC_E_LIMIT);
 	assert_null(f->root->lanes[2]);
-	assert_int_equal(f->root->phase, PHASE_ESTABLISHED);
+	assert_int_equal(f->root->path.phase, PHASE_ESTABLISHED);
 	rsec_conn_free(held);
 	assert_null(f->root->lanes[1]);
 }
@@ -174,7 +174,7 @@ static void test_lane_speaks_through_the_session_channel(void **state)
 	assert_int_equal(m.type, RSEC_MSG_KEEPALIVE);
 	assert_int_equal(m.lane, 3);
 	assert_int_equal(rsec_conn_fail(f->root, RSEC_E_CLOSED, "closed by the test"), RSEC_E_CLOSED);
-	assert_int_equal(lane->phase, PHASE_CLOSED);
+	assert_int_equal(lane->path.phase, PHASE_CLOSED);
 	assert_int_equal(rsec_chan_send(lane->path.chan, lane->lane, &k), RSEC_E_CLOSED);
 	assert_false(client_receives(f, &m));
 	rsec_conn_free(lane);

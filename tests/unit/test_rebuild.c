@@ -67,7 +67,7 @@ static int fault(struct fake_conn *f)
 static void violated(struct fake_conn *f, int rc, const char *what)
 {
 	assert_int_equal(rc, RSEC_E_PROTO);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 	assert_non_null(strstr(rsec_conn_error(f->c), what));
 }
@@ -123,7 +123,7 @@ static void answers_the_peers_rebuild(void **state)
 	assert_int_equal(rsec_conn_poll_data(c), 0);
 	assert_true(c->path.rx_complete);
 	rsec_seal_free(&next);
-	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
 }
 
 /* Rebuilds are bounded per minute: past the budget a fault closes with its own code, and says so. */
@@ -134,7 +134,7 @@ static void budget_per_minute(void **state)
 		one_rebuild(f, e);
 	int rc = fault(f);
 	assert_int_equal(rc, RSEC_E_QP);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(f->c), "not rebuilt: rebuilt 2 times in the last minute, the limit"));
 	struct rsec_msg m;
 	peer_gets(f, RSEC_MSG_ERROR, &m);
@@ -150,7 +150,7 @@ static void budget_counts_the_peers_requests(void **state)
 		f->c->path.rb.started_ms[i] = now;
 	int rc = peer_rebuilds(f, 1, 0, 0x99);
 	assert_int_equal(rc, RSEC_E_QP);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(f->c), "it was not rebuilt: rebuilt 2 times in the last minute"));
 }
 
@@ -188,6 +188,7 @@ static void peer_without_rebuilds(void **state)
 {
 	struct fake_conn *f = *state;
 	f->c->peer_rebuilds = false;
+	rsec_conn_configure_path(f->c); /* what set-up tells the path */
 	violated(f, peer_rebuilds(f, 1, 0, 0x99), "unexpected rebuild message");
 }
 
@@ -195,6 +196,7 @@ static void fault_with_peer_without_rebuilds(void **state)
 {
 	struct fake_conn *f = *state;
 	f->c->peer_rebuilds = false;
+	rsec_conn_configure_path(f->c); /* what set-up tells the path */
 	assert_int_equal(fault(f), RSEC_E_QP);
 	assert_non_null(strstr(rsec_conn_error(f->c), "(not rebuilt: the peer cannot rebuild)"));
 }

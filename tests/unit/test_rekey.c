@@ -173,12 +173,12 @@ static void keys_change_and_nothing_is_lost(void **state)
 
 	/* In flight across the switch: sealed under the old keys, arriving after the server took the new. */
 	client_sends_ok(f, f->peer.tx, 1, "in flight");
-	assert_int_equal(rsec_data_opened(c), 2); /* what a rebuild now would tell the peer: both */
+	assert_int_equal(rsec_data_opened(&c->path), 2); /* what a rebuild now would tell the peer: both */
 	assert_int_equal(rsec_seal_next_tx(&f->peer, keys, c->aead, 1), 0);
 	assert_int_equal(rsec_seal_next_rx(&f->peer, keys, c->aead, 1), 0);
 	client_sends_ok(f, f->peer.tx, 2, "after");
 	assert_null(c->path.seal.rx_old); /* the first frame under the new keys retired the old ones */
-	assert_int_equal(rsec_data_opened(c), 3);
+	assert_int_equal(rsec_data_opened(&c->path), 3);
 	struct rsec_conn_stats st;
 	assert_int_equal(rsec_conn_stats(c, &st), 0);
 	assert_int_equal(st.msgs_received, 3);
@@ -209,7 +209,7 @@ static void keys_change_and_nothing_is_lost(void **state)
 	/* A frame under the retired keys is refused: never delivered, the connection closes. */
 	peer_sends(f, f->peer.tx_old, 3, "replayed", 8);
 	assert_int_equal(rsec_conn_poll_data(c), RSEC_E_MAC);
-	assert_int_equal(c->phase, PHASE_CLOSED);
+	assert_int_equal(c->path.phase, PHASE_CLOSED);
 	assert_false(c->path.rx_complete);
 	client_free(&cl);
 }
@@ -349,7 +349,7 @@ static void grant_keyed_from(struct fake_conn *f, uint64_t id, const uint8_t cha
 {
 	struct rsec_grant_keys k;
 	uint8_t want[RSEC_REKEY_SECRET_LEN];
-	assert_int_equal(rsec_peer_grant_keys(f->c, id, &k), 0);
+	assert_int_equal(rsec_peer_grant_keys(&f->c->path, id, &k), 0);
 	assert_true(k.chain);
 	assert_int_equal(rsec_rekey_grant_secret(chain, id, want), 0);
 	assert_memory_equal(k.secret, want, sizeof(want));
@@ -366,6 +366,7 @@ static void grants_keyed_from_the_chain(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	c->peer_grant_keys = true;
+	rsec_conn_configure_path(c); /* what set-up tells the path */
 	struct client cl;
 	client_init(f, &cl);
 	uint8_t s0[RSEC_REKEY_SECRET_LEN];
@@ -383,13 +384,13 @@ static void grants_keyed_from_the_chain(void **state)
 	grant_keyed_from(f, 6, cl.secret);
 	grant_keyed_from(f, 5, s0); /* still: the grant outlives its key id */
 	struct rsec_grant_keys k5, k6;
-	assert_int_equal(rsec_peer_grant_keys(c, 5, &k5), 0);
-	assert_int_equal(rsec_peer_grant_keys(c, 6, &k6), 0);
+	assert_int_equal(rsec_peer_grant_keys(&c->path, 5, &k5), 0);
+	assert_int_equal(rsec_peer_grant_keys(&c->path, 6, &k6), 0);
 	assert_memory_not_equal(k5.secret, k6.secret, sizeof(k5.secret));
-	assert_int_equal(rsec_peer_grant_keys(c, 8, &k5), RSEC_E_GRANT); /* never granted */
+	assert_int_equal(rsec_peer_grant_keys(&c->path, 8, &k5), RSEC_E_GRANT); /* never granted */
 
 	assert_int_not_equal(client_grants(f, 7, false, 0), 0);
-	assert_int_equal(c->phase, PHASE_CLOSED);
+	assert_int_equal(c->path.phase, PHASE_CLOSED);
 	client_free(&cl);
 }
 
@@ -398,8 +399,9 @@ static void grant_under_an_unknown_key_id(void **state)
 {
 	struct fake_conn *f = *state;
 	f->c->peer_grant_keys = true;
+	rsec_conn_configure_path(f->c); /* what set-up tells the path */
 	assert_int_not_equal(client_grants(f, 5, true, 3), 0);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 }
 
 /* From a peer that did not offer grant keys, a GRANT naming a key id is a violation. */
@@ -407,7 +409,7 @@ static void grant_key_id_not_offered(void **state)
 {
 	struct fake_conn *f = *state;
 	assert_int_not_equal(client_grants(f, 5, true, 0), 0);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 }
 
 /* Both offer at once: the client's offer wins; the server drops its own and answers. */
@@ -447,6 +449,7 @@ static void client_ignores_the_servers_offer(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	c->is_server = false; /* the connection under test plays the client's part of the rule */
+	rsec_conn_configure_path(c); /* what set-up tells the path */
 	assert_int_equal(rsec_rekey_start(c), 0);
 	struct rsec_msg ours, m;
 	peer_gets(f, RSEC_MSG_REKEY, &ours);
@@ -466,6 +469,7 @@ static void client_ignores_the_servers_offer(void **state)
 	const uint8_t *frame = server_sends(f, "done", &len);
 	client_opens(f, frame, len, "done");
 	c->is_server = true;
+	rsec_conn_configure_path(c); /* what set-up tells the path */
 	client_free(&other);
 }
 
@@ -473,7 +477,7 @@ static void client_ignores_the_servers_offer(void **state)
 static void violated(struct fake_conn *f, int rc, const char *what)
 {
 	assert_int_equal(rc, RSEC_E_PROTO);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 	assert_int_equal(f->c->path.stats.protocol_violations, 1);
 	assert_non_null(strstr(rsec_conn_error(f->c), what));
 }
@@ -556,6 +560,7 @@ static void rebuild_starts_a_new_chain(void **state)
 	struct fake_conn *f = *state;
 	struct rsec_conn *c = f->c;
 	c->peer_rebuilds = true;
+	rsec_conn_configure_path(c); /* what set-up tells the path */
 	f->ctx.rebuilds_per_min = 2;
 	struct client cl;
 	client_init(f, &cl);
@@ -577,7 +582,7 @@ static void rebuild_starts_a_new_chain(void **state)
 	assert_int_equal(rsec_ctrl_handle(c, &ready), 0);
 	assert_int_equal(c->path.rb.epoch, 1);
 	assert_int_equal(client_says(f, RSEC_MSG_REKEY_DONE, 1, NULL), 0); /* of epoch 0: dropped */
-	assert_int_equal(c->phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(c->path.rk.state, REKEY_IDLE);
 	assert_int_equal(c->path.rk.gen, 0);
 	/* What either side began under epoch 0's keys can still be finished, whichever generation it took. */

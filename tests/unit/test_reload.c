@@ -111,7 +111,7 @@ static int connect_client(struct fixture *f, const char *base, SSL_CTX **cctx, S
 			rs = rsec_tls_handshake_step((*conn)->path.chan->ssl, &ww);
 	}
 	if (rs == 0) {
-		(*conn)->phase = PHASE_ESTABLISHED;
+		(*conn)->path.phase = PHASE_ESTABLISHED;
 		assert_int_equal(rsec_tls_peer_identity((*conn)->path.chan->ssl, (*conn)->peer, sizeof((*conn)->peer)), 0);
 	}
 	return rs;

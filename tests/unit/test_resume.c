@@ -69,7 +69,7 @@ static struct rsec_conn *new_channel(struct fixture *x, int i, const char *peer)
 	assert_non_null(n);
 	n->path.chan->ssl = x->chan[i].server;
 	n->path.chan->sock = x->chan[i].fds[1];
-	n->phase = PHASE_HELLO;
+	n->path.phase = PHASE_HELLO;
 	snprintf(n->peer, sizeof(n->peer), "%s", peer);
 	x->n[i] = n;
 	return n;
@@ -97,7 +97,7 @@ static void refused(struct fixture *x, int i, int rc)
 {
 	struct rsec_conn *s = x->f.c;
 	assert_int_equal(rc, RSEC_E_CLOSED);
-	assert_int_equal(x->n[i]->phase, PHASE_CLOSED);
+	assert_int_equal(x->n[i]->path.phase, PHASE_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(x->n[i]), "RESUME of a session this server does not have"));
 	struct rsec_msg m;
 	channel_gets(x, i, RSEC_MSG_ERROR, &m);
@@ -114,7 +114,7 @@ static void resumed_on(struct fixture *x, int i, int rc, struct rsec_msg *rebuil
 	assert_non_null(strstr(rsec_conn_error(x->n[i]), "handed over"));
 	assert_int_equal(x->n[i]->path.chan->sock, -1);
 	assert_null(x->n[i]->path.chan->ssl);
-	assert_int_equal(s->phase, PHASE_ESTABLISHED);
+	assert_int_equal(s->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(s->path.chan->sock, x->chan[i].fds[1]);
 	assert_ptr_equal(s->path.chan, &s->own_chan); /* moved whole into the session's own, which now watches it */
 	assert_ptr_equal(s->own_chan.owner, s);
@@ -187,7 +187,7 @@ static void withdrawn_identity_refused(void **state)
 	struct rsec_msg m = { .type = RSEC_MSG_RESUME };
 	memcpy(m.u.session.token, x->token, RSEC_WIRE_TOKEN_LEN);
 	assert_int_equal(rsec_ctrl_handle(n, &m), RSEC_E_DENIED);
-	assert_int_equal(n->phase, PHASE_CLOSED);
+	assert_int_equal(n->path.phase, PHASE_CLOSED);
 	assert_true(n->admit_refused);
 	assert_non_null(strstr(rsec_conn_error(n), "1 allow rule: psk:node-b"));
 	channel_gets(x, 0, RSEC_MSG_DISCONNECT, &m);
@@ -303,7 +303,7 @@ static void second_resume_past_budget(void **state)
 	assert_int_equal(rc, RSEC_E_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(x->n[1]), "RESUME of a session this server does not have"));
 	channel_gets(x, 1, RSEC_MSG_ERROR, &m);
-	assert_int_equal(s->phase, PHASE_CLOSED);
+	assert_int_equal(s->path.phase, PHASE_CLOSED);
 	assert_non_null(strstr(rsec_conn_error(s), "not resumed: rebuilt 1 times in the last minute"));
 }
 
@@ -315,7 +315,7 @@ static void lost_channel_parks(void **state)
 	uint64_t before = rsec_now_ms();
 	assert_int_equal(rsec_resume_lost(s, RSEC_E_IO, "reset by peer"), 0);
 	assert_true(s->rs.parked);
-	assert_int_equal(s->phase, PHASE_ESTABLISHED);
+	assert_int_equal(s->path.phase, PHASE_ESTABLISHED);
 	assert_int_equal(s->path.rb.state, REBUILD_PARKED);
 	assert_int_equal(s->path.chan->sock, -1);
 	assert_null(s->path.chan->ssl);
@@ -332,7 +332,7 @@ static void lost_channel_closes(struct fixture *x, int code)
 {
 	struct rsec_conn *s = x->f.c;
 	assert_int_equal(rsec_resume_lost(s, code, "reset by peer"), code);
-	assert_int_equal(s->phase, PHASE_CLOSED);
+	assert_int_equal(s->path.phase, PHASE_CLOSED);
 	assert_false(s->rs.parked);
 	assert_non_null(strstr(rsec_conn_error(s), "reset by peer"));
 }

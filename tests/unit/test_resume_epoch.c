@@ -44,7 +44,7 @@ static int setup(void **state)
 	assert_non_null(f->c);
 	f->c->path.chan->ssl = f->tls.server;
 	f->c->path.chan->sock = f->tls.fds[1];
-	f->c->phase = PHASE_ESTABLISHED;
+	f->c->path.phase = PHASE_ESTABLISHED;
 	f->c->peer_rebuilds = true;
 	f->c->rs.peer = f->c->rs.epochs = true;
 	f->c->dev = f->c->path.qp.dev = &f->dev;
@@ -128,7 +128,7 @@ static void impossible_epoch(void **state)
 	f->c->rs.peer_epoch_known = true;
 	f->c->rs.peer_epoch = UINT32_MAX;
 	assert_int_equal(rsec_rebuild_unpark(f->c), RSEC_E_PROTO);
-	assert_int_equal(f->c->phase, PHASE_CLOSED);
+	assert_int_equal(f->c->path.phase, PHASE_CLOSED);
 }
 
 int main(void)

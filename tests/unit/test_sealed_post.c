@@ -38,19 +38,34 @@ struct fixture {
 	struct rsec_region region;
 };
 
+/* The connection's audit records and explanations: not the subject here. */
+static void no_audit(void *owner, enum rsec_audit_event ev, const char *result, const char *reason,
+		     const struct rsec_audit_region *region)
+{
+	(void)owner, (void)ev, (void)result, (void)reason, (void)region;
+}
+
+static void no_explain(void *owner, const char *why)
+{
+	(void)owner, (void)why;
+}
+
+static const struct rsec_path_hooks quiet_hooks = { .audit = no_audit, .explain = no_explain };
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	test_tls_pair(&f->tls, psk, sizeof(psk));
 	f->conn = (struct rsec_conn){
-		.ctx = &f->ctx, .phase = PHASE_ESTABLISHED, .aead = RSEC_AEAD_AES256GCM, .epfd = -1,
+		.ctx = &f->ctx, .path.phase = PHASE_ESTABLISHED, .path.cfg.aead = RSEC_AEAD_AES256GCM,
+		.path.hooks = &quiet_hooks,
 	};
 	rsec_chan_init(&f->conn.own_chan, f->tls.fds[0], NULL, NULL); /* no epoll interest to keep */
 	f->conn.own_chan.ssl = f->tls.client;
 	f->conn.path.chan = &f->conn.own_chan;
 	f->region = (struct rsec_region){
-		.conn = &f->conn, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
+		.path = &f->conn.path, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .addr = f->mem, .len = SPAN,
 	};
 	*state = f;
 	return 0;
@@ -59,7 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	rsec_sealed_peer_clear(&f->conn);
+	rsec_sealed_peer_clear(&f->conn.path);
 	SSL_free(f->tls.client);
 	SSL_free(f->tls.server);
 	SSL_CTX_free(f->tls.cctx);
@@ -101,7 +116,7 @@ static void posted_write_takes_only_what_was_sealed(void **state)
 	/* Nothing sealed yet: plaintext cannot go out through a sealed grant. */
 	memcpy(f->mem + 64, text, plain);
 	struct rsec_wr w = wr_of(f, &g, RSEC_OP_WRITE, 100, 64, (uint32_t)total);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &w, &claim), RSEC_E_RANGE);
 
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 100, &f->region, 64, plain), 0);
 	assert_memory_not_equal(f->mem + 64, text, plain);
@@ -114,21 +129,21 @@ static void posted_write_takes_only_what_was_sealed(void **state)
 		wr_of(f, &g, RSEC_OP_READ, 100, 64, (uint32_t)total),
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(rsec_sealed_post_check(&f->conn, &bad[i], &claim), RSEC_E_RANGE);
+		assert_int_equal(rsec_sealed_post_check(&f->conn.path, &bad[i], &claim), RSEC_E_RANGE);
 	struct rsec_region later = f->region; /* another region where this one was */
 	later.serial = ++f->conn.path.regions_made;
 	w.local = &later;
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &w, &claim), RSEC_E_RANGE);
 	w.local = &f->region;
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), 0);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &w, &claim), 0);
 	assert_non_null(claim);
 
 	/* Posted: the grant takes no second write, and the first is claimed once it succeeded. */
 	claim->state = SEALED_WRITE_POSTED;
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), RSEC_E_GRANT);
-	assert_int_equal(rsec_sealed_write_claim(&f->conn, claim), 0);
+	assert_int_equal(rsec_sealed_write_claim(&f->conn.path, claim), 0);
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), RSEC_E_GRANT);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &w, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &w, &claim), RSEC_E_RANGE);
 
 	/* The granter opens what arrived with what the claim says and its own key. */
 	struct rsec_msg m;
@@ -147,7 +162,7 @@ static void posted_write_takes_only_what_was_sealed(void **state)
 	assert_memory_equal(landed, text, plain);
 
 	/* The peer revoked it: a new grant under that id could be written again. */
-	rsec_sealed_peer_forget(&f->conn, GRANT_ID);
+	rsec_sealed_peer_forget(&f->conn.path, GRANT_ID);
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 2048, 10), 0);
 }
 
@@ -163,8 +178,8 @@ static void region_seal_refuses_what_does_not_fit(void **state)
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 1024 - 16, &f->region, 0, 1), RSEC_E_RANGE); /* 17 bytes */
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, SPAN - 16, 1), RSEC_E_RANGE);
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 0, 0), RSEC_E_INVAL);
-	f->conn.phase = PHASE_CLOSED;
-	f->conn.close_code = RSEC_E_CLOSED;
+	f->conn.path.phase = PHASE_CLOSED;
+	f->conn.path.close_code = RSEC_E_CLOSED;
 	assert_int_equal(rsec_region_seal(&f->conn, &g, 0, &f->region, 0, 10), RSEC_E_CLOSED);
 }
 
@@ -196,9 +211,9 @@ static void posted_read_is_whole_and_opens_in_place(void **state)
 	struct rsec_wr part = wr_of(f, &g, RSEC_OP_READ, 16, 0, (uint32_t)g.len - 16);
 	struct rsec_wr shortread = wr_of(f, &g, RSEC_OP_READ, 0, 0, (uint32_t)g.len - 1);
 	struct rsec_wr whole = wr_of(f, &g, RSEC_OP_READ, 0, 0, (uint32_t)g.len);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &part, &claim), RSEC_E_RANGE);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &shortread, &claim), RSEC_E_RANGE);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &whole, &claim), 0);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &part, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &shortread, &claim), RSEC_E_RANGE);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &whole, &claim), 0);
 	assert_null(claim);
 
 	/* What the READ brought in, opened where it landed. */
@@ -232,7 +247,7 @@ static void kept_keys_are_the_granters_and_bounded(void **state)
 		for (uint64_t i = 0; i < RSEC_PEER_KEYS + 3; i++) {
 			uint64_t id = RSEC_GRANT_ID_SERVER | (100 + i);
 			struct rsec_sealed_key *k;
-			assert_int_equal(rsec_sealed_peer_key(&f->conn, id, &k), 0);
+			assert_int_equal(rsec_sealed_peer_key(&f->conn.path, id, &k), 0);
 			struct rsec_sealed_params p = { .alg = RSEC_AEAD_AES256GCM, .grant_id = id, .plain_len = 40 };
 			uint8_t b[56], key[RSEC_SEALED_KEY_LEN];
 			fill(b, 40, (uint8_t)i);
@@ -244,7 +259,7 @@ static void kept_keys_are_the_granters_and_bounded(void **state)
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		kept += f->conn.path.peer_keys[i].key.ctx != NULL;
 	assert_int_equal(kept, RSEC_PEER_KEYS);
-	rsec_sealed_peer_forget(&f->conn, RSEC_GRANT_ID_SERVER | (100 + RSEC_PEER_KEYS + 2));
+	rsec_sealed_peer_forget(&f->conn.path, RSEC_GRANT_ID_SERVER | (100 + RSEC_PEER_KEYS + 2));
 	kept = 0;
 	for (unsigned i = 0; i < RSEC_PEER_KEYS; i++)
 		kept += f->conn.path.peer_keys[i].key.ctx != NULL;
@@ -282,11 +297,11 @@ static void revoked_while_in_flight_claims_nothing_later(void **state)
 	/* A's sealed WRITE is in flight when the peer revokes A. */
 	assert_int_equal(rsec_region_seal(&f->conn, &a, 0, &f->region, 0, plain), 0);
 	struct rsec_wr wa = wr_of(f, &a, RSEC_OP_WRITE, 0, 0, (uint32_t)total);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &wa, &claim_a), 0);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &wa, &claim_a), 0);
 	uint32_t idx = posted(f, &wa, claim_a);
 	struct rsec_msg revoke = { .type = RSEC_MSG_REVOKE };
 	revoke.u.revoke.grant_id = a.id;
-	assert_int_equal(rsec_grant_on_msg(&f->conn, &revoke), 0);
+	assert_int_equal(rsec_grant_on_msg(&f->conn.path, &revoke), 0);
 
 	/* Meanwhile the application seals for B, not posted yet. */
 	assert_int_equal(rsec_region_seal(&f->conn, &b, 0, &f->region, 4096, plain), 0);
@@ -294,16 +309,16 @@ static void revoked_while_in_flight_claims_nothing_later(void **state)
 
 	/* A's WRITE completes: nothing is claimed, neither A (revoked) nor B (never written). */
 	struct ibv_wc wc = { .wr_id = RSEC_WR_ID(WR_RDMA, idx), .status = IBV_WC_SUCCESS };
-	assert_int_equal(rsec_onesided_on_wc(&f->conn, &wc), 0);
+	assert_int_equal(rsec_onesided_on_wc(&f->conn.path, &wc), 0);
 	assert_true(granter_has_nothing(f));
-	assert_int_equal(f->conn.phase, PHASE_ESTABLISHED);
+	assert_int_equal(f->conn.path.phase, PHASE_ESTABLISHED);
 
 	/* B's WRITE is still the one to post, and is claimed once it succeeded, with B's prefix. */
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &wb, &claim_b), 0);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &wb, &claim_b), 0);
 	assert_non_null(claim_b);
 	idx = posted(f, &wb, claim_b);
 	wc.wr_id = RSEC_WR_ID(WR_RDMA, idx);
-	assert_int_equal(rsec_onesided_on_wc(&f->conn, &wc), 0);
+	assert_int_equal(rsec_onesided_on_wc(&f->conn.path, &wc), 0);
 	struct rsec_msg m;
 	granter_receives(f, &m);
 	assert_int_equal(m.type, RSEC_MSG_VERIFY);
@@ -325,7 +340,7 @@ static void read_only_region_is_neither_sealed_nor_opened_in(void **state)
 	uint8_t *ro = mmap(NULL, SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(ro != MAP_FAILED);
 	struct rsec_region r = {
-		.conn = &f->conn, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
+		.path = &f->conn.path, .serial = ++f->conn.path.regions_made, .local_mr = &f->fake_mr, .local_ro = true,
 		.addr = ro, .len = SPAN,
 	};
 	struct rsec_remote_grant w = { .id = GRANT_ID, .access = RSEC_ACCESS_WRITE | RSEC_GRANT_SEALED, .len = 4096 };
@@ -393,9 +408,9 @@ static void open_refuses_the_bytes_of_a_sealed_write(void **state)
 	/* Posted, and its grant revoked while it is in flight: still its bytes until it ends. */
 	struct rsec_sealed_write *claim;
 	struct rsec_wr wr = wr_of(f, &w, RSEC_OP_WRITE, 0, 1000, (uint32_t)total);
-	assert_int_equal(rsec_sealed_post_check(&f->conn, &wr, &claim), 0);
+	assert_int_equal(rsec_sealed_post_check(&f->conn.path, &wr, &claim), 0);
 	claim->state = SEALED_WRITE_POSTED;
-	rsec_sealed_peer_forget(&f->conn, w.id);
+	rsec_sealed_peer_forget(&f->conn.path, w.id);
 	memcpy(f->mem + 1000, sealed, g.len);
 	assert_int_equal(rsec_region_open(&f->conn, &g, &f->region, 1000, &n), RSEC_E_RANGE);
 
