@@ -70,8 +70,8 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 	rc = rsec_grant_keys_mac(&k, &c->path.seal, c->is_server, g->id, off, buf, len, mac);
 	rsec_grant_keys_wipe(&k);
 	if (rc == 0)
-		rc = rsec_conn_settle(c, rsec_grant_send_verify(&c->path, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256, mac,
-								 sizeof(mac)));
+		rc = rsec_conn_settle(c, rsec_grant_send_verify(&c->path, g->id, off, len, RSEC_WIRE_MAC_HMAC_SHA256,
+								mac, sizeof(mac)));
 	OPENSSL_cleanse(mac, sizeof(mac));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send VERIFY");
@@ -135,7 +135,8 @@ int rsec_write_sealed(struct rsec_conn *c, const struct rsec_remote_grant *g, ui
 	if (rc == 0) {
 		w->state = SEALED_WRITE_POSTED;
 		rc = one_sided(c, g, off, stage, total, timeout_ms, RSEC_OP_WRITE, true);
-		if (rc == 0 && w->state != SEALED_WRITE_POSTED) /* the grant or the connection went meanwhile: no claim */
+		/* The grant or the connection went meanwhile: no claim. */
+		if (rc == 0 && w->state != SEALED_WRITE_POSTED)
 			rc = c->path.phase == PHASE_CLOSED ? c->path.close_code : RSEC_E_GRANT;
 		if (rc < 0)
 			*w = (struct rsec_sealed_write){ 0 };

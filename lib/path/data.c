@@ -143,7 +143,8 @@ static bool take_channel_events(struct rsec_path *path, unsigned *fired)
 	void *cq_ctx;
 	while (ibv_get_cq_event(path->qp.chan, &cq, &cq_ctx) == 0) {
 		/* Only our two CQs use the channel; anything else re-arms both. */
-		*fired |= cq == path->qp.send_cq ? FIRED_SEND : cq == path->qp.recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
+		const struct rsec_qp *q = &path->qp;
+		*fired |= cq == q->send_cq ? FIRED_SEND : cq == q->recv_cq ? FIRED_RECV : FIRED_SEND | FIRED_RECV;
 		ibv_ack_cq_events(cq, 1);
 	}
 	return errno == EAGAIN;
@@ -310,7 +311,8 @@ static RSEC_MUST_CHECK int reserve_rx(struct rsec_path *path, size_t more)
 {
 	size_t want = path->rx_len + more;
 	if (want > path->cfg.max_msg)
-		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", path->cfg.max_msg);
+		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)",
+				       path->cfg.max_msg);
 	if (want <= path->rx_cap)
 		return 0;
 	size_t cap = path->rx_cap ? path->rx_cap : 4096;
@@ -360,7 +362,8 @@ static RSEC_MUST_CHECK int rx_room(struct rsec_path *path, size_t body, uint8_t 
 {
 	bool fresh = !path->rx_started && path->rx_len == 0;
 	if (path->rx_len + body > path->cfg.max_msg)
-		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)", path->cfg.max_msg);
+		return rsec_fault_fail(&path->fault, RSEC_E_RANGE, "peer sent a message over max_msg (%u)",
+				       path->cfg.max_msg);
 	if (path->rx_direct && (path->rx_in_direct || fresh) && body <= path->rx_direct_cap - path->rx_len) {
 		path->rx_in_direct = true;
 		*dst = path->rx_direct + path->rx_len;
@@ -400,12 +403,13 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_path *path, const struct ibv_w
 	if (rc == RSEC_E_PROTO) {
 		/* A header that does not parse was never sealed by the peer: a forgery like a bad tag. */
 		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, RSEC_E_MAC,
-					  "rejected a message: a frame whose header does not parse (forged or corrupt)");
+				       "rejected a message: a frame whose header does not parse (forged or corrupt)");
 	}
 	if (rc < 0) {
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */
-		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s", rsec_strerror(rc));
+		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s",
+				       rsec_strerror(rc));
 	}
 	if ((uint64_t)path->credits + hdr.credits > path->peer_slots || rsec_sendq_ack(&path->sendq, hdr.credits) < 0)
 		return rsec_fault_fail(&path->fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
@@ -476,8 +480,8 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_path *path)
 		return 0;
 	}
 	if (now - path->txm_progress_ms > RSEC_SEND_STALL_MS)
-		return rsec_fault_fail(&path->fault, RSEC_E_TIMEOUT, "the peer returned no flow-control credit for %u ms",
-				      RSEC_SEND_STALL_MS);
+		return rsec_fault_fail(&path->fault, RSEC_E_TIMEOUT,
+				       "the peer returned no flow-control credit for %u ms", RSEC_SEND_STALL_MS);
 	return 0;
 }
 
@@ -657,7 +661,8 @@ int rsec_data_rekey(struct rsec_path *path, uint64_t opened)
 	rsec_seal_free(&path->seal);
 	path->have_seal = false;
 	/* The next epoch's keys: sequence numbers start again at 0 under keys never used before. */
-	RSEC_GUARD(rsec_seal_from_tls(&path->seal, rsec_chan_ssl(path->chan), path->cfg.is_server, path->cfg.aead, path->cfg.lane, path->rb.epoch + 1));
+	RSEC_GUARD(rsec_seal_from_tls(&path->seal, rsec_chan_ssl(path->chan), path->cfg.is_server, path->cfg.aead,
+				      path->cfg.lane, path->rb.epoch + 1));
 	path->have_seal = true;
 	RSEC_GUARD(rsec_sendq_init(q, path->send_slots));
 	path->credits = path->peer_slots;

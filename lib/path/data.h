@@ -23,7 +23,7 @@ RSEC_MUST_CHECK int rsec_data_renew(struct rsec_path *path);
 /*
  * Rebuild, second half: the peer opened `opened` of our frames of the old
  * epoch; the data frames after them are recovered for sending again, the
- * keys of epoch c->rb.epoch + 1 replace the old ones, send queue and
+ * keys of epoch path->rb.epoch + 1 replace the old ones, send queue and
  * credits start afresh. Returns 0, RSEC_E_PROTO (opened is not between
  * what the peer acknowledged and what we sent), or an error.
  */
@@ -38,7 +38,7 @@ uint64_t rsec_data_opened(const struct rsec_path *path);
  */
 RSEC_MUST_CHECK int rsec_data_new_tx_keys(struct rsec_path *path);
 
-/* Receive buffers on c->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
+/* Receive buffers on path->qp (taken by rsec_conn_data_setup), receives posted (QP in INIT). */
 RSEC_MUST_CHECK int rsec_data_setup(struct rsec_path *path);
 /* Send WRs of every connection's QP with depth one-sided operations (QP pools create theirs with it). */
 uint32_t rsec_data_send_wr(uint32_t depth);
@@ -52,7 +52,7 @@ void rsec_data_teardown(struct rsec_path *path);
  * the peer sent early. Returns 0 or the fault.
  */
 RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_path *path);
-/* Reap completions: sends, receives (sealed frames), window ops; until the first fault (c->fault). */
+/* Reap completions: sends, receives (sealed frames), window ops; until the first fault (path->fault). */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_path *path);
 /*
  * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits

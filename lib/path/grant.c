@@ -169,7 +169,8 @@ static RSEC_MUST_CHECK int announce(struct rsec_path *path, struct rsec_local_gr
 	bool proof = g->verified || (g->sealed && (g->access & RSEC_ACCESS_READ));
 	int rc = proof ? send_read_proof(path, g) : 0;
 	if (rc < 0)
-		return rsec_fault_fail(&path->fault, rc, "cannot send the MAC of grant %llu", (unsigned long long)g->id);
+		return rsec_fault_fail(&path->fault, rc, "cannot send the MAC of grant %llu",
+				       (unsigned long long)g->id);
 	struct rsec_msg m = { .type = RSEC_MSG_GRANT };
 	m.u.grant.grant_id = g->id;
 	m.u.grant.addr = (uintptr_t)g->addr;
@@ -197,7 +198,7 @@ static RSEC_MUST_CHECK int announce(struct rsec_path *path, struct rsec_local_gr
 /* Seal or open a sealed READ grant's whole range under its kept key. */
 static RSEC_MUST_CHECK int sealed_read_range(struct rsec_path *path, const struct rsec_local_grant *g, bool seal)
 {
-	struct rsec_sealed_params p = { .alg = path->cfg.aead, .grant_id = g->id, .offset = 0, .plain_len = g->sealed_len };
+	struct rsec_sealed_params p = { .alg = path->cfg.aead, .grant_id = g->id, .plain_len = g->sealed_len };
 	memcpy(p.prefix, g->sealed_prefix, sizeof(p.prefix));
 	return seal ? rsec_sealed_seal(g->sealed_key, &p, g->addr) : rsec_sealed_open(g->sealed_key, &p, g->addr);
 }
@@ -284,8 +285,8 @@ int rsec_grant_issue(struct rsec_path *path, struct rsec_region *r, size_t off, 
 	if (grant_id)
 		*grant_id = g->id;
 	/* The pass over the bytes belongs to the caller of rsec_grant, not to the completion that announces it. */
-	if (verified &&
-	    rsec_grant_keys_mac(&g->keys, &path->seal, path->cfg.is_server, g->id, 0, g->addr, g->len, g->read_mac) == 0)
+	if (verified && rsec_grant_keys_mac(&g->keys, &path->seal, path->cfg.is_server, g->id, 0, g->addr, g->len,
+					    g->read_mac) == 0)
 		g->read_mac_ready = true;
 	if (g->busy) {
 		g->announce = true; /* when the bind completes */
@@ -343,8 +344,10 @@ int rsec_grant_invalidate(struct rsec_path *path, struct rsec_local_grant *g, en
 		return 0;
 	}
 	if (grant_release(g) < 0) {
-		rsec_grant_audit_local(path, ev, g, "failed", "the device refused to free the window; connection closed", 0, 0);
-		int rc = rsec_fault_fail(&path->fault, RSEC_E_VERBS, "cannot revoke grant %#llx", (unsigned long long)g->id);
+		rsec_grant_audit_local(path, ev, g, "failed",
+				       "the device refused to free the window; connection closed", 0, 0);
+		int rc = rsec_fault_fail(&path->fault, RSEC_E_VERBS, "cannot revoke grant %#llx",
+					 (unsigned long long)g->id);
 		settle_sealed_read(path, g, false);
 		return rc;
 	}
@@ -380,7 +383,8 @@ int rsec_grant_expire(struct rsec_path *path)
 /* The grant whose bind completed, or NULL if none was in flight in that slot (the device misreported). */
 static struct rsec_local_grant *bound_grant(struct rsec_path *path, const struct ibv_wc *wc)
 {
-	struct rsec_local_grant *g = &path->gt.local[RSEC_WR_INDEX(wc->wr_id)]; /* bounded: rsec_completion_check_send */
+	/* The index is bounded: rsec_completion_check_send. */
+	struct rsec_local_grant *g = &path->gt.local[RSEC_WR_INDEX(wc->wr_id)];
 	if (!g->busy)
 		return NULL;
 	g->busy = false;
@@ -394,7 +398,8 @@ int rsec_grant_on_wc(struct rsec_path *path, const struct ibv_wc *wc)
 {
 	struct rsec_local_grant *g = bound_grant(path, wc);
 	if (!g)
-		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "bind completion for a window with no bind in flight");
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS,
+				       "bind completion for a window with no bind in flight");
 	if (!g->live) {
 		/* Revoked or expired while binding (audited then): nothing was told, nothing stays. */
 		settle_sealed_read(path, g, rsec_mw_free(&g->mw) == 0);
@@ -482,10 +487,9 @@ int rsec_grant_reset(struct rsec_path *path, const char *why)
 		bool freed = true, kept = outlives_rebuild(path, g);
 		if (kept) {
 			freed = grant_release(g) == 0;
-			rsec_grant_audit_local(path, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed",
-					       g->rebind ? "data path rebuilt; bound again on the new one"
-							 : "data path rebuilt; claimed already: checked now, out of the peer's reach",
-					       0, 0);
+			const char *how = g->rebind ? "data path rebuilt; bound again on the new one"
+						    : "data path rebuilt; claimed already: checked now, out of the peer's reach";
+			rsec_grant_audit_local(path, RSEC_AUDIT_REVOKE, g, freed ? "ok" : "failed", how, 0, 0);
 		} else if (g->live) {
 			freed = end_with_path(path, g, why);
 		}
@@ -501,7 +505,8 @@ int rsec_grant_reset(struct rsec_path *path, const char *why)
 	rsec_gt_forget_peer(&path->gt, path->cfg.rebinds);
 	rsec_sealed_peer_clear(path);
 	if (!all_freed)
-		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "the device would not revoke a grant for the rebuild (%s)", why);
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS,
+				       "the device would not revoke a grant for the rebuild (%s)", why);
 	return 0;
 }
 

@@ -64,8 +64,8 @@ int rsec_grant_claim_settle(struct rsec_path *path, struct rsec_local_grant *g, 
 bool rsec_grant_check_claim(struct rsec_path *path, const struct rsec_local_grant *g, int *rc)
 {
 	uint8_t mac[RSEC_SEAL_DATAMAC_LEN];
-	*rc = rsec_grant_keys_mac(&g->keys, &path->seal, !path->cfg.is_server, g->id, g->claim_off, g->addr + g->claim_off,
-				  g->claim_len, mac);
+	*rc = rsec_grant_keys_mac(&g->keys, &path->seal, !path->cfg.is_server, g->id, g->claim_off,
+				  g->addr + g->claim_off, g->claim_len, mac);
 	bool ok = *rc == 0 && rsec_seal_mac_equal(mac, g->claim_mac);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return ok;

@@ -53,7 +53,8 @@ int rsec_grant_on_msg(struct rsec_path *path, const struct rsec_msg *m)
 	case RSEC_MSG_VERIFY:
 		if (!rsec_gt_ours(&path->gt, m->u.verify.grant_id)) {
 			rc = rsec_gt_pending_mac(&path->gt, &m->u.verify);
-			return rc < 0 ? rsec_fault_fail(&path->fault, rc, "unexpected VERIFY for a grant of the peer's") : 0;
+			return rc < 0 ? rsec_fault_fail(&path->fault, rc, "unexpected VERIFY for a grant of the peer's")
+				      : 0;
 		}
 		rc = rsec_gt_claim(&path->gt, &m->u.verify);
 		if (rc == RSEC_E_GRANT)
@@ -62,17 +63,23 @@ int rsec_grant_on_msg(struct rsec_path *path, const struct rsec_msg *m)
 	default:
 		rc = rsec_peer_grant_arrived(path, &m->u.grant);
 		if (rc == RSEC_E_PROTO)
-			return rsec_fault_fail(&path->fault, rc, "GRANT %s a key id", m->u.grant.has_key_id ? "with" : "without");
+			return rsec_fault_fail(&path->fault, rc, "GRANT %s a key id",
+					       m->u.grant.has_key_id ? "with" : "without");
 		if (rc < 0)
 			return rsec_fault_fail(&path->fault, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
 					      (unsigned long long)m->u.grant.key_id, rsec_strerror(rc));
 		if (rsec_gt_peer_stale(&path->gt, m->u.grant.grant_id) && path->cfg.rebinds) {
 			rc = rsec_gt_remote_rebind(&path->gt, &m->u.grant);
-			return rc < 0 ? rsec_fault_fail(&path->fault, rc, "bad GRANT for a grant bound again after a rebuild") : 0;
+			return rc < 0 ? rsec_fault_fail(&path->fault, rc,
+							"bad GRANT for a grant bound again after a rebuild")
+				      : 0;
 		}
 		rc = rsec_gt_remote_add(&path->gt, &m->u.grant);
 		if (rc == RSEC_E_LIMIT)
-			return rsec_fault_fail(&path->fault, rc, "peer holds more than %u grants open", RSEC_MAX_GRANTS);
-		return rc < 0 ? rsec_fault_fail(&path->fault, rc, "GRANT with one of our own grant ids or another lane's") : 0;
+			return rsec_fault_fail(&path->fault, rc, "peer holds more than %u grants open",
+					       RSEC_MAX_GRANTS);
+		return rc < 0 ? rsec_fault_fail(&path->fault, rc,
+						"GRANT with one of our own grant ids or another lane's")
+			      : 0;
 	}
 }

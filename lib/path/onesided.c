@@ -81,7 +81,8 @@ void rsec_onesided_teardown(struct rsec_path *path)
 	if (path->ops.busy) {
 		if (path->have_qp && path->qp.qp)
 			(void)!rsec_qp_to_error(&path->qp);
-		rsec_ops_flush(&path->ops, path->phase == PHASE_CLOSED ? path->close_code : RSEC_E_CLOSED, release, path);
+		rsec_ops_flush(&path->ops, path->phase == PHASE_CLOSED ? path->close_code : RSEC_E_CLOSED, release,
+			       path);
 	}
 	stage_free(path);
 }

@@ -39,7 +39,7 @@ void rsec_onesided_teardown(struct rsec_path *path);
  * start: the arguments and the grant checked (sealed_ok: a sealed grant's
  * bytes may be moved, for the sealed calls), buf staged or registered, the
  * operation posted; 0 or why not (nothing posted). end, once
- * c->ops.waiter_done: the operation's status (a READ's bytes in buf).
+ * path->ops.waiter_done: the operation's status (a READ's bytes in buf).
  * unstage, when it ended otherwise and the device let go of the stage: the
  * stage keeps none of the bytes (status 0: a READ's go to buf first).
  */

@@ -3,9 +3,10 @@
  * What one queue pair's engine owns: its QP, message keys, send and receive
  * rings and credits, the message being sent and the one being reassembled,
  * its grants and the peer's, its one-sided operations, its counters and the
- * first fault it found. A connection (session/conn.h) holds one as `path`;
- * the session reads it, only path/ changes it (but the session's set-up and
- * rebuild, which make and replace the QP).
+ * first fault it found; and what its session told it (cfg), the state the
+ * session sets and it reads (phase, close code, rebuild state, key chain,
+ * channel), and the hooks it reports through. A connection (session/conn.h)
+ * holds one as `path`; path/ never sees the connection.
  *
  * Invariants: have_qp says qp holds a PD, CQs and QP; have_seal says seal
  * holds keys. credits <= peer_slots; credits_owed < recv_slots. txm is NULL
@@ -23,9 +24,9 @@
 #include "base/rekey.h"
 #include "base/seal.h"
 #include "base/sealed.h"
+#include "chan.h"
 #include "fault.h"
 #include "grant_keys.h"
-#include "chan.h"
 #include "grant_table.h"
 #include "ops.h"
 #include "rdmasec.h"
@@ -52,7 +53,7 @@
 
 /*
  * What the session tells its queue pair's engine, fixed once set-up has
- * negotiated it (session/lane.c, rsec_conn_data_setup): who we are on the
+ * negotiated it (session/conn.c, rsec_conn_configure_path): who we are on the
  * wire, the context's limits, and what both sides offered.
  */
 struct rsec_path_cfg {
@@ -85,7 +86,7 @@ struct rsec_path_hooks {
 
 struct rsec_region {
 	struct rsec_path *path; /* the queue pair it was registered on */
-	uint64_t serial;      /* per connection, never reused: names it where a pointer could be a later region's */
+	uint64_t serial;      /* per queue pair, never reused: names it where a pointer could be a later region's */
 	struct ibv_mr *mr;    /* window mode: local registration the windows bind to */
 	uint8_t *addr;
 	size_t len;
@@ -164,24 +165,24 @@ enum rsec_phase {
 };
 
 struct rsec_path {
-	enum rsec_phase phase;     /* set by the session */
-	int close_code;            /* PHASE_CLOSED: why (the session's rsec_conn_fail) */
+	/* Set by the session, read here. */
 	struct rsec_path_cfg cfg;
 	const struct rsec_path_hooks *hooks;
-	void *owner;              /* the hooks' first argument: the connection */
-	/* The session has just asked epoll which fds are ready (conn.c): chan_event is exact for this turn. */
-	bool events_known;
-	/* The session's control channel (its first connection's; NULL once that is freed). */
-	struct rsec_chan *chan;
-	struct rsec_rebuild rb;   /* driven by session/rebuild.c */
-	struct rsec_rekey rk;     /* the key chain of this epoch, driven by session/rekey_exchange.c */
+	void *owner;               /* the hooks' first argument: the connection */
+	enum rsec_phase phase;
+	int close_code;            /* PHASE_CLOSED: why (the session's rsec_conn_fail) */
+	bool events_known;         /* the session has just asked epoll which fds are ready: chan_event is exact */
+	struct rsec_chan *chan;    /* the session's control channel (its first connection's; NULL once that is freed) */
+	/* Driven by session/rebuild.c and rekey_exchange.c; the frames to resend and grant keys come from here. */
+	struct rsec_rebuild rb;
+	struct rsec_rekey rk;      /* the key chain of this epoch */
 
 	struct rsec_qp qp;
 	bool have_qp;
 	struct rsec_qp_peer remote;
 	struct rsec_seal seal;
 	bool have_seal;
-	uint32_t recv_slots;      /* receive buffers we post, ctx->slot_size each */
+	uint32_t recv_slots;      /* receive buffers we post, cfg.slot_size each */
 	uint32_t peer_slots;      /* the peer's: our initial credits */
 	uint32_t peer_slot_size;  /* largest frame the peer accepts */
 	uint32_t peer_max_msg;    /* largest message the peer accepts */
@@ -220,14 +221,14 @@ struct rsec_path {
 	struct rsec_peer_key peer_keys[RSEC_PEER_KEYS];
 	unsigned peer_key_next;
 	struct rsec_sealed_write sealed_writes[RSEC_MAX_GRANTS];
-	uint64_t regions_made;    /* serials of this connection's regions */
+	uint64_t regions_made;    /* serials of this queue pair's regions */
 
 	/* One-sided operations in flight (onesided.c). */
 	struct rsec_ops ops;
 	uint8_t *stage;           /* rsec_write/rsec_read's bytes up to RSEC_STAGE_SIZE, wiped after each */
 	struct ibv_mr *stage_mr;
 	uint64_t completions;     /* completions handled: a busy wait stops at the next one */
-	bool chan_event;          /* busy polling, or path.events_known: the completion channel has an event to take */
+	bool chan_event;          /* busy polling, or events_known: the completion channel has an event to take */
 
 	/* Counters rsec_conn_stats reports (the session adds its rebuilds and resumes). */
 	struct rsec_conn_stats stats;
@@ -251,8 +252,8 @@ static inline bool rsec_rebuild_resending(const struct rsec_path *p)
 }
 
 /*
- * May an API call use the queue pair now? The one rule of include/rdmasec.h: 0; once
- * closed, the error that closed it; RSEC_E_AGAIN while it is being set up
+ * May an API call use the queue pair now? The one rule of include/rdmasec.h:
+ * 0; once closed, the error that closed it; RSEC_E_AGAIN while it is being set up
  * and, for a call that posts on the queue pair (posts), while its data path
  * is rebuilt or its session waits to be resumed (rebuild PARKED).
  */

@@ -104,7 +104,8 @@ static bool write_overlaps(const struct rsec_path *path, const struct rsec_regio
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++) {
 		const struct rsec_sealed_write *w = &path->sealed_writes[i];
-		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED && w->state != SEALED_WRITE_ORPHAN)
+		if (w->state != SEALED_WRITE_READY && w->state != SEALED_WRITE_POSTED &&
+		    w->state != SEALED_WRITE_ORPHAN)
 			continue;
 		if (w->region != r->serial)
 			continue; /* 0 (rsec_write_sealed's own buffer) is no region's serial */
@@ -122,8 +123,8 @@ void rsec_sealed_peer_forget(struct rsec_path *path, uint64_t grant_id)
 		if (path->peer_keys[i].key.ctx && path->peer_keys[i].grant_id == grant_id)
 			rsec_sealed_key_free(&path->peer_keys[i].key);
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (path->sealed_writes[i].state != SEALED_WRITE_FREE && path->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    path->sealed_writes[i].grant_id == grant_id)
+		if (path->sealed_writes[i].state != SEALED_WRITE_FREE &&
+		    path->sealed_writes[i].state != SEALED_WRITE_ORPHAN && path->sealed_writes[i].grant_id == grant_id)
 			write_drop(&path->sealed_writes[i]);
 }
 
@@ -147,8 +148,8 @@ void rsec_sealed_write_end(struct rsec_path *path, struct rsec_sealed_write *w, 
 static struct rsec_sealed_write *write_of(struct rsec_path *path, uint64_t grant_id)
 {
 	for (unsigned i = 0; i < RSEC_MAX_GRANTS; i++)
-		if (path->sealed_writes[i].state != SEALED_WRITE_FREE && path->sealed_writes[i].state != SEALED_WRITE_ORPHAN &&
-		    path->sealed_writes[i].grant_id == grant_id)
+		if (path->sealed_writes[i].state != SEALED_WRITE_FREE &&
+		    path->sealed_writes[i].state != SEALED_WRITE_ORPHAN && path->sealed_writes[i].grant_id == grant_id)
 			return &path->sealed_writes[i];
 	return NULL;
 }
@@ -243,9 +244,9 @@ int rsec_sealed_post_check(struct rsec_path *path, const struct rsec_wr *wr, str
 		return 0;
 	}
 	struct rsec_sealed_write *w = write_of(path, g->id);
-	RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_WRITE) && w && w->state == SEALED_WRITE_READY && w->region == wr->local->serial &&
-			    w->local_off == wr->local_off && w->remote_off == wr->remote_off &&
-			    wr->len == rsec_sealed_len(w->plain_len),
+	RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_WRITE) && w && w->state == SEALED_WRITE_READY &&
+			    w->region == wr->local->serial && w->local_off == wr->local_off &&
+			    w->remote_off == wr->remote_off && wr->len == rsec_sealed_len(w->plain_len),
 		    RSEC_E_RANGE); /* only bytes rsec_region_seal sealed for this very operation */
 	*claim = w;
 	return 0;

@@ -62,8 +62,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	int n = 0;
 	if (c->path.chan && c->path.chan->tx.overflow) {
 		/* rsec_chan_send found no room: say whose fault it is, whatever the caller says. */
-		n = snprintf(c->error, sizeof(c->error), "control channel: the peer is not reading (%zu bytes unsent): ",
-			     c->path.chan->tx.len);
+		n = snprintf(c->error, sizeof(c->error),
+			     "control channel: the peer is not reading (%zu bytes unsent): ", c->path.chan->tx.len);
 		if (n < 0 || (size_t)n >= sizeof(c->error))
 			n = 0;
 	}
@@ -71,7 +71,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->error + n, sizeof(c->error) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (c->path.phase != PHASE_TLS && !c->admit_refused && tell_peer(code) && code < 0 && (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
+	if (c->path.phase != PHASE_TLS && !c->admit_refused && tell_peer(code) && code < 0 &&
+	    (unsigned)-code <= RSEC_WIRE_ERROR_CODE_MAX) {
 		struct rsec_msg m = { .type = RSEC_MSG_ERROR };
 		m.u.error.code = (uint32_t)-code;
 		rsec_wire_text_set(&m.u.error.text, c->error);
@@ -89,7 +90,8 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 	audit_failure(c, code);
 	c->path.close_code = code;
 	c->path.phase = PHASE_CLOSED;
-	(void)rsec_fault_take(&c->path.fault); /* what closing found (a grant the device would not free) changes nothing */
+	/* What closing found (a grant the device would not free) changes nothing. */
+	(void)rsec_fault_take(&c->path.fault);
 	if (!c->lane) {
 		c->own_chan.closed = true; /* nothing more goes to the peer, from the lanes either */
 		rsec_lanes_fail(c, code); /* after: their goodbyes would go nowhere */
@@ -505,8 +507,8 @@ int rsec_conn_process(struct rsec_conn *c)
 int rsec_conn_step(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
-	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->path.phase != PHASE_ESTABLISHED || c->sock_event || c->rs.parked ||
-	    now >= c->next_full_ms) {
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY || c->path.phase != PHASE_ESTABLISHED || c->sock_event ||
+	    c->rs.parked || now >= c->next_full_ms) {
 		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
 		c->sock_event = false;
 		c->next_full_ms = now + RSEC_BUSY_FULL_MS;
@@ -679,7 +681,8 @@ static void fold_seal_stats(struct rsec_conn_stats *out, const struct rsec_conn 
 	struct rsec_seal_stats s;
 	rsec_seal_stats(rsec_seal_rx_now(&c->path.seal), &s);
 	out->malformed = s.malformed + c->path.seal_before.malformed;
-	out->mac_failures = s.mac_failures + c->path.seal_before.mac_failures + c->path.data_mac_failures + out->malformed;
+	out->mac_failures =
+		s.mac_failures + c->path.seal_before.mac_failures + c->path.data_mac_failures + out->malformed;
 	out->seq_violations = s.seq_violations + c->path.seal_before.seq_violations;
 }
 

@@ -3,10 +3,9 @@
  * Internal layout of contexts and connections, owned by the session layer:
  * ctx.c (device and credentials), conn.c (event loop and teardown), ctrl.c
  * and setup.c (control messages, ctrl.h), settle.c (path faults), lane.c,
- * rebuild.c, resume.c. The path layer (data.c, onesided.c, grant*.c,
- * region.c, sealed_post.c) still works on struct rsec_conn directly: an
- * upward use lib/layers.allow lists until issue 25 gives it per-queue-pair
- * state. It records its faults in c->fault and acts on none of them.
+ * rebuild.c, resume.c. A connection holds its queue pair's engine as
+ * `path` (path/path.h): the path layer sees only that, never the
+ * connection; it records its faults in path.fault and acts on none of them.
  */
 #ifndef RSEC_CONN_H
 #define RSEC_CONN_H

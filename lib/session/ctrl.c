@@ -79,7 +79,8 @@ static const struct ctrl_row *row_for(const struct rsec_conn *c, uint8_t type)
 {
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct ctrl_row *r = &rows[i];
-		if (r->type == type && (r->phases & PH(c->path.phase)) && (r->lane || !c->lane) && side_takes(c, r->side))
+		if (r->type == type && (r->phases & PH(c->path.phase)) && (r->lane || !c->lane) &&
+		    side_takes(c, r->side))
 			return r;
 	}
 	return NULL;

@@ -214,7 +214,8 @@ void rsec_lanes_watch(struct rsec_conn *root, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.u32 = 0 };
 	for (unsigned i = 1; i <= root->lanes_opened; i++) {
 		struct rsec_conn *c = root->lanes[i];
-		if (c && c->path.phase != PHASE_CLOSED && epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) < 0)
+		if (c && c->path.phase != PHASE_CLOSED &&
+		    epoll_ctl(c->epfd, EPOLL_CTL_MOD, root->path.chan->sock, &ev) < 0)
 			(void)rsec_conn_fail(c, RSEC_E_IO, "epoll: cannot watch the session's channel");
 	}
 }
@@ -243,7 +244,8 @@ int rsec_lane_request(struct rsec_conn *root, struct rsec_conn **out)
 	if (rc == 0)
 		rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
-		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1, rsec_strerror(rc));
+		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1,
+				     rsec_strerror(rc));
 	*out = c;
 	return rc;
 }

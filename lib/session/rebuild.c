@@ -108,7 +108,8 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	int rc = rsec_data_renew(&c->path);
 	rsec_onesided_abort(&c->path, RSEC_E_QP);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->path.rb.reason, rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->path.rb.reason,
+				      rsec_strerror(rc));
 	return 0;
 }
 
@@ -149,7 +150,8 @@ int rsec_rebuild_park(struct rsec_conn *c, int code, const char *why)
 				      c->ctx->rebuilds_per_min);
 	c->path.rb.started_ms[c->path.rb.started_next] = now;
 	c->path.rb.started_next = (c->path.rb.started_next + 1) % RSEC_MAX_REBUILDS;
-	snprintf(c->path.rb.reason, sizeof(c->path.rb.reason), "the control channel was lost (%.140s) and the session resumed", why);
+	snprintf(c->path.rb.reason, sizeof(c->path.rb.reason),
+		 "the control channel was lost (%.140s) and the session resumed", why);
 	/*
 	 * Our REBUILD may be out already (its QP stopped, its count taken): it
 	 * goes again on the new channel. A rebuilt QP we connected is stopped
@@ -276,7 +278,8 @@ static RSEC_MUST_CHECK int on_rebuild(struct rsec_conn *c, const struct rsec_msg
 		/* The peer saw the fault first; a rebuild it asks for counts against the budget too. */
 		char no[96];
 		if (!may_rebuild(c, no, sizeof(no)))
-			return rsec_conn_fail(c, RSEC_E_QP, "the peer's data path failed (%s) and it was not rebuilt: %s",
+			return rsec_conn_fail(c, RSEC_E_QP,
+					      "the peer's data path failed (%s) and it was not rebuilt: %s",
 					      why_text(r->reason), no);
 		snprintf(c->path.rb.reason, sizeof(c->path.rb.reason), "the peer's side: %s", why_text(r->reason));
 		RSEC_GUARD(begin(c, RSEC_WIRE_REBUILD_ANSWER));
@@ -328,7 +331,8 @@ int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_msg *m)
 		return rsec_conn_violation(c, "unexpected rebuild message");
 	if (m->type == RSEC_MSG_REBUILD)
 		return on_rebuild(c, &m->u.rebuild);
-	if (c->path.rb.state != REBUILD_CONNECTED || c->path.rb.peer_ready || m->u.rebuild_ready.epoch != c->path.rb.epoch)
+	if (c->path.rb.state != REBUILD_CONNECTED || c->path.rb.peer_ready ||
+	    m->u.rebuild_ready.epoch != c->path.rb.epoch)
 		return rsec_conn_violation(c, "REBUILD_READY out of turn");
 	if (c->path.rb.ready_owed) {
 		c->path.rb.peer_ready = true; /* ours follows our binds */

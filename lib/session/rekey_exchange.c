@@ -173,8 +173,8 @@ static RSEC_MUST_CHECK int offer(struct rsec_conn *c, const char *why)
 	 * the old can follow). The peer's offer implies both on its side, so the
 	 * answerer never has to drop a key a frame in flight still needs.
 	 */
-	if (!rsec_rekey_possible(c) || c->path.rk.state != REKEY_IDLE || rsec_rebuilding(&c->path) || !c->path.have_seal ||
-	    c->path.seal.tx_old || c->path.seal.rx_old || c->path.rk.gen == UINT32_MAX)
+	if (!rsec_rekey_possible(c) || c->path.rk.state != REKEY_IDLE || rsec_rebuilding(&c->path) ||
+	    !c->path.have_seal || c->path.seal.tx_old || c->path.seal.rx_old || c->path.rk.gen == UINT32_MAX)
 		return 0;
 	uint8_t pub[RSEC_REKEY_PUB_LEN];
 	int rc = have_secret(c);
@@ -205,8 +205,8 @@ int rsec_rekey_step(struct rsec_conn *c)
 
 uint64_t rsec_rekey_next_ms(const struct rsec_conn *c)
 {
-	if (!c->ctx->rekey_s || c->path.phase != PHASE_ESTABLISHED || c->path.rk.state != REKEY_IDLE || !c->path.rk.since_ms ||
-	    !rsec_rekey_possible(c))
+	if (!c->ctx->rekey_s || c->path.phase != PHASE_ESTABLISHED || c->path.rk.state != REKEY_IDLE ||
+	    !c->path.rk.since_ms || !rsec_rekey_possible(c))
 		return UINT64_MAX;
 	uint64_t due = c->path.rk.since_ms + (uint64_t)c->ctx->rekey_s * 1000;
 	/* Passed: offered, or something stands in the way that no timer ends (a wait must not spin on it). */
@@ -306,7 +306,8 @@ int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 {
 	const struct rsec_msg_rekey *r = &m->u.rekey;
 	if (!rsec_rekey_possible(c))
-		return rsec_ctrl_violation(f, "%s from a peer that did not offer rekeying", rsec_wire_type_name(m->type));
+		return rsec_ctrl_violation(f, "%s from a peer that did not offer rekeying",
+					   rsec_wire_type_name(m->type));
 	follow_epoch(c);
 	/* A rebuild under way, or one since the message was sent, makes new keys of its own. */
 	if (rsec_rebuilding(&c->path) || r->epoch < c->path.rb.epoch)

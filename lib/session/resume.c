@@ -273,8 +273,9 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 				      "control channel lost (%s); the server no longer has the session (it restarted, "
 				      "or the grace period passed)", c->rs.lost);
 	if (denied)
-		return rsec_conn_fail(c, RSEC_E_DENIED, "control channel lost (%s); the server refused to resume it: %s",
-				      c->rs.lost, c->rs.last_try);
+		return rsec_conn_fail(c, RSEC_E_DENIED,
+				      "control channel lost (%s); the server refused to resume it: %s", c->rs.lost,
+				      c->rs.last_try);
 	c->rs.next_try_ms = rsec_now_ms() + next_wait(c);
 	return 0;
 }

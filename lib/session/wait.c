@@ -78,7 +78,8 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 	if (rsec_resume_next_ms(c) < t)
 		t = rsec_resume_next_ms(c); /* a parked session's next try, or the end of its grace period */
 	const struct rsec_conn *root = c->lane ? c->root : c; /* whose keepalive */
-	if (root && root->path.phase == PHASE_ESTABLISHED && !root->rs.parked && root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
+	if (root && root->path.phase == PHASE_ESTABLISHED && !root->rs.parked &&
+	    root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS < t)
 		t = root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS;
 	if (rsec_rekey_next_ms(c) < t)
 		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
