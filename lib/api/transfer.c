@@ -59,6 +59,7 @@ int rsec_write_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, 
 {
 	if (!c || !g)
 		return RSEC_E_INVAL;
+	RSEC_GUARD(rsec_path_usable(&c->path, false)); /* the grant's keys are looked up under set-up's features */
 	struct rsec_grant_keys k;
 	RSEC_GUARD(rsec_peer_grant_keys(&c->path, g->id, &k));
 	int rc = rsec_write(c, g, off, buf, len, timeout_ms);
@@ -92,6 +93,7 @@ int rsec_read_verified(struct rsec_conn *c, const struct rsec_remote_grant *g, v
 	if (rsec_gt_resolve(&c->path.gt, g, &now))
 		g = &now;
 	/* Its keys now: the grant may be revoked while the READ is waited for. */
+	RSEC_GUARD(rsec_path_usable(&c->path, false));
 	struct rsec_grant_keys k;
 	RSEC_GUARD(rsec_peer_grant_keys(&c->path, g->id, &k));
 	/* Whatever fails, unverified bytes never stay in buf. */

@@ -35,7 +35,7 @@ static inline bool rsec_region_access_valid(unsigned access)
 	return access == RSEC_ACCESS_LOCAL || rsec_grant_access_valid(access);
 }
 /*
- * rsec_region_reg's and rsec_region_alloc's work (api/region.c checks the
+ * rsec_region_reg's and rsec_region_alloc's work (api/memory.c checks the
  * arguments and the connection): addr registered, or len bytes mapped at a
  * random address and registered. *out: the region, or NULL. (region.c)
  */
@@ -96,7 +96,7 @@ void rsec_grant_close(struct rsec_path *path);
 /*
  * The data path is being rebuilt (its QP is gone): every grant of ours
  * revoked (audited: why), the peer's forgotten; when both sides take grants
- * bound again (rsec_rebind_possible), plain live grants stay, to be bound
+ * bound again (cfg.rebinds), plain live grants stay, to be bound
  * again, and the peer's wait for theirs. Returns 0, or the connection's
  * failure when the device would not free a grant.
  */

@@ -172,7 +172,7 @@ struct rsec_path {
 	enum rsec_phase phase;
 	int close_code;            /* PHASE_CLOSED: why (the session's rsec_conn_fail) */
 	bool events_known;         /* the session has just asked epoll which fds are ready: chan_event is exact */
-	struct rsec_chan *chan;    /* the session's control channel (its first connection's; NULL once that is freed) */
+	struct rsec_chan *chan;    /* the session's control channel (its first connection's; NULL once lost or freed) */
 	/* Driven by session/rebuild.c and rekey_exchange.c; the frames to resend and grant keys come from here. */
 	struct rsec_rebuild rb;
 	struct rsec_rekey rk;      /* the key chain of this epoch */

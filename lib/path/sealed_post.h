@@ -56,7 +56,7 @@ RSEC_MUST_CHECK int rsec_sealed_post_check(struct rsec_path *path, const struct 
 RSEC_MUST_CHECK int rsec_sealed_read_open(struct rsec_path *path, const struct rsec_remote_grant *g, uint8_t *buf,
 					  size_t *plain_len);
 
-/* rsec_region_seal's and rsec_region_open's work (api/region.c checks the connection). */
+/* rsec_region_seal's and rsec_region_open's work (api/memory.c checks the connection). */
 RSEC_MUST_CHECK int rsec_sealed_region_seal(struct rsec_path *path, const struct rsec_remote_grant *g,
 					    uint64_t remote_off, struct rsec_region *r, size_t off, size_t plain_len);
 RSEC_MUST_CHECK int rsec_sealed_region_open(struct rsec_path *path, const struct rsec_remote_grant *g,

@@ -164,7 +164,7 @@ struct rsec_conn {
 
 	/*
 	 * Lanes (lane.c): the further queue pairs of a session. A lane is a
-	 * connection of its own for data and shares its root's channel (chan).
+	 * connection of its own for data and shares its root's channel (path.chan).
 	 */
 	struct rsec_conn *root;   /* a lane: the session's first connection (NULL once that is freed) */
 	uint16_t lane;            /* 0: the session's first connection; else its index on the wire */
@@ -195,7 +195,7 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 
 /* settle.c */
 /*
- * A path call on c returned rc: the fault it recorded (c->fault), if any,
+ * A path call on c returned rc: the fault it recorded (c->path.fault), if any,
  * settled now: the data path rebuilt if it may be (0), else the connection
  * closed (its close code). Without a fault, rc as it is.
  */

@@ -74,7 +74,7 @@ fabric on 3 $atk cm-disconnect --dst 10.77.0.2 --src \$(field src) \$ids --remot
 sleep 3
 echo "attack client pings 3 s after the DREQ: \$(grep -c 'ping data' attack-cli.log)"
 for _ in \$(seq 1 20); do kill -0 \$client 2>/dev/null || break; sleep 0.1; done
-kill -0 \$client 2>/dev/null && { echo "attack client still in its clean-up"; pkill -f 'rping -c' ; }
+kill -0 \$client 2>/dev/null && { echo "attack client still in its clean-up"; pkill -f 'rping -c -v -a 10.77.0.1 -I 10.77.0.2 -p 7175'; }
 wait \$client
 echo "attack client exit \$?"
 echo "attack client pings: \$(grep -c 'ping data' attack-cli.log)"

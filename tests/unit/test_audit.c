@@ -296,7 +296,7 @@ static void long_hostile_records_are_written_whole(void **state)
 	rmdir(dir);
 }
 
-/* A connection as rsec_conn_alloc makes it, without a socket: its own channel, none yet. */
+/* A connection with its own channel and no socket yet; no path hooks: it never holds a grant. */
 static void no_channel(struct rsec_conn *c)
 {
 	rsec_chan_init(&c->own_chan, -1, NULL, NULL);

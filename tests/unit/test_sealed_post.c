@@ -420,6 +420,22 @@ static void open_refuses_the_bytes_of_a_sealed_write(void **state)
 	assert_memory_equal(f->mem + 2000, text, n);
 }
 
+/* The verified calls follow the one rule before they look a grant's keys up: set-up, then the close code. */
+static void verified_calls_wait_for_setup_and_report_the_close(void **state)
+{
+	struct fixture *f = *state;
+	struct rsec_remote_grant g = { .id = GRANT_ID, .access = RSEC_ACCESS_READ | RSEC_ACCESS_WRITE | RSEC_GRANT_VERIFIED,
+				       .len = 64 };
+	uint8_t buf[64] = { 0 };
+	f->conn.path.phase = PHASE_QP_INFO;
+	assert_int_equal(rsec_write_verified(&f->conn, &g, 0, buf, sizeof(buf), 0), RSEC_E_AGAIN);
+	assert_int_equal(rsec_read_verified(&f->conn, &g, buf, sizeof(buf), 0), RSEC_E_AGAIN);
+	f->conn.path.phase = PHASE_CLOSED;
+	f->conn.path.close_code = RSEC_E_MAC;
+	assert_int_equal(rsec_write_verified(&f->conn, &g, 0, buf, sizeof(buf), 0), RSEC_E_MAC);
+	assert_int_equal(rsec_read_verified(&f->conn, &g, buf, sizeof(buf), 0), RSEC_E_MAC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +447,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(read_only_region_is_neither_sealed_nor_opened_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_connection_keeps_no_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_refuses_the_bytes_of_a_sealed_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(verified_calls_wait_for_setup_and_report_the_close, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
