@@ -8,7 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <infiniband/verbs.h>
+
 #include "base/wire.h"
 #include "path.h"
 #include "rdmasec.h"

@@ -129,9 +129,12 @@ cell_aim_at_client() {
 
 # cell_cm_capture_start: before victim_start, capture the rdma_cm REQ and REP
 # on the bridge (UD SEND Only to QP1, CM attributes 0x0010 and 0x0013): they
-# carry each side's QPN and starting PSN in clear. cell_cm_stop ends it.
+# carry each side's QPN and starting PSN in clear. cell_cm_stop ends it once
+# both are in the file, or after 3 s: without --immediate-mode libpcap hands
+# packets over up to a second late, and a capture stopped as soon as the
+# victim runs could end before the REP was printed.
 cell_cm_capture_start() {
-	tcpdump -l -i fabbr -nn -x \
+	tcpdump -l --immediate-mode -i fabbr -nn -x \
 		"udp dst port 4791 and udp[8] == 0x64 and (udp[44:2] == 0x0010 or udp[44:2] == 0x0013)" \
 		>"$CELL/wire-cm.txt" 2>"$CELL/tcpdump-cm.err" &
 	CELL_CM_PID=$!
@@ -139,6 +142,7 @@ cell_cm_capture_start() {
 }
 cell_cm_stop() {
 	[ -n "${CELL_CM_PID:-}" ] || return 0
+	for _ in $(seq 1 30); do cell_cm_psns 2>/dev/null && break; sleep 0.1; done
 	kill "$CELL_CM_PID" 2>/dev/null
 	wait "$CELL_CM_PID" 2>/dev/null
 	CELL_CM_PID=''
