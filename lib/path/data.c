@@ -561,7 +561,7 @@ int rsec_data_poll(struct rsec_path *path)
 	/* One receive at a time, and none while a whole message waits for the
 	 * application: unread data stays in the peer's unreturned credits. */
 	struct ibv_wc wc;
-	int n;
+	int n = 0; /* stays 0 when a whole message already waits and nothing is polled */
 	while (!path->rx_complete && (n = ibv_poll_cq(path->qp.recv_cq, 1, &wc)) > 0) {
 		path->completions++;
 		RSEC_GUARD(on_recv_wc(path, &wc));
