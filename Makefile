@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all deps build asan check unit fabric-check demo bench fuzz hostile install clean help
+.PHONY: all deps build asan check unit analyze fabric-check demo bench fuzz hostile install clean help
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
 	@echo "make hostile the hostile-load suite's long version (one fabric boot, 60 s phases, 14 sources; docs/attack.md)"
+	@echo "make analyze clang's static analyzer over lib/, tools/ and benchmarks/ (fails on any report)"
 	@echo "make build | unit | fabric-check | install | clean"
 
 deps:
@@ -43,7 +44,11 @@ unit: build asan
 fabric-check: build asan
 	ctest --test-dir $(BUILD) -L fabric --output-on-failure $(CTEST_ARGS)
 
-check: unit fabric-check
+# Before the fabric: a report fails in seconds what would take the fabric minutes.
+check: unit analyze fabric-check
+
+analyze: build
+	bash scripts/analyze $(BUILD)
 
 demo: build
 	bash scripts/demo

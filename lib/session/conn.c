@@ -102,7 +102,7 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
 /* "ip:port" (IPv6 as "[ip]:port") of the socket's peer, or "" if unknown. */
 static void describe_peer(int sock, char *out, size_t cap)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 }; /* AF_UNSPEC unless the call fills it */
 	socklen_t len = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
 	out[0] = '\0';
@@ -242,11 +242,15 @@ static RSEC_MUST_CHECK int pick_device(struct rsec_conn *c)
 {
 	if (c->dev)
 		return 0;
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 }; /* AF_UNSPEC unless the call fills it */
 	socklen_t len = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
 	if (getsockname(c->path.chan->sock, (struct sockaddr *)&ss, &len) < 0)
 		return RSEC_E_IO;
+	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) {
+		snprintf(c->error, sizeof(c->error), "the control connection is not over IP (family %d)", ss.ss_family);
+		return RSEC_E_IO;
+	}
 	const void *a = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
 						 : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
 	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))

@@ -36,7 +36,7 @@ static bool decode(const uint8_t *text, size_t n, uint8_t psk[static PSK_MAX_LEN
 			psk[nibbles / 2] = (uint8_t)(hi << 4 | v);
 		nibbles++;
 	}
-	hi = 0;
+	OPENSSL_cleanse(&hi, sizeof(hi)); /* a key nibble; a plain store may be optimised away */
 	if (bad || nibbles % 2 || nibbles / 2 < PSK_MIN_LEN)
 		return false;
 	*len = nibbles / 2;

@@ -216,9 +216,13 @@ static void log_setup_end(struct session *s, int rc, const char *why, struct pee
 			  log_q(rsec_conn_peer_addr(s->conn)), log_q(rsec_strerror(rc)), log_q(why));
 }
 
-static void session_end(struct session *s, int rc)
+/*
+ * Ends s and frees it. The server is passed, not read from s->srv, so the
+ * loops of callers that walk srv->sessions see the list change they read
+ * next (clang's analyzer cannot know that s->srv is their srv).
+ */
+static void session_end(struct server *srv, struct session *s, int rc)
 {
-	struct server *srv = s->srv;
 	struct rsec_conn_stats st = { 0 };
 	struct peer_counters per_peer = { 0 };
 	if (rsec_conn_stats(s->conn, &st) == 0) {
@@ -254,10 +258,10 @@ static void session_end(struct session *s, int rc)
 	metrics_add(srv->sh.metrics, key, &per_peer);
 	pthread_mutex_unlock(&srv->sh.lock);
 	region_release(s);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
+	if (srv->sessions == s) /* the head has no prev: what the callers' loops read next */
 		srv->sessions = s->next;
+	else
+		s->prev->next = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	srv->nsessions--;
@@ -487,7 +491,7 @@ static int job_finish(struct session *s)
 }
 
 static int session_send_away(struct session *s, const char *key, offload_fn run, void (*back)(struct session *));
-static bool session_step(struct session *s);
+static bool session_step(struct server *srv, struct session *s);
 static int session_come_back(struct session *s);
 
 static unsigned identity_jobs(const struct server *srv, const char *peer)
@@ -514,9 +518,9 @@ static void job_back(struct session *s)
 	s->job.queued = false;
 	int rc = job_finish(s);
 	if (rc < 0)
-		session_end(s, rc);
+		session_end(s->srv, s, rc);
 	else if (!s->verify_pending)
-		(void)session_step(s);
+		(void)session_step(s->srv, s);
 }
 
 /*
@@ -698,18 +702,17 @@ static void release_held(struct server *srv)
 		if (s->held && identity_jobs(srv, rsec_conn_peer(s->conn)) == 0) {
 			s->held = false;
 			if (session_come_back(s) < 0)
-				session_end(s, RSEC_E_IO);
+				session_end(srv, s, RSEC_E_IO);
 			else
-				(void)session_step(s);
+				(void)session_step(srv, s);
 		}
 		s = next;
 	}
 }
 
 /* Everything one connection can do now; false once it has ended. */
-static bool session_step(struct session *s)
+static bool session_step(struct server *srv, struct session *s)
 {
-	struct server *srv = s->srv;
 	if (s->away || session_hold(s))
 		return true; /* a worker has it, or one of its identity's */
 	srv->current = s;
@@ -733,7 +736,7 @@ static bool session_step(struct session *s)
 	if (rc == 0 && s->verify_pending)
 		rc = resume_verify(s);
 	if (rc < 0) {
-		session_end(s, rc);
+		session_end(srv, s, rc);
 		return false;
 	}
 	/* One request at a time: the next waits in the library until this one is answered. */
@@ -745,7 +748,7 @@ static bool session_step(struct session *s)
 		if (rc == 0)
 			rc = on_message(s, srv->msg, len);
 		if (rc < 0) {
-			session_end(s, rc);
+			session_end(srv, s, rc);
 			return false;
 		}
 	}
@@ -776,7 +779,7 @@ static void intake(struct server *srv)
 			s->next->prev = s;
 		srv->sessions = s;
 		srv->nsessions++;
-		(void)session_step(s);
+		(void)session_step(srv, s);
 	}
 }
 
@@ -817,7 +820,7 @@ static void jobs_back(struct server *srv)
 		if (rc < 0) {
 			log_event("warn", "epoll_failed", "conn=%llu reason=%s", (unsigned long long)s->id,
 				  log_q(strerror(-rc)));
-			session_end(s, RSEC_E_IO);
+			session_end(srv, s, RSEC_E_IO);
 			continue;
 		}
 		s->back(s);
@@ -943,7 +946,7 @@ static void recheck_peer(struct session *s)
 	log_event("warn", "peer_revoked", "conn=%llu peer=%s reason=%s", (unsigned long long)s->id, log_q(s->peer),
 		  log_q(why));
 	(void)rsec_conn_close(s->conn, why);
-	session_end(s, RSEC_E_AUTH);
+	session_end(s->srv, s, RSEC_E_AUTH);
 }
 
 /* Sessions a reload marked; one on a worker is checked when it is back (the next tick). */
@@ -1032,7 +1035,7 @@ static void tick_all(struct server *srv)
 	struct session *s = srv->sessions;
 	while (s) {
 		struct session *next = s->next; /* s may end */
-		(void)session_step(s);
+		(void)session_step(srv, s);
 		s = next;
 	}
 	release_held(srv);
@@ -1210,7 +1213,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 			for (struct session *t = srv.sessions; t; t = t->next) {
 				if (t == s) {
 					if (!s->away) /* its fd left the set after this batch was read */
-						(void)session_step(s);
+						(void)session_step(&srv, s);
 					break;
 				}
 			}
@@ -1234,7 +1237,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 	while (srv.sessions) {
 		struct session *s = srv.sessions;
 		(void)rsec_conn_close(s->conn, "server shutting down");
-		session_end(s, RSEC_E_CLOSED);
+		session_end(&srv, s, RSEC_E_CLOSED);
 	}
 	check_audit(&srv);
 	ratelog_flush(srv.rlog, clock_mono_ms());

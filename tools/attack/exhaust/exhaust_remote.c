@@ -186,7 +186,6 @@ static int rdmasec_probe(const struct exh_remote_cfg *cfg, char *why, size_t cap
 	struct cli_certs files;
 	struct rsec_ctx *ctx = NULL;
 	struct rsec_conn *conn = NULL;
-	int rc;
 
 	if (!cli_certs_paths(&files, cfg->certs, cfg->identity)) {
 		snprintf(why, cap, "--certs path too long");
@@ -194,11 +193,11 @@ static int rdmasec_probe(const struct exh_remote_cfg *cfg, char *why, size_t cap
 	}
 	struct rsec_ctx_attr attr = { .local_addr = cfg->source, .ca_file = files.ca, .cert_file = files.cert,
 				      .key_file = files.key, .handshake_timeout_ms = cfg->timeout_ms };
-	if ((rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err))) < 0) {
+	if (rsec_ctx_new(&attr, &ctx, err, sizeof(err)) < 0) {
 		snprintf(why, cap, "rdmasec context: %s", err);
 		return -1;
 	}
-	rc = rsec_connect(ctx, ipv4_str(cfg->dst, host), cfg->port, NULL, cfg->timeout_ms, &conn);
+	int rc = rsec_connect(ctx, ipv4_str(cfg->dst, host), cfg->port, NULL, cfg->timeout_ms, &conn);
 	snprintf(why, cap, "%s", rc < 0 ? rsec_strerror(rc) : "connected");
 	rsec_conn_free(conn);
 	rsec_ctx_free(ctx);

@@ -166,12 +166,13 @@ static bool parse_qpn_sweep(const char *s, uint32_t *first, uint32_t *count)
 
 static bool parse_seconds(const char *s, double *out)
 {
-	char *end;
-	double v;
+	char *end = NULL;
+	double v = -1.0;
 
 	errno = 0;
-	v = s && (s[0] >= '0' && s[0] <= '9') ? strtod(s, &end) : -1.0;
-	if (v < 0 || errno || *end || !(v <= 86400.0)) {
+	if (s && s[0] >= '0' && s[0] <= '9')
+		v = strtod(s, &end);
+	if (!end || *end || errno || !(v >= 0.0 && v <= 86400.0)) {
 		fprintf(stderr, "%s: invalid --max-time: `%s' (expected 0..86400 seconds)\n", PROG, s ? s : "");
 		return false;
 	}

@@ -88,17 +88,16 @@ static int own_grant(struct rsec_atk *a, uint64_t len, struct rsec_remote_grant 
 	uint8_t buf[APP_MSG_FIXED_MAX + 64];
 	size_t n = app_encode(&m, buf, sizeof(buf));
 	const char *why;
-	int rc;
 
-	if (!n || (rc = rsec_send(a->conn, buf, n, a->cfg->timeout_ms)) < 0 ||
-	    (rc = rsec_recv(a->conn, buf, sizeof(buf), &n, a->cfg->timeout_ms)) < 0)
+	if (!n || rsec_send(a->conn, buf, n, a->cfg->timeout_ms) < 0 ||
+	    rsec_recv(a->conn, buf, sizeof(buf), &n, a->cfg->timeout_ms) < 0)
 		goto fail;
 	if (!app_decode(buf, n, &m, &why) || m.op != APP_WRITE_GRANTED) {
 		fprintf(stderr, "%s mem-access: the server granted nothing (%s)\n", PROG,
 			m.op == APP_ERROR ? m.text : "unexpected reply");
 		return -1;
 	}
-	if ((rc = rsec_grant_wait(a->conn, m.tag, g, a->cfg->timeout_ms)) < 0)
+	if (rsec_grant_wait(a->conn, m.tag, g, a->cfg->timeout_ms) < 0)
 		goto fail;
 	return 0;
 fail:

@@ -219,6 +219,12 @@ static int run_phase(struct job *j)
 		}
 		uint64_t now = clock_mono_ns();
 		for (int k = 0; k < n; k++) {
+			if (d[k].cookie >= (uint64_t)j->nq * j->depth) { /* ours: the slot it was issued for */
+				fprintf(stderr, "rdmasec-blk: a completion names slot %llu, not one we issued\n",
+					(unsigned long long)d[k].cookie);
+				rc = -EPROTO;
+				break;
+			}
 			completed(j, &d[k], now);
 			unsigned q = (unsigned)(d[k].cookie / j->depth);
 			fl[q].ids[fl[q].n++] = (unsigned)(d[k].cookie % j->depth);
@@ -310,6 +316,10 @@ static bool setup_job(struct blk_cli *c, struct job *j)
 	j->bs = c->bs;
 	j->depth = blk_session_info(j->s)->queue_depth;
 	j->nq = blk_session_queues(j->s);
+	if (!j->depth || !j->nq) { /* the OPEN reply's check refuses both; the slots below need them */
+		fprintf(stderr, "rdmasec-blk: the target gave %u queues of depth %u\n", j->nq, j->depth);
+		return false;
+	}
 	j->verify = c->verify;
 	j->seed = c->seed;
 	j->rng = c->seed * 0x9e3779b97f4a7c15u + 1;

@@ -276,10 +276,10 @@ static void session_free(struct target *t, struct session *s)
 	for (unsigned i = s->nq; i-- > 1;)
 		queue_free(t, s->q[i]);
 	queue_free(t, s->q[0]);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
+	if (t->sessions == s) /* the head has no prev: what the callers' loops read next */
 		t->sessions = s->next;
+	else
+		s->prev->next = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	free(s);
