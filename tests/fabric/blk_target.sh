@@ -179,7 +179,12 @@ expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
 ^rdmasec_blkd_reads_total\{export="disk"\} [1-9]	read count
 ^rdmasec_blkd_flushes_total\{export="disk"\} [1-9]	flush count
 ^rdmasec_blkd_errors_total\{export="disk",status="out of range"\} 1$	out-of-range count
-^rdmasec_blkd_opens_refused_total\{export="disk"\} [1-9]	refused OPEN count
+^rdmasec_blkd_opens_refused_total\{export="disk"\} 2$	refused OPEN count
+^rdmasec_blkd_opens_denied_total\{export="disk"\} 1$	denied OPEN count
+^rdmasec_blkd_opens_unknown_export_total 1$	unknown-export count (only the OPEN of nosuch)
+^rdmasec_blkd_open_refusals_total\{status="read-only"\} 2$	read-only refusals (an identity and an export)
+^rdmasec_blkd_open_refusals_total\{status="access denied"\} 1$	access-denied refusals
+^rdmasec_blkd_open_refusals_total\{status="no such export"\} 1$	unknown-export refusals
 ^rdmasec_blkd_violations_total 5$	violation count
 ^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
 EOF

@@ -53,6 +53,12 @@ static int render(FILE *f, const void *arg)
 				fprintf(f, PREFIX "errors_total{export=\"%s\",status=\"%s\"} %llu\n", m->names[i],
 					blk_status_name((uint16_t)s), (unsigned long long)m->exports[i]->errors[s]);
 	const struct target_counters *t = m->target;
+	fprintf(f, "# HELP " PREFIX "open_refusals_total OPENs refused, by status, whatever the export\n"
+		   "# TYPE " PREFIX "open_refusals_total counter\n");
+	for (unsigned s = 1; s <= BLK_S_MAX; s++)
+		if (t->open_refusals[s])
+			fprintf(f, PREFIX "open_refusals_total{status=\"%s\"} %llu\n", blk_status_name((uint16_t)s),
+				(unsigned long long)t->open_refusals[s]);
 	fprintf(f,
 		"# HELP " PREFIX "connections_total connections accepted\n# TYPE " PREFIX "connections_total counter\n"
 		PREFIX "connections_total %llu\n"

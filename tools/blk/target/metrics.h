@@ -17,6 +17,7 @@ struct export_counters {
 
 struct target_counters {
 	uint64_t connections, violations, opens_unknown_export, audit_errors;
+	uint64_t open_refusals[BLK_S_MAX + 1]; /* OPENs refused, by status, whatever their export */
 	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
 	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked, expired or no longer allowed */
 	uint64_t cert_expiry_days; /* gauge: whole days until our certificate expires (0: expired) */

@@ -638,8 +638,10 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 		s->x->n.opens_refused++;
 	if (s->x && status == BLK_S_DENIED)
 		s->x->n.opens_denied++;
-	else
+	if (status == BLK_S_NO_EXPORT)
 		s->t->n.opens_unknown_export++;
+	if (status <= BLK_S_MAX)
+		s->t->n.open_refusals[status]++;
 	s->t->metrics_dirty = true;
 	s->refused = true;
 	s->deadline_ms = clock_mono_ms() + REFUSAL_LINGER_MS;
