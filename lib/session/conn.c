@@ -415,6 +415,13 @@ static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 			return 0;
 		if (rc == RSEC_E_CLOSED)
 			return rsec_resume_lost(c, rc, "control channel closed by the peer");
+		if (rc == RSEC_E_TLS) {
+			/* In TLS 1.3 a server judges our certificate after our handshake ended: its alert
+			 * (certificate revoked, expired, unknown CA) comes with the first read. */
+			char why[160];
+			rsec_tls_last_error(c->path.chan->ssl, why, sizeof(why));
+			return rsec_resume_lost(c, rc, "control channel: %s: %s", rsec_strerror(rc), why);
+		}
 		if (rc < 0)
 			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
 		rc = rsec_ctrl_receive(c, &m);
