@@ -137,6 +137,7 @@ static RSEC_MUST_CHECK int check_msg(const struct rsec_msg *m)
 	case RSEC_MSG_REKEY_DONE:
 		RSEC_ENSURE(m->u.rekey.gen >= RSEC_WIRE_REKEY_GEN_MIN, RSEC_E_RANGE);
 		return 0;
+	case RSEC_MSG_PATH_CHECK: return 0;
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -252,6 +253,9 @@ static RSEC_MUST_CHECK int read_body(struct rsec_buf *in, struct rsec_msg *m)
 	case RSEC_MSG_REKEY:
 	case RSEC_MSG_REKEY_REPLY: return read_rekey(in, &m->u.rekey, true);
 	case RSEC_MSG_REKEY_DONE: return read_rekey(in, &m->u.rekey, false);
+	case RSEC_MSG_PATH_CHECK:
+		RSEC_GUARD(rsec_buf_get_u32(in, &m->u.path_check.epoch));
+		return rsec_buf_get_u64(in, &m->u.path_check.delivered);
 	default: return RSEC_E_PROTO;
 	}
 }
@@ -420,6 +424,9 @@ static RSEC_MUST_CHECK int write_body(struct rsec_buf *out, const struct rsec_ms
 	case RSEC_MSG_REKEY:
 	case RSEC_MSG_REKEY_REPLY: return write_rekey(out, &m->u.rekey, true);
 	case RSEC_MSG_REKEY_DONE: return write_rekey(out, &m->u.rekey, false);
+	case RSEC_MSG_PATH_CHECK:
+		RSEC_GUARD(rsec_buf_put_u32(out, m->u.path_check.epoch));
+		return rsec_buf_put_u64(out, m->u.path_check.delivered);
 	default: return RSEC_E_RANGE;
 	}
 }
@@ -469,6 +476,7 @@ const char *rsec_wire_type_name(uint8_t type)
 	case RSEC_MSG_REKEY: return "REKEY";
 	case RSEC_MSG_REKEY_REPLY: return "REKEY_REPLY";
 	case RSEC_MSG_REKEY_DONE: return "REKEY_DONE";
+	case RSEC_MSG_PATH_CHECK: return "PATH_CHECK";
 	default: return "UNKNOWN";
 	}
 }

@@ -46,9 +46,10 @@ enum rsec_msg_type {
 	RSEC_MSG_REKEY = 15,
 	RSEC_MSG_REKEY_REPLY = 16,
 	RSEC_MSG_REKEY_DONE = 17,
+	RSEC_MSG_PATH_CHECK = 18,
 };
 #define RSEC_MSG_TYPE_MIN RSEC_MSG_HELLO
-#define RSEC_MSG_TYPE_MAX RSEC_MSG_REKEY_DONE
+#define RSEC_MSG_TYPE_MAX RSEC_MSG_PATH_CHECK
 
 /* HELLO */
 #define RSEC_WIRE_PROTO_MIN 1                 /* min_version >= 1, min_version <= max_version */
@@ -61,6 +62,7 @@ enum rsec_msg_type {
 #define RSEC_WIRE_FEATURE_REBIND 16u          /* binds its live grants again after a rebuild, and takes such GRANTs */
 #define RSEC_WIRE_FEATURE_REKEY 32u           /* renews the data path's keys (REKEY, REKEY_REPLY, REKEY_DONE) */
 #define RSEC_WIRE_FEATURE_GRANT_KEYS 64u      /* keys grants from the rekey chain: GRANT names its key id */
+#define RSEC_WIRE_FEATURE_PATH_CHECK 128u     /* says what its frames the peer's QP acknowledged (PATH_CHECK) */
 
 /* REKEY / REKEY_REPLY / REKEY_DONE */
 #define RSEC_WIRE_REKEY_PUB_LEN 32            /* an X25519 public key */
@@ -123,7 +125,8 @@ enum rsec_disconnect_reason {
 #define RSEC_WIRE_REBUILD_QP 2                /* the queue pair failed */
 #define RSEC_WIRE_REBUILD_VIOLATION 3         /* a completion rdmasec never asks for */
 #define RSEC_WIRE_REBUILD_CHANNEL 4           /* the session resumed over a new control channel */
-#define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_CHANNEL
+#define RSEC_WIRE_REBUILD_SILENT 5            /* our QP acknowledged frames it never delivered (PATH_CHECK) */
+#define RSEC_WIRE_REBUILD_REASON_MAX RSEC_WIRE_REBUILD_SILENT
 #define RSEC_WIRE_EPOCH_MIN 1u
 
 /* Text carried by DISCONNECT and ERROR; s[len] is always NUL after decode. */
@@ -214,6 +217,18 @@ struct rsec_msg_rekey {
 	uint8_t pub[RSEC_WIRE_REKEY_PUB_LEN];
 };
 
+/*
+ * PATH_CHECK (lib/path/data.c, "Silent data paths" in docs/protocol.md): the
+ * sender's frames [0, delivered) of data-path epoch epoch completed on its
+ * send queue, so the receiver's queue pair acknowledged every one of them.
+ * A receiver that has reaped every completion and opened fewer knows its
+ * queue pair took forged packets in their place, and rebuilds.
+ */
+struct rsec_msg_path_check {
+	uint32_t epoch;
+	uint64_t delivered;
+};
+
 /* SESSION (server: the session's token, on set-up and when it resumed), RESUME (client: resume it). */
 struct rsec_msg_session {
 	uint8_t token[RSEC_WIRE_TOKEN_LEN];
@@ -239,6 +254,7 @@ struct rsec_msg {
 		struct rsec_msg_rebuild_ready rebuild_ready;
 		struct rsec_msg_session session; /* SESSION and RESUME */
 		struct rsec_msg_rekey rekey;     /* REKEY, REKEY_REPLY, REKEY_DONE (pub unused) */
+		struct rsec_msg_path_check path_check;
 	} u;
 };
 

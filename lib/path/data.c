@@ -548,6 +548,53 @@ static RSEC_MUST_CHECK int poll_send_cq(struct rsec_path *path)
 	return n < 0 ? rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_poll_cq failed") : 0;
 }
 
+/*
+ * The peer's PATH_CHECK, once nothing waits in our receive CQ (no whole
+ * message holds the loop above back): every frame its send queue completed
+ * was acknowledged by our QP and must have been reaped and opened by now.
+ */
+static RSEC_MUST_CHECK int judge_claim(struct rsec_path *path)
+{
+	if (!path->check.claim || path->rx_complete)
+		return 0;
+	path->check.claim = false;
+	uint64_t opened = rsec_data_opened(path);
+	if (opened >= path->check.claimed)
+		return 0;
+	return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_SILENT, RSEC_E_QP,
+			       "data path silent: our queue pair acknowledged %llu frames of the peer and delivered "
+			       "%llu (forged packets took their PSNs)",
+			       (unsigned long long)path->check.claimed, (unsigned long long)opened);
+}
+
+void rsec_data_check_claim(struct rsec_path *path, const struct rsec_msg_path_check *m)
+{
+	if (m->epoch != path->rb.epoch || path->rb.state != REBUILD_NONE || !path->have_seal)
+		return; /* about a data path that is gone or going */
+	if (!path->check.claim || m->delivered > path->check.claimed)
+		path->check.claimed = m->delivered;
+	path->check.claim = true;
+}
+
+bool rsec_data_check_due(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m)
+{
+	if (!path->cfg.path_checks || !path->have_seal || path->rb.state != REBUILD_NONE ||
+	    path->sendq.done <= path->check.told || now - path->check.told_ms < RSEC_PATH_CHECK_MS)
+		return false;
+	path->check.told = path->sendq.done;
+	path->check.told_ms = now;
+	*m = (struct rsec_msg_path_check){ .epoch = path->rb.epoch, .delivered = path->sendq.done };
+	return true;
+}
+
+uint64_t rsec_data_check_next_ms(const struct rsec_path *path)
+{
+	if (!path->cfg.path_checks || !path->have_seal || path->rb.state != REBUILD_NONE ||
+	    path->sendq.done <= path->check.told)
+		return UINT64_MAX;
+	return path->check.told_ms + RSEC_PATH_CHECK_MS;
+}
+
 int rsec_data_poll(struct rsec_path *path)
 {
 	if (rsec_fault_pending(&path->fault))
@@ -568,6 +615,7 @@ int rsec_data_poll(struct rsec_path *path)
 	}
 	if (n < 0)
 		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_poll_cq failed");
+	RSEC_GUARD(judge_claim(path));
 	RSEC_GUARD(maybe_return_credits(path));
 	RSEC_GUARD(resend_recovered(path));
 	return progress_queued(path);
@@ -665,6 +713,9 @@ int rsec_data_rekey(struct rsec_path *path, uint64_t opened)
 				      path->cfg.lane, path->rb.epoch + 1));
 	path->have_seal = true;
 	RSEC_GUARD(rsec_sendq_init(q, path->send_slots));
+	/* Frame numbers start again: a claim about the old epoch's, or ours of them, says nothing now. */
+	path->check.claim = false;
+	path->check.told = 0;
 	path->credits = path->peer_slots;
 	path->credits_owed = 0;
 	return 0;

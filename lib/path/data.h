@@ -54,8 +54,26 @@ void rsec_data_teardown(struct rsec_path *path);
  * the peer sent early. Returns 0 or the fault.
  */
 RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_path *path);
-/* Reap completions: sends, receives (sealed frames), window ops; until the first fault (path->fault). */
+/*
+ * Reap completions: sends, receives (sealed frames), window ops; until the
+ * first fault (path->fault). A PATH_CHECK claim of the peer is judged once
+ * every receive completion is reaped: fewer frames opened than it says our
+ * QP acknowledged is a data-path fault (RSEC_WIRE_REBUILD_SILENT).
+ */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_path *path);
+
+/* How often at most a queue pair sends PATH_CHECK while its frames complete. */
+#define RSEC_PATH_CHECK_MS 250u
+/* The peer's PATH_CHECK: kept for rsec_data_poll to judge, unless it is of another epoch or a rebuild runs. */
+void rsec_data_check_claim(struct rsec_path *path, const struct rsec_msg_path_check *m);
+/*
+ * Our PATH_CHECK, if one is due at now (frames completed since the last one,
+ * which went RSEC_PATH_CHECK_MS ago or more, and the peer takes them): true
+ * with *m filled and the check counted as sent.
+ */
+bool rsec_data_check_due(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m);
+/* When our next PATH_CHECK may be due; UINT64_MAX when none is waiting. */
+uint64_t rsec_data_check_next_ms(const struct rsec_path *path);
 /*
  * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits
  * between them). send_some posts fragments of the message [p, p + len)

@@ -69,6 +69,7 @@ struct rsec_path_cfg {
 	bool rebuilds;             /* both sides offered RSEC_WIRE_FEATURE_REBUILD */
 	bool rebinds;              /* and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
 	bool grant_keys_chained;   /* and RSEC_WIRE_FEATURE_GRANT_KEYS: grants keyed from the rekey chain */
+	bool path_checks;          /* the peer offered RSEC_WIRE_FEATURE_PATH_CHECK: it takes our PATH_CHECKs */
 };
 
 /*
@@ -191,6 +192,18 @@ struct rsec_path {
 	uint8_t *send_ring, *recv_ring;
 	struct ibv_mr *send_mr, *recv_mr;
 	struct rsec_sendq sendq;  /* frames in flight in the send ring's slots */
+	/*
+	 * PATH_CHECK (data.c): a forged packet our QP took in place of the peer's
+	 * moves its expected PSN, and the peer's real frames are then acknowledged
+	 * as duplicates and dropped, with no completion on either side. The peer
+	 * says what its send queue completed; we compare it with what we opened.
+	 */
+	struct {
+		bool claim;           /* the peer says our QP acknowledged its frames [0, claimed) of this epoch */
+		uint64_t claimed;
+		uint64_t told;        /* ours: [0, told) named by our latest PATH_CHECK, sent at told_ms */
+		uint64_t told_ms;
+	} check;
 	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
 	uint32_t credits;         /* frames we may still send */
 	uint32_t credits_owed;    /* recv slots reposted but not yet announced */

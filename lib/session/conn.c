@@ -279,6 +279,7 @@ void rsec_conn_configure_path(struct rsec_conn *c)
 		.rebuilds = rsec_rebuild_possible(c),
 		.rebinds = rsec_rebind_possible(c),
 		.grant_keys_chained = rsec_grant_keys_chained(c),
+		.path_checks = rsec_path_check_possible(c),
 	};
 }
 
@@ -459,6 +460,8 @@ static RSEC_MUST_CHECK int process_established(struct rsec_conn *c)
 {
 	if (running(c))
 		RSEC_GUARD(rsec_conn_poll_data(c));
+	if (running(c))
+		RSEC_GUARD(rsec_rebuild_check_step(c));
 	if (running(c))
 		RSEC_GUARD(rsec_rebuild_expire(c));
 	if (running(c))

@@ -174,6 +174,7 @@ struct rsec_conn {
 	bool peer_rebinds;        /* root: and RSEC_WIRE_FEATURE_REBIND: grants outlive a rebuild */
 	bool peer_rekeys;         /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_REKEY */
 	bool peer_grant_keys;     /* root: and RSEC_WIRE_FEATURE_GRANT_KEYS: grants keyed from the rekey chain */
+	bool peer_path_checks;    /* root: the peer's HELLO offered RSEC_WIRE_FEATURE_PATH_CHECK */
 	uint16_t lanes_opened;    /* root: the highest lane index used so far (never reused) */
 	struct rsec_conn *lanes[RSEC_WIRE_LANE_MAX + 1]; /* root: its lanes by index */
 };
@@ -298,6 +299,19 @@ RSEC_MUST_CHECK int rsec_rebuild_on_msg(struct rsec_conn *c, const struct rsec_m
 RSEC_MUST_CHECK int rsec_rebuild_binds_settled(struct rsec_conn *c);
 /* A rebuild under way past its deadline fails the connection. */
 RSEC_MUST_CHECK int rsec_rebuild_expire(struct rsec_conn *c);
+/*
+ * PATH_CHECK (path/data.h): ours goes when due (a failure to send it fails
+ * or parks the connection like any control frame's); the peer's is kept for
+ * the data path's next poll to judge. Both return 0 or the failure.
+ */
+RSEC_MUST_CHECK int rsec_rebuild_check_step(struct rsec_conn *c);
+RSEC_MUST_CHECK int rsec_rebuild_on_check(struct rsec_conn *c, const struct rsec_msg *m);
+/* Does the peer take our PATH_CHECKs (it offered RSEC_WIRE_FEATURE_PATH_CHECK)? */
+static inline bool rsec_path_check_possible(const struct rsec_conn *c)
+{
+	const struct rsec_conn *root = c->lane ? c->root : c;
+	return root && root->peer_path_checks;
+}
 /* Can this connection's data path be rebuilt at all (both sides offered it)? */
 static inline bool rsec_rebuild_possible(const struct rsec_conn *c)
 {

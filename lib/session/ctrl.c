@@ -38,6 +38,7 @@ static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct r
 static int on_error(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 static int on_grant(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 static int on_rebuild(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
+static int on_path_check(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 static int on_session(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 static int on_resume(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f);
 
@@ -59,6 +60,7 @@ static const struct ctrl_row rows[] = {
 	{ RSEC_MSG_REKEY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
 	{ RSEC_MSG_REKEY_REPLY, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
 	{ RSEC_MSG_REKEY_DONE, PH(PHASE_ESTABLISHED), true, SIDE_ANY, rsec_rekey_on_msg },
+	{ RSEC_MSG_PATH_CHECK, PH(PHASE_ESTABLISHED), true, SIDE_ANY, on_path_check },
 	/* Any time after TLS. */
 	{ RSEC_MSG_DISCONNECT, FROM_HELLO_ON, true, SIDE_ANY, on_disconnect },
 	{ RSEC_MSG_ERROR, FROM_HELLO_ON, true, SIDE_ANY, on_error },
@@ -244,6 +246,12 @@ static int on_rebuild(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 {
 	(void)f;
 	return rsec_rebuild_on_msg(c, m);
+}
+
+static int on_path_check(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
+{
+	(void)f;
+	return rsec_rebuild_on_check(c, m);
 }
 
 static int on_session(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)

@@ -146,6 +146,7 @@ int rsec_lane_process(struct rsec_conn *c)
 		RSEC_GUARD(rsec_conn_settle(c, rsec_data_quiet(&c->path)));
 	if (c->path.phase == PHASE_ESTABLISHED) {
 		RSEC_GUARD(rsec_conn_poll_data(c));
+		RSEC_GUARD(rsec_rebuild_check_step(c));
 		RSEC_GUARD(rsec_rebuild_expire(c));
 		RSEC_GUARD(rsec_conn_settle(c, rsec_grant_expire(&c->path)));
 		RSEC_GUARD(rsec_rekey_step(c));

@@ -51,6 +51,7 @@ static const char *why_text(uint8_t why)
 	case RSEC_WIRE_REBUILD_QP: return "the queue pair failed";
 	case RSEC_WIRE_REBUILD_VIOLATION: return "a completion rdmasec never asks for";
 	case RSEC_WIRE_REBUILD_CHANNEL: return "the control channel was lost and the session resumed";
+	case RSEC_WIRE_REBUILD_SILENT: return "data path silent: its queue pair acknowledged frames it never delivered";
 	default: return "the peer rebuilt its side";
 	}
 }
@@ -353,4 +354,23 @@ int rsec_rebuild_expire(struct rsec_conn *c)
 const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
 {
 	return c && c->path.stats.rebuilds ? c->path.rb.done_reason : NULL;
+}
+
+int rsec_rebuild_check_step(struct rsec_conn *c)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_PATH_CHECK, .lane = c->lane };
+	if (c->rs.parked || !rsec_data_check_due(&c->path, rsec_now_ms(), &m.u.path_check))
+		return 0;
+	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
+	if (rc < 0)
+		return unsent(c, rc, "PATH_CHECK");
+	c->path.chan->last_tx_ms = rsec_now_ms();
+	return 0;
+}
+
+int rsec_rebuild_on_check(struct rsec_conn *c, const struct rsec_msg *m)
+{
+	rsec_data_check_claim(&c->path, &m->u.path_check);
+	/* Judged now if nothing waits in the receive CQ: a lane's data path is not polled with its root's. */
+	return rsec_conn_poll_data(c);
 }

@@ -21,7 +21,7 @@ static RSEC_MUST_CHECK int send_hello(struct rsec_conn *c)
 	m.u.hello.features = RSEC_WIRE_FEATURE_LANES | (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBUILD : 0) |
 			     (c->ctx->resume_grace_ms ? RSEC_WIRE_FEATURE_RESUME | RSEC_WIRE_FEATURE_RESUME_EPOCH : 0) |
 			     (c->ctx->rebuilds_per_min ? RSEC_WIRE_FEATURE_REBIND : 0) | RSEC_WIRE_FEATURE_REKEY |
-			     RSEC_WIRE_FEATURE_GRANT_KEYS;
+			     RSEC_WIRE_FEATURE_GRANT_KEYS | RSEC_WIRE_FEATURE_PATH_CHECK;
 	m.u.hello.aead = (uint8_t)c->aead;
 	return rsec_chan_send(c->path.chan, c->lane, &m);
 }
@@ -155,6 +155,7 @@ int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 	c->peer_rebinds = c->peer_rebuilds && (h->features & RSEC_WIRE_FEATURE_REBIND);
 	c->peer_rekeys = h->features & RSEC_WIRE_FEATURE_REKEY;
 	c->peer_grant_keys = h->features & RSEC_WIRE_FEATURE_GRANT_KEYS;
+	c->peer_path_checks = h->features & RSEC_WIRE_FEATURE_PATH_CHECK;
 	/* A session is resumed with a rebuild of its data path: both needed. */
 	c->rs.peer = (h->features & RSEC_WIRE_FEATURE_RESUME) && c->ctx->resume_grace_ms && c->peer_rebuilds;
 	c->rs.epochs = c->rs.peer && (h->features & RSEC_WIRE_FEATURE_RESUME_EPOCH);

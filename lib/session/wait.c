@@ -83,6 +83,8 @@ uint64_t rsec_conn_next_timer(const struct rsec_conn *c, uint64_t deadline)
 		t = root->path.chan->last_tx_ms + RSEC_KEEPALIVE_MS;
 	if (rsec_rekey_next_ms(c) < t)
 		t = rsec_rekey_next_ms(c); /* an idle connection renews its keys on time too */
+	if (c->path.phase == PHASE_ESTABLISHED && rsec_data_check_next_ms(&c->path) < t)
+		t = rsec_data_check_next_ms(&c->path); /* frames completed since our last PATH_CHECK */
 	uint64_t now = rsec_now_ms();
 	return t > now ? t : now + 1;
 }

@@ -361,6 +361,124 @@ static void early_completion_during_setup_is_taken_not_reaped(void **state)
 	assert_false(c->path.rx_complete);
 }
 
+/* The peer's PATH_CHECK: its send queue completed its frames [0, delivered) of epoch. */
+static int peer_checks(struct fake_conn *f, uint32_t epoch, uint64_t delivered)
+{
+	struct rsec_msg m = { .type = RSEC_MSG_PATH_CHECK };
+	m.u.path_check = (struct rsec_msg_path_check){ .epoch = epoch, .delivered = delivered };
+	peer_says(f->tls.client, &m);
+	return rsec_conn_process(f->c);
+}
+
+/*
+ * Issue 38: a forged packet our QP took moved its expected PSN, so the
+ * peer's real frames were acknowledged as duplicates and dropped, with no
+ * completion on either side. The peer's PATH_CHECK says three frames were
+ * acknowledged; one was delivered: the data path is rebuilt, its reason
+ * audited and told, and the peer learns how many we opened.
+ */
+static void silent_data_path_rebuilds(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
+	char buf[64];
+	size_t len = 0;
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
+	uint32_t qpn = c->path.qp.qp->qp_num;
+	assert_int_equal(peer_checks(f, 0, 3), 0);
+	assert_int_equal(c->path.rb.state, REBUILD_SENT);
+	assert_true(c->path.qp.qp->qp_num != qpn);
+	assert_non_null(strstr(c->path.rb.reason, "data path silent: our queue pair acknowledged 3 frames of the peer "
+						   "and delivered 1"));
+	struct rsec_msg m;
+	peer_gets(f, RSEC_MSG_REBUILD, &m);
+	assert_int_equal(m.u.rebuild.reason, RSEC_WIRE_REBUILD_SILENT);
+	assert_int_equal(m.u.rebuild.opened, 1);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
+}
+
+/* Without rebuilding, a silent data path closes the connection with a clear error instead of hanging. */
+static void silent_data_path_closes(void **state)
+{
+	struct fake_conn *f = *state;
+	closed_with(f, peer_checks(f, 0, 2), RSEC_E_QP, "data path silent");
+}
+
+/*
+ * A claim is judged only once nothing waits in the receive CQ: while a whole
+ * message waits for the application the frames behind it are not reaped, and
+ * a claim that counts them is no evidence. Once they are, all is well.
+ */
+static void path_check_waits_for_the_application(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	peer_sends(f, f->peer.tx, 3, hello, sizeof(hello));
+	peer_sends(f, f->peer.tx, 4, hello, sizeof(hello));
+	assert_int_equal(rsec_conn_poll_data(c), 0);
+	assert_true(c->path.rx_complete);
+	assert_int_equal(peer_checks(f, 0, 2), 0);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
+	assert_true(c->path.check.claim); /* kept for later */
+	char buf[64];
+	size_t len = 0;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), 0);
+		assert_int_equal(rsec_conn_poll_data(c), 0);
+	}
+	assert_false(c->path.check.claim); /* judged: both delivered */
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
+	assert_int_equal(c->path.rb.state, REBUILD_NONE);
+}
+
+/* A claim about another epoch (a rebuild crossed it) says nothing about this data path. */
+static void path_check_of_another_epoch_is_ignored(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	assert_int_equal(peer_checks(f, 1, 5), 0);
+	assert_false(c->path.check.claim);
+	assert_int_equal(c->path.phase, PHASE_ESTABLISHED);
+}
+
+/*
+ * Our side: frames our send queue completed are named in a PATH_CHECK, at
+ * most one per RSEC_PATH_CHECK_MS, and none while nothing new completed or
+ * for a peer that did not offer the feature.
+ */
+static void path_check_names_completed_frames(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	struct rsec_sendq *q = &c->path.sendq;
+	char why[160];
+	for (int i = 0; i < 3; i++)
+		rsec_sendq_posted(q, i == 2, true);
+	assert_int_equal(rsec_sendq_complete(q, 2, true, why, sizeof(why)), 3);
+	struct rsec_msg_path_check m;
+	assert_false(rsec_data_check_due(&c->path, 1000000, &m)); /* the peer did not offer it */
+	c->peer_path_checks = true;
+	rsec_conn_configure_path(c);
+	uint64_t t = rsec_now_ms();
+	assert_true(rsec_data_check_due(&c->path, t, &m));
+	assert_int_equal(m.epoch, 0);
+	assert_int_equal(m.delivered, 3);
+	assert_int_equal(rsec_data_check_next_ms(&c->path), UINT64_MAX); /* nothing new */
+	rsec_sendq_posted(q, true, true);
+	assert_int_equal(rsec_sendq_complete(q, 3, true, why, sizeof(why)), 1);
+	assert_int_equal(rsec_data_check_next_ms(&c->path), t + RSEC_PATH_CHECK_MS);
+	assert_false(rsec_data_check_due(&c->path, t + RSEC_PATH_CHECK_MS - 1, &m));
+	/* Through the session, over TLS, once its time has come. */
+	c->path.check.told_ms = t - RSEC_PATH_CHECK_MS;
+	assert_int_equal(rsec_rebuild_check_step(c), 0);
+	struct rsec_msg w;
+	peer_gets(f, RSEC_MSG_PATH_CHECK, &w);
+	assert_int_equal(w.u.path_check.delivered, 4);
+	assert_int_equal(rsec_rebuild_check_step(c), 0);
+	assert_false(test_read_frame(f->tls.client, &w, false)); /* one per completed frame run */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -378,6 +496,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(path_records_the_fault_session_settles, setup_rebuilding, teardown),
 		cmocka_unit_test_setup_teardown(early_completion_during_setup_is_taken_not_reaped, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(poll_while_a_message_waits_fails_nothing, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(silent_data_path_rebuilds, setup_rebuilding, teardown),
+		cmocka_unit_test_setup_teardown(silent_data_path_closes, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(path_check_waits_for_the_application, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(path_check_of_another_epoch_is_ignored, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(path_check_names_completed_frames, setup_closing, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

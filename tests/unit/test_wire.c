@@ -41,6 +41,7 @@ static const size_t body_len_of[RSEC_MSG_TYPE_MAX + 1] = {
 	[RSEC_MSG_REBUILD] = 53, [RSEC_MSG_REBUILD_READY] = 4,
 	[RSEC_MSG_SESSION] = 32,   [RSEC_MSG_RESUME] = 32,
 	[RSEC_MSG_REKEY] = 40,     [RSEC_MSG_REKEY_REPLY] = 40, [RSEC_MSG_REKEY_DONE] = 8,
+	[RSEC_MSG_PATH_CHECK] = 12,
 };
 
 static void fill_text(struct rsec_wire_text *t, size_t n)
@@ -142,6 +143,10 @@ static struct rsec_msg sample(uint8_t type, int high)
 	case RSEC_MSG_REKEY_DONE:
 		m.u.rekey.epoch = high ? UINT32_MAX : 0;
 		m.u.rekey.gen = high ? UINT32_MAX : RSEC_WIRE_REKEY_GEN_MIN;
+		break;
+	case RSEC_MSG_PATH_CHECK:
+		m.u.path_check.epoch = high ? UINT32_MAX : 0;
+		m.u.path_check.delivered = high ? UINT64_MAX : 0;
 		break;
 	default:
 		fail();
@@ -268,6 +273,27 @@ static void disconnect_known_answer(void **state)
 	assert_int_equal(m.u.disconnect.reason, RSEC_DISC_REFUSED);
 	assert_int_equal(m.u.disconnect.text.len, 2);
 	assert_string_equal(m.u.disconnect.text.s, "no");
+}
+
+/* PATH_CHECK on lane 2: epoch, then the frames delivered, big-endian. */
+static void path_check_known_answer(void **state)
+{
+	(void)state;
+	static const uint8_t want[] = {
+		0x01, 0x12, 0x00, 0x02, 0x00, 0x00, 0x00, 0x0c,
+		0x00, 0x00, 0x00, 0x03,                         /* epoch 3 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, /* 66051 frames */
+	};
+	struct rsec_msg m;
+	uint8_t frame[RSEC_WIRE_MAX_FRAME];
+
+	assert_int_equal(rsec_wire_decode(want, sizeof(want), &m), 0);
+	assert_int_equal(m.type, RSEC_MSG_PATH_CHECK);
+	assert_int_equal(m.lane, 2);
+	assert_int_equal(m.u.path_check.epoch, 3);
+	assert_int_equal(m.u.path_check.delivered, 0x010203);
+	assert_int_equal(encode_ok(&m, frame), sizeof(want));
+	assert_memory_equal(frame, want, sizeof(want));
 }
 
 static void header_rejections(void **state)
@@ -682,7 +708,7 @@ static void names_and_text_helper(void **state)
 	static const char *const names[] = {
 		"UNKNOWN", "HELLO", "QP_INFO", "READY", "GRANT", "REVOKE",
 		"KEEPALIVE", "DISCONNECT", "ERROR", "VERIFY", "UNKNOWN", "REBUILD", "REBUILD_READY", "SESSION",
-		"RESUME", "REKEY", "REKEY_REPLY", "REKEY_DONE", "UNKNOWN",
+		"RESUME", "REKEY", "REKEY_REPLY", "REKEY_DONE", "PATH_CHECK", "UNKNOWN",
 	};
 	for (unsigned t = 0; t < sizeof(names) / sizeof(names[0]); t++)
 		assert_string_equal(rsec_wire_type_name((uint8_t)t), names[t]);
@@ -720,6 +746,7 @@ int main(void)
 		cmocka_unit_test(round_trip_every_type),
 		cmocka_unit_test(qp_info_known_answer),
 		cmocka_unit_test(disconnect_known_answer),
+		cmocka_unit_test(path_check_known_answer),
 		cmocka_unit_test(header_rejections),
 		cmocka_unit_test(lanes_round_trip),
 		cmocka_unit_test(trailing_and_truncated),
