@@ -80,6 +80,9 @@ cat "$work/run.out"
 for who in other expired nocert second wrongpsk wrongid; do
 	grep -q "^$who=0$" "$work/run.out" && { cat "$work/$who.out"; cat "$work/server.log"; fail "$who was not refused"; }
 done
+# TLS 1.3: the server judges the client's certificate after the client's handshake ended; its alert is the reason.
+expect_match "$work/expired.out" 'control channel: TLS failure: .*alert certificate expired' \
+	"the expired client was not told why the server refused it"
 expect_match "$work/run.out" '^good=0$' "a valid client failed after the refusals"
 expect_match "$work/good.out" '^reply: z$' "the valid client got no echo"
 expect_match "$work/good.out" '^stats: peer=rdmasec-server .*mac_failures=0 ' "no stats from standard input"
