@@ -199,11 +199,16 @@ static RSEC_MUST_CHECK int post_send(struct rsec_path *path, struct ibv_send_wr 
 	return 0;
 }
 
+/* Not a seal flag: send_frame signals this frame's completion whatever sendq.h says. */
+#define SEND_SIGNALED 0x80u
+
 /* Seal and post one frame; the caller checked credits and a free slot. */
 static RSEC_MUST_CHECK int send_frame(struct rsec_path *path, uint8_t flags, const uint8_t *pt, uint32_t len)
 {
 	bool signaled;
 	uint32_t slot = rsec_sendq_peek(&path->sendq, &signaled);
+	signaled |= (flags & SEND_SIGNALED) != 0;
+	flags &= (uint8_t)~SEND_SIGNALED;
 	uint8_t *buf = path->send_ring + (size_t)slot * path->frame_size;
 	uint16_t credits = path->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)path->credits_owed;
 	size_t n;
@@ -218,6 +223,8 @@ static RSEC_MUST_CHECK int send_frame(struct rsec_path *path, uint8_t flags, con
 		.send_flags = (n <= path->qp.max_inline ? IBV_SEND_INLINE : 0) | (signaled ? IBV_SEND_SIGNALED : 0),
 	};
 	RSEC_GUARD(post_send(path, &wr));
+	if (!signaled && path->sendq.unsignaled_run == 0)
+		path->check.tail_ms = rsec_now_ms();
 	/* A data frame stays in its slot for a rebuild to send again, if there can be one. */
 	rsec_sendq_posted(&path->sendq, signaled, !(flags & RSEC_SEAL_FLAG_CREDIT_ONLY) && path->cfg.rebuilds);
 	path->credits_owed -= credits;
@@ -576,23 +583,53 @@ void rsec_data_check_claim(struct rsec_path *path, const struct rsec_msg_path_ch
 	path->check.claim = true;
 }
 
-bool rsec_data_check_due(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m)
+/* Whether our PATH_CHECKs are off, or nothing can be said now (no keys, or a rebuild runs). */
+static bool check_idle(const struct rsec_path *path)
 {
-	if (!path->cfg.path_checks || !path->have_seal || path->rb.state != REBUILD_NONE ||
-	    path->sendq.done <= path->check.told || now - path->check.told_ms < RSEC_PATH_CHECK_MS)
-		return false;
+	return !path->cfg.path_checks || !path->have_seal || path->rb.state != REBUILD_NONE;
+}
+
+/*
+ * Unsignaled frames at the send queue's end complete unseen until a signaled
+ * one follows: a silent data path drops exactly those when traffic stops (a
+ * client waiting for their answers). Once the first of them is
+ * RSEC_PATH_CHECK_MS old, a signaled CREDIT_ONLY frame follows them; its
+ * completion ends them too, and the next PATH_CHECK names them.
+ */
+static RSEC_MUST_CHECK int close_tail(struct rsec_path *path, uint64_t now)
+{
+	if (path->sendq.unsignaled_run == 0 || now - path->check.tail_ms < RSEC_PATH_CHECK_MS || !can_send(path, true))
+		return 0;
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY | SEND_SIGNALED, NULL, 0);
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send a signaled frame: %s", rsec_strerror(rc)) : 0;
+}
+
+int rsec_data_check_step(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m)
+{
+	if (rsec_fault_pending(&path->fault))
+		return path->fault.code;
+	if (check_idle(path))
+		return 0;
+	RSEC_GUARD(close_tail(path, now));
+	if (path->sendq.done <= path->check.told || now - path->check.told_ms < RSEC_PATH_CHECK_MS)
+		return 0;
 	path->check.told = path->sendq.done;
 	path->check.told_ms = now;
 	*m = (struct rsec_msg_path_check){ .epoch = path->rb.epoch, .delivered = path->sendq.done };
-	return true;
+	return 1;
 }
 
 uint64_t rsec_data_check_next_ms(const struct rsec_path *path)
 {
-	if (!path->cfg.path_checks || !path->have_seal || path->rb.state != REBUILD_NONE ||
-	    path->sendq.done <= path->check.told)
+	if (check_idle(path))
 		return UINT64_MAX;
-	return path->check.told_ms + RSEC_PATH_CHECK_MS;
+	uint64_t t = UINT64_MAX;
+	if (path->sendq.done > path->check.told)
+		t = path->check.told_ms + RSEC_PATH_CHECK_MS;
+	/* Without a credit the tail waits for one, and the receive that brings it wakes us: no timer to spin on. */
+	if (path->sendq.unsignaled_run && can_send(path, true) && path->check.tail_ms + RSEC_PATH_CHECK_MS < t)
+		t = path->check.tail_ms + RSEC_PATH_CHECK_MS;
+	return t;
 }
 
 int rsec_data_poll(struct rsec_path *path)

@@ -67,12 +67,15 @@ RSEC_MUST_CHECK int rsec_data_poll(struct rsec_path *path);
 /* The peer's PATH_CHECK: kept for rsec_data_poll to judge, unless it is of another epoch or a rebuild runs. */
 void rsec_data_check_claim(struct rsec_path *path, const struct rsec_msg_path_check *m);
 /*
- * Our PATH_CHECK, if one is due at now (frames completed since the last one,
- * which went RSEC_PATH_CHECK_MS ago or more, and the peer takes them): true
- * with *m filled and the check counted as sent.
+ * Our side of PATH_CHECK at now, for a peer that takes them: unsignaled
+ * frames at the send queue's end older than RSEC_PATH_CHECK_MS get a
+ * signaled CREDIT_ONLY frame behind them (their completions are otherwise
+ * unseen), and a PATH_CHECK is due when frames completed since the last one,
+ * which went RSEC_PATH_CHECK_MS ago or more. Returns 1 with *m filled (the
+ * check counted as sent), 0, or the fault (recorded).
  */
-bool rsec_data_check_due(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m);
-/* When our next PATH_CHECK may be due; UINT64_MAX when none is waiting. */
+RSEC_MUST_CHECK int rsec_data_check_step(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m);
+/* When our next PATH_CHECK step has work (a check, or a tail to close); UINT64_MAX when none. */
 uint64_t rsec_data_check_next_ms(const struct rsec_path *path);
 /*
  * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits

@@ -203,6 +203,7 @@ struct rsec_path {
 		uint64_t claimed;
 		uint64_t told;        /* ours: [0, told) named by our latest PATH_CHECK, sent at told_ms */
 		uint64_t told_ms;
+		uint64_t tail_ms;     /* when the first of the unsignaled frames at the send queue's end went */
 	} check;
 	uint32_t binds_inflight;  /* window binds posted, not completed: sends wait for them */
 	uint32_t credits;         /* frames we may still send */

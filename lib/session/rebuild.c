@@ -359,9 +359,12 @@ const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
 int rsec_rebuild_check_step(struct rsec_conn *c)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_PATH_CHECK, .lane = c->lane };
-	if (c->rs.parked || !rsec_data_check_due(&c->path, rsec_now_ms(), &m.u.path_check))
+	if (c->rs.parked)
 		return 0;
-	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
+	int rc = rsec_conn_settle(c, rsec_data_check_step(&c->path, rsec_now_ms(), &m.u.path_check));
+	if (rc <= 0)
+		return rc;
+	rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	if (rc < 0)
 		return unsent(c, rc, "PATH_CHECK");
 	c->path.chan->last_tx_ms = rsec_now_ms();

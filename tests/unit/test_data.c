@@ -457,18 +457,18 @@ static void path_check_names_completed_frames(void **state)
 		rsec_sendq_posted(q, i == 2, true);
 	assert_int_equal(rsec_sendq_complete(q, 2, true, why, sizeof(why)), 3);
 	struct rsec_msg_path_check m;
-	assert_false(rsec_data_check_due(&c->path, 1000000, &m)); /* the peer did not offer it */
+	assert_int_equal(rsec_data_check_step(&c->path, 1000000, &m), 0); /* the peer did not offer it */
 	c->peer_path_checks = true;
 	rsec_conn_configure_path(c);
 	uint64_t t = rsec_now_ms();
-	assert_true(rsec_data_check_due(&c->path, t, &m));
+	assert_int_equal(rsec_data_check_step(&c->path, t, &m), 1);
 	assert_int_equal(m.epoch, 0);
 	assert_int_equal(m.delivered, 3);
 	assert_int_equal(rsec_data_check_next_ms(&c->path), UINT64_MAX); /* nothing new */
 	rsec_sendq_posted(q, true, true);
 	assert_int_equal(rsec_sendq_complete(q, 3, true, why, sizeof(why)), 1);
 	assert_int_equal(rsec_data_check_next_ms(&c->path), t + RSEC_PATH_CHECK_MS);
-	assert_false(rsec_data_check_due(&c->path, t + RSEC_PATH_CHECK_MS - 1, &m));
+	assert_int_equal(rsec_data_check_step(&c->path, t + RSEC_PATH_CHECK_MS - 1, &m), 0);
 	/* Through the session, over TLS, once its time has come. */
 	c->path.check.told_ms = t - RSEC_PATH_CHECK_MS;
 	assert_int_equal(rsec_rebuild_check_step(c), 0);
@@ -477,6 +477,42 @@ static void path_check_names_completed_frames(void **state)
 	assert_int_equal(w.u.path_check.delivered, 4);
 	assert_int_equal(rsec_rebuild_check_step(c), 0);
 	assert_false(test_read_frame(f->tls.client, &w, false)); /* one per completed frame run */
+}
+
+/*
+ * Unsignaled frames at the end of the send queue complete unseen, and those
+ * are the ones a silent data path drops once traffic stops. When the first
+ * of them is RSEC_PATH_CHECK_MS old, a signaled CREDIT_ONLY frame follows:
+ * its completion ends them all, and the next PATH_CHECK names them.
+ */
+static void unsignaled_tail_gets_a_signaled_frame(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	c->peer_path_checks = true;
+	rsec_conn_configure_path(c);
+	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
+	struct rsec_sendq *q = &c->path.sendq;
+	assert_int_equal(q->next, 1);
+	assert_int_equal(q->unsignaled_run, 1); /* nothing will say it completed */
+	uint64_t t = c->path.check.tail_ms;
+	assert_int_equal(rsec_data_check_next_ms(&c->path), t + RSEC_PATH_CHECK_MS);
+	struct rsec_msg_path_check m;
+	unsigned posted = fake.sends_posted;
+	assert_int_equal(rsec_data_check_step(&c->path, t + RSEC_PATH_CHECK_MS - 1, &m), 0);
+	assert_int_equal(fake.sends_posted, posted);
+	assert_int_equal(rsec_data_check_step(&c->path, t + RSEC_PATH_CHECK_MS, &m), 0);
+	assert_int_equal(fake.sends_posted, posted + 1);
+	assert_int_equal(q->next, 2);
+	assert_int_equal(q->unsignaled_run, 0);
+	assert_true(q->signaled[1]);
+	assert_int_equal(rsec_data_check_next_ms(&c->path), UINT64_MAX); /* nothing left unseen or unsaid */
+	/* Its completion ends the frame before it: the next check names both. */
+	char why[160];
+	assert_int_equal(rsec_sendq_complete(q, 1, true, why, sizeof(why)), 2);
+	c->path.check.told_ms = 0;
+	assert_int_equal(rsec_data_check_step(&c->path, t + RSEC_PATH_CHECK_MS, &m), 1);
+	assert_int_equal(m.delivered, 2);
 }
 
 int main(void)
@@ -501,6 +537,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(path_check_waits_for_the_application, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(path_check_of_another_epoch_is_ignored, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(path_check_names_completed_frames, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(unsignaled_tail_gets_a_signaled_frame, setup_closing, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
