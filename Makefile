@@ -43,6 +43,7 @@ unit: build asan
 
 fabric-check: build asan
 	ctest --test-dir $(BUILD) -L fabric --output-on-failure $(CTEST_ARGS)
+	ctest --test-dir $(ASAN_BUILD) -L sanitized --output-on-failure $(CTEST_ARGS)
 
 # Before the fabric: a report fails in seconds what would take the fabric minutes.
 check: unit analyze fabric-check
