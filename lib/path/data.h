@@ -56,27 +56,18 @@ void rsec_data_teardown(struct rsec_path *path);
 RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_path *path);
 /*
  * Reap completions: sends, receives (sealed frames), window ops; until the
- * first fault (path->fault). A PATH_CHECK claim of the peer is judged once
- * every receive completion is reaped: fewer frames opened than it says our
- * QP acknowledged is a data-path fault (RSEC_WIRE_REBUILD_SILENT).
+ * first fault (path->fault), and the peer's PATH_CHECK claim judged once
+ * every receive completion is reaped (check.h).
  */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_path *path);
 
-/* How often at most a queue pair sends PATH_CHECK while its frames complete. */
-#define RSEC_PATH_CHECK_MS 250u
-/* The peer's PATH_CHECK: kept for rsec_data_poll to judge, unless it is of another epoch or a rebuild runs. */
-void rsec_data_check_claim(struct rsec_path *path, const struct rsec_msg_path_check *m);
 /*
- * Our side of PATH_CHECK at now, for a peer that takes them: unsignaled
- * frames at the send queue's end older than RSEC_PATH_CHECK_MS get a
- * signaled CREDIT_ONLY frame behind them (their completions are otherwise
- * unseen), and a PATH_CHECK is due when frames completed since the last one,
- * which went RSEC_PATH_CHECK_MS ago or more. Returns 1 with *m filled (the
- * check counted as sent), 0, or the fault (recorded).
+ * For check.c: whether unsignaled frames end the send queue and a signaled
+ * CREDIT_ONLY frame could follow them now; signal_tail sends it (0 when it
+ * cannot go, or the fault).
  */
-RSEC_MUST_CHECK int rsec_data_check_step(struct rsec_path *path, uint64_t now, struct rsec_msg_path_check *m);
-/* When our next PATH_CHECK step has work (a check, or a tail to close); UINT64_MAX when none. */
-uint64_t rsec_data_check_next_ms(const struct rsec_path *path);
+bool rsec_data_tail_unseen(const struct rsec_path *path);
+RSEC_MUST_CHECK int rsec_data_signal_tail(struct rsec_path *path);
 /*
  * rsec_send's and rsec_recv's steps, none of which waits (api/msg.c waits
  * between them). send_some posts fragments of the message [p, p + len)

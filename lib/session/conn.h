@@ -21,6 +21,7 @@
 #include "verbs/completion.h"
 #include "verbs/dev.h"
 #include "path/chan.h"
+#include "path/check.h"
 #include "path/data.h"
 #include "path/grant.h"
 #include "path/onesided.h"
