@@ -55,7 +55,8 @@ for a in $attacks; do
 		# matrix.c's BLK_CELL_TIMEOUT_MIN.
 		[ "$v" = rdmasec-blk ] && [ "$limit" -lt 240 ] && limit=240
 		# setsid: the cell leads its own process group, killed as a whole below.
-		CELL=$CELL setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" &&
+		# CELL_TIMEOUT: the cell's budget, for a cell that retries until judged (cells/common.bash).
+		CELL=$CELL CELL_TIMEOUT=$limit setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" &&
 			if [ "$3" = rdmasec-blk ]; then . "$1/cells/rdmasec-blk.bash" && blk_cell "$2"; else "cell_${2//-/_}" "$3"; fi' \
 			cell "$here" "$a" "$v" >"$CELL/stdout" 2>"$CELL/stderr" </dev/null &
 		pid=$!

@@ -3,6 +3,112 @@
 
 ATK=$BIN/attack/rdmasec-attack
 
+# cell_time_left: seconds this cell may still spend attacking: run.sh kills
+# it CELL_TIMEOUT s after its start; the last CELL_MARGIN (default 10) are
+# for stopping the victim and judging.
+cell_time_left() {
+	echo $((${CELL_TIMEOUT:-40} - ${CELL_MARGIN:-10} - SECONDS))
+}
+
+# cell_victim_for_the_cell: the victim lives as long as the cell may (a
+# victim whose life ran out mid-attack decides nothing, and a loaded
+# machine can take most of a fixed life to start it); the cell stops it
+# once the attack is judged.
+cell_victim_for_the_cell() {
+	VICTIM_SECONDS=${CELL_TIMEOUT:-40}
+	[ "$VICTIM_SECONDS" -ge 14 ] || VICTIM_SECONDS=14
+}
+
+# cell_exact_rounds CHECK ATTACK ARGS...: for a victim that holds still at
+# the PSN after the request seen on the wire (naive, rdmasec): ATTACK from
+# host 3 as one packet at WIRE_PSN + 1 (ARGS added), sent again while CHECK
+# (a function; prints the evidence, returns 0 once the hit shows) fails
+# for 4 s after a packet (one lost to a loaded guest or a pending ARP
+# decides nothing; one more at a PSN already taken is a duplicate rxe drops),
+# until the victim is gone or cell_time_left runs out. Sets CELL_EVIDENCE
+# (CHECK's output), CELL_HIT (1 on a hit, else '') and CELL_SENT (packets
+# sent); returns 1 without a hit.
+cell_exact_rounds() {
+	local check=$1 attack=$2 e
+	shift 2
+	CELL_EVIDENCE='' CELL_SENT=0 CELL_HIT=''
+	while [ "$(cell_time_left)" -gt 0 ] && cell_victim_running; do
+		fabric on 3 "$ATK" "$attack" --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+			--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):1" --iface fab3 --sport 4242 "$@" \
+			--json >"$CELL/attack.json" 2>>"$CELL/attack.err" && CELL_SENT=$((CELL_SENT + 1))
+		echo "$attack: packet at psn $(((WIRE_PSN + 1) & 0xffffff)) of qp $WIRE_QPN at $SECONDS s" >&2
+		for _ in $(seq 1 20); do
+			e=$($check) && { CELL_EVIDENCE=$e CELL_HIT=1; return 0; }
+			sleep 0.2
+		done
+	done
+	e=$($check) && { CELL_EVIDENCE=$e CELL_HIT=1; return 0; }
+	return 1
+}
+
+# cell_stream_rounds CHECK ATTACK COUNT ARGS...: for a streaming victim,
+# whose PSN moves on while the attacker works: rounds of a request captured
+# now, then ATTACK from host 3 sweeping COUNT PSNs on from it (ARGS added),
+# CHECK (as for cell_exact_rounds) polled while the sweep runs, until CHECK
+# passes, the victim is gone or cell_time_left runs out. A round can miss
+# (a capture that came late, the packet at the expected PSN lost or refused
+# for want of a receive, and the rest run ahead of the QP): the next one
+# starts from the PSN seen then. Sets CELL_EVIDENCE (CHECK's output, or its
+# last complaint), CELL_HIT (as cell_exact_rounds) and CELL_ROUNDS ("N
+# round(s) of COUNT PSNs"); returns 1 without a hit.
+cell_stream_rounds() {
+	local check=$1 attack=$2 n=$3 r=0 ap e='' hit=''
+	shift 3
+	while [ -z "$hit" ] && [ "$(cell_time_left)" -gt 0 ] && cell_victim_running; do
+		# No request now: the victim may have stopped, broken by the last round.
+		victim_wire_bth --now || { e=$($check) && hit=1; continue; }
+		r=$((r + 1))
+		echo "$attack round $r: qp $WIRE_QPN psn $WIRE_PSN at $SECONDS s" >&2
+		fabric on 3 "$ATK" "$attack" --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+			--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):$n" --iface fab3 --sport 4242 "$@" \
+			--json >"$CELL/attack.json" 2>>"$CELL/attack.err" &
+		ap=$!
+		while kill -0 $ap 2>/dev/null && [ "$(cell_time_left)" -gt 0 ]; do
+			sleep 0.5
+			e=$($check) && { hit=1; break; }
+		done
+		kill $ap 2>/dev/null
+		wait $ap 2>/dev/null
+		# The hit can show just after the sweep ended.
+		[ -n "$hit" ] || { e=$($check) && hit=1; }
+	done
+	# The victim can be gone (the attack may end it): one last look.
+	[ -n "$hit" ] || { e=$($check) && hit=1; }
+	# shellcheck disable=SC2034 # the cells read them
+	CELL_ROUNDS="$r round(s) of $n PSNs" CELL_EVIDENCE=$e CELL_HIT=$hit
+	[ -n "$hit" ]
+}
+
+# cell_rdmasec_hit: the rdmasec server took the attack: it audited a fault
+# (its counters and the rebuild come after), or the attacked session ended.
+cell_rdmasec_hit() {
+	grep -qE '"event":"(mac_failure|seq_violation|qp_error|protocol_violation|rebuild)"' "$VICTIM_AUDIT" 2>/dev/null ||
+		grep -qE 'event=(rebuilt|closed) conn=1 ' "$VICTIM_SERVER_LOG"
+}
+
+# cell_rdmasec_end: after the attack, until the client has quit and the
+# server logged the attacked session's end (2 s at most after the client:
+# a server that never does decides the same), or cell_time_left runs out;
+# then stops both.
+cell_rdmasec_end() {
+	local grace=0
+	# Into the margin, but 4 s short of run.sh's kill: victim_stop takes 2.
+	while [ "$(cell_time_left)" -gt $((4 - ${CELL_MARGIN:-10})) ]; do
+		if ! kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null; then
+			grep -q 'event=closed conn=1 ' "$VICTIM_SERVER_LOG" && break
+			grace=$((grace + 1))
+			[ $grace -ge 10 ] && break
+		fi
+		sleep 0.2
+	done
+	victim_stop
+}
+
 # cell_victim_error_line [dst]: the first error the victim printed, "[h1] ..."
 # or "[h2] ...", the attacked side (DST) first; with "dst", that side only.
 # Returns 1 if none.
