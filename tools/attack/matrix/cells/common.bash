@@ -4,10 +4,12 @@
 ATK=$BIN/attack/rdmasec-attack
 
 # cell_time_left: seconds this cell may still spend attacking: run.sh kills
-# it CELL_TIMEOUT s after its start; the last CELL_MARGIN (default 10) are
-# for stopping the victim and judging.
+# it CELL_TIMEOUT s after its start; the last CELL_MARGIN (a sixth, at least
+# 10 s: every process start costs on a loaded emulated guest) are for
+# stopping the victim and judging.
+CELL_MARGIN=${CELL_MARGIN:-$((${CELL_TIMEOUT:-40} / 6 > 10 ? ${CELL_TIMEOUT:-40} / 6 : 10))}
 cell_time_left() {
-	echo $((${CELL_TIMEOUT:-40} - ${CELL_MARGIN:-10} - SECONDS))
+	echo $((${CELL_TIMEOUT:-40} - CELL_MARGIN - SECONDS))
 }
 
 # cell_victim_for_the_cell: the victim lives as long as the cell may (a
@@ -97,8 +99,8 @@ cell_rdmasec_hit() {
 # then stops both.
 cell_rdmasec_end() {
 	local grace=0
-	# Into the margin, but 4 s short of run.sh's kill: victim_stop takes 2.
-	while [ "$(cell_time_left)" -gt $((4 - ${CELL_MARGIN:-10})) ]; do
+	# Into the margin, but half of it short of run.sh's kill: victim_stop takes 2 s and more.
+	while [ "$(cell_time_left)" -gt $((-CELL_MARGIN / 2)) ]; do
 		if ! kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null; then
 			grep -q 'event=closed conn=1 ' "$VICTIM_SERVER_LOG" && break
 			grace=$((grace + 1))
