@@ -18,8 +18,9 @@
 #       Starts NAME's server on host 1, waits for its port, starts a capture of
 #       the first RoCE request on the bridge (client to server; ucmatose:
 #       server to client), then starts
-#       NAME's client on host 2, and waits (up to 15 s) until that request was
+#       NAME's client on host 2, and waits (150 looks, 15 s idle) until that request was
 #       seen: traffic flows. Returns 1 (and says why on stderr) if not.
+#       (A VICTIM_SECONDS over 45 waits a third of it for that request.)
 #       An ib_send_bw client whose software rate limiter failed (it then runs
 #       unlimited) is started again, up to 6 times.
 #       Logs: $CELL/victim-server.log, $CELL/victim-client.log.
@@ -317,11 +318,14 @@ _victim_start_once() {
 	fabric on 2 timeout "$VICTIM_SECONDS" stdbuf -oL -eL $ccmd >"$VICTIM_CLIENT_LOG" 2>&1 &
 	VICTIM_CLIENT_PID=$!
 	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
-	for i in $(seq 1 150); do
+	# 150 looks (15 s idle), or a third of a longer life: on a loaded guest
+	# rdmasec's handshake alone took 26 s.
+	local looks=$((VICTIM_SECONDS > 45 ? VICTIM_SECONDS * 10 / 3 : 150)) t0=$SECONDS
+	for i in $(seq 1 "$looks"); do
 		grep -q '^[[:space:]]*0x0010:' "$CELL/wire-first.txt" 2>/dev/null && return 0
 		sleep 0.1
 	done
-	echo "victims: no RoCE traffic from $n's client within 15 s" >&2
+	echo "victims: no RoCE traffic from $n's client within $((SECONDS - t0)) s" >&2
 	return 1
 }
 
