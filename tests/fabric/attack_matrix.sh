@@ -18,7 +18,7 @@ atk=$build/tools/attack/rdmasec-attack
 "$atk" matrix --attacks inject,inject >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a repeated attack was not refused"
 
-run_matrix --attacks inject,qp-error --victims naive,rdmasec,pingpong --cell-timeout 60 \
+run_matrix --attacks inject,qp-error --victims naive,rdmasec,pingpong --cell-timeout 150 \
 	--markdown "$work/m.md" --svg "$work/m.svg"
 
 python3 - "$work/m.json" <<'PY' || fail "the matrix's outcomes are wrong"
