@@ -19,6 +19,22 @@ cell_time_left() {
 cell_victim_for_the_cell() {
 	VICTIM_SECONDS=${CELL_TIMEOUT:-40}
 	[ "$VICTIM_SECONDS" -ge 14 ] || VICTIM_SECONDS=14
+	CELL_RESTART=1
+}
+
+# cell_victim_start NAME: victim_start; after cell_victim_for_the_cell,
+# tried again (after victim_stop) while cell_time_left allows, 3 times at
+# most: a loaded guest can outlast a start-up's waits (a server not yet
+# listening, a handshake past the client's timeout).
+cell_victim_start() {
+	local try
+	for try in 1 2 3; do
+		victim_start "$1" && return 0
+		echo "cells: $1 did not start (try $try) at $SECONDS s" >&2
+		[ -n "${CELL_RESTART:-}" ] && [ "$(cell_time_left)" -gt 0 ] || return 1
+		victim_stop
+	done
+	return 1
 }
 
 # cell_exact_rounds CHECK ATTACK ARGS...: for a victim that holds still at

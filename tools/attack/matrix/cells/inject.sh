@@ -109,7 +109,7 @@ cell_inject() {
 	# naive, rdmasec and the streams: the attack retries until judged, the victim lives on until then.
 	case "$v" in naive | rdmasec | pingpong | send_bw) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
-	victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
+	cell_victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
 	# rping: the rounds below capture their own.
 	case "$v" in

@@ -32,7 +32,7 @@ cell_qp_error() {
 	# These retry until judged: the victim lives on until then.
 	case "$v" in naive | rdmasec | pingpong) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
-	victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
+	cell_victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
 	# Streaming victims: a request captured now, so the sweep catches up with the PSN in time.
 	case "$v" in
