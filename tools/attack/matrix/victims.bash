@@ -220,7 +220,7 @@ set -u
 	sleep 2
 	echo "send after the attack"
 	echo quit
-} | "$BIN/client/rdmasec-client" --certs "$VICTIM_PKI" --source $VICTIM_CLIENT_IP -t 20000 $VICTIM_SERVER_IP
+} | "$BIN/client/rdmasec-client" --certs "$VICTIM_PKI" --source $VICTIM_CLIENT_IP -t $((VICTIM_SECONDS > 45 ? 60000 : 20000)) $VICTIM_SERVER_IP
 EOF
 }
 
@@ -235,7 +235,8 @@ _victim_wait_listen() {
 		done
 		return 1
 		;;
-	*) fabric wait-port "$1" 15 2>>"$CELL/victim-errors.log" ;;
+	# 15 s, or a third of a life over 45 s (a loaded guest starts a server slowly).
+	*) fabric wait-port "$1" $((VICTIM_SECONDS > 45 ? VICTIM_SECONDS / 3 : 15)) 2>>"$CELL/victim-errors.log" ;;
 	esac
 }
 
