@@ -200,16 +200,13 @@ static RSEC_MUST_CHECK int post_send(struct rsec_path *path, struct ibv_send_wr 
 	return 0;
 }
 
-/* Not a seal flag: send_frame signals this frame's completion whatever sendq.h says. */
-#define SEND_SIGNALED 0x80u
-
-/* Seal and post one frame; the caller checked credits and a free slot. */
-static RSEC_MUST_CHECK int send_frame(struct rsec_path *path, uint8_t flags, const uint8_t *pt, uint32_t len)
+/* Seal and post one frame; the caller checked credits and a free slot. signal: whatever sendq.h says. */
+static RSEC_MUST_CHECK int send_frame(struct rsec_path *path, uint8_t flags, const uint8_t *pt, uint32_t len,
+				      bool signal)
 {
 	bool signaled;
 	uint32_t slot = rsec_sendq_peek(&path->sendq, &signaled);
-	signaled |= (flags & SEND_SIGNALED) != 0;
-	flags &= (uint8_t)~SEND_SIGNALED;
+	signaled |= signal;
 	uint8_t *buf = path->send_ring + (size_t)slot * path->frame_size;
 	uint16_t credits = path->credits_owed > UINT16_MAX ? UINT16_MAX : (uint16_t)path->credits_owed;
 	size_t n;
@@ -256,7 +253,7 @@ static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_path *path)
 {
 	if (path->credits_owed < path->credits_due || !can_send(path, true))
 		return 0;
-	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, false);
 	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
 }
 
@@ -265,7 +262,7 @@ int rsec_data_new_tx_keys(struct rsec_path *path)
 	rsec_seal_retire_tx(&path->seal, path->sendq.acked);
 	if (!can_send(path, true))
 		return 0; /* the next frame we send retires the peer's old key instead */
-	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0);
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, false);
 	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
 }
 
@@ -447,7 +444,7 @@ int rsec_data_send_some(struct rsec_path *path, const uint8_t *p, size_t len, si
 	while ((!*started || *off < len) && can_send_new(path)) {
 		uint32_t n = len - *off > frag_max ? frag_max : (uint32_t)(len - *off);
 		uint8_t flags = (*started ? 0 : RSEC_SEAL_FLAG_FIRST) | (*off + n == len ? RSEC_SEAL_FLAG_LAST : 0);
-		RSEC_GUARD(send_frame(path, flags, p + *off, n));
+		RSEC_GUARD(send_frame(path, flags, p + *off, n, false));
 		*started = true;
 		*off += n;
 	}
@@ -524,7 +521,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_path *path)
 		uint8_t *p = path->rb.resend + path->rb.resend_off;
 		uint32_t len;
 		memcpy(&len, p + 1, sizeof(len));
-		int rc = send_frame(path, p[0], p + 5, len);
+		int rc = send_frame(path, p[0], p + 5, len, false);
 		if (rc < 0)
 			return rsec_fault_fail(&path->fault, rc, "cannot send again: %s", rsec_strerror(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
@@ -569,7 +566,7 @@ int rsec_data_signal_tail(struct rsec_path *path)
 {
 	if (!rsec_data_tail_unseen(path))
 		return 0;
-	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY | SEND_SIGNALED, NULL, 0);
+	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, true);
 	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send a signaled frame: %s", rsec_strerror(rc)) : 0;
 }
 
