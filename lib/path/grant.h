@@ -44,6 +44,13 @@ RSEC_MUST_CHECK int rsec_region_make(struct rsec_path *path, void *addr, size_t 
 RSEC_MUST_CHECK int rsec_region_map(struct rsec_path *path, size_t len, unsigned access, struct rsec_region **out);
 /* Deregister, wipe and unmap what we mapped, free. (region.c) */
 void rsec_region_destroy(struct rsec_region *r);
+/*
+ * The path's RDMA resources go (its windows already have): the regions the
+ * application still holds lose their registrations, which would keep the
+ * protection domain, and leave the path; rsec_region_free then only wipes and
+ * unmaps. (region.c)
+ */
+void rsec_region_teardown(struct rsec_path *path);
 
 /* An audit record of one of our grants; off and span: the bytes it is about. (grant.c) */
 void rsec_grant_audit_local(struct rsec_path *path, enum rsec_audit_event ev, const struct rsec_local_grant *g,

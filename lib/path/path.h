@@ -98,6 +98,7 @@ struct rsec_region {
 	unsigned users;       /* window binds and one-sided operations in flight over its registrations */
 	bool dying;           /* freed by the application while users were in flight */
 	struct rsec_region *next_dying;
+	struct rsec_region *prev, *next; /* the path's live regions: deregistered before its PD goes */
 };
 
 /* Keys of the peer's sealed grants kept ready (sealed_post.c); more are derived again. */
@@ -228,6 +229,7 @@ struct rsec_path {
 	/* Grants we issued and grants the peer issued to us. */
 	struct rsec_grant_table gt;
 	struct rsec_region *dying; /* regions freed with binds in flight, destroyed when they complete */
+	struct rsec_region *regions; /* regions not yet freed by the application */
 
 	/* The peer's grants: their secrets (kept until rsec_conn_free), sealed ones' keys kept ready,
 	 * sealed writes (sealed_post.c). */

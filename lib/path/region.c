@@ -71,8 +71,46 @@ int rsec_region_make(struct rsec_path *path, void *addr, size_t len, unsigned ac
 		free(r);
 		return rc;
 	}
+	r->next = path->regions;
+	if (path->regions)
+		path->regions->prev = r;
+	path->regions = r;
 	*out = r;
 	return 0;
+}
+
+static void region_deregister(struct rsec_region *r)
+{
+	if (r->mr)
+		(void)ibv_dereg_mr(r->mr);
+	if (r->local_mr)
+		(void)ibv_dereg_mr(r->local_mr);
+	r->mr = r->local_mr = NULL;
+}
+
+/* Out of its path's list of live regions (a region of a torn-down path is in none). */
+static void region_unlink(struct rsec_region *r)
+{
+	if (!r->path)
+		return;
+	if (r->path->regions == r)
+		r->path->regions = r->next;
+	else if (r->prev)
+		r->prev->next = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+}
+
+void rsec_region_teardown(struct rsec_path *path)
+{
+	while (path->regions) {
+		struct rsec_region *r = path->regions;
+		region_unlink(r);
+		region_deregister(r);
+		r->path = NULL;
+		r->users = 0; /* nothing over it can complete any more */
+	}
 }
 
 /*
@@ -124,10 +162,8 @@ void *rsec_region_addr(const struct rsec_region *r)
 
 void rsec_region_destroy(struct rsec_region *r)
 {
-	if (r->mr)
-		(void)ibv_dereg_mr(r->mr);
-	if (r->local_mr)
-		(void)ibv_dereg_mr(r->local_mr);
+	region_unlink(r);
+	region_deregister(r);
 	if (r->map_len) {
 		OPENSSL_cleanse(r->addr, r->map_len);
 		(void)munmap(r->addr, r->map_len);

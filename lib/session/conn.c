@@ -704,6 +704,7 @@ void rsec_conn_teardown_rdma(struct rsec_conn *c)
 {
 	rsec_onesided_teardown(&c->path); /* first: the regions its operations hold may be dying */
 	rsec_grant_teardown(&c->path);
+	rsec_region_teardown(&c->path); /* before the PD: a registration left on it would keep it */
 	rsec_data_teardown(&c->path);
 	if (c->path.have_seal) {
 		fold_seal_stats(&c->path.stats, c);

@@ -263,7 +263,8 @@ static void print_dir_text(const char *name, struct dir_stats *d, double secs)
 
 static void print_dir_json(const char *name, struct dir_stats *d, double secs)
 {
-	qsort(d->lat_ns, d->lat_n, sizeof(*d->lat_ns), cmp_u64);
+	if (d->lat_n) /* a direction without I/O has no latencies, nor their array */
+		qsort(d->lat_ns, d->lat_n, sizeof(*d->lat_ns), cmp_u64);
 	printf("\"%s\":{\"ios\":%llu,\"bytes\":%llu,\"iops\":%.1f,\"bw_bytes\":%.0f,"
 	       "\"clat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}},",
 	       name, (unsigned long long)d->ios, (unsigned long long)d->bytes, (double)d->ios / secs,
