@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * FI_MSG data path. A send is one sealed rdmasec message: the frame header
+ * (frame.h) and the payload, copied, so every send completes when rdmasec
+ * takes it (inject semantics for all). Receives wait in a FIFO of posted
+ * buffers; progress moves each arriving message into the oldest one.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rsfi.h"
+
+#define RSFI_BUF_MIN 65536u
+
+/* Grows *buf to at least need bytes (wiping the old copy): 0 or -FI_ENOMEM. */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (*cap >= need)
+		return 0;
+	size_t cap2 = need < RSFI_BUF_MIN ? RSFI_BUF_MIN : need;
+	uint8_t *b = malloc(cap2);
+	if (!b)
+		return -FI_ENOMEM;
+	if (*buf) {
+		explicit_bzero(*buf, *cap);
+		free(*buf);
+	}
+	*buf = b;
+	*cap = cap2;
+	return 0;
+}
+
+static size_t iov_total(const struct iovec *iov, size_t count)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < count; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+int rsfi_send_frame(struct rsfi_ep *ep, struct rsec_conn *c, const struct rsfi_frame *f, const struct iovec *iov,
+		    size_t count, int timeout_ms)
+{
+	size_t len = iov_total(iov, count);
+	struct rsfi_frame hdr = *f;
+
+	if (len > RSFI_MAX_MSG - RSFI_FRAME_HDR)
+		return -FI_EMSGSIZE;
+	hdr.body_len = len;
+	int rc = grow(&ep->txbuf, &ep->txcap, RSFI_FRAME_HDR + len);
+	if (rc)
+		return rc;
+	if (rsfi_frame_write(&hdr, ep->txbuf) != 0)
+		return -FI_EINVAL;
+	uint8_t *p = ep->txbuf + RSFI_FRAME_HDR;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len)
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	rc = rsec_send(c, ep->txbuf, RSFI_FRAME_HDR + len, timeout_ms);
+	return rc == 0 ? 0 : -rsfi_errno(rc);
+}
+
+/* The common send: header flags, payload, completion. */
+static ssize_t tx(struct rsfi_ep *ep, const struct iovec *iov, size_t count, void *context, uint64_t data,
+		  uint64_t flags)
+{
+	struct rsfi_frame f = { .type = RSFI_FRAME_DATA };
+	bool complete = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+	ssize_t rc;
+
+	if (count > RSFI_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if ((flags & FI_INJECT) && iov_total(iov, count) > RSFI_INJECT_SIZE)
+		return -FI_EINVAL;
+	if (flags & FI_REMOTE_CQ_DATA) {
+		f.flags = RSFI_FRAME_HAS_DATA;
+		f.cq_data = data;
+	}
+	pthread_mutex_lock(&ep->dom->lock);
+	if (ep->state != RSFI_EP_CONNECTED)
+		rc = ep->state == RSFI_EP_SHUTDOWN ? -FI_ECONNRESET : -FI_EOPBADSTATE;
+	else if (complete && !rsfi_cq_space(ep->tx_cq))
+		rc = -FI_EAGAIN;
+	else
+		rc = rsfi_send_frame(ep, ep->conn, &f, iov, count, 0);
+	if (rc == -FI_ETIMEDOUT)
+		rc = -FI_EAGAIN; /* one message already waits for credits: retry after progress */
+	if (rc == 0 && complete) {
+		struct rsfi_cqe e = { .context = context, .flags = FI_SEND | FI_MSG, .len = 0 };
+		rsfi_cq_push(ep->tx_cq, &e);
+	}
+	if (rc == -FI_EAGAIN)
+		rsfi_ep_progress(ep);
+	pthread_mutex_unlock(&ep->dom->lock);
+	return rc;
+}
+
+static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tx((struct rsfi_ep *)fid, msg->msg_iov, msg->iov_count, msg->context, msg->data, flags);
+}
+
+static ssize_t ep_send(struct fid_ep *fid, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc, (void)dest;
+	return tx((struct rsfi_ep *)fid, &iov, 1, context, 0, 0);
+}
+
+static ssize_t ep_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			void *context)
+{
+	(void)desc, (void)dest;
+	return tx((struct rsfi_ep *)fid, iov, count, context, 0, 0);
+}
+
+static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)dest;
+	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, 0, FI_INJECT);
+}
+
+static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
+			   fi_addr_t dest, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc, (void)dest;
+	return tx((struct rsfi_ep *)fid, &iov, 1, context, data, FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)dest;
+	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rx_post(struct rsfi_ep *ep, const struct iovec *iov, size_t count, void *context, uint64_t flags)
+{
+	ssize_t rc = 0;
+
+	if (count > RSFI_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->dom->lock);
+	if (ep->state == RSFI_EP_SHUTDOWN)
+		rc = -FI_ECONNRESET;
+	else if (ep->rx_count == RSFI_QUEUE_DEPTH)
+		rc = -FI_EAGAIN;
+	if (rc == 0) {
+		struct rsfi_rx *rx = &ep->rxq[(ep->rx_head + ep->rx_count) % RSFI_QUEUE_DEPTH];
+		memset(rx, 0, sizeof(*rx));
+		memcpy(rx->iov, iov, count * sizeof(*iov));
+		rx->count = count;
+		rx->context = context;
+		rx->flags = flags;
+		ep->rx_count++;
+	}
+	pthread_mutex_unlock(&ep->dom->lock);
+	return rc;
+}
+
+static ssize_t ep_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void)desc, (void)src;
+	return rx_post((struct rsfi_ep *)fid, &iov, 1, context, 0);
+}
+
+static ssize_t ep_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			void *context)
+{
+	(void)desc, (void)src;
+	return rx_post((struct rsfi_ep *)fid, iov, count, context, 0);
+}
+
+static ssize_t ep_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return rx_post((struct rsfi_ep *)fid, msg->msg_iov, msg->iov_count, msg->context, flags);
+}
+
+struct fi_ops_msg rsfi_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = ep_recv,
+	.recvv = ep_recvv,
+	.recvmsg = ep_recvmsg,
+	.send = ep_send,
+	.sendv = ep_sendv,
+	.sendmsg = ep_sendmsg,
+	.inject = ep_inject,
+	.senddata = ep_senddata,
+	.injectdata = ep_injectdata,
+};
+
+/* Copies body into the oldest posted receive and completes it (FI_ETRUNC if it does not fit). */
+static void deliver(struct rsfi_ep *ep, const struct rsfi_frame *f, const uint8_t *body)
+{
+	struct rsfi_rx *rx = &ep->rxq[ep->rx_head];
+	size_t left = f->body_len, done = 0;
+
+	for (size_t i = 0; i < rx->count && left; i++) {
+		size_t n = left < rx->iov[i].iov_len ? left : rx->iov[i].iov_len;
+		memcpy(rx->iov[i].iov_base, body + done, n);
+		done += n;
+		left -= n;
+	}
+	struct rsfi_cqe e = { .context = rx->context, .flags = FI_RECV | FI_MSG, .len = done,
+			      .buf = rx->count ? rx->iov[0].iov_base : NULL };
+	if (f->flags & RSFI_FRAME_HAS_DATA) {
+		e.flags |= FI_REMOTE_CQ_DATA;
+		e.data = f->cq_data;
+	}
+	if (left) {
+		e.err = FI_ETRUNC;
+		e.olen = left;
+	}
+	if (!e.err && ep->rx_selective && !(rx->flags & FI_COMPLETION))
+		e.flags = 0; /* selective completion: nothing to report */
+	if (e.flags || e.err)
+		rsfi_cq_push(ep->rx_cq, &e);
+	ep->rx_head = (ep->rx_head + 1) % RSFI_QUEUE_DEPTH;
+	ep->rx_count--;
+}
+
+/* One message into the oldest receive: 1 delivered, 0 nothing yet, < 0 the connection ended (its code). */
+static int recv_one(struct rsfi_ep *ep)
+{
+	size_t len = 0;
+	struct rsfi_frame f;
+	int rc = grow(&ep->rxbuf, &ep->rxcap, RSFI_BUF_MIN);
+
+	if (rc)
+		return 0; /* no memory now: the message stays with rdmasec */
+	rc = rsec_recv(ep->conn, ep->rxbuf, ep->rxcap, &len, 0);
+	if (rc == RSEC_E_RANGE) {
+		/* Kept by rdmasec: make room for the largest message a peer may send and take it again. */
+		if (grow(&ep->rxbuf, &ep->rxcap, len > ep->rxcap ? len : RSFI_MAX_MSG) != 0)
+			return 0;
+		rc = rsec_recv(ep->conn, ep->rxbuf, ep->rxcap, &len, 0);
+	}
+	if (rc == RSEC_E_AGAIN)
+		return 0;
+	if (rc)
+		return rc;
+	if (rsfi_frame_read(ep->rxbuf, len, &f) != 0 || f.type != RSFI_FRAME_DATA) {
+		RSFI_WARN(FI_LOG_EP_DATA, "peer %s broke the provider's framing: closing\n", ep->identity);
+		(void)rsec_conn_close(ep->conn, "fi_rdmasec: malformed frame");
+		return RSEC_E_PROTO;
+	}
+	deliver(ep, &f, ep->rxbuf + RSFI_FRAME_HDR);
+	return 1;
+}
+
+void rsfi_ep_progress(struct rsfi_ep *ep)
+{
+	int rc = 0;
+
+	if (ep->state != RSFI_EP_CONNECTED)
+		return;
+	while (ep->rx_count && rsfi_cq_space(ep->rx_cq) && (rc = recv_one(ep)) > 0)
+		;
+	/* Nothing to receive into: still drive rdmasec (credits, control) and notice a close. */
+	if (rc == 0)
+		rc = rsec_conn_process(ep->conn);
+	if (rc < 0 && rc != RSEC_E_AGAIN)
+		rsfi_ep_closed(ep, rc, true);
+}
