@@ -110,7 +110,8 @@ static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, s
 		rc = -FI_EOPBADSTATE;
 	if (!rc) {
 		memcpy(&ep->peer, addr, sizeof(ep->peer));
-		memcpy(ep->cm_data, param, paramlen);
+		if (paramlen)
+			memcpy(ep->cm_data, param, paramlen);
 		ep->cm_len = paramlen;
 		ep->state = RSFI_EP_CONNECTING;
 		rc = pthread_create(&ep->thread, NULL, connect_main, ep) == 0 ? 0 : -FI_EAGAIN;
@@ -155,6 +156,7 @@ static int ep_shutdown(struct fid_ep *fid, uint64_t flags)
 
 	(void)flags;
 	pthread_mutex_lock(&ep->dom->lock);
+	rsfi_ep_linger(ep);
 	if (ep->conn && (ep->state == RSFI_EP_CONNECTED || ep->state == RSFI_EP_ACCEPTING))
 		(void)!rsec_conn_close(ep->conn, "fi_shutdown");
 	/* Our own shutdown reports no FI_SHUTDOWN here: only the peer's does. */

@@ -134,26 +134,18 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	return 1;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src, const void *cond,
 			    int timeout)
 {
 	struct rsfi_cq *cq = (struct rsfi_cq *)fid;
-	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int64_t deadline = timeout < 0 ? -1 : rsfi_now_ms() + timeout;
 
 	(void)cond;
 	for (;;) {
 		ssize_t rc = cq_readfrom(fid, buf, count, src);
 		if (rc != -FI_EAGAIN)
 			return rc;
-		int64_t left = deadline < 0 ? 100 : deadline - now_ms();
+		int64_t left = deadline < 0 ? 100 : deadline - rsfi_now_ms();
 		if (left <= 0)
 			return -FI_EAGAIN;
 		struct epoll_event ev;

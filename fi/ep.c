@@ -61,8 +61,13 @@ void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report)
 {
 	if (ep->state != RSFI_EP_CONNECTED)
 		return;
-	RSFI_INFO(FI_LOG_EP_CTRL, "connection with %s closed: %s (%s)\n", ep->identity, rsec_strerror(code),
-		  ep->conn ? rsec_conn_error(ep->conn) : "");
+	/* The peer closing is ordinary; anything else is worth a warning (never a secret: rdmasec's reason). */
+	if (code == RSEC_E_CLOSED)
+		RSFI_INFO(FI_LOG_EP_CTRL, "connection with %s closed (%s)\n", ep->identity,
+			  ep->conn ? rsec_conn_error(ep->conn) : "");
+	else
+		RSFI_WARN(FI_LOG_EP_CTRL, "connection with %s failed: %s (%s)\n", ep->identity, rsec_strerror(code),
+			  ep->conn ? rsec_conn_error(ep->conn) : "");
 	ep->state = RSFI_EP_SHUTDOWN;
 	flush_receives(ep);
 	if (report && ep->eq)
@@ -133,6 +138,8 @@ static int ep_close(struct fid *fid)
 	pthread_mutex_lock(&ep->dom->lock);
 	if (ep->creq)
 		rsfi_connreq_done(ep->creq);
+	if (ep->conn)
+		rsfi_ep_linger(ep); /* closed without fi_shutdown: still lose nothing already sent */
 	drop_conn(ep);
 	if (ep->tx_cq)
 		rsfi_cq_del_ep(ep->tx_cq, ep);

@@ -201,7 +201,7 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	return (ssize_t)len;
 }
 
-static int64_t now_ms(void)
+int64_t rsfi_now_ms(void)
 {
 	struct timespec ts;
 
@@ -212,13 +212,13 @@ static int64_t now_ms(void)
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags)
 {
 	struct rsfi_eq *eq = (struct rsfi_eq *)fid;
-	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int64_t deadline = timeout < 0 ? -1 : rsfi_now_ms() + timeout;
 
 	for (;;) {
 		ssize_t rc = eq_read(fid, event, buf, len, flags);
 		if (rc != -FI_EAGAIN)
 			return rc;
-		int64_t left = deadline < 0 ? 100 : deadline - now_ms();
+		int64_t left = deadline < 0 ? 100 : deadline - rsfi_now_ms();
 		if (left <= 0)
 			return -FI_EAGAIN;
 		struct epoll_event ev;

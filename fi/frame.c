@@ -11,8 +11,10 @@
 static RSEC_MUST_CHECK int check(const struct rsfi_frame *f)
 {
 	int cm = f->type == RSFI_FRAME_CONNREQ || f->type == RSFI_FRAME_ACCEPT || f->type == RSFI_FRAME_REJECT;
+	int bye = f->type == RSFI_FRAME_BYE || f->type == RSFI_FRAME_BYE_ACK;
 
-	RSEC_ENSURE(cm || f->type == RSFI_FRAME_DATA, RSEC_E_RANGE);
+	RSEC_ENSURE(cm || bye || f->type == RSFI_FRAME_DATA, RSEC_E_RANGE);
+	RSEC_ENSURE(!bye || (f->flags == 0 && f->cq_data == 0 && f->body_len == 0), RSEC_E_RANGE);
 	RSEC_ENSURE((f->flags & ~(unsigned)RSFI_FRAME_HAS_DATA) == 0, RSEC_E_RANGE);
 	/* Only data carries CQ data; a CM frame's body is private data, bounded as rdma_cm's. */
 	RSEC_ENSURE(!cm || (f->flags == 0 && f->cq_data == 0 && f->body_len <= RSFI_CM_DATA_MAX), RSEC_E_RANGE);

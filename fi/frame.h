@@ -3,8 +3,9 @@
  * The provider's own framing inside rdmasec's sealed messages (fi_rdmasec(7),
  * "Wire"). Every rdmasec message of an endpoint starts with this 16-byte
  * header: the CM exchange (request, accept, reject, each with the
- * application's private data) and then data messages carrying their
- * optional remote CQ data. rdmasec authenticates and orders the bytes; this
+ * application's private data), data messages carrying their optional
+ * remote CQ data, and the orderly close (BYE, BYE_ACK: no message sent
+ * before fi_shutdown is lost to the teardown). rdmasec authenticates and orders the bytes; this
  * codec only bounds them.
  */
 #ifndef RSFI_FRAME_H
@@ -24,6 +25,8 @@ enum rsfi_frame_type {
 	RSFI_FRAME_ACCEPT = 2,  /* server -> client: private data of fi_accept */
 	RSFI_FRAME_REJECT = 3,  /* server -> client: private data of fi_reject, then close */
 	RSFI_FRAME_DATA = 4,    /* application payload */
+	RSFI_FRAME_BYE = 5,     /* fi_shutdown: nothing follows from the sender */
+	RSFI_FRAME_BYE_ACK = 6, /* the BYE arrived, so did everything before it (in order) */
 };
 
 enum rsfi_frame_flags {
@@ -43,7 +46,7 @@ RSEC_MUST_CHECK int rsfi_frame_write(const struct rsfi_frame *f, uint8_t out[sta
  * rsfi_frame_read - parse the message msg[0..len): 0 with *f filled (the body
  * follows the header), or RSEC_E_PROTO (short, unknown version or type,
  * unknown flag, nonzero reserved bytes, CM data too long, CQ data on a
- * non-data frame).
+ * non-data frame, a body on BYE or BYE_ACK).
  */
 RSEC_MUST_CHECK int rsfi_frame_read(const uint8_t *msg, size_t len, struct rsfi_frame *f);
 

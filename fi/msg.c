@@ -5,8 +5,11 @@
  * takes it (inject semantics for all). Receives wait in a FIFO of posted
  * buffers; progress moves each arriving message into the oldest one.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rsfi.h"
 
@@ -234,16 +237,18 @@ static void deliver(struct rsfi_ep *ep, const struct rsfi_frame *f, const uint8_
 	ep->rx_count--;
 }
 
-/* One message into the oldest receive: 1 delivered, 0 nothing yet, < 0 the connection ended (its code). */
-static int recv_one(struct rsfi_ep *ep)
+/* The next message into rxbuf, unless one waits there already: 1 in *f, 0 none yet, < 0 the connection ended. */
+static int fetch(struct rsfi_ep *ep, struct rsfi_frame *f)
 {
 	size_t len = 0;
-	struct rsfi_frame f;
-	int rc = grow(&ep->rxbuf, &ep->rxcap, RSFI_BUF_MIN);
 
-	if (rc)
+	if (ep->stashed) {
+		*f = ep->stash;
+		return 1;
+	}
+	if (grow(&ep->rxbuf, &ep->rxcap, RSFI_BUF_MIN) != 0)
 		return 0; /* no memory now: the message stays with rdmasec */
-	rc = rsec_recv(ep->conn, ep->rxbuf, ep->rxcap, &len, 0);
+	int rc = rsec_recv(ep->conn, ep->rxbuf, ep->rxcap, &len, 0);
 	if (rc == RSEC_E_RANGE) {
 		/* Kept by rdmasec: make room for the largest message a peer may send and take it again. */
 		if (grow(&ep->rxbuf, &ep->rxcap, len > ep->rxcap ? len : RSFI_MAX_MSG) != 0)
@@ -254,26 +259,73 @@ static int recv_one(struct rsfi_ep *ep)
 		return 0;
 	if (rc)
 		return rc;
-	if (rsfi_frame_read(ep->rxbuf, len, &f) != 0 || f.type != RSFI_FRAME_DATA) {
+	if (rsfi_frame_read(ep->rxbuf, len, f) != 0 ||
+	    (f->type != RSFI_FRAME_DATA && f->type != RSFI_FRAME_BYE && f->type != RSFI_FRAME_BYE_ACK)) {
 		RSFI_WARN(FI_LOG_EP_DATA, "peer %s broke the provider's framing: closing\n", ep->identity);
 		(void)rsec_conn_close(ep->conn, "fi_rdmasec: malformed frame");
 		return RSEC_E_PROTO;
 	}
-	deliver(ep, &f, ep->rxbuf + RSFI_FRAME_HDR);
+	ep->stash = *f;
+	ep->stashed = true;
+	return 1;
+}
+
+/* Acts on the message in rxbuf: 1 done with it, 0 kept for a receive not posted yet. */
+static int consume(struct rsfi_ep *ep, const struct rsfi_frame *f)
+{
+	switch (f->type) {
+	case RSFI_FRAME_BYE:
+		ep->ack_owed = true;
+		break;
+	case RSFI_FRAME_BYE_ACK:
+		ep->bye_acked = true;
+		break;
+	default:
+		/* While closing, what no receive waits for is dropped: the application is done. */
+		if (ep->rx_count && rsfi_cq_space(ep->rx_cq))
+			deliver(ep, f, ep->rxbuf + RSFI_FRAME_HDR);
+		else if (!ep->closing)
+			return 0;
+	}
+	ep->stashed = false;
 	return 1;
 }
 
 void rsfi_ep_progress(struct rsfi_ep *ep)
 {
-	int rc = 0;
+	struct rsfi_frame f;
+	int rc;
 
 	if (ep->state != RSFI_EP_CONNECTED)
 		return;
-	while (ep->rx_count && rsfi_cq_space(ep->rx_cq) && (rc = recv_one(ep)) > 0)
+	while ((rc = fetch(ep, &f)) > 0 && consume(ep, &f) > 0)
 		;
-	/* Nothing to receive into: still drive rdmasec (credits, control) and notice a close. */
-	if (rc == 0)
+	if (ep->ack_owed && rsfi_cm_send(ep->conn, RSFI_FRAME_BYE_ACK, NULL, 0, 0) == 0)
+		ep->ack_owed = false;
+	/* Also drive rdmasec (credits, control messages) and notice a close. */
+	if (rc >= 0)
 		rc = rsec_conn_process(ep->conn);
 	if (rc < 0 && rc != RSEC_E_AGAIN)
 		rsfi_ep_closed(ep, rc, true);
+}
+
+void rsfi_ep_linger(struct rsfi_ep *ep)
+{
+	int linger_ms = ep->dom->fab->conf.timeout_ms < RSFI_LINGER_MS ? ep->dom->fab->conf.timeout_ms : RSFI_LINGER_MS;
+	struct pollfd pfd = { .fd = rsec_conn_fd(ep->conn), .events = POLLIN };
+	int64_t deadline = rsfi_now_ms() + linger_ms;
+
+	if (ep->state != RSFI_EP_CONNECTED)
+		return;
+	ep->closing = true;
+	if (rsfi_cm_send(ep->conn, RSFI_FRAME_BYE, NULL, 0, linger_ms) != 0)
+		return;
+	while (!ep->bye_acked && ep->state == RSFI_EP_CONNECTED && rsfi_now_ms() < deadline) {
+		rsfi_ep_progress(ep);
+		if (!ep->bye_acked && poll(&pfd, 1, 10) < 0 && errno != EINTR)
+			return;
+	}
+	if (!ep->bye_acked)
+		RSFI_WARN(FI_LOG_EP_CTRL, "%s did not confirm the close within %d ms: messages in flight may be lost\n",
+			  ep->identity, linger_ms);
 }

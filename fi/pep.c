@@ -26,14 +26,6 @@ struct rsfi_pending {
 	int64_t deadline_ms;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void connreq_free(struct rsfi_connreq *creq)
 {
 	/* A request whose listener closed first is on no list any more. */
@@ -81,11 +73,15 @@ static int report(struct rsfi_pep *pep, struct rsec_conn *c, const uint8_t *data
 	if (!creq || !info || rsfi_addr_parse(rsec_conn_peer_addr(c), &peer) != 0)
 		goto fail;
 	free(info->dest_addr);
+	free(info->src_addr);
 	info->dest_addr = malloc(sizeof(peer));
-	if (!info->dest_addr)
+	info->src_addr = malloc(sizeof(pep->bound));
+	if (!info->dest_addr || !info->src_addr)
 		goto fail;
 	memcpy(info->dest_addr, &peer, sizeof(peer));
 	info->dest_addrlen = sizeof(peer);
+	memcpy(info->src_addr, &pep->bound, sizeof(pep->bound));
+	info->src_addrlen = sizeof(pep->bound);
 	creq->fid.fclass = FI_CLASS_CONNREQ;
 	creq->pep = pep;
 	creq->conn = c;
@@ -129,7 +125,7 @@ static int drive(struct rsfi_pep *pep, struct rsfi_pending *p)
 
 	if (rc == 0)
 		rc = rsec_conn_state(p->conn) == RSEC_CONN_ESTABLISHED ? take_request(pep, p) : RSEC_E_AGAIN;
-	if (rc == RSEC_E_AGAIN && now_ms() >= p->deadline_ms)
+	if (rc == RSEC_E_AGAIN && rsfi_now_ms() >= p->deadline_ms)
 		rc = RSEC_E_TIMEOUT;
 	if (rc == RSEC_E_AGAIN)
 		return 0;
@@ -152,7 +148,7 @@ static void accept_new(struct rsfi_pep *pep)
 			return;
 		}
 		p->conn = c;
-		p->deadline_ms = now_ms() + 2 * pep->fab->conf.timeout_ms;
+		p->deadline_ms = rsfi_now_ms() + 2 * pep->fab->conf.timeout_ms;
 		p->next = pep->pending;
 		pep->pending = p;
 		pep->n_pending++;

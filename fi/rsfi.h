@@ -41,6 +41,7 @@
 #define RSFI_INJECT_SIZE 4096u
 #define RSFI_PATH_MAX 4096u
 #define RSFI_ALLOW_MAX 16u
+#define RSFI_LINGER_MS 3000
 
 extern struct fi_provider rsfi_prov;
 
@@ -203,6 +204,9 @@ struct rsfi_ep {
 	size_t cm_len;
 	struct sockaddr_in local, peer;
 	char identity[256];
+	struct rsfi_frame stash;  /* the message in rxbuf, if stashed */
+	bool stashed;             /* a data message waits in rxbuf for a receive to be posted */
+	bool closing, bye_acked, ack_owed;
 };
 int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** rsfi_ep_attach - make c the endpoint's connection (connected, or accepting): watched by its CQs and EQ. */
@@ -214,6 +218,14 @@ void rsfi_ep_attach(struct rsfi_ep *ep, struct rsec_conn *c, enum rsfi_ep_state 
 void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report);
 /** rsfi_ep_progress - deliver what arrived into posted receives, notice closing. Under dom->lock. */
 void rsfi_ep_progress(struct rsfi_ep *ep);
+/**
+ * rsfi_ep_linger - orderly close: send BYE and drive the endpoint until the
+ * peer's BYE_ACK says everything sent before arrived, for up to
+ * RSFI_LINGER_MS (a peer that never reads its CQ or EQ is not waited for
+ * longer). Under dom->lock; the caller closes the connection after.
+ */
+void rsfi_ep_linger(struct rsfi_ep *ep);
+int64_t rsfi_now_ms(void);
 extern struct fi_ops_msg rsfi_msg_ops;
 extern struct fi_ops_cm rsfi_ep_cm_ops;
 /** rsfi_send_frame - one rdmasec message: header f then the bytes of iov (copied). Under dom->lock. */

@@ -57,7 +57,7 @@ static void refuses_malformed_headers(void **state)
 	} patches[] = {
 		{ 0, 2 },    /* unknown version */
 		{ 1, 0 },    /* type 0 */
-		{ 1, 5 },    /* unknown type */
+		{ 1, 7 },    /* unknown type */
 		{ 3, 2 },    /* unknown flag */
 		{ 2, 0x80 }, /* unknown flag, high byte */
 		{ 4, 1 },    /* reserved byte set */
@@ -85,6 +85,22 @@ static void cm_frames_carry_no_cq_data(void **state)
 	assert_int_equal(rsfi_frame_read(msg, sizeof(msg), &out), RSEC_E_PROTO);
 }
 
+static void bye_frames_are_empty(void **state)
+{
+	struct rsfi_frame f = { .type = RSFI_FRAME_BYE };
+	struct rsfi_frame out;
+	uint8_t msg[RSFI_FRAME_HDR + 1] = { 0 };
+
+	(void)state;
+	assert_int_equal(rsfi_frame_write(&f, msg), 0);
+	assert_int_equal(rsfi_frame_read(msg, RSFI_FRAME_HDR, &out), 0);
+	assert_int_equal(out.type, RSFI_FRAME_BYE);
+	assert_int_equal(rsfi_frame_read(msg, sizeof(msg), &out), RSEC_E_PROTO); /* a body */
+	f.type = RSFI_FRAME_BYE_ACK;
+	f.body_len = 1;
+	assert_int_equal(rsfi_frame_write(&f, msg), RSEC_E_RANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -92,6 +108,7 @@ int main(void)
 		cmocka_unit_test(cm_frames_carry_bounded_private_data),
 		cmocka_unit_test(refuses_malformed_headers),
 		cmocka_unit_test(cm_frames_carry_no_cq_data),
+		cmocka_unit_test(bye_frames_are_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
