@@ -88,8 +88,7 @@ static void *connect_main(void *arg)
 	rc = rsec_connect(ctx, ip, ntohs(ep->peer.sin_port), conf->server_name[0] ? conf->server_name : NULL,
 			  conf->timeout_ms, &c);
 	if (rc) {
-		snprintf(why, sizeof(why), "rdmasec set-up with %s:%u: %s", ip, ntohs(ep->peer.sin_port),
-			 rsec_strerror(rc));
+		snprintf(why, sizeof(why), "set-up with %s:%u failed", ip, ntohs(ep->peer.sin_port));
 		connect_failed(ep, rsfi_errno(rc), rc, why, NULL, 0);
 		return NULL;
 	}

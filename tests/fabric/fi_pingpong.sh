@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+# The libfabric provider (fi/, fi_rdmasec(7)) under untouched libfabric-bin
+# programs, in one boot of three hosts with the in-network observer:
+# (1) fi_info -p rdmasec lists the provider on host 1;
+# (2) fi_pingpong -p rdmasec -e msg -c (payload checked by fi_pingpong
+#     itself) between hosts 1 and 2, every size (64 B to 1 MiB) completing
+#     all 5 iterations (a 1 MiB round trip takes 1 to 3 s under TCG);
+# (3) a client whose certificate comes from a foreign CA (it trusts the real
+#     one) is refused: the server logs the refusal, never reads a CONNREQ,
+#     the client reports why;
+# (4) on the wire, no 16-byte window of fi_pingpong's payload alphabet in
+#     any frame between hosts 1 and 2, while the same search finds it in a
+#     plain TCP control stream (hosts 3 -> 1).
+. "$(dirname "$0")/common.bash"
+
+prov=$build/fi/librdmasec-fi.so
+[ -f "$prov" ] || fail "build the provider first (missing $prov; needs libfabric-dev)"
+command -v fi_pingpong >/dev/null || fail "fi_pingpong missing: install libfabric-bin"
+keygen=$build/tools/keygen/rdmasec-keygen
+"$keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
+"$keygen" --ca-name foreign-ca "$work/foreign" >/dev/null || fail "rdmasec-keygen (foreign CA) failed"
+
+cat >"$work/guest.sh" <<'GUEST'
+set -u
+work=$1 fidir=$2
+export FI_PROVIDER_PATH=$fidir FI_RDMASEC_CREDS=$work/pki
+h1=$(fabric ip 1) h2=$(fabric ip 2)
+pp="fi_pingpong -p rdmasec -e msg -c -I 5"
+
+fabric on 1 env FI_RDMASEC_ADDR=$h1 fi_info -p rdmasec >"$work/info.out" 2>&1
+echo "info=$? at ${SECONDS}s"
+
+fabric on 1 env FI_RDMASEC_ADDR=$h1 FI_LOG_LEVEL=warn timeout 120 $pp >"$work/pp-server.out" 2>&1 &
+spid=$!
+fabric wait-port 47592 || exit 1
+fabric on 2 env FI_RDMASEC_ADDR=$h2 FI_LOG_LEVEL=warn timeout 120 $pp "$h1" >"$work/pp-client.out" 2>&1
+echo "pp-client=$? at ${SECONDS}s"
+wait $spid
+echo "pp-server=$? at ${SECONDS}s"
+
+# A client that trusts the real CA but holds a certificate of another one.
+fabric on 1 env FI_RDMASEC_ADDR=$h1 FI_LOG_LEVEL=warn timeout 30 $pp -v -B 47593 >"$work/refuse-server.out" 2>&1 &
+spid=$!
+fabric wait-port 47593 || exit 1
+fabric on 2 env FI_RDMASEC_ADDR=$h2 FI_RDMASEC_CREDS= FI_RDMASEC_CA="$work/pki/ca.pem" \
+	FI_RDMASEC_CERT="$work/foreign/client.pem" FI_RDMASEC_KEY="$work/foreign/client.key" \
+	timeout 30 $pp -P 47593 "$h1" >"$work/refuse-client.out" 2>&1
+echo "refuse-client=$?"
+sleep 2 # time for the server to log the refusal; it must still be waiting for a CONNREQ
+kill -0 $spid 2>/dev/null && echo "refuse-server=waiting"
+kill -TERM $spid
+wait $spid
+
+# The observer's control: the payload alphabet in clear over TCP from host 3's
+# address to host 1 (so it crosses the bridge): the search must find it.
+fabric on 1 timeout 20 python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 47595)); s.listen(1); c, _ = s.accept()
+n = 0
+while True:
+    b = c.recv(65536)
+    if not b: break
+    n += len(b)
+print(f"control: received {n} bytes")' "$h1" >"$work/control-server.out" 2>&1 &
+spid=$!
+fabric wait-port 47595 || exit 1
+fabric on 3 timeout 20 python3 -c '
+import socket, sys
+a = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+s = socket.create_connection((sys.argv[1], 47595), source_address=(sys.argv[2], 0))
+s.sendall(a * 20); s.close()' "$h1" "$(fabric ip 3)"
+echo "control-client=$?"
+wait $spid
+echo "control-server=$? at ${SECONDS}s"
+GUEST
+
+start=$SECONDS
+"$fabric" run --hosts 3 "${build_share[@]}" --timeout 300 --capture "$work/wire.pcap" -- \
+	bash "$work/guest.sh" "$work" "$build/fi" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
+cat "$work/run.out"
+echo "fabric run: $((SECONDS - start)) s"
+
+# (1)
+cat "$work/info.out"
+expect_match "$work/run.out" '^info=0 ' "fi_info -p rdmasec failed on host 1"
+expect_match "$work/info.out" '^provider: rdmasec$' "fi_info does not list the rdmasec provider"
+expect_match "$work/info.out" '^ +type: FI_EP_MSG$' "fi_info lists no FI_EP_MSG endpoint"
+
+# (2)
+cat "$work/pp-server.out" "$work/pp-client.out"
+expect_match "$work/run.out" '^pp-client=0 ' "fi_pingpong client failed (or its payload check did)"
+expect_match "$work/run.out" '^pp-server=0 ' "fi_pingpong server failed (or its payload check did)"
+for size in 64 256 1k 4k 64k 1m; do
+	expect_match "$work/pp-client.out" "^${size} +5 +=5 " "size $size: not all 5 iterations acknowledged"
+done
+! grep -q 'Error at iteration' "$work/pp-client.out" "$work/pp-server.out" || fail "fi_pingpong saw a wrong payload"
+
+# (3)
+echo "--- refused client:"
+cat "$work/refuse-client.out"
+echo "--- its server:"
+grep -v '^\[debug\]' "$work/refuse-server.out" || true
+expect_match "$work/run.out" '^refuse-client=[1-9]' "the foreign client's fi_pingpong did not fail"
+expect_match "$work/refuse-client.out" 'eq_readerr: rdmasec: ' "the foreign client got no rdmasec reason"
+expect_match "$work/refuse-server.out" 'refused 10\.77\.0\.2:[0-9]+ at set-up' "the server did not log the refusal"
+! grep -q 'accepting' "$work/refuse-server.out" || fail "the server got a CONNREQ from an unauthenticated peer"
+expect_match "$work/run.out" '^refuse-server=waiting$' "the refusing server did not wait on (it should see no CONNREQ)"
+
+# (4)
+expect_match "$work/run.out" '^control-client=0$' "the observer's control run failed"
+python3 - "$work/wire.pcap" <<'PY' || fail "the observer saw fi_pingpong payload in clear"
+import struct, sys
+raw = open(sys.argv[1], "rb").read()
+endian = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}[raw[:4]]
+frames, off = [], 24
+while off + 16 <= len(raw):
+    caplen = struct.unpack(endian + "I", raw[off + 8:off + 12])[0]
+    frames.append(raw[off + 16:off + 16 + caplen])
+    off += 16 + caplen
+alphabet = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+cyc = alphabet * 2
+windows = {cyc[i:i + 16] for i in range(len(alphabet))}
+def ip_pair(f):
+    # Ethernet II + IPv4 (the fabric's bridge): source and destination host numbers.
+    if len(f) < 34 or f[12:14] != b"\x08\x00" or f[26:29] != b"\x0a\x4d\x00" or f[30:33] != b"\x0a\x4d\x00":
+        return None
+    return frozenset((f[29], f[33]))
+def hits(pair):
+    sel = [f for f in frames if ip_pair(f) == pair]
+    return len(sel), sum(1 for f in sel if any(w in f for w in windows))
+n12, s12 = hits(frozenset((1, 2)))
+n13, s13 = hits(frozenset((1, 3)))
+print(f"observer: hosts 1-2 (rdmasec): {n12} frames, {s12} with payload in clear; "
+      f"hosts 1-3 (plain TCP control): {n13} frames, {s13} with payload in clear")
+assert n12 > 100, "too few frames between hosts 1 and 2: the capture missed the ping-pong"
+assert s13 > 0, "the control stream's alphabet is not found: the search cannot tell"
+assert s12 == 0, "fi_pingpong payload crossed the wire in clear"
+PY
+echo "fi_pingpong: ok ($((SECONDS - start)) s)"
