@@ -20,24 +20,39 @@ struct want {
 	bool have_src, have_dst;
 };
 
+/* Logs why hints are refused (FI_LOG_LEVEL=info): an application asking for what is not offered. */
+static bool refuse(const char *what)
+{
+	RSFI_INFO(FI_LOG_CORE, "fi_getinfo: not offered: %s\n", what);
+	return false;
+}
+
 static bool attrs_ok(const struct fi_info *h)
 {
 	if (h->ep_attr && h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_MSG)
-		return false;
+		return refuse("endpoint type (FI_EP_MSG only)");
 	if (h->ep_attr && h->ep_attr->max_msg_size > RSFI_MAX_MSG - RSFI_FRAME_HDR)
-		return false;
-	if ((h->caps & ~(uint64_t)RSFI_CAPS) != 0)
-		return false;
+		return refuse("max_msg_size");
+	if ((h->caps & ~(uint64_t)RSFI_CAPS) != 0) {
+		uint64_t extra = h->caps & ~(uint64_t)RSFI_CAPS;
+		RSFI_INFO(FI_LOG_CORE, "fi_getinfo: capabilities asked for and not offered: %s\n",
+			  fi_tostr(&extra, FI_TYPE_CAPS));
+		return refuse("capabilities (FI_MSG, FI_SEND, FI_RECV only)");
+	}
 	if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR && h->addr_format != FI_SOCKADDR_IN)
-		return false;
+		return refuse("address format (FI_SOCKADDR_IN only)");
 	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, RSFI_NAME) != 0)
-		return false;
+		return refuse("fabric name");
 	if (h->domain_attr && (h->domain_attr->data_progress == FI_PROGRESS_AUTO ||
-			       h->domain_attr->control_progress == FI_PROGRESS_AUTO || h->domain_attr->cq_data_size > 8))
-		return false;
-	if (h->tx_attr && (h->tx_attr->iov_limit > RSFI_IOV_LIMIT || h->tx_attr->inject_size > RSFI_INJECT_SIZE))
-		return false;
-	return !(h->rx_attr && h->rx_attr->iov_limit > RSFI_IOV_LIMIT);
+			       h->domain_attr->control_progress == FI_PROGRESS_AUTO))
+		return refuse("FI_PROGRESS_AUTO");
+	if (h->domain_attr && h->domain_attr->cq_data_size > 8)
+		return refuse("cq_data_size over 8");
+	if ((h->tx_attr && h->tx_attr->iov_limit > RSFI_IOV_LIMIT) || (h->rx_attr && h->rx_attr->iov_limit > RSFI_IOV_LIMIT))
+		return refuse("iov_limit over 4");
+	if (h->tx_attr && h->tx_attr->inject_size > RSFI_INJECT_SIZE)
+		return refuse("inject_size over 4096");
+	return true;
 }
 
 /* A sockaddr_in given as addr/len: 0, or -FI_ENODATA for another family or size. */
