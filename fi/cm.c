@@ -88,7 +88,10 @@ static void *connect_main(void *arg)
 	rc = rsec_connect(ctx, ip, ntohs(ep->peer.sin_port), conf->server_name[0] ? conf->server_name : NULL,
 			  conf->timeout_ms, &c);
 	if (rc) {
-		snprintf(why, sizeof(why), "set-up with %s:%u failed", ip, ntohs(ep->peer.sin_port));
+		/* A failed rsec_connect may still hand over the connection: it carries the reason. */
+		snprintf(why, sizeof(why), "set-up with %s:%u failed%s%s", ip, ntohs(ep->peer.sin_port), c ? ": " : "",
+			 c ? rsec_conn_error(c) : "");
+		rsec_conn_free(c);
 		connect_failed(ep, rsfi_errno(rc), rc, why, NULL, 0);
 		return NULL;
 	}

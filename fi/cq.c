@@ -6,13 +6,11 @@
  * an epoll fd over their rdmasec connections and an eventfd that says a
  * completion waits. Everything here is under the domain's lock.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rsfi.h"
@@ -45,9 +43,9 @@ static void pop(struct rsfi_cq *cq)
 
 static void progress(struct rsfi_cq *cq)
 {
-	for (unsigned i = 0; i < cq->n_eps; i++)
-		if (cq->eps[i]->state == RSFI_EP_CONNECTED)
-			rsfi_ep_progress(cq->eps[i]);
+	for (unsigned i = 0; i < cq->eps.n; i++)
+		if (cq->eps.v[i]->state == RSFI_EP_CONNECTED)
+			rsfi_ep_progress(cq->eps.v[i]);
 }
 
 bool rsfi_cq_ready(struct rsfi_cq *cq)
@@ -139,19 +137,15 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 {
 	struct rsfi_cq *cq = (struct rsfi_cq *)fid;
 	int64_t deadline = timeout < 0 ? -1 : rsfi_now_ms() + timeout;
+	ssize_t rc;
 
 	(void)cond;
-	for (;;) {
-		ssize_t rc = cq_readfrom(fid, buf, count, src);
-		if (rc != -FI_EAGAIN)
-			return rc;
-		int64_t left = deadline < 0 ? 100 : deadline - rsfi_now_ms();
-		if (left <= 0)
-			return -FI_EAGAIN;
-		struct epoll_event ev;
-		if (epoll_wait(cq->epfd, &ev, 1, left > 100 ? 100 : (int)left) < 0 && errno != EINTR)
-			return -FI_EIO;
+	while ((rc = cq_readfrom(fid, buf, count, src)) == -FI_EAGAIN) {
+		int w = rsfi_wait_slice(cq->epfd, deadline);
+		if (w)
+			return w;
 	}
+	return rc;
 }
 
 static ssize_t cq_sread(struct fid_cq *fid, void *buf, size_t count, const void *cond, int timeout)
@@ -198,7 +192,7 @@ static int cq_close(struct fid *fid)
 	struct rsfi_domain *dom = cq->dom;
 
 	pthread_mutex_lock(&dom->lock);
-	if (cq->n_eps) {
+	if (cq->eps.n) {
 		pthread_mutex_unlock(&dom->lock);
 		return -FI_EBUSY;
 	}
@@ -206,7 +200,7 @@ static int cq_close(struct fid *fid)
 	pthread_mutex_unlock(&dom->lock);
 	close(cq->efd);
 	close(cq->epfd);
-	free(cq->eps);
+	rsfi_epset_free(&cq->eps);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -216,12 +210,7 @@ static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct rsfi_cq *cq = (struct rsfi_cq *)fid;
 
-	if (command != FI_GETWAIT)
-		return -FI_ENOSYS;
-	if (cq->wait_obj != FI_WAIT_FD || !arg)
-		return -FI_ENODATA;
-	*(int *)arg = cq->epfd;
-	return 0;
+	return rsfi_getwait(cq->wait_obj, cq->epfd, command, arg);
 }
 
 static struct fi_ops cq_fi_ops = {
@@ -236,41 +225,17 @@ static struct fi_ops cq_fi_ops = {
 
 int rsfi_cq_watch(struct rsfi_cq *cq, int fd, bool on)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-
-	if (fd < 0)
-		return -FI_EINVAL;
-	if (epoll_ctl(cq->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) != 0 && errno != EEXIST &&
-	    errno != ENOENT)
-		return -FI_EIO;
-	return 0;
+	return rsfi_epoll_watch(cq->epfd, fd, on);
 }
 
 int rsfi_cq_add_ep(struct rsfi_cq *cq, struct rsfi_ep *ep)
 {
-	for (unsigned i = 0; i < cq->n_eps; i++)
-		if (cq->eps[i] == ep)
-			return 0; /* bound for both directions */
-	if (cq->n_eps == cq->cap_eps) {
-		unsigned cap = cq->cap_eps ? 2 * cq->cap_eps : 16;
-		struct rsfi_ep **eps = realloc(cq->eps, cap * sizeof(*eps));
-		if (!eps)
-			return -FI_ENOMEM;
-		cq->eps = eps;
-		cq->cap_eps = cap;
-	}
-	cq->eps[cq->n_eps++] = ep;
-	return 0;
+	return rsfi_epset_add(&cq->eps, ep);
 }
 
 void rsfi_cq_del_ep(struct rsfi_cq *cq, struct rsfi_ep *ep)
 {
-	for (unsigned i = 0; i < cq->n_eps; i++) {
-		if (cq->eps[i] == ep) {
-			cq->eps[i] = cq->eps[--cq->n_eps];
-			return;
-		}
-	}
+	rsfi_epset_del(&cq->eps, ep);
 }
 
 static int check_attr(const struct fi_cq_attr *attr)
@@ -315,7 +280,13 @@ int rsfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_
 	cq->fid.fid.context = context;
 	cq->fid.fid.ops = &cq_fi_ops;
 	cq->fid.ops = &cq_ops;
-	(void)!rsfi_cq_watch(cq, cq->efd, true); /* a fresh epoll fd takes a fresh eventfd */
+	if (rsfi_cq_watch(cq, cq->efd, true) != 0) {
+		close(cq->efd);
+		close(cq->epfd);
+		free(cq->ring);
+		free(cq);
+		return -FI_EIO;
+	}
 	pthread_mutex_lock(&dom->lock);
 	dom->refs++;
 	pthread_mutex_unlock(&dom->lock);

@@ -70,6 +70,13 @@ void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report)
 			  ep->conn ? rsec_conn_error(ep->conn) : "");
 	ep->state = RSFI_EP_SHUTDOWN;
 	flush_receives(ep);
+	if (ep->tx_holding && rsfi_cq_space(ep->tx_cq)) {
+		/* Part of it never left: the send failed. */
+		ep->tx_held.err = FI_ECANCELED;
+		ep->tx_held.prov_errno = -code;
+		rsfi_cq_push(ep->tx_cq, &ep->tx_held);
+	}
+	ep->tx_holding = false;
 	if (report && ep->eq)
 		(void)!rsfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->fid.fid, NULL, NULL, 0);
 }

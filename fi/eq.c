@@ -105,8 +105,8 @@ void rsfi_eq_progress(struct rsfi_eq *eq)
 	pthread_mutex_lock(&eq->progress_lock);
 	for (unsigned i = 0; i < eq->n_peps; i++)
 		rsfi_pep_progress(eq->peps[i]);
-	for (unsigned i = 0; i < eq->n_eps; i++) {
-		struct rsfi_ep *ep = eq->eps[i];
+	for (unsigned i = 0; i < eq->eps.n; i++) {
+		struct rsfi_ep *ep = eq->eps.v[i];
 		/* Never wait for a domain busy in a data call: its own progress sees the close. */
 		if (pthread_mutex_trylock(&ep->dom->lock) != 0)
 			continue;
@@ -201,31 +201,18 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	return (ssize_t)len;
 }
 
-int64_t rsfi_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags)
 {
 	struct rsfi_eq *eq = (struct rsfi_eq *)fid;
 	int64_t deadline = timeout < 0 ? -1 : rsfi_now_ms() + timeout;
+	ssize_t rc;
 
-	for (;;) {
-		ssize_t rc = eq_read(fid, event, buf, len, flags);
-		if (rc != -FI_EAGAIN)
-			return rc;
-		int64_t left = deadline < 0 ? 100 : deadline - rsfi_now_ms();
-		if (left <= 0)
-			return -FI_EAGAIN;
-		struct epoll_event ev;
-		/* Short slices: a connection in set-up may need driving before its fd says so. */
-		if (epoll_wait(eq->epfd, &ev, 1, left > 100 ? 100 : (int)left) < 0 && errno != EINTR)
-			return -FI_EIO;
+	while ((rc = eq_read(fid, event, buf, len, flags)) == -FI_EAGAIN) {
+		int w = rsfi_wait_slice(eq->epfd, deadline);
+		if (w)
+			return w;
 	}
+	return rc;
 }
 
 static const char *eq_strerror(struct fid_eq *fid, int prov_errno, const void *err_data, char *buf, size_t len)
@@ -260,12 +247,12 @@ static int eq_close(struct fid *fid)
 {
 	struct rsfi_eq *eq = (struct rsfi_eq *)fid;
 
-	if (eq->n_peps || eq->n_eps)
+	if (eq->n_peps || eq->eps.n)
 		return -FI_EBUSY;
 	while (eq->head)
 		free(pop_event(eq));
 	free(eq->last_err);
-	free(eq->eps);
+	rsfi_epset_free(&eq->eps);
 	close(eq->efd);
 	close(eq->epfd);
 	pthread_mutex_destroy(&eq->lock);
@@ -278,12 +265,7 @@ static int eq_control(struct fid *fid, int command, void *arg)
 {
 	struct rsfi_eq *eq = (struct rsfi_eq *)fid;
 
-	if (command != FI_GETWAIT)
-		return -FI_ENOSYS;
-	if (eq->wait_obj != FI_WAIT_FD || !arg)
-		return -FI_ENODATA;
-	*(int *)arg = eq->epfd;
-	return 0;
+	return rsfi_getwait(eq->wait_obj, eq->epfd, command, arg);
 }
 
 static struct fi_ops eq_fi_ops = {
@@ -298,33 +280,13 @@ static struct fi_ops eq_fi_ops = {
 
 int rsfi_eq_watch(struct rsfi_eq *eq, int fd, bool on)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-
-	if (fd < 0)
-		return -FI_EINVAL;
-	if (epoll_ctl(eq->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) != 0 && errno != EEXIST &&
-	    errno != ENOENT)
-		return -FI_EIO;
-	return 0;
+	return rsfi_epoll_watch(eq->epfd, fd, on);
 }
 
 int rsfi_eq_add_ep(struct rsfi_eq *eq, struct rsfi_ep *ep)
 {
-	int rc = 0;
-
 	pthread_mutex_lock(&eq->progress_lock);
-	if (eq->n_eps == eq->cap_eps) {
-		unsigned cap = eq->cap_eps ? 2 * eq->cap_eps : 16;
-		struct rsfi_ep **eps = realloc(eq->eps, cap * sizeof(*eps));
-		if (eps) {
-			eq->eps = eps;
-			eq->cap_eps = cap;
-		}
-	}
-	if (eq->n_eps < eq->cap_eps)
-		eq->eps[eq->n_eps++] = ep;
-	else
-		rc = -FI_ENOMEM;
+	int rc = rsfi_epset_add(&eq->eps, ep);
 	pthread_mutex_unlock(&eq->progress_lock);
 	return rc;
 }
@@ -332,12 +294,7 @@ int rsfi_eq_add_ep(struct rsfi_eq *eq, struct rsfi_ep *ep)
 void rsfi_eq_del_ep(struct rsfi_eq *eq, struct rsfi_ep *ep)
 {
 	pthread_mutex_lock(&eq->progress_lock);
-	for (unsigned i = 0; i < eq->n_eps; i++) {
-		if (eq->eps[i] == ep) {
-			eq->eps[i] = eq->eps[--eq->n_eps];
-			break;
-		}
-	}
+	rsfi_epset_del(&eq->eps, ep);
 	pthread_mutex_unlock(&eq->progress_lock);
 }
 

@@ -66,12 +66,33 @@ int rsfi_send_frame(struct rsfi_ep *ep, struct rsec_conn *c, const struct rsfi_f
 	return rc == 0 ? 0 : -rsfi_errno(rc);
 }
 
+/* tx's flag for fi_inject and fi_injectdata: no completion at all (FI_INJECT alone still reports one). */
+#define RSFI_TX_SILENT (1ull << 63)
+
+/*
+ * The completion of a send rdmasec accepted: now, or once the part it holds
+ * for the peer's credits has left (rsfi_ep_progress). Reporting it earlier
+ * would let an application stop driving progress with its message half
+ * sent. Under dom->lock.
+ */
+static void tx_complete(struct rsfi_ep *ep, void *context)
+{
+	struct rsfi_cqe e = { .context = context, .flags = FI_SEND | FI_MSG };
+
+	if (rsec_send_queued(ep->conn) == 0) {
+		rsfi_cq_push(ep->tx_cq, &e);
+		return;
+	}
+	ep->tx_held = e;
+	ep->tx_holding = true;
+}
+
 /* The common send: header flags, payload, completion. */
 static ssize_t tx(struct rsfi_ep *ep, const struct iovec *iov, size_t count, void *context, uint64_t data,
 		  uint64_t flags)
 {
 	struct rsfi_frame f = { .type = RSFI_FRAME_DATA };
-	bool complete = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+	bool complete = !(flags & RSFI_TX_SILENT) && (!ep->tx_selective || (flags & FI_COMPLETION));
 	ssize_t rc;
 
 	if (count > RSFI_IOV_LIMIT || (count && !iov))
@@ -85,16 +106,14 @@ static ssize_t tx(struct rsfi_ep *ep, const struct iovec *iov, size_t count, voi
 	pthread_mutex_lock(&ep->dom->lock);
 	if (ep->state != RSFI_EP_CONNECTED)
 		rc = ep->state == RSFI_EP_SHUTDOWN ? -FI_ECONNRESET : -FI_EOPBADSTATE;
-	else if (complete && !rsfi_cq_space(ep->tx_cq))
-		rc = -FI_EAGAIN;
+	else if (ep->tx_holding || (complete && !rsfi_cq_space(ep->tx_cq)))
+		rc = -FI_EAGAIN; /* one message at a time may wait for credits (rsec_send) */
 	else
 		rc = rsfi_send_frame(ep, ep->conn, &f, iov, count, 0);
 	if (rc == -FI_ETIMEDOUT)
-		rc = -FI_EAGAIN; /* one message already waits for credits: retry after progress */
-	if (rc == 0 && complete) {
-		struct rsfi_cqe e = { .context = context, .flags = FI_SEND | FI_MSG, .len = 0 };
-		rsfi_cq_push(ep->tx_cq, &e);
-	}
+		rc = -FI_EAGAIN; /* a message of rdmasec's own waits for credits: retry after progress */
+	if (rc == 0 && complete)
+		tx_complete(ep, context);
 	if (rc == -FI_EAGAIN)
 		rsfi_ep_progress(ep);
 	pthread_mutex_unlock(&ep->dom->lock);
@@ -103,7 +122,7 @@ static ssize_t tx(struct rsfi_ep *ep, const struct iovec *iov, size_t count, voi
 
 static ssize_t ep_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_t flags)
 {
-	if (!msg)
+	if (!msg || (flags & RSFI_TX_SILENT))
 		return -FI_EINVAL;
 	return tx((struct rsfi_ep *)fid, msg->msg_iov, msg->iov_count, msg->context, msg->data, flags);
 }
@@ -128,7 +147,7 @@ static ssize_t ep_inject(struct fid_ep *fid, const void *buf, size_t len, fi_add
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	(void)dest;
-	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, 0, FI_INJECT);
+	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, 0, FI_INJECT | RSFI_TX_SILENT);
 }
 
 static ssize_t ep_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc, uint64_t data,
@@ -145,7 +164,7 @@ static ssize_t ep_injectdata(struct fid_ep *fid, const void *buf, size_t len, ui
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	(void)dest;
-	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
+	return tx((struct rsfi_ep *)fid, &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA | RSFI_TX_SILENT);
 }
 
 static ssize_t rx_post(struct rsfi_ep *ep, const struct iovec *iov, size_t count, void *context, uint64_t flags)
@@ -305,6 +324,10 @@ void rsfi_ep_progress(struct rsfi_ep *ep)
 	/* Also drive rdmasec (credits, control messages) and notice a close. */
 	if (rc >= 0)
 		rc = rsec_conn_process(ep->conn);
+	if (rc >= 0 && ep->tx_holding && rsec_send_queued(ep->conn) == 0 && rsfi_cq_space(ep->tx_cq)) {
+		rsfi_cq_push(ep->tx_cq, &ep->tx_held);
+		ep->tx_holding = false;
+	}
 	if (rc < 0 && rc != RSEC_E_AGAIN)
 		rsfi_ep_closed(ep, rc, true);
 }

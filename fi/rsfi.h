@@ -102,6 +102,22 @@ struct rsfi_domain {
 };
 int rsfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom, void *context);
 
+/* ---- what CQs and EQs share (wait.c) ---- */
+struct rsfi_ep;
+struct rsfi_epset {
+	struct rsfi_ep **v;
+	unsigned n, cap;
+};
+int64_t rsfi_now_ms(void);
+int rsfi_epoll_watch(int epfd, int fd, bool on);
+/** rsfi_wait_slice - wait on epfd until deadline_ms (-1: no deadline) for one slice: 0, -FI_EAGAIN (past), -FI_EIO. */
+int rsfi_wait_slice(int epfd, int64_t deadline_ms);
+/** rsfi_getwait - fi_control(FI_GETWAIT) of a CQ or EQ. */
+int rsfi_getwait(enum fi_wait_obj wait_obj, int epfd, int command, void *arg);
+int rsfi_epset_add(struct rsfi_epset *s, struct rsfi_ep *ep);
+void rsfi_epset_del(struct rsfi_epset *s, struct rsfi_ep *ep);
+void rsfi_epset_free(struct rsfi_epset *s);
+
 /* ---- event queue (eq.c) ---- */
 struct rsfi_pep;
 struct rsfi_ep;
@@ -118,8 +134,7 @@ struct rsfi_eq {
 	pthread_mutex_t progress_lock;
 	struct rsfi_pep *peps[8];
 	unsigned n_peps;
-	struct rsfi_ep **eps;
-	unsigned n_eps, cap_eps;
+	struct rsfi_epset eps; /* connected endpoints, to notice their close */
 };
 int rsfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 /** rsfi_eq_push - queue a CM event for fid (data: private data, up to RSFI_CM_DATA_MAX). */
@@ -155,8 +170,7 @@ struct rsfi_cq {
 	struct rsfi_cqe *ring;
 	size_t cap, head, count;
 	int efd, epfd;
-	struct rsfi_ep **eps;
-	unsigned n_eps, cap_eps;
+	struct rsfi_epset eps; /* bound endpoints, driven by reads */
 };
 int rsfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 /** rsfi_cq_space - whether one more entry fits (callers check before doing the work). */
@@ -207,6 +221,8 @@ struct rsfi_ep {
 	struct rsfi_frame stash;  /* the message in rxbuf, if stashed */
 	bool stashed;             /* a data message waits in rxbuf for a receive to be posted */
 	bool closing, bye_acked, ack_owed;
+	struct rsfi_cqe tx_held;  /* the completion of a send rdmasec still holds in part */
+	bool tx_holding;
 };
 int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** rsfi_ep_attach - make c the endpoint's connection (connected, or accepting): watched by its CQs and EQ. */
@@ -225,7 +241,6 @@ void rsfi_ep_progress(struct rsfi_ep *ep);
  * longer). Under dom->lock; the caller closes the connection after.
  */
 void rsfi_ep_linger(struct rsfi_ep *ep);
-int64_t rsfi_now_ms(void);
 extern struct fi_ops_msg rsfi_msg_ops;
 extern struct fi_ops_cm rsfi_ep_cm_ops;
 /** rsfi_send_frame - one rdmasec message: header f then the bytes of iov (copied). Under dom->lock. */
