@@ -2,26 +2,32 @@
 /*
  * Domain: the lock every endpoint and CQ of it shares, and memory
  * registration. Messages are copied into rdmasec's sealed buffers, so a
- * registration for FI_SEND/FI_RECV is bookkeeping only; remote access
- * (fi_read/fi_write through rdmasec grants) is not there yet and says so.
+ * registration for FI_SEND/FI_RECV is bookkeeping only. One that allows
+ * remote access gets a random key the application hands to its peer; the
+ * peer's fi_read/fi_write through it becomes an rdmasec grant of just that
+ * range on that connection (rma.c), never a key valid on the wire.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rsfi.h"
-
-struct rsfi_mr {
-	struct fid_mr mr;
-	struct rsfi_domain *dom;
-};
 
 static int mr_close(struct fid *fid)
 {
 	struct rsfi_mr *m = (struct rsfi_mr *)fid;
+	struct rsfi_domain *dom = m->dom;
 
-	pthread_mutex_lock(&m->dom->lock);
-	m->dom->refs--;
-	pthread_mutex_unlock(&m->dom->lock);
+	pthread_mutex_lock(&dom->lock);
+	rsfi_rma_forget_mr(dom, m); /* a peer's transfer through it ends now */
+	for (struct rsfi_mr **pp = &dom->mrs; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	dom->refs--;
+	pthread_mutex_unlock(&dom->lock);
 	free(m);
 	return 0;
 }
@@ -36,27 +42,56 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = rsfi_no_ops_set,
 };
 
+/* A fresh random key no live registration of the domain has: 0 or -FI_EIO. Under dom->lock. */
+static int new_key(struct rsfi_domain *dom, uint64_t *key)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		bool taken = false;
+		if (getrandom(key, sizeof(*key), 0) != sizeof(*key))
+			return -FI_EIO;
+		for (struct rsfi_mr *m = dom->mrs; m && !taken; m = m->next)
+			taken = m->mr.key == *key;
+		if (!taken && *key != FI_KEY_NOTAVAIL)
+			return 0;
+	}
+	return -FI_EIO;
+}
+
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **out)
 {
 	struct rsfi_domain *dom = (struct rsfi_domain *)fid;
+	const uint64_t known = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
-	if (!attr || !out || flags)
+	if (!attr || !out || flags || (attr->access & ~known))
 		return -FI_EINVAL;
-	/* Remote access needs grants bound to one connection: not offered (fi_getinfo has no FI_RMA). */
-	if (attr->access & ~(uint64_t)(FI_SEND | FI_RECV))
-		return -FI_ENOSYS;
+	/* Peers name the bytes by address inside one contiguous range (FI_MR_VIRT_ADDR). */
+	if (attr->iov_count != 1 || !attr->mr_iov)
+		return -FI_EINVAL;
 	struct rsfi_mr *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
 	m->dom = dom;
+	m->base = attr->mr_iov[0].iov_base;
+	m->len = attr->mr_iov[0].iov_len;
+	m->access = attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE);
 	m->mr.fid.fclass = FI_CLASS_MR;
 	m->mr.fid.context = attr->context;
 	m->mr.fid.ops = &mr_fi_ops;
 	m->mr.mem_desc = m; /* any non-NULL descriptor: data calls ignore it */
 	m->mr.key = FI_KEY_NOTAVAIL;
 	pthread_mutex_lock(&dom->lock);
-	dom->refs++;
+	/* Only a registration a peer may reach gets a key (FI_MR_PROV_KEY); its grants are made per transfer. */
+	int rc = m->access ? new_key(dom, &m->mr.key) : 0;
+	if (!rc) {
+		m->next = dom->mrs;
+		dom->mrs = m;
+		dom->refs++;
+	}
 	pthread_mutex_unlock(&dom->lock);
+	if (rc) {
+		free(m);
+		return rc;
+	}
 	*out = &m->mr;
 	return 0;
 }
@@ -91,6 +126,7 @@ static int domain_close(struct fid *fid)
 
 	if (dom->refs)
 		return -FI_EBUSY;
+	rsfi_epset_free(&dom->eps);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;

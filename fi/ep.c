@@ -77,6 +77,7 @@ void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report)
 		rsfi_cq_push(ep->tx_cq, &ep->tx_held);
 	}
 	ep->tx_holding = false;
+	rsfi_rma_end(ep, code);
 	if (report && ep->eq)
 		(void)!rsfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->fid.fid, NULL, NULL, 0);
 }
@@ -147,11 +148,13 @@ static int ep_close(struct fid *fid)
 		rsfi_connreq_done(ep->creq);
 	if (ep->conn)
 		rsfi_ep_linger(ep); /* closed without fi_shutdown: still lose nothing already sent */
+	rsfi_rma_end(ep, RSEC_E_CLOSED);
 	drop_conn(ep);
 	if (ep->tx_cq)
 		rsfi_cq_del_ep(ep->tx_cq, ep);
 	if (ep->rx_cq)
 		rsfi_cq_del_ep(ep->rx_cq, ep);
+	rsfi_epset_del(&ep->dom->eps, ep);
 	ep->dom->refs--;
 	pthread_mutex_unlock(&ep->dom->lock);
 	if (progress)
@@ -292,10 +295,14 @@ int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	ep->fid.ops = &ep_ops;
 	ep->fid.cm = &rsfi_ep_cm_ops;
 	ep->fid.msg = &rsfi_msg_ops;
-	ep->fid.rma = &rsfi_no_rma_ops;
+	ep->fid.rma = &rsfi_rma_ops;
 	pthread_mutex_lock(&dom->lock);
-	int rc = info->handle ? rsfi_connreq_take(info->handle, ep) : 0;
-	if (!rc)
+	int rc = rsfi_epset_add(&dom->eps, ep);
+	if (!rc && info->handle)
+		rc = rsfi_connreq_take(info->handle, ep);
+	if (rc)
+		rsfi_epset_del(&dom->eps, ep);
+	else
 		dom->refs++;
 	pthread_mutex_unlock(&dom->lock);
 	if (rc) {

@@ -27,7 +27,35 @@ enum rsfi_frame_type {
 	RSFI_FRAME_DATA = 4,    /* application payload */
 	RSFI_FRAME_BYE = 5,     /* fi_shutdown: nothing follows from the sender */
 	RSFI_FRAME_BYE_ACK = 6, /* the BYE arrived, so did everything before it (in order) */
+	RSFI_FRAME_RMA_REQ = 7, /* fi_read/fi_write: grant me [addr, addr+len) of your MR key (body: rsfi_rma_msg) */
+	RSFI_FRAME_RMA_NAK = 8, /* that request is refused (tag, FI errno) */
+	RSFI_FRAME_RMA_DONE = 9, /* the transfer through that grant ended: revoke it (tag) */
 };
+
+/* The body of the RMA frames, big-endian: tag, then key, addr, len, kind (REQ) or code (NAK). */
+#define RSFI_RMA_REQ_LEN 33u
+#define RSFI_RMA_NAK_LEN 12u
+#define RSFI_RMA_DONE_LEN 8u
+enum rsfi_rma_kind {
+	RSFI_RMA_READ = 1,
+	RSFI_RMA_WRITE = 2,
+};
+struct rsfi_rma_msg {
+	uint64_t tag;
+	uint64_t key, addr, len; /* REQ */
+	enum rsfi_rma_kind kind; /* REQ */
+	uint32_t code;           /* NAK: a positive FI errno, 1..65535 */
+};
+/**
+ * rsfi_rma_write - the body of an RMA frame of type (REQ, NAK, DONE) for m at
+ * out (room for RSFI_RMA_REQ_LEN): its length, or RSEC_E_RANGE (m breaks a
+ * limit: kind, len 0, addr + len wrapping, code).
+ */
+RSEC_MUST_CHECK int rsfi_rma_write(enum rsfi_frame_type type, const struct rsfi_rma_msg *m,
+				   uint8_t out[static RSFI_RMA_REQ_LEN]);
+/** rsfi_rma_read - parse the body of an RMA frame of type: 0, or RSEC_E_PROTO. */
+RSEC_MUST_CHECK int rsfi_rma_read(enum rsfi_frame_type type, const uint8_t *body, size_t len,
+				  struct rsfi_rma_msg *m);
 
 enum rsfi_frame_flags {
 	RSFI_FRAME_HAS_DATA = 1u << 0, /* cq_data is the sender's remote CQ data (fi_senddata) */

@@ -12,7 +12,9 @@
 
 #include "rsfi.h"
 
-#define RSFI_CAPS (FI_MSG | FI_SEND | FI_RECV)
+#define RSFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define RSFI_CAPS (FI_MSG | FI_SEND | FI_RECV | RSFI_RMA_CAPS)
+#define RSFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY) /* what FI_RMA asks of the application */
 #define RSFI_MAX_INFOS 16
 
 struct want {
@@ -37,7 +39,7 @@ static bool attrs_ok(const struct fi_info *h)
 		uint64_t extra = h->caps & ~(uint64_t)RSFI_CAPS;
 		RSFI_INFO(FI_LOG_CORE, "fi_getinfo: capabilities asked for and not offered: %s\n",
 			  fi_tostr(&extra, FI_TYPE_CAPS));
-		return refuse("capabilities (FI_MSG, FI_SEND, FI_RECV only)");
+		return refuse("capabilities (FI_MSG and FI_RMA only)");
 	}
 	if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR && h->addr_format != FI_SOCKADDR_IN)
 		return refuse("address format (FI_SOCKADDR_IN only)");
@@ -100,15 +102,40 @@ static int wanted_addrs(const char *node, const char *service, uint64_t flags, c
 	return resolve(node, service, &w->dst);
 }
 
-static void fill_attrs(struct fi_info *fi, uint32_t version)
+/*
+ * Whether to offer FI_RMA: when asked for (or nothing is asked) and the
+ * application takes our memory registration mode (peers name bytes by
+ * virtual address, keys come from us); a request for RMA without it is
+ * refused, one for messages alone gets them with mr_mode 0.
+ */
+static int rma_offer(uint32_t version, const struct fi_info *h, bool *rma)
 {
-	fi->caps = RSFI_CAPS;
+	bool asked = !h || !h->caps || (h->caps & RSFI_RMA_CAPS);
+	bool mode_ok = !h || !h->domain_attr;
+
+	if (!mode_ok && FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		mode_ok = h->domain_attr->mr_mode == FI_MR_UNSPEC || h->domain_attr->mr_mode == FI_MR_BASIC;
+	else if (!mode_ok)
+		mode_ok = (h->domain_attr->mr_mode & RSFI_MR_MODE) == RSFI_MR_MODE;
+	*rma = asked && mode_ok;
+	if (h && (h->caps & RSFI_RMA_CAPS) && !mode_ok) {
+		RSFI_INFO(FI_LOG_CORE, "fi_getinfo: FI_RMA needs mr_mode FI_MR_VIRT_ADDR | FI_MR_PROV_KEY\n");
+		return -FI_ENODATA;
+	}
+	return 0;
+}
+
+static void fill_attrs(struct fi_info *fi, uint32_t version, bool rma)
+{
+	fi->caps = rma ? RSFI_CAPS : RSFI_CAPS & ~(uint64_t)RSFI_RMA_CAPS;
 	fi->mode = 0;
 	fi->addr_format = FI_SOCKADDR_IN;
-	*fi->tx_attr = (struct fi_tx_attr){ .caps = FI_MSG | FI_SEND, .msg_order = FI_ORDER_SAS,
-					    .comp_order = FI_ORDER_STRICT, .inject_size = RSFI_INJECT_SIZE,
-					    .size = RSFI_QUEUE_DEPTH, .iov_limit = RSFI_IOV_LIMIT };
-	*fi->rx_attr = (struct fi_rx_attr){ .caps = FI_MSG | FI_RECV, .msg_order = FI_ORDER_SAS,
+	*fi->tx_attr = (struct fi_tx_attr){ .caps = FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE,
+					    .msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
+					    .inject_size = RSFI_INJECT_SIZE, .size = RSFI_QUEUE_DEPTH,
+					    .iov_limit = RSFI_IOV_LIMIT, .rma_iov_limit = 1 };
+	*fi->rx_attr = (struct fi_rx_attr){ .caps = FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE,
+					    .msg_order = FI_ORDER_SAS,
 					    .comp_order = FI_ORDER_STRICT, .size = RSFI_QUEUE_DEPTH,
 					    .iov_limit = RSFI_IOV_LIMIT };
 	*fi->ep_attr = (struct fi_ep_attr){ .type = FI_EP_MSG, .protocol = FI_PROTO_UNSPEC,
@@ -119,8 +146,14 @@ static void fill_attrs(struct fi_info *fi, uint32_t version)
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
-	/* Before API 1.5 mr_mode is the old enum; no registration is needed for messages either way. */
-	fi->domain_attr->mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0;
+	/* Before API 1.5 mr_mode is the old enum (FI_MR_BASIC: virtual addresses, provider keys). */
+	fi->domain_attr->mr_mode = !rma ? 0 : FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_BASIC : RSFI_MR_MODE;
+	fi->domain_attr->mr_key_size = rma ? 8 : 0;
+	if (!rma) {
+		fi->tx_attr->caps &= ~(uint64_t)RSFI_RMA_CAPS;
+		fi->rx_attr->caps &= ~(uint64_t)RSFI_RMA_CAPS;
+		fi->tx_attr->rma_iov_limit = 0;
+	}
 	fi->domain_attr->cq_data_size = 8;
 	fi->domain_attr->cq_cnt = 256;
 	fi->domain_attr->ep_cnt = 4096;
@@ -135,13 +168,13 @@ static void fill_attrs(struct fi_info *fi, uint32_t version)
 }
 
 static struct fi_info *make_info(uint32_t version, const struct sockaddr_in *src, const char *dev,
-				 const struct want *w)
+				 const struct want *w, bool rma)
 {
 	struct fi_info *fi = fi_allocinfo();
 
 	if (!fi)
 		return NULL;
-	fill_attrs(fi, version);
+	fill_attrs(fi, version, rma);
 	fi->domain_attr->name = strdup(dev);
 	fi->fabric_attr->name = strdup(RSFI_NAME);
 	fi->src_addr = malloc(sizeof(*src));
@@ -177,8 +210,10 @@ int rsfi_getinfo(uint32_t version, const char *node, const char *service, uint64
 	char devs[RSFI_MAX_INFOS][64];
 	struct fi_info *head = NULL, **tail = &head;
 
+	bool rma;
+
 	*info = NULL;
-	if (rsfi_conf_read(&conf) != 0 || (hints && !attrs_ok(hints)) ||
+	if (rsfi_conf_read(&conf) != 0 || (hints && !attrs_ok(hints)) || rma_offer(version, hints, &rma) != 0 ||
 	    wanted_addrs(node, service, flags, hints, &w) != 0)
 		return -FI_ENODATA;
 	size_t n = candidates(&conf, &w, addrs, devs);
@@ -186,7 +221,7 @@ int rsfi_getinfo(uint32_t version, const char *node, const char *service, uint64
 		if (hints && hints->domain_attr && hints->domain_attr->name &&
 		    strcmp(hints->domain_attr->name, devs[i]) != 0)
 			continue;
-		struct fi_info *fi = make_info(version, &addrs[i], devs[i], &w);
+		struct fi_info *fi = make_info(version, &addrs[i], devs[i], &w, rma);
 		if (!fi) {
 			fi_freeinfo(head);
 			return -FI_ENOMEM;

@@ -278,8 +278,9 @@ static int fetch(struct rsfi_ep *ep, struct rsfi_frame *f)
 		return 0;
 	if (rc)
 		return rc;
-	if (rsfi_frame_read(ep->rxbuf, len, f) != 0 ||
-	    (f->type != RSFI_FRAME_DATA && f->type != RSFI_FRAME_BYE && f->type != RSFI_FRAME_BYE_ACK)) {
+	/* After the CM exchange every frame type but the CM ones may come. */
+	if (rsfi_frame_read(ep->rxbuf, len, f) != 0 || f->type == RSFI_FRAME_CONNREQ || f->type == RSFI_FRAME_ACCEPT ||
+	    f->type == RSFI_FRAME_REJECT) {
 		RSFI_WARN(FI_LOG_EP_DATA, "peer %s broke the provider's framing: closing\n", ep->identity);
 		(void)rsec_conn_close(ep->conn, "fi_rdmasec: malformed frame");
 		return RSEC_E_PROTO;
@@ -298,6 +299,12 @@ static int consume(struct rsfi_ep *ep, const struct rsfi_frame *f)
 		break;
 	case RSFI_FRAME_BYE_ACK:
 		ep->bye_acked = true;
+		break;
+	case RSFI_FRAME_RMA_REQ:
+	case RSFI_FRAME_RMA_NAK:
+	case RSFI_FRAME_RMA_DONE:
+		if (!rsfi_rma_consume(ep, f, ep->rxbuf + RSFI_FRAME_HDR))
+			return 0;
 		break;
 	default:
 		/* While closing, what no receive waits for is dropped: the application is done. */
@@ -321,6 +328,8 @@ void rsfi_ep_progress(struct rsfi_ep *ep)
 		;
 	if (ep->ack_owed && rsfi_cm_send(ep->conn, RSFI_FRAME_BYE_ACK, NULL, 0, 0) == 0)
 		ep->ack_owed = false;
+	if (rc >= 0)
+		rsfi_rma_progress(ep);
 	/* Also drive rdmasec (credits, control messages) and notice a close. */
 	if (rc >= 0)
 		rc = rsec_conn_process(ep->conn);
@@ -344,7 +353,9 @@ void rsfi_ep_linger(struct rsfi_ep *ep)
 	if (rsfi_cm_send(ep->conn, RSFI_FRAME_BYE, NULL, 0, linger_ms) != 0)
 		return;
 	while (!ep->bye_acked && ep->state == RSFI_EP_CONNECTED && rsfi_now_ms() < deadline) {
-		rsfi_ep_progress(ep);
+		/* The whole domain: a peer closing another of our connections to it waits for our answer too. */
+		for (unsigned i = 0; i < ep->dom->eps.n; i++)
+			rsfi_ep_progress(ep->dom->eps.v[i]);
 		if (!ep->bye_acked && poll(&pfd, 1, 10) < 0 && errno != EINTR)
 			return;
 	}

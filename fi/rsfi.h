@@ -93,15 +93,6 @@ int rsfi_getinfo(uint32_t version, const char *node, const char *service, uint64
 /** rsfi_fabric_ctx - the fabric's context for the role, made on first use. */
 int rsfi_fabric_ctx(struct rsfi_fabric *fab, int is_server, const struct sockaddr_in *local, struct rsec_ctx **out);
 
-/* ---- domain and memory registration (domain.c) ---- */
-struct rsfi_domain {
-	struct fid_domain fid;
-	struct rsfi_fabric *fab;
-	pthread_mutex_t lock;
-	unsigned refs; /* CQs and endpoints open on it */
-};
-int rsfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom, void *context);
-
 /* ---- what CQs and EQs share (wait.c) ---- */
 struct rsfi_ep;
 struct rsfi_epset {
@@ -117,6 +108,27 @@ int rsfi_getwait(enum fi_wait_obj wait_obj, int epfd, int command, void *arg);
 int rsfi_epset_add(struct rsfi_epset *s, struct rsfi_ep *ep);
 void rsfi_epset_del(struct rsfi_epset *s, struct rsfi_ep *ep);
 void rsfi_epset_free(struct rsfi_epset *s);
+
+/* ---- domain and memory registration (domain.c) ---- */
+struct rsfi_rma_grant;
+struct rsfi_mr {
+	struct fid_mr mr;
+	struct rsfi_domain *dom;
+	struct rsfi_mr *next;
+	uint8_t *base;   /* FI_MR_VIRT_ADDR: the peer names bytes by their address */
+	size_t len;
+	uint64_t access; /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+};
+struct rsfi_domain {
+	struct fid_domain fid;
+	struct rsfi_fabric *fab;
+	pthread_mutex_t lock;
+	unsigned refs;                  /* CQs, endpoints and MRs open on it */
+	struct rsfi_mr *mrs;            /* registrations a peer may name by key */
+	struct rsfi_rma_grant *grants;  /* rdmasec grants live for peers' fi_read/fi_write */
+	struct rsfi_epset eps;          /* every endpoint open on it */
+};
+int rsfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom, void *context);
 
 /* ---- event queue (eq.c) ---- */
 struct rsfi_pep;
@@ -198,6 +210,7 @@ struct rsfi_rx {
 };
 
 struct rsfi_connreq;
+struct rsfi_rma_op;
 struct rsfi_ep {
 	struct fid_ep fid;
 	struct rsfi_domain *dom;
@@ -223,6 +236,8 @@ struct rsfi_ep {
 	bool closing, bye_acked, ack_owed;
 	struct rsfi_cqe tx_held;  /* the completion of a send rdmasec still holds in part */
 	bool tx_holding;
+	struct rsfi_rma_op *rma_ops; /* fi_read/fi_write waiting for the peer's grant, in order */
+	uint64_t rma_tag;
 };
 int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** rsfi_ep_attach - make c the endpoint's connection (connected, or accepting): watched by its CQs and EQ. */
@@ -249,6 +264,17 @@ int rsfi_send_frame(struct rsfi_ep *ep, struct rsec_conn *c, const struct rsfi_f
 
 /** rsfi_cm_send - one CM frame (type, private data) on c, waiting up to timeout_ms: 0 or a negative FI errno. */
 int rsfi_cm_send(struct rsec_conn *c, enum rsfi_frame_type type, const void *data, size_t len, int timeout_ms);
+
+/* ---- one-sided transfers through rdmasec grants (rma.c) ---- */
+extern struct fi_ops_rma rsfi_rma_ops;
+/** rsfi_rma_consume - act on an RMA frame from the peer: 1 done, 0 retry later (keep it). Under dom->lock. */
+int rsfi_rma_consume(struct rsfi_ep *ep, const struct rsfi_frame *f, const uint8_t *body);
+/** rsfi_rma_progress - run the transfers whose grants arrived. Under dom->lock. */
+void rsfi_rma_progress(struct rsfi_ep *ep);
+/** rsfi_rma_end - the endpoint goes: its transfers fail, grants it served are revoked. Under dom->lock. */
+void rsfi_rma_end(struct rsfi_ep *ep, int code);
+/** rsfi_rma_forget_mr - the MR goes: grants of it are revoked. Under dom->lock. */
+void rsfi_rma_forget_mr(struct rsfi_domain *dom, struct rsfi_mr *mr);
 
 /* ---- passive endpoints and connection requests (pep.c) ---- */
 struct rsfi_pending;
@@ -284,7 +310,6 @@ int rsfi_no_control(struct fid *fid, int command, void *arg);
 int rsfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int rsfi_no_tostr(const struct fid *fid, char *buf, size_t len);
 int rsfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
-extern struct fi_ops_rma rsfi_no_rma_ops;
 
 #define RSFI_WARN(subsys, ...) FI_WARN(&rsfi_prov, subsys, __VA_ARGS__)
 #define RSFI_INFO(subsys, ...) FI_INFO(&rsfi_prov, subsys, __VA_ARGS__)

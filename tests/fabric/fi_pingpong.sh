@@ -5,6 +5,9 @@
 # (2) fi_pingpong -p rdmasec -e msg -c (payload checked by fi_pingpong
 #     itself) between hosts 1 and 2, every size (64 B to 1 MiB) completing
 #     all 5 iterations (a 1 MiB round trip takes 1 to 3 s under TCG);
+# (2b) fi_pingpong -p "rdmasec;ofi_rxm" -e rdm -c, every size, its 1 MiB messages
+#     through rxm's rendezvous, i.e. fi_read through sealed rdmasec grants
+#     (audited), so the wire check (4) covers them too;
 # (3) a client whose certificate comes from a foreign CA (it trusts the real
 #     one) is refused: the server logs the refusal, never reads a CONNREQ,
 #     the client reports why;
@@ -40,6 +43,19 @@ fabric on 2 env FI_RDMASEC_ADDR=$h2 FI_LOG_LEVEL=warn timeout 120 $pp "$h1" >"$w
 echo "pp-client=$? at ${SECONDS}s"
 wait $spid
 echo "pp-server=$? at ${SECONDS}s"
+
+# FI_EP_RDM through libfabric's ofi_rxm over the provider: tags and large messages (rxm's
+# rendezvous reads the sender's buffer: one sealed rdmasec grant per transfer, in each host's audit log).
+rdm="$fi fi_pingpong -p rdmasec;ofi_rxm -e rdm -c -I 3"
+fabric on 1 env FI_RDMASEC_ADDR=$h1 FI_RDMASEC_AUDIT="$work/audit-1.jsonl" FI_LOG_LEVEL=warn timeout 120 \
+	$rdm -B 47596 >"$work/rdm-server.out" 2>&1 &
+spid=$!
+fabric wait-port 47596 || exit 1
+fabric on 2 env FI_RDMASEC_ADDR=$h2 FI_RDMASEC_AUDIT="$work/audit-2.jsonl" FI_LOG_LEVEL=warn timeout 120 \
+	$rdm -P 47596 "$h1" >"$work/rdm-client.out" 2>&1
+echo "rdm-client=$? at ${SECONDS}s"
+wait $spid
+echo "rdm-server=$?"
 
 # A client that trusts the real CA but holds a certificate of another one.
 fabric on 1 env FI_RDMASEC_ADDR=$h1 FI_LOG_LEVEL=warn timeout 30 $pp -v -B 47593 >"$work/refuse-server.out" 2>&1 &
@@ -98,6 +114,22 @@ for size in 64 256 1k 4k 64k 1m; do
 	expect_match "$work/pp-client.out" "^${size} +5 +=5 " "size $size: not all 5 iterations acknowledged"
 done
 ! grep -q 'Error at iteration' "$work/pp-client.out" "$work/pp-server.out" || fail "fi_pingpong saw a wrong payload"
+
+# (2b)
+cat "$work/rdm-server.out" "$work/rdm-client.out"
+expect_match "$work/run.out" '^rdm-client=0 ' "fi_pingpong -e rdm over rdmasec;ofi_rxm failed (client)"
+expect_match "$work/run.out" '^rdm-server=0$' "fi_pingpong -e rdm over rdmasec;ofi_rxm failed (server)"
+for size in 64 256 1k 4k 64k 1m; do
+	expect_match "$work/rdm-client.out" "^${size} +3 +=3 " "rdm, size $size: not all 3 iterations acknowledged"
+done
+cat "$work"/audit-*.jsonl >"$work/audit.jsonl"
+grep -m 1 '"event":"grant"' "$work/audit.jsonl"
+# A sealed READ grant of 1 MiB spans rsec_sealed_len(1 MiB): 16 chunks, each with its 16-byte tag.
+grants=$(grep '"event":"grant"' "$work/audit.jsonl" | grep '"len":1048832' | grep -c '"rights":"read')
+revokes=$(grep -c '"event":"revoke"' "$work/audit.jsonl")
+echo "rdm: $grants sealed READ grants of 1 MiB (rxm's rendezvous through fi_read), $revokes revoked"
+[ "$grants" -ge 6 ] || fail "fewer than 6 sealed one-MiB READ grants: the large messages did not go through fi_read"
+grep -q '"event":"expire"' "$work/audit.jsonl" && fail "a grant expired: a transfer's RMA_DONE was lost"
 
 # (3)
 echo "--- refused client:"

@@ -57,7 +57,7 @@ static void refuses_malformed_headers(void **state)
 	} patches[] = {
 		{ 0, 2 },    /* unknown version */
 		{ 1, 0 },    /* type 0 */
-		{ 1, 7 },    /* unknown type */
+		{ 1, 10 },   /* unknown type */
 		{ 3, 2 },    /* unknown flag */
 		{ 2, 0x80 }, /* unknown flag, high byte */
 		{ 4, 1 },    /* reserved byte set */
@@ -101,6 +101,48 @@ static void bye_frames_are_empty(void **state)
 	assert_int_equal(rsfi_frame_write(&f, msg), RSEC_E_RANGE);
 }
 
+static void rma_bodies_round_trip_and_refuse(void **state)
+{
+	struct rsfi_rma_msg m = { .tag = 7, .key = 0xfeedULL, .addr = 0x1000, .len = 4096, .kind = RSFI_RMA_READ };
+	struct rsfi_rma_msg out;
+	uint8_t body[RSFI_RMA_REQ_LEN];
+
+	(void)state;
+	assert_int_equal(rsfi_rma_write(RSFI_FRAME_RMA_REQ, &m, body), RSFI_RMA_REQ_LEN);
+	assert_int_equal(rsfi_rma_read(RSFI_FRAME_RMA_REQ, body, sizeof(body), &out), 0);
+	assert_true(out.tag == 7 && out.key == 0xfeedULL && out.addr == 0x1000 && out.len == 4096);
+	assert_int_equal(out.kind, RSFI_RMA_READ);
+	assert_int_equal(rsfi_rma_read(RSFI_FRAME_RMA_REQ, body, sizeof(body) - 1, &out), RSEC_E_PROTO);
+	body[32] = 3; /* unknown kind */
+	assert_int_equal(rsfi_rma_read(RSFI_FRAME_RMA_REQ, body, sizeof(body), &out), RSEC_E_PROTO);
+	m.addr = UINT64_MAX - 10; /* wraps */
+	assert_int_equal(rsfi_rma_write(RSFI_FRAME_RMA_REQ, &m, body), RSEC_E_RANGE);
+	m.addr = 0x1000;
+	m.len = 0;
+	assert_int_equal(rsfi_rma_write(RSFI_FRAME_RMA_REQ, &m, body), RSEC_E_RANGE);
+	m = (struct rsfi_rma_msg){ .tag = 9, .code = 13 };
+	assert_int_equal(rsfi_rma_write(RSFI_FRAME_RMA_NAK, &m, body), RSFI_RMA_NAK_LEN);
+	assert_int_equal(rsfi_rma_read(RSFI_FRAME_RMA_NAK, body, RSFI_RMA_NAK_LEN, &out), 0);
+	assert_int_equal(out.code, 13);
+	body[8] = body[9] = body[10] = body[11] = 0; /* code 0 */
+	assert_int_equal(rsfi_rma_read(RSFI_FRAME_RMA_NAK, body, RSFI_RMA_NAK_LEN, &out), RSEC_E_PROTO);
+	assert_int_equal(rsfi_rma_write(RSFI_FRAME_DATA, &m, body), RSEC_E_RANGE);
+}
+
+static void rma_frames_have_exact_bodies(void **state)
+{
+	struct rsfi_frame f = { .type = RSFI_FRAME_RMA_DONE, .body_len = RSFI_RMA_DONE_LEN };
+	struct rsfi_frame out;
+	uint8_t msg[RSFI_FRAME_HDR + RSFI_RMA_REQ_LEN] = { 0 };
+
+	(void)state;
+	assert_int_equal(rsfi_frame_write(&f, msg), 0);
+	assert_int_equal(rsfi_frame_read(msg, RSFI_FRAME_HDR + RSFI_RMA_DONE_LEN, &out), 0);
+	assert_int_equal(rsfi_frame_read(msg, RSFI_FRAME_HDR + RSFI_RMA_DONE_LEN + 1, &out), RSEC_E_PROTO);
+	f.body_len = 0;
+	assert_int_equal(rsfi_frame_write(&f, msg), RSEC_E_RANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +151,8 @@ int main(void)
 		cmocka_unit_test(refuses_malformed_headers),
 		cmocka_unit_test(cm_frames_carry_no_cq_data),
 		cmocka_unit_test(bye_frames_are_empty),
+		cmocka_unit_test(rma_bodies_round_trip_and_refuse),
+		cmocka_unit_test(rma_frames_have_exact_bodies),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
