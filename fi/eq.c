@@ -141,7 +141,8 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	if (rc == 0) {
 		size_t n = ev->nbytes < len ? ev->nbytes : len;
 		*event = ev->event;
-		memcpy(buf, ev->bytes, n);
+		if (n)
+			memcpy(buf, ev->bytes, n);
 		rc = (ssize_t)n;
 		if (!(flags & FI_PEEK))
 			free(pop_event(eq));
