@@ -7,6 +7,8 @@
  * FI_CONNECTED (or fails with FI_ECONNREFUSED and the reject's data).
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,18 @@ int rsfi_cm_send(struct rsec_conn *c, enum rsfi_frame_type type, const void *dat
 		memcpy(msg + RSFI_FRAME_HDR, data, len);
 	int rc = rsec_send(c, msg, RSFI_FRAME_HDR + len, timeout_ms);
 	return rc ? -rsfi_errno(rc) : 0;
+}
+
+void rsfi_conn_drain(struct rsec_conn *c, int ms)
+{
+	struct pollfd pfd = { .fd = rsec_conn_fd(c), .events = POLLIN };
+	int64_t deadline = rsfi_now_ms() + ms;
+	int rc;
+
+	while ((rc = rsec_conn_process(c)) >= 0 || rc == RSEC_E_AGAIN) {
+		if (rsfi_now_ms() >= deadline || (poll(&pfd, 1, 10) < 0 && errno != EINTR))
+			return;
+	}
 }
 
 /* Queues the failure of a connect on the EQ, with the reason (never a secret). */

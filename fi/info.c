@@ -66,9 +66,10 @@ static int take_sin(const void *addr, size_t len, struct sockaddr_in *out)
 	return 0;
 }
 
-static int resolve(const char *node, const char *service, struct sockaddr_in *out)
+/* node:service as IPv4; passive (FI_SOURCE) without a node is INADDR_ANY, not loopback. */
+static int resolve(const char *node, const char *service, bool passive, struct sockaddr_in *out)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = passive ? AI_PASSIVE : 0 };
 	struct addrinfo *ai = NULL;
 
 	if (getaddrinfo(node, service ? service : "0", &hints, &ai) != 0 || !ai)
@@ -96,10 +97,10 @@ static int wanted_addrs(const char *node, const char *service, uint64_t flags, c
 		return 0;
 	if (flags & FI_SOURCE) {
 		w->have_src = true;
-		return resolve(node, service, &w->src);
+		return resolve(node, service, true, &w->src);
 	}
 	w->have_dst = true;
-	return resolve(node, service, &w->dst);
+	return resolve(node, service, false, &w->dst);
 }
 
 /*

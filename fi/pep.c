@@ -230,7 +230,9 @@ static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size
 	struct rsec_conn *c = ep ? ep->conn : creq->conn;
 	/* The refusal travels sealed like everything else; then an authenticated close. */
 	if (c && (!ep || ep->state == RSFI_EP_ACCEPTING)) {
-		(void)!rsfi_cm_send(c, RSFI_FRAME_REJECT, param, paramlen, pep->fab->conf.timeout_ms);
+		/* The client closes once it has read the reject: wait for that, then close. */
+		if (rsfi_cm_send(c, RSFI_FRAME_REJECT, param, paramlen, pep->fab->conf.timeout_ms) == 0)
+			rsfi_conn_drain(c, RSFI_LINGER_MS);
 		(void)!rsec_conn_close(c, "fi_reject");
 	}
 	if (ep) {

@@ -276,6 +276,12 @@ void rsfi_rma_end(struct rsfi_ep *ep, int code);
 /** rsfi_rma_forget_mr - the MR goes: grants of it are revoked. Under dom->lock. */
 void rsfi_rma_forget_mr(struct rsfi_domain *dom, struct rsfi_mr *mr);
 
+/**
+ * rsfi_conn_drain - drive c until the peer closes it, for up to ms: what we
+ * sent last (a REJECT) is then read, not lost to our teardown.
+ */
+void rsfi_conn_drain(struct rsec_conn *c, int ms);
+
 /* ---- passive endpoints and connection requests (pep.c) ---- */
 struct rsfi_pending;
 struct rsfi_pep {
