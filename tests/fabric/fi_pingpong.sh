@@ -8,6 +8,9 @@
 # (2b) fi_pingpong -p "rdmasec;ofi_rxm" -e rdm -c, every size, its 1 MiB messages
 #     through rxm's rendezvous, i.e. fi_read through sealed rdmasec grants
 #     (audited), so the wire check (4) covers them too;
+# (2c) fi_check (tests/fabric/fi_check.c): peer identities through fi_getopt,
+#     private data both ways, FI_ETRUNC, fi_senddata into an FI_CQ_FORMAT_DATA
+#     CQ waited for with fi_control(FI_GETWAIT), FI_SHUTDOWN, fi_reject;
 # (3) a client whose certificate comes from a foreign CA (it trusts the real
 #     one) is refused: the server logs the refusal, never reads a CONNREQ,
 #     the client reports why;
@@ -56,6 +59,16 @@ fabric on 2 env FI_RDMASEC_ADDR=$h2 FI_RDMASEC_AUDIT="$work/audit-2.jsonl" FI_LO
 echo "rdm-client=$? at ${SECONDS}s"
 wait $spid
 echo "rdm-server=$?"
+
+# fi_check (tests/fabric/fi_check.c): identities, private data, FI_ETRUNC, fi_senddata waited
+# for through FI_GETWAIT, FI_SHUTDOWN, fi_reject.
+fabric on 1 env FI_RDMASEC_ADDR=$h1 timeout 60 $fi "$fidir/fi_check" serve 47600 >"$work/check-server.out" 2>&1 &
+spid=$!
+fabric wait-port 47600 || { cat "$work/check-server.out"; exit 1; }
+fabric on 2 env FI_RDMASEC_ADDR=$h2 timeout 60 $fi "$fidir/fi_check" connect "$h1" 47600 >"$work/check-client.out" 2>&1
+echo "check-client=$? at ${SECONDS}s"
+wait $spid
+echo "check-server=$?"
 
 # A client that trusts the real CA but holds a certificate of another one.
 fabric on 1 env FI_RDMASEC_ADDR=$h1 FI_LOG_LEVEL=warn timeout 30 $pp -v -B 47593 >"$work/refuse-server.out" 2>&1 &
@@ -130,6 +143,25 @@ revokes=$(grep -c '"event":"revoke"' "$work/audit.jsonl")
 echo "rdm: $grants sealed READ grants of 1 MiB (rxm's rendezvous through fi_read), $revokes revoked"
 [ "$grants" -ge 6 ] || fail "fewer than 6 sealed one-MiB READ grants: the large messages did not go through fi_read"
 grep -q '"event":"expire"' "$work/audit.jsonl" && fail "a grant expired: a transfer's RMA_DONE was lost"
+
+# (2c)
+cat "$work/check-server.out" "$work/check-client.out"
+expect_match "$work/run.out" '^check-client=0 ' "fi_check's client failed"
+expect_match "$work/run.out" '^check-server=0$' "fi_check's server failed"
+expect_each "$work/check-server.out" "(fi_check server)" <<'EXPECT'
+^RESULT connreq-data=hello-from-client$	the CONNREQ did not carry fi_connect's private data
+^RESULT server-peer=CN=client1,O=rdmasec-test$	the server did not read the client's authenticated identity
+^RESULT trunc=Truncation error olen 56$	a message too long for its receive was not an FI_ETRUNC error entry
+^RESULT senddata=ok$	fi_senddata's payload or CQ data did not arrive as sent
+^RESULT shutdown=ok$	the client's fi_shutdown gave the server no FI_SHUTDOWN
+^RESULT rejected=0$	fi_reject failed
+EXPECT
+expect_each "$work/check-client.out" "(fi_check client)" <<'EXPECT'
+^RESULT connected-data=welcome$	FI_CONNECTED did not carry fi_accept's private data
+^RESULT client-peer=rdmasec-server$	the client did not read the server's authenticated identity
+^RESULT echo=ok$	the server's reply did not arrive
+^RESULT reject=Connection refused go-away$	fi_reject did not reach the client as FI_ECONNREFUSED with its data
+EXPECT
 
 # (3)
 echo "--- refused client:"
