@@ -64,12 +64,13 @@ echo "cli-info=$?"
 kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
-# 64 KiB transfers at depth 16: 16 slots of 68 KiB a queue, and room for two and a half queues.
+# 64 KiB transfers at depth 16: 16 slots of 68 KiB a queue, and room for two and a half queues, all of
+# it and both sessions for one identity (blk_share.sh tests the shares).
 # Its export from a file, which the SIGHUP below changes.
 printf '[export disk]\npath = %s\nrw = %s\n' "$work/disk.img" "$writer" >"$work/blkd2.ini"
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit2.jsonl" --max-sessions 2 \
-	--memory-limit 2720K --max-transfer 64K --queue-depth 16 --queues 2 -f "$work/blkd2.ini" \
-	-v 2>"$work/blkd2.log" &
+	--max-sessions-per-identity 2 --memory-limit 2720K --memory-per-identity 2720K --max-transfer 64K \
+	--queue-depth 16 --queues 2 -f "$work/blkd2.ini" -v 2>"$work/blkd2.log" &
 tpid=$!
 fabric wait-port 7472 60 || { cat "$work/blkd2.log"; exit 1; }
 exec 3<>"/dev/tcp/$server/7472" 4<>"/dev/tcp/$server/7472"

@@ -301,22 +301,66 @@ static void open_budget(void **state)
 	c->queue_depth = 64;
 	c->queues = 4;
 	c->memory_limit = 10u << 20;
+	c->memory_per_identity = 10u << 20; /* one identity may take it all: memory_limit decides here */
 	const size_t slot = 64u << 10;
 	struct blkd_open_budget b;
+	struct blkd_reserved held = { 0, 0 };
 	/* Asked for 256: granted the 64 a connection's grants allow; 4 queues of 4 MiB do not fit in 10 MiB. */
-	assert_true(blkd_open_budget(c, 256, 8, slot, 0, &b));
+	assert_true(blkd_open_budget(c, 256, 8, slot, &held, &b));
 	assert_int_equal(b.queue_depth, 64);
 	assert_int_equal(b.queues, 2);
 	assert_true(b.bytes == (UINT64_C(8) << 20));
-	/* With those 8 MiB reserved, a second session asking for the same gets nothing. */
-	assert_false(blkd_open_budget(c, 256, 8, slot, b.bytes, &b));
+	assert_false(b.identity_bound);
+	/* With those 8 MiB reserved (another identity's), a second session asking for the same gets nothing. */
+	held.all = b.bytes;
+	assert_false(blkd_open_budget(c, 256, 8, slot, &held, &b));
+	assert_false(b.identity_bound);
 	/* A smaller one still fits in the 2 MiB left. */
-	assert_true(blkd_open_budget(c, 16, 1, slot, UINT64_C(8) << 20, &b));
+	assert_true(blkd_open_budget(c, 16, 1, slot, &held, &b));
 	assert_int_equal(b.queue_depth, 16);
 	assert_int_equal(b.queues, 1);
 	assert_true(b.bytes == (UINT64_C(1) << 20));
 	/* Reserved past the limit (a configuration lowered under it): nothing, and no wrap-around. */
-	assert_false(blkd_open_budget(c, 1, 1, slot, UINT64_C(11) << 20, &b));
+	held.all = UINT64_C(11) << 20;
+	assert_false(blkd_open_budget(c, 1, 1, slot, &held, &b));
+	free(c);
+}
+
+/* One identity's sessions together stay within memory_per_identity (by default half of memory_limit),
+ * while memory_limit still has room for another identity. */
+static void open_budget_identity(void **state)
+{
+	(void)state;
+	struct blkd_conf *c = blkd_conf_new();
+	assert_non_null(c);
+	c->queue_depth = 16;
+	c->queues = 4;
+	c->memory_limit = 16u << 20;
+	assert_true(blkd_identity_memory(c) == (UINT64_C(8) << 20));
+	const size_t slot = 128u << 10; /* 2 MiB a queue */
+	struct blkd_open_budget b;
+	/* Alone: 4 queues asked, the 8 MiB share holds 4. */
+	assert_true(blkd_open_budget(c, 16, 4, slot, &(struct blkd_reserved){ 0, 0 }, &b));
+	assert_int_equal(b.queues, 4);
+	/* Its second session, 6 MiB of its share held: one queue, cut by the share, not memory_limit. */
+	assert_true(blkd_open_budget(c, 16, 4, slot, &(struct blkd_reserved){ 6u << 20, 6u << 20 }, &b));
+	assert_int_equal(b.queues, 1);
+	assert_true(b.identity_bound);
+	/* Its share full: refused for the share, while another identity still gets its 4 queues. */
+	assert_false(blkd_open_budget(c, 16, 4, slot, &(struct blkd_reserved){ 8u << 20, 8u << 20 }, &b));
+	assert_true(b.identity_bound);
+	assert_true(blkd_open_budget(c, 16, 4, slot, &(struct blkd_reserved){ 8u << 20, 0 }, &b));
+	assert_int_equal(b.queues, 4);
+	assert_false(b.identity_bound);
+	/* Set explicitly, the share is the setting; sessions: half of max_sessions, rounded up, or the setting. */
+	c->memory_per_identity = 2u << 20;
+	assert_true(blkd_identity_memory(c) == (UINT64_C(2) << 20));
+	c->max_sessions = 7;
+	assert_int_equal(blkd_identity_sessions(c), 4);
+	c->max_sessions = 1;
+	assert_int_equal(blkd_identity_sessions(c), 1);
+	c->max_sessions_per_identity = 3;
+	assert_int_equal(blkd_identity_sessions(c), 3);
 	free(c);
 }
 
@@ -340,6 +384,7 @@ int main(void)
 		cmocka_unit_test(full_file), cmocka_unit_test(defaults),     cmocka_unit_test(invalid), cmocka_unit_test(rekey_keys),
 		cmocka_unit_test(long_line), cmocka_unit_test(export_spec), cmocka_unit_test(cross_checks), cmocka_unit_test(trust_etcd_keys),
 		cmocka_unit_test(sizes),       cmocka_unit_test(identity_length), cmocka_unit_test(prefix_rules), cmocka_unit_test(open_budget),
+		cmocka_unit_test(open_budget_identity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,10 +34,12 @@ static const struct key target_keys[] = {
 	{ "target", "max_transfer", KIND_SIZE32, FIELD(max_transfer), BLK_BLOCK_MAX, BLK_TRANSFER_MAX },
 	{ "target", "max_inline", KIND_SIZE32, FIELD(max_inline), 0, BLK_INLINE_MAX },
 	{ "target", "max_sessions", KIND_U32, FIELD(max_sessions), 1, 4096 },
+	{ "target", "max_sessions_per_identity", KIND_U32, FIELD(max_sessions_per_identity), 0, 4096 },
 	{ "target", "max_handshakes", KIND_U32, FIELD(max_handshakes), 1, 65536 },
 	{ "target", "max_handshakes_per_source", KIND_U32, FIELD(max_handshakes_per_source), 1, 65536 },
 	{ "target", "handshake_rate_per_source", KIND_U32, FIELD(handshake_rate_per_source), 1, 1000000 },
 	{ "target", "memory_limit", KIND_SIZE64, FIELD(memory_limit), 1u << 20, UINT64_C(1) << 40 },
+	{ "target", "memory_per_identity", KIND_SIZE64, FIELD(memory_per_identity), 0, UINT64_C(1) << 40 },
 	{ "target", "open_timeout_ms", KIND_U32, FIELD(open_timeout_ms), 100, 600000 },
 	{ "target", "grant_timeout_ms", KIND_U32, FIELD(grant_timeout_ms), 100, 600000 },
 	{ "target", "rebuilds_per_min", KIND_U32, FIELD(rebuilds_per_min), 0, 60 },
@@ -454,20 +456,39 @@ static unsigned lowest(unsigned a, unsigned b)
 	return a < b ? a : b;
 }
 
+uint32_t blkd_identity_sessions(const struct blkd_conf *c)
+{
+	return c->max_sessions_per_identity ? c->max_sessions_per_identity : (c->max_sessions + 1) / 2;
+}
+
+uint64_t blkd_identity_memory(const struct blkd_conf *c)
+{
+	return c->memory_per_identity ? c->memory_per_identity : c->memory_limit / 2;
+}
+
+static uint64_t room(uint64_t limit, uint64_t held)
+{
+	return held < limit ? limit - held : 0;
+}
+
 bool blkd_open_budget(const struct blkd_conf *c, unsigned asked_qd, unsigned asked_queues, size_t slot_len,
-		      uint64_t reserved, struct blkd_open_budget *out)
+		      const struct blkd_reserved *held, struct blkd_open_budget *out)
 {
 	unsigned qd = lowest(lowest(asked_qd, c->queue_depth), BLK_QD_GRANT_MAX);
 	unsigned queues = lowest(asked_queues, c->queues);
 	uint64_t per_queue = (uint64_t)slot_len * qd;
-	uint64_t left = reserved < c->memory_limit ? c->memory_limit - reserved : 0;
+	uint64_t all = room(c->memory_limit, held->all), mine = room(blkd_identity_memory(c), held->identity);
+	out->identity_bound = mine < all;
+	uint64_t left = out->identity_bound ? mine : all;
 	if (qd == 0 || per_queue == 0)
 		return false;
 	if (queues > left / per_queue)
 		queues = (unsigned)(left / per_queue);
 	if (queues == 0)
 		return false;
-	*out = (struct blkd_open_budget){ .queue_depth = qd, .queues = queues, .bytes = per_queue * queues };
+	out->queue_depth = qd;
+	out->queues = queues;
+	out->bytes = per_queue * queues;
 	return true;
 }
 

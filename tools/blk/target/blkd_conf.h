@@ -50,10 +50,12 @@ struct blkd_conf {
 	uint32_t max_transfer;  /* bytes per command */
 	uint32_t max_inline;    /* in-capsule write bytes */
 	uint32_t max_sessions;  /* authenticated sessions at once, all exports (those before OPEN included) */
+	uint32_t max_sessions_per_identity; /* ... of one identity; 0: half of max_sessions (blkd_identity_sessions) */
 	/* Before TLS (rdmasec-server's admission, tools/server/admission.h): handshakes in progress at
 	 * once, all sources and per source, and new handshakes a second per source. */
 	uint32_t max_handshakes, max_handshakes_per_source, handshake_rate_per_source;
 	uint64_t memory_limit;  /* registered command buffers, all sessions */
+	uint64_t memory_per_identity; /* ... of one identity's sessions; 0: half of memory_limit */
 	uint32_t open_timeout_ms;  /* a connection without OPEN is closed after this */
 	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
 	uint32_t rebuilds_per_min;
@@ -94,16 +96,26 @@ int blkd_conf_export_spec(struct blkd_conf *c, const char *spec, char *err, size
 /* Cross-key checks once everything is in (credentials, at least one export, inline <= transfer). 0 or -1. */
 int blkd_conf_check(const struct blkd_conf *c, char *err, size_t errlen);
 
+/* One identity's share (docs/blk.md, "Shares"): the setting, or half the target's when it is 0. */
+uint32_t blkd_identity_sessions(const struct blkd_conf *c);
+uint64_t blkd_identity_memory(const struct blkd_conf *c);
+
 /* What an OPEN is granted: its command buffers are reserved whole at OPEN (queue 0's and those of the
- * queue pairs the client adds later), so that sessions together never pass memory_limit. */
+ * queue pairs the client adds later), so that sessions together never pass memory_limit, nor one
+ * identity's sessions its memory_per_identity. */
 struct blkd_open_budget {
 	uint32_t queue_depth; /* min(asked, queue_depth, BLK_QD_GRANT_MAX) */
-	uint32_t queues;      /* min(asked, queues), fewer if memory_limit leaves room for fewer */
+	uint32_t queues;      /* min(asked, queues), fewer if the memory left has room for fewer */
 	uint64_t bytes;       /* slot_len * queue_depth * queues: to reserve until the session is freed */
+	bool identity_bound;  /* the identity's share, not memory_limit, is what cut it (or refused it) */
 };
-/* reserved: what the open sessions hold. false (out untouched) if not even one queue fits. */
+/* Command buffers held now: by every open session, and by those of the identity that asks. */
+struct blkd_reserved {
+	uint64_t all, identity;
+};
+/* false if not even one queue fits (out->identity_bound says which limit). */
 bool blkd_open_budget(const struct blkd_conf *c, unsigned asked_qd, unsigned asked_queues, size_t slot_len,
-		      uint64_t reserved, struct blkd_open_budget *out);
+		      const struct blkd_reserved *held, struct blkd_open_budget *out);
 
 /* A byte count with an optional K, M, G or T (binary) suffix, in [min, max]. */
 bool blkd_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);

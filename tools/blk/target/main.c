@@ -46,7 +46,11 @@ static void usage(FILE *f)
 		"      --max-transfer BYTES    bytes per command (default 1M, a multiple of 4K up to 8M)\n"
 		"      --max-inline BYTES      in-capsule write bytes (default 32K, a multiple of 4K up to 60K)\n"
 		"      --max-sessions N        connections at once, all exports (default 64)\n"
+		"      --max-sessions-per-identity N\n"
+		"                              ... of one identity (default: half of --max-sessions)\n"
 		"      --memory-limit BYTES    command buffers of all sessions (default 1G)\n"
+		"      --memory-per-identity BYTES\n"
+		"                              ... of one identity's sessions (default: half of --memory-limit)\n"
 		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
 		"      --store-threads N       worker threads for the backing stores' I/O (default 4)\n"
 		"      --trust-etcd [http[s]://]HOST:PORT[,HOST:PORT...]/PREFIX\n"
@@ -111,7 +115,7 @@ static bool add_id(struct args *a, const char *key, const char *id)
 
 /* Long options without a short letter: above the byte values getopt returns for letters. */
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
-       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MEMORY, OPT_REBUILDS,
+       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MAX_SESSIONS_ID, OPT_MEMORY, OPT_MEMORY_ID, OPT_REBUILDS,
        OPT_STORE_THREADS, OPT_REKEY_S, OPT_REKEY_BYTES, OPT_TRUST_ETCD, OPT_TRUST_STATE };
 
 /* The flags that set one key of the configuration file (which they override). */
@@ -131,7 +135,9 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_MAX_TRANSFER, "target", "max_transfer" },
 	{ OPT_MAX_INLINE, "target", "max_inline" },
 	{ OPT_MAX_SESSIONS, "target", "max_sessions" },
+	{ OPT_MAX_SESSIONS_ID, "target", "max_sessions_per_identity" },
 	{ OPT_MEMORY, "target", "memory_limit" },
+	{ OPT_MEMORY_ID, "target", "memory_per_identity" },
 	{ OPT_REBUILDS, "target", "rebuilds_per_min" },
 	{ OPT_STORE_THREADS, "target", "store_threads" },
 	{ OPT_TRUST_ETCD, "trust", "etcd" },
@@ -160,7 +166,9 @@ static const struct option long_opts[] = {
 	{ "max-transfer", required_argument, NULL, OPT_MAX_TRANSFER },
 	{ "max-inline", required_argument, NULL, OPT_MAX_INLINE },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "max-sessions-per-identity", required_argument, NULL, OPT_MAX_SESSIONS_ID },
 	{ "memory-limit", required_argument, NULL, OPT_MEMORY },
+	{ "memory-per-identity", required_argument, NULL, OPT_MEMORY_ID },
 	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
 	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
 	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },

@@ -59,6 +59,12 @@ static int render(FILE *f, const void *arg)
 		if (t->open_refusals[s])
 			fprintf(f, PREFIX "open_refusals_total{status=\"%s\"} %llu\n", blk_status_name((uint16_t)s),
 				(unsigned long long)t->open_refusals[s]);
+	static const char *const share_names[SHARE_KINDS] = { "sessions", "memory" };
+	fprintf(f, "# HELP " PREFIX "share_refusals_total sessions (sessions) and OPENs (memory) refused for their"
+		   " identity's share\n# TYPE " PREFIX "share_refusals_total counter\n");
+	for (unsigned k = 0; k < SHARE_KINDS; k++)
+		fprintf(f, PREFIX "share_refusals_total{share=\"%s\"} %llu\n", share_names[k],
+			(unsigned long long)t->share_refusals[k]);
 	fprintf(f,
 		"# HELP " PREFIX "connections_total connections accepted\n# TYPE " PREFIX "connections_total counter\n"
 		PREFIX "connections_total %llu\n"

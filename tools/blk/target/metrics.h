@@ -15,9 +15,13 @@ struct export_counters {
 	uint64_t opens_denied; /* of opens_refused: the identity matched no rw or ro rule */
 };
 
+/* An identity's shares (docs/blk.md, "Shares"), for share_refusals. */
+enum share_kind { SHARE_SESSIONS, SHARE_MEMORY, SHARE_KINDS };
+
 struct target_counters {
 	uint64_t connections, violations, opens_unknown_export, audit_errors;
 	uint64_t open_refusals[BLK_S_MAX + 1]; /* OPENs refused, by status, whatever their export */
+	uint64_t share_refusals[SHARE_KINDS];   /* sessions and OPENs refused for their identity's share */
 	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
 	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked, expired or no longer allowed */
 	uint64_t cert_expiry_days; /* gauge: whole days until our certificate expires (0: expired) */

@@ -41,6 +41,7 @@
 #include "metrics.h"
 #include "offload.h"
 #include "rdmasec.h"
+#include "share.h"
 #include "store.h"
 #include "target.h"
 
@@ -52,10 +53,16 @@
 #define METRICS_INTERVAL_MS 1000
 #define PAGE 4096u
 #define STORE_JOBS_MAX 1024 /* store I/O queued or running, all sessions: beyond, commands wait their turn */
+#define STORE_JOBS_PER_IDENTITY (STORE_JOBS_MAX / 4) /* ... of one identity's sessions */
+/* Data and message bytes the loop seals or opens for one identity in a turn, the command that passes it
+ * included: what another identity's command may wait for per turn (docs/blk.md, "Shares"). */
+#define TURN_BYTES_PER_IDENTITY (32u << 10)
 #define WAIT_BACKOFF_MAX_MS 64 /* the longest a turn sleeps while commands wait on the library, with no event */
 
-/* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. */
-enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_CPL };
+/* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. SEAL: a READ's data is in
+ * its slot, to be sealed; OPEN: a pulled WRITE's, to be opened; either in its identity's line while the
+ * identity's bytes for the turn are spent (docs/blk.md, "Shares"). */
+enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_OPEN, CMD_CPL };
 
 struct queue;
 
@@ -68,6 +75,7 @@ struct cmd {
 	uint64_t key_id;          /* ... and the key id it was sealed under */
 	uint64_t deadline_ms;
 	uint8_t cpl[BLK_CPL_LEN];
+	struct cmd *line_next; /* in its identity's line (struct share) */
 };
 
 struct export {
@@ -91,6 +99,7 @@ struct queue {
 	size_t mem_len;
 	bool watched;
 	bool more;     /* stopped at the per-turn cap with messages left */
+	bool deferred; /* its messages wait for its identity's bytes of the next turn */
 	unsigned busy;        /* commands not FREE */
 	unsigned grant_waits; /* commands in GRANT: woken by the control channel, or timed out by the sweep */
 	unsigned cpl_waits;   /* commands in CPL: their completion waits for the client's credits */
@@ -112,7 +121,7 @@ struct session {
 	bool refused;
 	unsigned jobs;          /* store I/O in the pool: the slots stay until it is back */
 	char why[240];          /* why it closes, for the client once the store I/O is back */
-	char key[32];           /* its fairness key in the pool */
+	struct share *share;    /* its identity's, from authentication on (counted in it) */
 	struct blk_limits lim;
 	size_t slot_len;
 	uint64_t mem_reserved;  /* its share of memory_limit, taken whole at OPEN */
@@ -141,6 +150,8 @@ struct target {
 	struct admission *admission; /* before TLS, per source: max_handshakes_per_source and its rate */
 	uint64_t next_session;
 	uint64_t mem_reserved; /* command buffers of every open session, reserved at OPEN: <= memory_limit */
+	struct share *shares;  /* one per identity with a session */
+	uint64_t turn;         /* loop turns, ever: what the shares' per-turn bytes count in */
 	struct target_counters n;
 	bool metrics_dirty;
 	uint64_t metrics_last_ms;
@@ -159,6 +170,25 @@ static struct audit_who who(const struct session *s)
 }
 
 /* ---- session teardown ---- */
+
+/* A closing session's commands leave their identity's line. */
+static void line_drop_session(struct session *s)
+{
+	struct share *sh = s->share;
+	if (!sh)
+		return;
+	struct cmd **pp = &sh->line_head;
+	sh->line_tail = NULL;
+	while (*pp) {
+		struct cmd *c = *pp;
+		if (c->q->s == s) {
+			*pp = c->line_next;
+		} else {
+			sh->line_tail = c;
+			pp = &c->line_next;
+		}
+	}
+}
 
 /* The command slots go (after the operations in flight over them, which closing ends). */
 static void queue_free_slots(struct queue *q)
@@ -202,9 +232,10 @@ static void session_cancel_jobs(struct session *s)
 		struct queue *q = s->q[i];
 		for (unsigned cid = 0; cid < BLK_QD_MAX && q->store_waits; cid++) {
 			struct cmd *c = &q->cmds[cid];
-			if (c->state == CMD_STORE && offload_cancel(s->t->pool, s->key, c)) {
+			if (c->state == CMD_STORE && offload_cancel(s->t->pool, s->share->identity, c)) {
 				set_state(q, c, CMD_FREE);
 				s->jobs--;
+				s->share->store_jobs--;
 			}
 		}
 	}
@@ -224,6 +255,7 @@ static void session_close(struct session *s, const char *reason)
 	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\" store_io_running=%u",
 		 (unsigned long long)s->id, s->established ? s->peer : "", reason, s->jobs);
 	session_cancel_jobs(s);
+	line_drop_session(s);
 	if (!s->jobs)
 		session_release(s);
 	if (s->opened) {
@@ -254,6 +286,8 @@ static void violation(struct session *s, unsigned queue, const char *fmt, ...)
 static void session_unreserve(struct session *s)
 {
 	s->t->mem_reserved -= s->mem_reserved;
+	if (s->share)
+		s->share->mem_reserved -= s->mem_reserved;
 	s->mem_reserved = 0;
 }
 
@@ -273,6 +307,8 @@ static void session_free(struct target *t, struct session *s)
 	session_handshake_done(s);
 	if (s->counted)
 		t->n_sessions--;
+	if (s->share)
+		share_leave(&t->shares, s->share);
 	for (unsigned i = s->nq; i-- > 1;)
 		queue_free(t, s->q[i]);
 	queue_free(t, s->q[0]);
@@ -344,6 +380,33 @@ static uint8_t *slot(const struct queue *q, uint16_t cid)
 
 /* ---- commands ---- */
 
+/* Whether the loop may seal or open more for the queue's identity this turn. */
+static bool turn_left(const struct queue *q)
+{
+	return share_turn_left(q->s->share, q->s->t->turn, TURN_BYTES_PER_IDENTITY);
+}
+
+static void turn_spend(struct queue *q, uint64_t bytes)
+{
+	share_turn_spend(q->s->share, q->s->t->turn, bytes);
+}
+
+/* A command whose data is to be sealed or opened: now if its identity has nobody in line and bytes left
+ * this turn, else at the end of its line (serve_lines). */
+static bool turn_now(struct queue *q, struct cmd *c)
+{
+	struct share *sh = q->s->share;
+	if (!sh->line_head && turn_left(q))
+		return true;
+	c->line_next = NULL;
+	if (sh->line_tail)
+		sh->line_tail->line_next = c;
+	else
+		sh->line_head = c;
+	sh->line_tail = c;
+	return false;
+}
+
 static void count(struct session *s, const struct cmd *c, uint16_t status)
 {
 	struct export_counters *n = &s->x->n;
@@ -411,6 +474,7 @@ static struct blk_data_ctx data_ctx(const struct queue *q, const struct cmd *c, 
 static void cmd_seal(struct queue *q, struct cmd *c)
 {
 	if (c->m.opcode == BLK_OP_READ) {
+		turn_spend(q, c->m.length);
 		struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_CLIENT);
 		struct blk_data_key *key = NULL;
 		c->key_id = rsec_conn_key_id(q->conn);
@@ -458,8 +522,10 @@ static void store_job(void *arg)
 /* Hand the command's store I/O to the pool; when the pool is full, it waits its turn (queue_retry). */
 static void cmd_store(struct queue *q, struct cmd *c)
 {
+	struct share *sh = q->s->share;
 	c->q = q;
-	int rc = offload_submit(q->s->t->pool, q->s->key, store_job, c);
+	int rc = sh->store_jobs < STORE_JOBS_PER_IDENTITY ? offload_submit(q->s->t->pool, sh->identity, store_job, c)
+							  : -EAGAIN;
 	if (rc == -EAGAIN) {
 		set_state(q, c, CMD_STORE_WAIT);
 		return;
@@ -470,16 +536,24 @@ static void cmd_store(struct queue *q, struct cmd *c)
 	}
 	set_state(q, c, CMD_STORE);
 	q->s->jobs++;
+	sh->store_jobs++;
 }
 
-/* A transfer that waits on the library (its sealed-write table, the send queue): retried until its deadline. */
+static void cmd_seal_post(struct queue *q, struct cmd *c)
+{
+	cmd_seal(q, c);
+	if (c->state == CMD_POST)
+		cmd_post(q, c);
+}
+
+/* A READ's data is sealed in its identity's turn; a transfer that waits on the library (its sealed-write
+ * table, the send queue) is retried until its deadline. */
 static void cmd_seal_and_post(struct queue *q, struct cmd *c)
 {
 	set_state(q, c, CMD_SEAL);
 	c->deadline_ms = clock_mono_ms() + q->s->t->conf->grant_timeout_ms;
-	cmd_seal(q, c);
-	if (c->state == CMD_POST)
-		cmd_post(q, c);
+	if (c->m.opcode != BLK_OP_READ || turn_now(q, c))
+		cmd_seal_post(q, c);
 }
 
 /* The store I/O is back: a READ goes on to seal and push its data; anything else completes. */
@@ -488,6 +562,7 @@ static void cmd_stored(struct cmd *c)
 	struct queue *q = c->q;
 	struct session *s = q->s;
 	s->jobs--;
+	s->share->store_jobs--;
 	if (s->dead) {
 		set_state(q, c, CMD_FREE);
 		if (!s->jobs)
@@ -525,6 +600,8 @@ static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
 		complete(q, c, BLK_S_TRANSFER);
 }
 
+static void cmd_open(struct queue *q, struct cmd *c);
+
 /* A posted transfer ended: a READ's data is with the client; a WRITE's is here, to open and store. */
 static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 {
@@ -536,6 +613,15 @@ static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 		complete(q, c, BLK_S_OK);
 		return;
 	}
+	set_state(q, c, CMD_OPEN);
+	if (turn_now(q, c))
+		cmd_open(q, c);
+}
+
+/* A pulled WRITE's data, opened in place, then stored. */
+static void cmd_open(struct queue *q, struct cmd *c)
+{
+	turn_spend(q, c->m.length);
 	struct blk_data_ctx x = data_ctx(q, c, BLK_DATA_TO_TARGET);
 	struct blk_data_key *key = NULL;
 	if (blk_data_keys_get(q->keys, c->m.key_id, &key) < 0 ||
@@ -656,9 +742,12 @@ static uint16_t open_size(struct session *s, const struct blk_open *m, const cha
 {
 	const struct blkd_conf *conf = s->t->conf;
 	struct blkd_open_budget b;
+	struct blkd_reserved held = { .all = s->t->mem_reserved, .identity = s->share->mem_reserved };
 	s->slot_len = ((size_t)conf->max_transfer + PAGE - 1) / PAGE * PAGE;
-	if (!blkd_open_budget(conf, m->queue_depth, m->queues, s->slot_len, s->t->mem_reserved, &b)) {
-		*why = "memory_limit reached";
+	if (!blkd_open_budget(conf, m->queue_depth, m->queues, s->slot_len, &held, &b)) {
+		*why = b.identity_bound ? "memory_per_identity reached" : "memory_limit reached";
+		if (b.identity_bound)
+			s->t->n.share_refusals[SHARE_MEMORY]++;
 		return BLK_S_LIMIT;
 	}
 	s->lim = (struct blk_limits){ .size = s->x->store.size, .block_size = s->x->conf->block_size,
@@ -667,6 +756,7 @@ static uint16_t open_size(struct session *s, const struct blk_open *m, const cha
 	s->queues_granted = b.queues;
 	s->mem_reserved = b.bytes;
 	s->t->mem_reserved += b.bytes;
+	s->share->mem_reserved += b.bytes;
 	return BLK_S_OK;
 }
 
@@ -792,15 +882,10 @@ static void queue_retry(struct queue *q, uint64_t now)
 		switch (c->state) {
 		case CMD_GRANT: cmd_try_grant(q, c, now); break;
 		case CMD_STORE_WAIT: cmd_store(q, c); break;
-		case CMD_SEAL:
 		case CMD_POST:
-			if (now >= c->deadline_ms) {
+			if (now >= c->deadline_ms)
 				complete(q, c, BLK_S_TRANSFER);
-				break;
-			}
-			if (c->state == CMD_SEAL)
-				cmd_seal(q, c);
-			if (c->state == CMD_POST)
+			else
 				cmd_post(q, c);
 			break;
 		case CMD_CPL: try_send_cpl(q, c); break;
@@ -817,6 +902,10 @@ static void queue_recv(struct queue *q)
 		/* Completions that wait for credits hold back new commands: the client's pace. */
 		if (q->cpl_waits)
 			return;
+		if (!turn_left(q)) {
+			q->deferred = true;
+			return;
+		}
 		size_t len = 0;
 		int rc = rsec_recv(q->conn, t->msg, t->msg_cap, &len, 0);
 		if (rc == RSEC_E_AGAIN)
@@ -829,6 +918,7 @@ static void queue_recv(struct queue *q)
 			session_close(q->s, rsec_conn_error(q->conn)[0] ? rsec_conn_error(q->conn) : rsec_strerror(rc));
 			return;
 		}
+		turn_spend(q, len);
 		handle_msg(q, t->msg, len);
 	}
 	q->more = true;
@@ -888,6 +978,19 @@ static void session_established(struct session *s)
 	}
 	s->established = true;
 	memcpy(s->peer, peer, strlen(peer) + 1);
+	s->share = share_join(&s->t->shares, s->peer);
+	if (!s->share) {
+		session_close(s, "out of memory");
+		return;
+	}
+	if (s->share->sessions > blkd_identity_sessions(s->t->conf)) {
+		blkd_log("warn", "refused", "session=%llu peer=\"%s\" reason=\"max_sessions_per_identity reached\" sessions=%u",
+			 (unsigned long long)s->id, s->peer, s->share->sessions - 1);
+		s->t->n.share_refusals[SHARE_SESSIONS]++;
+		s->t->metrics_dirty = true;
+		session_close(s, "max_sessions_per_identity reached");
+		return;
+	}
 	s->deadline_ms = clock_mono_ms() + s->t->conf->open_timeout_ms;
 	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
 		 s->addr);
@@ -915,8 +1018,11 @@ static void session_step(struct session *s, uint64_t now)
 	} else {
 		session_add_queues(s);
 	}
-	for (unsigned i = 0; i < (s->opened ? s->nq : 1) && !s->dead; i++) {
-		struct queue *q = s->q[i];
+	/* Each turn from the next queue pair on: none always the one its identity's bytes ran out before. */
+	unsigned n = s->opened ? s->nq : 1;
+	for (unsigned k = 0; k < n && !s->dead; k++) {
+		struct queue *q = s->q[(k + s->t->turn) % n];
+		q->deferred = false;
 		if (q->busy)
 			queue_reap(q);
 		if (q->busy && !s->dead)
@@ -933,7 +1039,7 @@ static void session_step(struct session *s, uint64_t now)
 static bool session_pending(const struct session *s)
 {
 	for (unsigned i = 0; i < s->nq; i++)
-		if (s->q[i]->more || s->q[i]->busy)
+		if (s->q[i]->more || s->q[i]->deferred || s->q[i]->busy)
 			return true;
 	return false;
 }
@@ -980,7 +1086,6 @@ static void accept_some(struct target *t)
 		snprintf(s->addr, sizeof(s->addr), "%s", rsec_conn_peer_addr(c));
 		s->handshaking = true;
 		t->n_handshaking++;
-		snprintf(s->key, sizeof(s->key), "session-%llu", (unsigned long long)s->id);
 		s->q[0] = q;
 		s->nq = 1;
 		s->next = t->sessions;
@@ -1245,12 +1350,15 @@ static void on_trust(struct target *t)
 static int loop_timeout(const struct target *t)
 {
 	bool waits = false;
+	for (const struct share *sh = t->shares; sh; sh = sh->next)
+		if (sh->line_head)
+			return 0;
 	for (const struct session *s = t->sessions; s; s = s->next) {
 		if (!s->opened)
 			continue;
 		for (unsigned i = 0; i < s->nq; i++) {
 			const struct queue *q = s->q[i];
-			if (q->more)
+			if (q->more || q->deferred)
 				return 0;
 			waits = waits || q->busy > q->store_waits;
 		}
@@ -1269,9 +1377,49 @@ static void take_stored(struct target *t)
 		cmd_stored(c);
 }
 
+/* Each identity's line, oldest first, as far as its bytes for the turn go (at least one command). */
+static void serve_lines(struct target *t)
+{
+	for (struct share *sh = t->shares; sh; sh = sh->next)
+		while (sh->line_head && share_turn_left(sh, t->turn, TURN_BYTES_PER_IDENTITY)) {
+			struct cmd *c = sh->line_head;
+			sh->line_head = c->line_next;
+			if (!sh->line_head)
+				sh->line_tail = NULL;
+			if (c->state == CMD_SEAL)
+				cmd_seal_post(c->q, c);
+			else
+				cmd_open(c->q, c);
+		}
+}
+
+static void step_if_due(struct session *s, uint64_t now, bool sweep)
+{
+	if (!s->dead && (s->kick || sweep || session_pending(s)))
+		session_step(s, now);
+	s->kick = false;
+}
+
+/* Each turn starts one session further down the list, so that no session of an identity is always the
+ * one whose turn its others' bytes used up. Stepping adds and frees no session. */
+static void step_sessions(struct target *t, uint64_t now, bool sweep)
+{
+	unsigned n = 0;
+	for (const struct session *s = t->sessions; s; s = s->next)
+		n++;
+	struct session *first = t->sessions;
+	for (unsigned k = n ? (unsigned)(t->turn % n) : 0; k; k--)
+		first = first->next;
+	for (struct session *s = first; s; s = s->next)
+		step_if_due(s, now, sweep);
+	for (struct session *s = t->sessions; s != first; s = s->next)
+		step_if_due(s, now, sweep);
+}
+
 static void turn(struct target *t)
 {
 	struct epoll_event ev[64];
+	t->turn++; /* every identity's bytes start again */
 	int n = epoll_wait(t->epfd, ev, 64, loop_timeout(t));
 	if (n < 0 && errno != EINTR) {
 		blkd_log("error", "epoll", "error=\"%s\"", strerror(errno));
@@ -1294,11 +1442,8 @@ static void turn(struct target *t)
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
-	for (struct session *s = t->sessions; s; s = s->next) {
-		if (!s->dead && (s->kick || sweep || session_pending(s)))
-			session_step(s, now);
-		s->kick = false;
-	}
+	serve_lines(t);
+	step_sessions(t, now, sweep);
 	for (struct session *s = t->sessions, *next; s; s = next) {
 		next = s->next;
 		if (s->dead && !s->jobs)
