@@ -15,16 +15,28 @@
 #    a rebuild whose reason names it, and the run ends clean (no I/O error, no
 #    verify error, the session went on);
 #  - no command waited 2 s or more (the run's largest completion latency);
-# Rounds: up to 3 sweeps, until one lands (a run's session may end between
-# the sniff and the sweep).
+# Then, same boot, the same sweep while fio verifies through /dev/nbd0
+# (nbdkit with our plugin, 2 queues, and the kernel's nbd-client; 512-byte
+# blocks for the same reason), fio starting again until the sweep is over
+# and once more after it:
+#  - the target audits a rebuild for a silent data path within 2 s of the
+#    sweep's start (printed: the heal time);
+#  - every fio run exits 0 with no verify error and no I/O error, and none
+#    of its commands took 2 s or more; the kernel logged no nbd I/O error.
+# Rounds: up to 3 sweeps each, until one lands (a run's session may end
+# between the sniff and the sweep).
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
 blkd=$bin/blk/target/rdmasec-blkd
 cli=$bin/blk/cli/rdmasec-blk
 atk=$bin/attack/rdmasec-attack
-for f in "$blkd" "$cli" "$atk"; do [ -x "$f" ] || fail "build it first (missing $f)"; done
-command -v tcpdump >/dev/null || fail "tcpdump is missing"
+plugin=$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so
+for f in "$blkd" "$cli" "$atk" "$plugin"; do [ -e "$f" ] || fail "build it first (missing $f)"; done
+for t in tcpdump nbdkit nbd-client fio; do
+	command -v $t >/dev/null || fail "$t is missing (scripts/install-deps installs it)"
+done
+kroot=${RXE_FABRIC_CACHE:-$repo/build/fabric}/kernel/root
 "$bin/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 
 # Host 3: one RDMA WRITE (First or Only) of the target's into the client, its
@@ -43,9 +55,11 @@ psn=$(rdma -d res show qp link rxe2/1 lqpn "$qpn" 2>/dev/null |
 	awk '{ for (i = 1; i < NF; i++) if ($i == "rq-psn") print $(i + 1) }')
 [ -n "$psn" ] || { echo "QP $qpn is gone"; exit 1; }
 echo "attacker: qpn $qpn expects psn $psn; window va $va rkey $rkey"
+echo "sweep-start=$(date +%s.%N)"
 "$atk" inject --op write --rkey "$rkey" --va "$va" --dst 10.77.0.2 --src 10.77.0.1 --qpn "$qpn" \
 	--psn-sweep "$psn:20000" --iface fab3 --sport 4242 --data FORGED-INTO-THE-POOL --json >"$out.json" ||
 	{ echo "inject failed"; exit 1; }
+echo "sweep-end=$(date +%s.%N)"
 after=$(rdma -d res show qp link rxe2/1 lqpn "$qpn" 2>/dev/null |
 	awk '{ for (i = 1; i < NF; i++) if ($i == "rq-psn") print $(i + 1) }')
 echo "attacker: qpn $qpn expects psn ${after:-(gone: rebuilt or ended)} after the sweep"
@@ -53,7 +67,7 @@ ATTACKER
 
 cat >"$work/guest.sh" <<'GUEST'
 set -u
-blkd=$1 cli=$2 atk=$3 work=$4
+blkd=$1 cli=$2 atk=$3 work=$4 plugin=$5 kroot=$6
 server=$(fabric ip 1) me=$(fabric ip 2)
 truncate -s 64M /tmp/disk.img
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
@@ -79,13 +93,44 @@ for round in 1 2 3; do
 	cat "$work/attack$round.out"
 	[ "$(silent)" -gt "$n0" ] || [ $rc -ne 0 ] && { echo "round=$round"; break; }
 done
+
+# The same sweep while fio writes and verifies through /dev/nbd0.
+modprobe -d "$kroot" nbd nbds_max=1 || echo "nbd=no module"
+fabric on 2 nbdkit -U /tmp/blk.sock -P /tmp/nbdkit.pid "$plugin" server="$server" certs="$work/pki" export=disk \
+	source="$me" queues=2 2>"$work/nbdkit.log"
+echo "nbdkit=$?"
+nbd-client -unix /tmp/blk.sock /dev/nbd0 -b 512 >"$work/nbd-client.out" 2>&1
+echo "nbd-client=$?"
+fio_run() {
+	timeout 120 fio --name=pool --filename=/dev/nbd0 --ioengine=libaio --direct=1 --rw=randwrite --bs=512 \
+		--iodepth=8 --offset=16M --size=1M --verify=crc32c --output-format=json --output="$work/$1.json" \
+		>"$work/$1.err" 2>&1
+	echo "$1=$?"
+}
+# fio starts again until the sweep is over, then once more: the device must outlive the attack.
+for round in 1 2 3; do
+	n0=$(silent)
+	rm -f /tmp/swept
+	(i=0; while [ ! -e /tmp/swept ] && [ $i -lt 60 ]; do i=$((i + 1)); fio_run "fio$round-$i"; done) \
+		>"$work/fio$round.out" &
+	fpid=$!
+	timeout 60 fabric on 3 bash "$work/attacker.sh" "$atk" "$work/nbdattack$round" >"$work/nbdattack$round.out" 2>&1
+	touch /tmp/swept
+	wait $fpid
+	fio_run "fio$round-after" >>"$work/fio$round.out"
+	cat "$work/nbdattack$round.out" "$work/fio$round.out"
+	[ "$(silent)" -gt "$n0" ] || grep -q '=[1-9]' "$work/fio$round.out" && { echo "nbd-round=$round"; break; }
+done
+dmesg | grep -E 'nbd0|I/O error' >"$work/dmesg.txt"
+nbd-client -d /dev/nbd0 >/dev/null 2>&1
+kill -TERM "$(cat /tmp/nbdkit.pid)"
 kill -TERM $tpid
 wait $tpid
 echo "blkd=$?"
 GUEST
 
 "$fabric" run --hosts 3 --timeout 900 "${build_share[@]}" -- bash "$work/guest.sh" "$blkd" "$cli" "$atk" "$work" \
-	>"$work/out.txt" 2>&1 || { cat "$work/out.txt"; fail "fabric run failed"; }
+	"$plugin" "$kroot" >"$work/out.txt" 2>&1 || { cat "$work/out.txt"; fail "fabric run failed"; }
 cat "$work/out.txt"
 expect_match "$work/out.txt" '^pattern=0$' "the pattern could not be written"
 round=$(sed -n 's/^round=//p' "$work/out.txt")
@@ -101,4 +146,44 @@ max=$(sed -n 's/.*clat (usec): .*max=\([0-9.]*\).*/\1/p' "$run" | head -n 1)
 [ -n "$max" ] || fail "no latency in the run's report"
 python3 -c "import sys; sys.exit(0 if float('$max') < 2e6 else 1)" ||
 	fail "a command waited $max us: the data path did not heal within 2 s"
-echo "blk_pool_write: healed, the slowest command took $max us; ok"
+echo "blk_pool_write: bench healed, the slowest command took $max us"
+
+# Through /dev/nbd0.
+expect_match "$work/out.txt" '^nbdkit=0$' "nbdkit did not start"
+expect_match "$work/out.txt" '^nbd-client=0$' "nbd-client did not attach /dev/nbd0"
+round=$(sed -n 's/^nbd-round=//p' "$work/out.txt")
+[ -n "$round" ] || { tail -n 30 "$work/blkd.log" "$work/nbdkit.log"; fail "no sweep landed during fio in 3 rounds"; }
+tail -n 20 "$work/nbdkit.log"
+cat "$work/dmesg.txt"
+grep -q 'I/O error' "$work/dmesg.txt" && fail "the kernel logged an I/O error on /dev/nbd0"
+python3 - "$work" "$round" <<'PY' || fail "fio through /dev/nbd0 did not come through the sweep clean"
+import datetime, glob, json, re, sys
+work, rnd = sys.argv[1], sys.argv[2]
+runs = open("%s/fio%s.out" % (work, rnd)).read().split()
+assert runs and all(r.endswith("=0") for r in runs), ("a fio run failed", runs)
+ios, slowest = 0, 0
+for r in runs:
+    name = r.split("=")[0]
+    job = json.load(open("%s/%s.json" % (work, name)))["jobs"][0]
+    assert job["error"] == 0, (name, job["error"])
+    for d in ("read", "write"):
+        ios += job[d]["total_ios"]
+        slowest = max(slowest, job[d]["clat_ns"]["max"])
+assert ios > 0, "fio moved nothing"
+att = open("%s/nbdattack%s.out" % (work, rnd)).read()
+start = float(re.search(r"^sweep-start=([0-9.]+)$", att, re.M).group(1))
+heal = None
+for line in open("%s/audit.jsonl" % work):
+    if '"event":"rebuild"' not in line or "data path silent" not in line:
+        continue
+    t = json.loads(line)["time"]
+    at = datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+    if at >= start - 0.001:
+        heal = at - start
+        break
+print("nbd: %d fio runs, %d I/Os, the slowest took %.1f ms; healed %s s after the sweep began"
+      % (len(runs), ios, slowest / 1e6, "%.3f" % heal if heal is not None else "never"))
+assert heal is not None and heal < 2.0, "no rebuild for a silent data path within 2 s of the sweep"
+assert slowest < 2e9, "a command through /dev/nbd0 waited 2 s or more"
+PY
+echo "blk_pool_write: ok"
