@@ -11,7 +11,12 @@
 #    identical; fio --ioengine=libaio --direct=1 with verify=crc32c clean;
 #  - fio's own nbd engine through nbdkit: randwrite with verify=crc32c clean;
 #    one block then changed behind fio's back (rdmasec-blk write): fio's
-#    verify_only run must fail.
+#    verify_only run must fail;
+#  - an export the identity may only read (--ro) and one nobody writes (ro),
+#    nbdkit opened to write: the target's `read-only` refusal is in nbdkit's
+#    log and the export is served read-only: /dev/nbd1 is read-only, a
+#    direct write to it fails with EPERM (not EIO, not a failed attach), a
+#    read works; fio's nbd engine's write fails with EPERM.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -34,8 +39,10 @@ step() { echo "== $* at $SECONDS s"; }
 cd /tmp # fio leaves its verify state files where it runs
 modprobe -d "$kroot" nbd nbds_max=2 && modprobe -d "$kroot" ext4 || { echo "modules=failed"; exit 1; }
 truncate -s 64M /tmp/disk.img
+truncate -s 16M /tmp/roe.img # an export nobody writes is not created
 fabric on 1 "$bin/blk/target/rdmasec-blkd" --certs "$work/pki" --listen "$server:7472" \
-	--export disk=/tmp/disk.img,size=64M --rw '*' 2>"$work/blkd.log" &
+	--export disk=/tmp/disk.img,size=64M --rw '*' --export rod=/tmp/rod.img,size=16M --ro '*' \
+	--export roe=/tmp/roe.img,size=16M,ro --rw '*' 2>"$work/blkd.log" &
 tpid=$!
 fabric wait-port 7472 30 || { cat "$work/blkd.log"; exit 1; }
 blk() { timeout 120 fabric on 2 "$bin/blk/cli/rdmasec-blk" "$1" --server "$server" --certs "$work/pki" --export disk \
@@ -77,7 +84,25 @@ job=(--name=nbd --ioengine=nbd --uri="$uri" --rw=randwrite --bs=4k --iodepth=32 
 timeout 120 fio "${job[@]}" >"$work/fio-nbd.out" 2>&1; echo "fio-nbd=$?"
 head -c 4096 /dev/urandom | blk write --offset 4096 >"$work/poke.out" 2>&1; echo "poke=$?"
 timeout 120 fio "${job[@]}" --verify_only=1 >"$work/fio-nbd-changed.out" 2>&1; echo "fio-nbd-changed=$?"
-kill -TERM "$(cat /tmp/nbdkit.pid)"
+
+step read-only
+# In the foreground: a daemon nbdkit logs to syslog, and the log is what is checked.
+for x in rod roe; do
+	fabric on 2 nbdkit -f -U "/tmp/$x.sock" -P "/tmp/nbdkit-$x.pid" "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" \
+		server="$server" certs="$work/pki" export=$x source="$me" 2>"$work/nbdkit-$x.log" &
+	for _ in $(seq 1 100); do [ -S "/tmp/$x.sock" ] && break; sleep 0.1; done
+	[ -S "/tmp/$x.sock" ]; echo "nbdkit-$x=$?"
+done
+nbd-client -unix /tmp/rod.sock /dev/nbd1 -b 4096 >"$work/nbd-client-rod.out" 2>&1; echo "nbd-client-rod=$?"
+echo "rod-ro=$(blockdev --getro /dev/nbd1 2>&1)"
+head -c 4096 /dev/urandom >/tmp/block
+dd if=/tmp/block of=/dev/nbd1 bs=4096 count=1 oflag=direct >"$work/dd-rod-write.out" 2>&1; echo "dd-rod-write=$?"
+dd if=/dev/nbd1 of=/dev/null bs=4096 count=1 iflag=direct >"$work/dd-rod-read.out" 2>&1; echo "dd-rod-read=$?"
+nbd-client -d /dev/nbd1 >/dev/null 2>&1
+timeout 60 fio --name=roe --ioengine=nbd --uri="nbd+unix:///?socket=/tmp/roe.sock" --rw=write --bs=4k --size=64k \
+	>"$work/fio-roe.out" 2>&1
+echo "fio-roe=$?"
+kill -TERM "$(cat /tmp/nbdkit.pid)" "$(cat /tmp/nbdkit-rod.pid)" "$(cat /tmp/nbdkit-roe.pid)"
 kill -TERM $tpid
 wait $tpid
 echo "target=$?"
@@ -118,5 +143,20 @@ expect_match "$work/run.out" '^poke=0$' "rdmasec-blk write failed"
 show fio-nbd-changed.out
 expect_match "$work/run.out" '^fio-nbd-changed=[1-9]' "fio's verify missed a block changed behind its back"
 expect_match "$work/fio-nbd-changed.out" 'verify|bad' "fio did not say what failed its verify"
+
+for f in nbdkit-rod.log nbdkit-roe.log nbd-client-rod.out dd-rod-write.out dd-rod-read.out fio-roe.out; do show $f; done
+for x in rod roe; do
+	expect_match "$work/run.out" "^nbdkit-$x=0\$" "nbdkit for export $x did not start"
+	expect_match "$work/nbdkit-$x.log" "refused export \"$x\": read-only: serving it read-only" \
+		"nbdkit's log does not say why export $x is read-only"
+done
+expect_match "$work/run.out" '^nbd-client-rod=0$' "nbd-client did not attach the export the identity may only read"
+expect_match "$work/run.out" '^rod-ro=1$' "/dev/nbd1 is not read-only"
+expect_match "$work/run.out" '^dd-rod-write=[1-9]' "a write to a read-only export succeeded"
+expect_match "$work/dd-rod-write.out" 'Operation not permitted' "a write to a read-only export did not fail with EPERM"
+grep -q 'Input/output error' "$work/dd-rod-write.out" && fail "a write to a read-only export failed with EIO"
+expect_match "$work/run.out" '^dd-rod-read=0$' "a read of the read-only export failed"
+expect_match "$work/run.out" '^fio-roe=[1-9]' "fio wrote to an export nobody writes"
+expect_match "$work/fio-roe.out" 'Operation not permitted' "fio's write to an export nobody writes did not fail with EPERM"
 expect_match "$work/run.out" '^target=0$' "rdmasec-blkd did not exit cleanly"
 echo "blk_nbd: ok"

@@ -110,6 +110,46 @@ static int rdmasec_config_complete(void)
 	return 0;
 }
 
+/*
+ * What NBD can say of an errno (nbdkit sends EPERM, EIO, ENOMEM, ENOSPC,
+ * EINVAL and ESHUTDOWN, anything else as EINVAL): the target's refusals are
+ * policy, so EPERM; a session that ended is EIO.
+ */
+static int nbd_errno(int e)
+{
+	switch (e) {
+	case EROFS:
+	case EACCES:
+	case EPERM:
+		return EPERM;
+	case ENOSPC:
+	case ENOMEM:
+	case EINVAL:
+		return e;
+	case ERANGE:
+		return EINVAL;
+	default:
+		return EIO;
+	}
+}
+
+/* The target's word for an errno of one of its statuses, or NULL (EIO is two of them). */
+static const char *status_word(int e)
+{
+	for (uint16_t st = 1; e != EIO && st <= BLK_S_MAX; st++)
+		if (blk_status_errno(st) == e)
+			return blk_status_name(st);
+	return NULL;
+}
+
+/*
+ * A write-open the target refuses read-only (the export or the identity may
+ * only read) is opened again without asking to write and served read-only:
+ * NBD's word for it is the export's READ_ONLY flag, on which nbd-client makes
+ * the device read-only and clients refuse writes with EPERM. Failing the open
+ * instead would say nothing: nbdkit 1.32 answers every failed open with
+ * NBD_REP_ERR_UNKNOWN and no message ("Unknown error returned by server").
+ */
 static void *rdmasec_open(int readonly)
 {
 	struct blk_client_opts o = opts;
@@ -117,9 +157,15 @@ static void *rdmasec_open(int readonly)
 	char err[512] = "";
 	struct blk_sync *y;
 	int rc = blk_sync_start(&o, &y, err, sizeof(err));
+	if (rc == -EROFS && o.write) {
+		nbdkit_error("rdmasec: %s: serving it read-only (writes fail with EPERM)", err);
+		o.write = false;
+		err[0] = '\0';
+		rc = blk_sync_start(&o, &y, err, sizeof(err));
+	}
 	if (rc < 0) {
 		nbdkit_error("rdmasec: %s", err[0] ? err : strerror(-rc));
-		errno = -rc;
+		nbdkit_set_error(nbd_errno(-rc));
 		return NULL;
 	}
 	return y;
@@ -165,14 +211,20 @@ static int rdmasec_block_size(void *h, uint32_t *minimum, uint32_t *preferred, u
 	return 0;
 }
 
-/* nbdkit gets errno and the reason. */
+/* nbdkit gets the errno NBD has for it, and the reason: the status (the target's, or the
+ * client's own check of the same rule), or why the session ended. */
 static int fail(void *h, const char *what, int rc, uint64_t offset, uint32_t count)
 {
 	char why[256];
+	const char *word = status_word(-rc);
 	blk_sync_error(h, why, sizeof(why));
-	nbdkit_error("rdmasec: %s of %u bytes at %llu: %s%s%s", what, count, (unsigned long long)offset,
-		     strerror(-rc), why[0] ? ": " : "", why);
-	nbdkit_set_error(-rc);
+	if (word)
+		nbdkit_error("rdmasec: %s of %u bytes at %llu refused: %s", what, count, (unsigned long long)offset,
+			     word);
+	else
+		nbdkit_error("rdmasec: %s of %u bytes at %llu: %s%s%s", what, count, (unsigned long long)offset,
+			     strerror(-rc), why[0] ? ": " : "", why);
+	nbdkit_set_error(nbd_errno(-rc));
 	return -1;
 }
 
