@@ -22,13 +22,17 @@
 #    "before" one differs;
 #  - spoof-response with the host's kernel line, cnp not-applicable on rxe (no
 #    congestion control), the disconnect with exhaustion with the host's lines
-#    and the time without I/O.
+#    and the time without I/O;
+#  - pool-write (forged RDMA WRITEs into a host READ buffer whose RETH was
+#    read off the wire): succeeded with what the host showed: fio's verify
+#    error (its buffer overwritten), its kernel line (measured: the key died
+#    with its command, rxe failed the QP, error recovery) or the QP in ERR.
 # RSEC_MATRIX_CELL_TIMEOUT (default 360 s: a loaded 2-core machine takes a
 # minute to bring NVMe-oF up in a cell) bounds each cell; RSEC_MATRIX_KEEP=1
 # keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
-run_matrix --attacks inject,impersonate,qp-error,mem-access,exhaust,cm-disconnect,sniff,spoof-request,spoof-response,cnp,cm-disconnect-exhaust \
+run_matrix --attacks inject,impersonate,qp-error,mem-access,exhaust,cm-disconnect,sniff,spoof-request,spoof-response,pool-write,cnp,cm-disconnect-exhaust \
 	--victims nvmf --cell-timeout "${RSEC_MATRIX_CELL_TIMEOUT:-360}" ${RSEC_MATRIX_KEEP:+--keep}
 
 python3 - "$work/m.json" <<'PY' || fail "an nvmf cell did not decide as expected"
@@ -72,7 +76,7 @@ python3 - "$work/m.json" "$want" <<'PY' || fail "the NVMe-oF rows did not decide
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 want = sys.argv[2]
-rows = ["spoof-request", "spoof-response", "cnp", "cm-disconnect-exhaust"]
+rows = ["spoof-request", "spoof-response", "pool-write", "cnp", "cm-disconnect-exhaust"]
 cells = {c["attack"]: c for c in d["cells"] if c["attack"] in rows}
 assert sorted(cells) == sorted(rows), cells
 for c in d["cells"]:
@@ -83,6 +87,9 @@ assert c["outcome"] == "succeeded" and m, c
 assert m.group(2) == want and m.group(3) != want, (want, c)
 c = cells["spoof-response"]
 assert c["outcome"] == "succeeded" and "[h2] " in c["evidence"], c
+c = cells["pool-write"]
+assert c["outcome"] == "succeeded" and re.match(r"(\[h2\] |fio: |\[rdma res\] rxe2 QP)", c["evidence"]), c
+assert re.search(r"WRITEs at h2 QP 0x[0-9a-f]+ rkey 0x[0-9a-f]+", c["evidence"]), c
 c = cells["cnp"]
 assert c["outcome"] == "not-applicable" and "no congestion control" in c["mechanism"], c
 assert re.search(r"\d+ CNPs to rxe2 QP 0x[0-9a-f]+ .*QP still RTS", c["evidence"]), c

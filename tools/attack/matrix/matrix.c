@@ -27,9 +27,9 @@
 #endif
 
 /* Display order; attacks whose cell script is missing are left out by default. */
-static const char *const known_attacks[] = { "inject",        "impersonate",    "qp-error", "mem-access",
-					     "exhaust",       "cm-disconnect",  "sniff",    "spoof-request",
-					     "spoof-response", "cnp",           "cm-disconnect-exhaust" };
+static const char *const known_attacks[] = { "inject",         "impersonate",   "qp-error", "mem-access",
+					     "exhaust",        "cm-disconnect", "sniff",    "spoof-request",
+					     "spoof-response", "pool-write",    "cnp",      "cm-disconnect-exhaust" };
 static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", "rping",
 					     "ucmatose", "naive",   "rdmasec",  "nvmf",
 					     "rdmasec-blk" };
@@ -60,7 +60,7 @@ static void usage(FILE *f)
 		"detected, not-applicable or error, each with a mechanism and one line of evidence.\n\n"
 		"  --attacks A,B       attacks to run (default: every one with a cell script):\n"
 		"                      inject impersonate qp-error mem-access exhaust cm-disconnect sniff\n"
-		"                      spoof-request spoof-response cnp cm-disconnect-exhaust\n"
+		"                      spoof-request spoof-response pool-write cnp cm-disconnect-exhaust\n"
 		"  --victims X,Y       victims (default all): pingpong send_bw write_bw rping ucmatose\n"
 		"                      naive rdmasec nvmf (the kernel's NVMe over Fabrics)\n"
 		"                      rdmasec-blk (rdmasec-blkd and its client)\n"

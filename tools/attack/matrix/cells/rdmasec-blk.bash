@@ -390,6 +390,34 @@ _blk_spoof_response() {
 		"a forged completion to the client, $BLK_WHAT"
 }
 
+# pool-write (issue 38): forged RDMA WRITEs into the client's pool, its
+# address and key read off the wire (the RETH of one of the target's own
+# WRITEs, cells/pool-write.sh), sweeping 20000 PSNs from the one the
+# client's queue pair expects; rounds (at most 60 s) until the target
+# audits the hit: PATH_CHECK's rebuild of the silenced data path, or the
+# queue pair error of a forged WRITE that fell inside a message.
+_blk_pool_write() {
+	local r p t0=$SECONDS
+	_blk_start pool-write || return
+	BLK_WHAT='nothing sent: no RDMA WRITE of the target seen'
+	for r in 1 2 3 4 5 6; do
+		[ $((SECONDS - t0)) -lt 60 ] && kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null || break
+		cell_pool_window "$VICTIM_SERVER_IP" "$VICTIM_CLIENT_IP" && p=$(cell_pool_psn rxe2) || continue
+		cell_pool_sweep "$VICTIM_SERVER_IP" "$VICTIM_CLIENT_IP" "$p"
+		while kill -0 "$POOL_PID" 2>/dev/null && ! _blk_wait_hit 1; do :; done
+		kill "$POOL_PID" 2>/dev/null
+		wait "$POOL_PID"
+		echo "round $r: inject --op write exit $? (rxe2 qpn $POOL_QPN psn $p, va $POOL_VA rkey $POOL_RKEY) at $SECONDS s" >&2
+		BLK_WHAT="$r round(s) of 20000 forged WRITEs into the pool (RETH off the wire), last rxe2 QP $POOL_QPN"
+		_blk_wait_hit 3 && break
+	done
+	_blk_end
+	_blk_verdict pool-write "$(_blk_hit)" \
+		"the pool holds only ciphertext sealed per command: forged bytes never open; PATH_CHECK found the silenced data path and it was rebuilt (new QP, PSNs, keys, window); the verify runs went on clean" \
+		"the forged WRITEs silenced the data path; the session ended with an error, never wrong data" \
+		"$BLK_WHAT"
+}
+
 # cnp (NeVerMore 4.2 / 5.2.4): 5000 forged CNPs to the client's sending QP, as from the target.
 _blk_cnp() {
 	local q st sent r0 r1
@@ -426,6 +454,7 @@ blk_cell() {
 	sniff) _blk_sniff ;;
 	spoof-request) _blk_spoof_request ;;
 	spoof-response) _blk_spoof_response ;;
+	pool-write) _blk_pool_write ;;
 	cnp) _blk_cnp ;;
 	cm-disconnect-exhaust)
 		matrix_result cm-disconnect-exhaust rdmasec-blk not-applicable \
