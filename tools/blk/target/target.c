@@ -68,7 +68,7 @@ struct queue;
 
 struct cmd {
 	enum cmd_state state;
-	struct queue *q;     /* its queue, for the worker that does its store I/O */
+	struct queue *q;     /* its queue (each slot has one), for the worker and for its identity's line */
 	uint16_t io_status;  /* the store I/O's result, set by the worker */
 	struct blk_cmd m; /* m.data is never kept: it pointed into the receive buffer */
 	uint8_t mac[BLK_MAC_LEN]; /* an OK READ's data tag, for its completion */
@@ -342,6 +342,8 @@ static struct queue *queue_new(struct session *s, struct rsec_conn *c, unsigned 
 	q->s = s;
 	q->conn = c;
 	q->index = index;
+	for (unsigned cid = 0; cid < BLK_QD_MAX; cid++)
+		q->cmds[cid].q = q;
 	return q;
 }
 
@@ -523,7 +525,6 @@ static void store_job(void *arg)
 static void cmd_store(struct queue *q, struct cmd *c)
 {
 	struct share *sh = q->s->share;
-	c->q = q;
 	int rc = sh->store_jobs < STORE_JOBS_PER_IDENTITY ? offload_submit(q->s->t->pool, sh->identity, store_job, c)
 							  : -EAGAIN;
 	if (rc == -EAGAIN) {
