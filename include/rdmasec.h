@@ -392,7 +392,7 @@ size_t rsec_send_queued(const struct rsec_conn *c);
  * arrives out of sequence is never delivered: the data path is rebuilt
  * (see "Self-healing" below) and the stream goes on, or, when it may not
  * be, the connection closes with RSEC_E_MAC or RSEC_E_SEQ. RSEC_E_RANGE if
- * cap is too small (message kept).
+ * cap is too small: the message is kept and *len says how long it is.
  */
 int rsec_recv(struct rsec_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms);
 
