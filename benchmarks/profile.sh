@@ -11,7 +11,7 @@
 # Writes BUILD/benchmarks/profile/{client,server}.perf.data and .txt (flat
 # profile by shared object and symbol, the top 60 lines printed here).
 #
-# blk: rdmasec-blkd on host 1 (a 256 MiB export in the guest's RAM, audit
+# blk: rdmasec-blkd on host 1 (a 256 MiB export on the RAM disk /dev/ram0, audit
 # on) and `rdmasec-blk bench` on host 2, one WORKLOAD after another, each
 # twice: under perf record (both ends), then counting (system calls of each
 # end, the TLS channel's TCP segments, RoCE packets, busy time). WORKLOAD is

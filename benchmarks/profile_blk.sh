@@ -36,9 +36,10 @@ blkd=$build/tools/blk/target/rdmasec-blkd blk=$build/tools/blk/cli/rdmasec-blk
 # The build's own librdmasec, also for a copy of a build (its runpath names the original).
 export LD_LIBRARY_PATH=$build/lib
 s1=$(fabric ip 1) s2=$(fabric ip 2)
-img=/dev/shm/blk-profile.img
+# The RAM disk make bench's storage rows use (and the kernel's NVMe-oF serves from).
+img=$(fabric ram-disk 256) || exit 1
 calls=$(printf 'syscalls:sys_enter_%s,' read write readv writev sendmsg recvmsg sendto recvfrom poll ppoll \
-	epoll_wait epoll_pwait ioctl futex clock_nanosleep pwrite64 pread64 fdatasync)
+	epoll_wait epoll_pwait ioctl futex clock_nanosleep pwrite64 pread64 preadv2 pwritev2 fdatasync)
 calls=${calls%,}
 # Without tracefs in the guest, the counting pass counts CPU time alone.
 perf stat -e "$calls" -o /dev/null -- true 2>/dev/null || calls=task-clock
@@ -57,7 +58,6 @@ run_pass() {
 	local w=$1 pass=$2 secs=$3 d=$out/$1 rw bs qd bpid tpid=
 	IFS=- read -r rw bs qd <<<"$w"
 	qd=${qd#qd}
-	rm -f "$img"
 	fabric on 1 "$blkd" --certs "$out/pki" --listen "$s1:7472" --export "bench=$img,size=256M" --rw '*' \
 		--audit "$d/audit-$pass.jsonl" 2>"$d/blkd-$pass.log" &
 	bpid=$!
@@ -91,7 +91,6 @@ for w in "$@"; do
 	run_pass "$w" count-short 2
 	run_pass "$w" count-long "$runtime"
 done
-rm -f "$img"
 echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
 cat /proc/kallsyms >"$out/kallsyms"
 GUEST

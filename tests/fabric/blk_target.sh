@@ -40,10 +40,13 @@ blkd=$1 check=$2 work=$3 writer=$4 reader=$5
 server=$(fabric ip 1)
 # A store smaller than its export: a 1 MiB tmpfs under a 4 MiB file.
 mkdir -p /tmp/blk-small && mount -t tmpfs -o size=1m tmpfs /tmp/blk-small || exit 1
+# A RAM disk: O_DIRECT I/O the kernel does without waiting, on the target's loop (tmpfs never does it).
+ram=$(fabric ram-disk 16) || exit 1
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
 	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K --rekey-bytes 2M \
 	--export "disk=$work/disk.img,size=16M" --rw "$writer" --ro "$reader" \
 	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" \
+	--export "ram=$ram" --rw "$writer" \
 	--export "small=/tmp/blk-small/small.img,size=4M" --rw "$writer" -v 2>"$work/blkd.log" &
 tpid=$!
 fabric wait-port 7472 60 || { cat "$work/blkd.log"; exit 1; }
@@ -57,6 +60,13 @@ run client unknown nosuch open
 run client hostile disk hostile
 run client fill small fill
 run client rekey disk rekey
+# Reads and writes of 4 KiB (inline in the capsule) and 32 KiB (pulled) on the RAM disk, verified.
+for bs in 4K 32K; do
+	fabric on 2 "$(dirname "$blkd")/../cli/rdmasec-blk" bench --server "$server" --certs "$work/pki" --export ram \
+		--source "$(fabric ip 2)" --rw randwrite --bs $bs --iodepth 8 --size 4M --verify --seed 7 \
+		>"$work/ram-$bs.out" 2>&1
+	echo "ram-$bs=$?"
+done
 # rdmasec-blk's own client library, set up and closed (the sanitizer build: nothing of it leaks).
 fabric on 2 "$(dirname "$blkd")/../cli/rdmasec-blk" info --server "$server" --certs "$work/pki" --export disk \
 	--source "$(fabric ip 2)" >"$work/cli-info.out" 2>&1
@@ -100,7 +110,7 @@ start=$SECONDS
 	"$reader" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
-for f in io ro-id ro-export stranger unknown hostile fill rekey cli-info budget withdrawn; do
+for f in io ro-id ro-export stranger unknown hostile fill rekey ram-4K ram-32K cli-info budget withdrawn; do
 	echo "--- $f"
 	cat "$work/$f.out"
 done
@@ -109,7 +119,7 @@ tail -n 40 "$work/blkd.log"
 echo "--- blkd2.log"
 tail -n 20 "$work/blkd2.log"
 
-for f in io ro-id ro-export stranger unknown hostile fill rekey cli-info blkd budget blkd2; do
+for f in io ro-id ro-export stranger unknown hostile fill rekey ram-4K ram-32K cli-info blkd budget blkd2; do
 	expect_match "$work/run.out" "^$f=0$" "$f did not exit 0"
 done
 io=$work/io.out
@@ -147,6 +157,9 @@ expect_each "$work/hostile.out" "" <<'EOF'
 ^RESULT second-open=closed \(.*protocol violation: message type 0x01 out of turn	a second OPEN did not close its session
 ^RESULT survivor=ok ok same$	the other session did not go on
 EOF
+for bs in 4K 32K; do
+	expect_match "$work/ram-$bs.out" '^  errors=0, verify_errors=0$' "$bs I/O on the RAM disk did not verify"
+done
 expect_match "$work/cli-info.out" '^queues: 1$' "rdmasec-blk info did not print what OPEN granted"
 expect_match "$work/fill.out" '^RESULT fill=no space ok=[0-3]$' "a full store did not answer no space"
 expect_match "$work/fill.out" '^RESULT after-full=ok$' "the session did not survive a full store"
@@ -199,6 +212,8 @@ expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
 ^rdmasec_blkd_open_refusals_total\{status="no such export"\} 1$	unknown-export refusals
 ^rdmasec_blkd_violations_total 5$	violation count
 ^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
+^rdmasec_blkd_store_nowait_total\{export="ram"\} [1-9]	store I/O on the loop (the RAM disk)
+^rdmasec_blkd_store_nowait_total\{export="small"\} 0$	store I/O on the loop on tmpfs (it never does RWF_NOWAIT)
 EOF
 expect_each "$work/budget.out" "(memory_limit)" <<'EOF'
 ^RESULT first=ok queues=2$	the first session was not granted its two queues (connections before TLS took its place?)

@@ -207,6 +207,7 @@ static struct blkd_export_conf *export_for(struct blkd_conf *c, const char *name
 	memcpy(x->name, name, strlen(name) + 1);
 	x->block_size = 4096;
 	x->direct = true;
+	x->nowait = true;
 	x->max_sessions = 64;
 	return x;
 }
@@ -254,11 +255,13 @@ static int set_export_key(struct blkd_export_conf *x, const char *key, const cha
 		x->max_sessions = (uint32_t)n;
 		return 0;
 	}
-	if (!strcmp(key, "read_only") || !strcmp(key, "direct")) {
-		bool b;
-		if (!parse_bool(v, &b))
+	bool *flag = !strcmp(key, "read_only") ? &x->read_only
+		     : !strcmp(key, "direct")  ? &x->direct
+		     : !strcmp(key, "nowait")  ? &x->nowait
+					       : NULL;
+	if (flag) {
+		if (!parse_bool(v, flag))
 			return fail(err, errlen, "%s: '%s' is not yes or no", key, conf_quote(q, v));
-		*(!strcmp(key, "direct") ? &x->direct : &x->read_only) = b;
 		return 0;
 	}
 	if (!strcmp(key, "rw"))
@@ -334,7 +337,9 @@ static int spec_option(struct blkd_export_conf *x, char *opt, char *err, size_t 
 		return set_export_key(x, "block_size", v, err, errlen);
 	if (!strcmp(opt, "max-sessions") && v)
 		return set_export_key(x, "max_sessions", v, err, errlen);
-	return fail(err, errlen, "--export: unknown option '%s' (size=, bs=, ro, buffered, max-sessions=)",
+	if (!strcmp(opt, "nowait") && v)
+		return set_export_key(x, "nowait", v, err, errlen);
+	return fail(err, errlen, "--export: unknown option '%s' (size=, bs=, ro, buffered, nowait=, max-sessions=)",
 		    conf_quote(q, opt));
 }
 

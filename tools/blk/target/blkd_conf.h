@@ -32,6 +32,7 @@ struct blkd_export_conf {
 	uint32_t block_size;    /* 512 or 4096 */
 	bool read_only;
 	bool direct;            /* try O_DIRECT */
+	bool nowait;            /* reads and non-FUA writes tried on the loop with RWF_NOWAIT first */
 	uint32_t max_sessions;
 	char rw_ids[BLKD_IDS_MAX][BLKD_ID_LEN];
 	char ro_ids[BLKD_IDS_MAX][BLKD_ID_LEN];

@@ -25,6 +25,8 @@ static const struct family families[] = {
 	  offsetof(struct export_counters, opens_refused) },
 	{ "opens_denied_total", "counter", "OPENs refused because the identity matched no rw or ro rule",
 	  offsetof(struct export_counters, opens_denied) },
+	{ "store_nowait_total", "counter", "reads and writes the backing store did on the target's loop without waiting"
+	  " (RWF_NOWAIT); the rest went to the store threads", offsetof(struct export_counters, store_nowait) },
 };
 
 static uint64_t field(const struct export_counters *c, size_t off)

@@ -13,6 +13,7 @@ struct export_counters {
 	uint64_t errors[BLK_S_MAX + 1]; /* completions by status, BLK_S_OK unused */
 	uint64_t sessions_total, sessions_open, opens_refused;
 	uint64_t opens_denied; /* of opens_refused: the identity matched no rw or ro rule */
+	uint64_t store_nowait; /* store I/O done on the loop without waiting (RWF_NOWAIT), not by a worker */
 };
 
 /* An identity's shares (docs/blk.md, "Shares"), for share_refusals. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -114,6 +115,8 @@ int store_open(struct store *s, const struct blkd_export_conf *x, char *err, siz
 	s->fd = s->fd_direct = -1;
 	atomic_init(&s->direct_refused, false);
 	atomic_init(&s->sync_failed, false);
+	atomic_init(&s->nowait_read_unsupported, false);
+	atomic_init(&s->nowait_write_unsupported, false);
 	s->is_device = false;
 	if (open_fds(s, x, err, errlen) < 0 || store_size(s, x, err, errlen) < 0) {
 		store_close(s);
@@ -206,4 +209,39 @@ uint16_t store_flush(struct store *s)
 		}
 	}
 	return BLK_S_OK;
+}
+
+/*
+ * One RWF_NOWAIT attempt of the whole transfer. Anything but all of it
+ * (EAGAIN: it would wait; EOPNOTSUPP: this file never does it; a short
+ * transfer; an error the blocking path reports with its own retries) sends
+ * the caller to that path: repeating a read or a write of the same bytes at
+ * the same place loses nothing.
+ */
+static bool nowait_io(struct store *s, atomic_bool *unsupported, bool write, void *buf, size_t len, uint64_t off)
+{
+	if (atomic_load(unsupported))
+		return false;
+	struct iovec v = { .iov_base = buf, .iov_len = len };
+	int fd = io_fd(s);
+	ssize_t n = write ? pwritev2(fd, &v, 1, (off_t)off, RWF_NOWAIT) : preadv2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
+	if (n < 0 && errno == EOPNOTSUPP)
+		atomic_store(unsupported, true);
+	return n == (ssize_t)len;
+}
+
+bool store_read_nowait(struct store *s, void *buf, size_t len, uint64_t off, uint16_t *status)
+{
+	if (!nowait_io(s, &s->nowait_read_unsupported, false, buf, len, off))
+		return false;
+	*status = BLK_S_OK;
+	return true;
+}
+
+bool store_write_nowait(struct store *s, const void *buf, size_t len, uint64_t off, uint16_t *status)
+{
+	if (!nowait_io(s, &s->nowait_write_unsupported, true, (void *)buf, len, off))
+		return false;
+	*status = BLK_S_OK;
+	return true;
 }

@@ -20,6 +20,7 @@ struct store {
 	int fd_direct;   /* O_DIRECT, -1 if the store refused it at open */
 	atomic_bool direct_refused; /* a transfer it refused: the page cache from then on (fd_direct stays open) */
 	atomic_bool sync_failed;    /* an fdatasync failed: every later FLUSH and FUA write fails (store_flush) */
+	atomic_bool nowait_read_unsupported, nowait_write_unsupported; /* RWF_NOWAIT refused: not tried again */
 	uint64_t size;
 	bool is_device;
 };
@@ -33,5 +34,16 @@ void store_close(struct store *s);
 uint16_t store_read(struct store *s, void *buf, size_t len, uint64_t off);
 uint16_t store_write(struct store *s, const void *buf, size_t len, uint64_t off, bool fua);
 uint16_t store_flush(struct store *s);
+
+/*
+ * The same transfer on the caller's thread, only if the kernel does it
+ * without waiting (preadv2/pwritev2 with RWF_NOWAIT: data in the page cache,
+ * or a device that takes I/O without sleeping to submit it). true: done,
+ * *status says how; false: it would wait, was cut short or failed, and
+ * nothing is lost by doing it again with store_read/store_write. A FUA
+ * write is never done here (its sync waits).
+ */
+bool store_read_nowait(struct store *s, void *buf, size_t len, uint64_t off, uint16_t *status);
+bool store_write_nowait(struct store *s, const void *buf, size_t len, uint64_t off, uint16_t *status);
 
 #endif

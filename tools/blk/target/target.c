@@ -521,9 +521,36 @@ static void store_job(void *arg)
 	}
 }
 
-/* Hand the command's store I/O to the pool; when the pool is full, it waits its turn (queue_retry). */
+static void cmd_stored_on(struct queue *q, struct cmd *c);
+
+/*
+ * A READ or a non-FUA WRITE the kernel can do without waiting (RWF_NOWAIT: a RAM disk, the page cache)
+ * runs here, on the loop: no hand-off, no wake-up. What would wait, and every sync, goes to the pool.
+ */
+static bool cmd_store_nowait(struct queue *q, struct cmd *c)
+{
+	struct export *x = q->s->x;
+	uint8_t *buf = slot(q, c->m.cid);
+	bool done = false;
+	if (!x->conf->nowait)
+		return false;
+	if (c->m.opcode == BLK_OP_READ)
+		done = store_read_nowait(&x->store, buf, c->m.length, c->m.offset, &c->io_status);
+	else if (c->m.opcode == BLK_OP_WRITE && !(c->m.flags & BLK_CMD_FUA))
+		done = store_write_nowait(&x->store, buf, c->m.length, c->m.offset, &c->io_status);
+	if (done)
+		x->n.store_nowait++;
+	return done;
+}
+
+/* The command's store I/O: on the loop if it need not wait, else handed to the pool; when the pool is
+ * full, it waits its turn (queue_retry). */
 static void cmd_store(struct queue *q, struct cmd *c)
 {
+	if (c->state != CMD_STORE_WAIT && cmd_store_nowait(q, c)) {
+		cmd_stored_on(q, c);
+		return;
+	}
 	struct share *sh = q->s->share;
 	int rc = sh->store_jobs < STORE_JOBS_PER_IDENTITY ? offload_submit(q->s->t->pool, sh->identity, store_job, c)
 							  : -EAGAIN;
@@ -557,7 +584,16 @@ static void cmd_seal_and_post(struct queue *q, struct cmd *c)
 		cmd_seal_post(q, c);
 }
 
-/* The store I/O is back: a READ goes on to seal and push its data; anything else completes. */
+/* The store I/O is done: a READ goes on to seal and push its data; anything else completes. */
+static void cmd_stored_on(struct queue *q, struct cmd *c)
+{
+	if (c->m.opcode == BLK_OP_READ && c->io_status == BLK_S_OK)
+		cmd_seal_and_post(q, c);
+	else
+		complete(q, c, c->io_status);
+}
+
+/* A worker's store I/O is back. */
 static void cmd_stored(struct cmd *c)
 {
 	struct queue *q = c->q;
@@ -570,10 +606,7 @@ static void cmd_stored(struct cmd *c)
 			session_release(s);
 		return;
 	}
-	if (c->m.opcode == BLK_OP_READ && c->io_status == BLK_S_OK)
-		cmd_seal_and_post(q, c);
-	else
-		complete(q, c, c->io_status);
+	cmd_stored_on(q, c);
 }
 
 /* The pool grant is there: a READ reads the store, then seals; a WRITE pulls. */
