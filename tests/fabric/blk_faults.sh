@@ -4,7 +4,8 @@
 #    rdmasec-blk write, each chunk followed by its FLUSH, plus a bench on
 #    another export): restarted on the same backing files, every chunk whose
 #    write and FLUSH completed reads back byte for byte, and a verify pattern
-#    written and flushed before the kill checks clean;
+#    written and flushed before the kill checks clean, and each of those
+#    chunks' writes has its audit record (written before its completion);
 #  - while bench --verify runs in a loop on host 2, host 3 reads the target's
 #    data QPN and PSN off the bridge and sends a sweep of RDMA WRITEs with an
 #    rkey never issued (QP error), then forged SENDs (they fail
@@ -82,6 +83,12 @@ for i in $(cat "$work/acked"); do
 		cmp -s /tmp/back "$work/chunks/$i" && echo "same $i" || echo "lost $i"
 done >"$work/readback"
 echo "readback: $(grep -c '^same' "$work/readback") of $(wc -l <"$work/acked") same"
+# ... and every write the client got a completion for has its audit record (written before the completion).
+for i in $(cat "$work/acked"); do
+	grep -q "\"op\":\"write\",.*\"offset\":$((8 * 1048576 + (i - 1) * 262144)),.*\"result\":\"ok\"" "$work/audit.jsonl" &&
+		echo "audited $i" || echo "unaudited $i"
+done >"$work/audited"
+echo "audited: $(grep -c '^audited' "$work/audited") of $(wc -l <"$work/acked")"
 blk 120 disk bench --rw randread --bs 4k --iodepth 16 --size 1M --verify --seed 5 --json >"$work/after.json" 2>&1
 echo "after=$?"
 
@@ -194,6 +201,7 @@ acked=$(wc -l <"$work/acked")
 [ "$acked" -ge 3 ] || fail "only $acked chunks were written and flushed before the kill"
 [ "$acked" -lt 40 ] || fail "the kill came after the whole stream"
 expect_match "$work/run.out" "^readback: $acked of $acked same$" "a write flushed before the kill -9 is lost"
+expect_match "$work/run.out" "^audited: $acked of $acked$" "a write completed before the kill -9 has no audit record"
 expect_match "$work/run.out" '^after=0$' "the pattern flushed before the kill does not verify after the restart"
 [ "$(jq_num "$work/after.json" 'd["verify_errors"]')" = 0 ] || fail "verify errors after the restart"
 expect_match "$work/run.out" '^load=1$' "the stream on the other export did not fail with the target"

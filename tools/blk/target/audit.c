@@ -12,9 +12,15 @@
 #include "clock.h"
 
 #define LINE_MAX_BYTES 4096
+#define BATCH_BYTES (64u << 10) /* I/O records held for one write: a turn's worth at any queue depth */
 
 static int audit_fd = -1;
 static uint64_t lost;
+static struct {
+	char buf[BATCH_BYTES];
+	size_t len;
+	unsigned records;
+} batch;
 
 int audit_open(const char *path)
 {
@@ -34,6 +40,7 @@ int audit_open(const char *path)
 
 void audit_close(void)
 {
+	audit_flush();
 	if (audit_fd >= 0)
 		close(audit_fd);
 	audit_fd = -1;
@@ -99,8 +106,27 @@ static void start(struct line *l, const char *event, const struct audit_who *w)
 		put_str(l, "export", w->export_name);
 }
 
-/* One write(2) per record, so lines of other writers of the file never interleave with ours. */
-static void finish(struct line *l)
+/* Whole lines in one write(2) (O_APPEND): lines of other writers of the file never land inside ours. */
+static void append(const char *buf, size_t len, unsigned records)
+{
+	ssize_t n;
+	do
+		n = write(audit_fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)len)
+		lost += records;
+}
+
+void audit_flush(void)
+{
+	if (batch.len)
+		append(batch.buf, batch.len, batch.records);
+	batch.len = 0;
+	batch.records = 0;
+}
+
+/* The record ends: into the batch, or (batched false) after the batch, at once. */
+static void finish(struct line *l, bool batched)
 {
 	if (audit_fd < 0)
 		return;
@@ -109,12 +135,15 @@ static void finish(struct line *l)
 		lost++;
 		return;
 	}
-	ssize_t n;
-	do
-		n = write(audit_fd, l->buf, l->len);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)l->len)
-		lost++;
+	if (!batched || batch.len + l->len > sizeof(batch.buf))
+		audit_flush();
+	if (!batched) {
+		append(l->buf, l->len, 1);
+		return;
+	}
+	memcpy(batch.buf + batch.len, l->buf, l->len);
+	batch.len += l->len;
+	batch.records++;
 }
 
 void audit_open_result(const struct audit_who *w, bool write, const char *result, const char *reason)
@@ -125,7 +154,7 @@ void audit_open_result(const struct audit_who *w, bool write, const char *result
 	put_str(&l, "result", result);
 	if (reason)
 		put_str(&l, "reason", reason);
-	finish(&l);
+	finish(&l, false);
 }
 
 void audit_io(const struct audit_who *w, const char *op, unsigned queue, unsigned cid, uint64_t offset,
@@ -136,7 +165,7 @@ void audit_io(const struct audit_who *w, const char *op, unsigned queue, unsigne
 	put(&l, ",\"op\":\"%s\",\"queue\":%u,\"cid\":%u,\"offset\":%llu,\"length\":%u%s", op, queue, cid,
 	    (unsigned long long)offset, length, fua ? ",\"fua\":true" : "");
 	put_str(&l, "result", result);
-	finish(&l);
+	finish(&l, true);
 }
 
 void audit_violation(const struct audit_who *w, unsigned queue, const char *reason)
@@ -146,7 +175,7 @@ void audit_violation(const struct audit_who *w, unsigned queue, const char *reas
 	put(&l, ",\"queue\":%u", queue);
 	put_str(&l, "result", "closed");
 	put_str(&l, "reason", reason);
-	finish(&l);
+	finish(&l, false);
 }
 
 void audit_session_end(const struct audit_who *w, const char *reason)
@@ -155,5 +184,5 @@ void audit_session_end(const struct audit_who *w, const char *reason)
 	start(&l, "blk_close", w);
 	put_str(&l, "result", "closed");
 	put_str(&l, "reason", reason);
-	finish(&l);
+	finish(&l, false);
 }

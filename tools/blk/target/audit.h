@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdmasec-blkd's audit records: one JSON object per line, in the style of
- * librdmasec's (docs/audit.md) and in the same file, each appended with one
- * write(2). Every OPEN (accepted or refused), READ, WRITE and FLUSH, every
- * protocol violation and every session's end.
+ * librdmasec's (docs/audit.md) and in the same file. Every OPEN (accepted
+ * or refused), READ, WRITE and FLUSH, every protocol violation and every
+ * session's end. The records of I/O are kept in a batch that audit_flush
+ * appends with one write(2) (whole lines: another writer's never land inside
+ * one); the target flushes before it sends the completions of a loop turn,
+ * so every completion a client got has its record in the file. Any other
+ * record flushes the batch and is appended at once.
  */
 #ifndef RSEC_BLKD_AUDIT_H
 #define RSEC_BLKD_AUDIT_H
@@ -27,5 +31,7 @@ void audit_io(const struct audit_who *w, const char *op, unsigned queue, unsigne
 	      uint32_t length, bool fua, const char *result);
 void audit_violation(const struct audit_who *w, unsigned queue, const char *reason);
 void audit_session_end(const struct audit_who *w, const char *reason);
+/* Append the batched I/O records (one write). */
+void audit_flush(void);
 
 #endif

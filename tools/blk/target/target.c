@@ -49,6 +49,8 @@
 #define MSGS_PER_TURN 32     /* messages taken from one queue pair per turn */
 #define ACCEPTS_PER_TURN 16
 #define WCS_PER_POLL 32
+/* The user_id of a READ's data WRITE (cmd_post): no command waits for it; only its failure is reported. */
+#define CHAINED_WRITE_ID UINT64_MAX
 #define REFUSAL_LINGER_MS 1000 /* after a refused OPEN, time for the reply to land before we close */
 #define METRICS_INTERVAL_MS 1000
 #define PAGE 4096u
@@ -61,8 +63,11 @@
 
 /* STORE_WAIT: its store I/O waits for room in the pool; STORE: the pool has it. SEAL: a READ's data is in
  * its slot, to be sealed; OPEN: a pulled WRITE's, to be opened; either in its identity's line while the
- * identity's bytes for the turn are spent (docs/blk.md, "Shares"). */
-enum cmd_state { CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_OPEN, CMD_CPL };
+ * identity's bytes for the turn are spent (docs/blk.md, "Shares"). DONE: completed and audited, its
+ * completion sent at the turn's end (send_completions); CPL: that completion waits for credits. */
+enum cmd_state {
+	CMD_FREE, CMD_GRANT, CMD_STORE_WAIT, CMD_STORE, CMD_SEAL, CMD_POST, CMD_INFLIGHT, CMD_OPEN, CMD_DONE, CMD_CPL
+};
 
 struct queue;
 
@@ -76,6 +81,7 @@ struct cmd {
 	uint64_t deadline_ms;
 	uint8_t cpl[BLK_CPL_LEN];
 	struct cmd *line_next; /* in its identity's line (struct share) */
+	struct cmd *cpl_next;  /* DONE: on the target's list of the turn's completions */
 };
 
 struct export {
@@ -158,6 +164,7 @@ struct target {
 	uint64_t last_sweep_ms; /* every session is stepped once per TICK_MS: deadlines */
 	unsigned quiet_turns;   /* turns in a row with no event and no command moving: how long the next may sleep */
 	uint64_t moves;         /* command state changes, ever: a turn that changed none was quiet */
+	struct cmd *cpl_head, *cpl_tail; /* completions of this turn, sent after its audit records are written */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
 	size_t msg_cap;
@@ -432,8 +439,11 @@ static void count(struct session *s, const struct cmd *c, uint16_t status)
 static void try_send_cpl(struct queue *q, struct cmd *c)
 {
 	int rc = rsec_send(q->conn, c->cpl, sizeof(c->cpl), 0);
-	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT)
-		return; /* another completion still waits for credits: again next turn */
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT) {
+		if (c->state != CMD_CPL) /* another completion still waits for credits: again next turn */
+			set_state(q, c, CMD_CPL);
+		return;
+	}
 	/* Sent, or the connection is gone (the session step finds out). */
 	set_state(q, c, CMD_FREE);
 }
@@ -452,8 +462,33 @@ static void complete(struct queue *q, struct cmd *c, uint16_t status)
 	audit_io(&w, blk_opcode_name(c->m.opcode), q->index, c->m.cid, c->m.offset, c->m.length,
 		 (c->m.flags & BLK_CMD_FUA) != 0, blk_status_name(status));
 	count(s, c, status);
-	set_state(q, c, CMD_CPL);
-	try_send_cpl(q, c);
+	set_state(q, c, CMD_DONE);
+	struct target *t = s->t;
+	c->cpl_next = NULL;
+	if (t->cpl_tail)
+		t->cpl_tail->cpl_next = c;
+	else
+		t->cpl_head = c;
+	t->cpl_tail = c;
+}
+
+/* The turn's audit records in one write, then its completions: a client never holds a completion whose
+ * record a kill -9 of the target could lose. A closed session's are dropped. */
+static void send_completions(struct target *t)
+{
+	if (!t->cpl_head)
+		return;
+	audit_flush();
+	struct cmd *c = t->cpl_head;
+	t->cpl_head = t->cpl_tail = NULL;
+	while (c) {
+		struct cmd *next = c->cpl_next;
+		if (c->q->s->dead)
+			set_state(c->q, c, CMD_FREE);
+		else
+			try_send_cpl(c->q, c);
+		c = next;
+	}
 }
 
 /* The client's pool grant must allow both directions, unsealed (we seal), and hold the transfer. */
@@ -489,21 +524,34 @@ static void cmd_seal(struct queue *q, struct cmd *c)
 	set_state(q, c, CMD_POST);
 }
 
+/*
+ * A READ's sealed data goes out as an unsignaled RDMA WRITE and its completion right behind it, on the
+ * same queue pair: the client has the data before the completion (RC order), and nothing here waits for
+ * the WRITE. If the WRITE is lost (a rebuild, a forged packet), the data does not open at the client and
+ * the READ goes again (docs/blk.md, "Data transfers"). A pulled WRITE's RDMA READ is waited for.
+ */
 static void cmd_post(struct queue *q, struct cmd *c)
 {
-	size_t off = (size_t)c->m.cid * q->s->slot_len;
-	int rc = c->m.opcode == BLK_OP_READ
-			 ? rsec_post_write(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid)
-			 : rsec_post_read(q->conn, &q->pool, c->m.pool_off, q->region, off, c->m.length, c->m.cid);
+	bool read = c->m.opcode == BLK_OP_READ;
+	struct rsec_wr w = { .user_id = read ? CHAINED_WRITE_ID : c->m.cid,
+			     .op = read ? RSEC_OP_WRITE : RSEC_OP_READ,
+			     .flags = read ? RSEC_WR_UNSIGNALED : 0,
+			     .grant = &q->pool,
+			     .remote_off = c->m.pool_off,
+			     .local = q->region,
+			     .local_off = (size_t)c->m.cid * q->s->slot_len,
+			     .len = c->m.length };
+	int rc = rsec_post(q->conn, &w, 1, NULL);
 	/* RSEC_E_GRANT: a rebuild took the pool, and the client's grant bound again has not come yet (the
 	 * library resolves it then): retried, as a full send queue is, until the command's deadline. */
 	if (rc == RSEC_E_AGAIN || rc == RSEC_E_GRANT)
 		return;
-	if (rc < 0) {
+	if (rc < 0)
 		complete(q, c, BLK_S_TRANSFER);
-		return;
-	}
-	set_state(q, c, CMD_INFLIGHT);
+	else if (read)
+		complete(q, c, BLK_S_OK);
+	else
+		set_state(q, c, CMD_INFLIGHT);
 }
 
 /* On a worker thread: the command's store I/O, through its slot. The loop leaves the command alone meanwhile. */
@@ -636,15 +684,11 @@ static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
 
 static void cmd_open(struct queue *q, struct cmd *c);
 
-/* A posted transfer ended: a READ's data is with the client; a WRITE's is here, to open and store. */
+/* A pulled WRITE's RDMA READ ended: its data is here, to open and store. */
 static void cmd_transferred(struct queue *q, struct cmd *c, int status)
 {
 	if (status != 0) {
 		complete(q, c, BLK_S_TRANSFER);
-		return;
-	}
-	if (c->m.opcode == BLK_OP_READ) {
-		complete(q, c, BLK_S_OK);
 		return;
 	}
 	set_state(q, c, CMD_OPEN);
@@ -1057,7 +1101,8 @@ static void session_step(struct session *s, uint64_t now)
 	for (unsigned k = 0; k < n && !s->dead; k++) {
 		struct queue *q = s->q[(k + s->t->turn) % n];
 		q->deferred = false;
-		if (q->busy)
+		/* Also with no command busy: READs' unsignaled data WRITEs retire in the library's ring. */
+		if (q->busy || rsec_inflight(q->conn))
 			queue_reap(q);
 		if (q->busy && !s->dead)
 			queue_retry(q, now);
@@ -1384,6 +1429,8 @@ static void on_trust(struct target *t)
 static int loop_timeout(const struct target *t)
 {
 	bool waits = false;
+	if (t->cpl_head)
+		return 0;
 	for (const struct share *sh = t->shares; sh; sh = sh->next)
 		if (sh->line_head)
 			return 0;
@@ -1478,6 +1525,7 @@ static void turn(struct target *t)
 		t->last_sweep_ms = now;
 	serve_lines(t);
 	step_sessions(t, now, sweep);
+	send_completions(t);
 	for (struct session *s = t->sessions, *next; s; s = next) {
 		next = s->next;
 		if (s->dead && !s->jobs)
