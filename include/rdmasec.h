@@ -317,6 +317,20 @@ int rsec_conn_fd(const struct rsec_conn *c);
  */
 int rsec_conn_process(struct rsec_conn *c);
 /**
+ * rsec_conn_turn - an event loop that steps many connections says a turn
+ * of its loop begins for c (after its own epoll_wait, or its timer). From
+ * then until the next rsec_conn_turn, c's non-blocking calls (timeout_ms 0,
+ * rsec_conn_process) ask the kernel which of c's fds have something once,
+ * at the first call, and go by that answer for the rest of the turn, where
+ * otherwise each call that finds nothing ready asks again (one epoll_wait
+ * each). Whatever arrives after the answer leaves rsec_conn_fd readable, so
+ * the loop's next wait returns at once. A call that sleeps (timeout_ms > 0)
+ * asks again after each sleep. Once called for c, the loop must call it
+ * each turn before stepping c. A connection of rsec_conn_add_qp probes its
+ * own completion channel on each call, as before.
+ */
+void rsec_conn_turn(struct rsec_conn *c);
+/**
  * rsec_conn_handshake - advance only the TLS handshake of a connection that
  * rsec_accept() or a resuming client made, and nothing after it: no message
  * is read, no admission hook is called, nothing outside this connection is

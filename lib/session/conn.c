@@ -412,8 +412,10 @@ static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 			return 0; /* nothing arrived: no read (TLS holds nothing back once a read said AGAIN) */
 		struct rsec_msg m;
 		int rc = rsec_chan_recv(c->path.chan, &m);
-		if (rc == RSEC_E_AGAIN)
+		if (rc == RSEC_E_AGAIN) {
+			c->sock_event = false; /* read dry: nothing until the fds are looked at again */
 			return 0;
+		}
 		if (rc == RSEC_E_CLOSED)
 			return rsec_resume_lost(c, rc, "control channel closed by the peer");
 		if (rc == RSEC_E_TLS) {
@@ -511,11 +513,25 @@ int rsec_conn_process(struct rsec_conn *c)
 		return rsec_lane_process(c);
 	if (c->path.phase == PHASE_CLOSED)
 		return c->path.close_code;
-	if (c->ctx->poll_mode != RSEC_POLL_BUSY && c->path.phase == PHASE_ESTABLISHED && !c->rs.parked)
-		probe_fds(c);
+	if (c->ctx->poll_mode != RSEC_POLL_BUSY && c->path.phase == PHASE_ESTABLISHED && !c->rs.parked) {
+		if (c->turn_probed) {
+			c->path.events_known = true; /* the application's turn: the first look holds */
+		} else {
+			probe_fds(c);
+			c->turn_probed = c->turns && c->path.events_known;
+		}
+	}
 	int rc = process_root(c);
-	c->path.events_known = false; /* what it said holds for this turn only */
+	c->path.events_known = false; /* what it said holds for this call, or the application's turn */
 	return rc;
+}
+
+void rsec_conn_turn(struct rsec_conn *c)
+{
+	if (!c)
+		return;
+	c->turns = true;
+	c->turn_probed = false;
 }
 
 int rsec_conn_step(struct rsec_conn *c)

@@ -159,6 +159,8 @@ struct rsec_conn {
 	struct rsec_path path;
 
 	bool sock_event;          /* busy polling, or path.events_known: the control socket has something */
+	bool turns;               /* the application calls rsec_conn_turn: one look at the fds per turn */
+	bool turn_probed;         /* ... and this turn's look was taken: chan_event and sock_event hold */
 	uint64_t next_full_ms;    /* busy polling: when the next whole rsec_conn_process is due */
 
 	struct rsec_resume rs;

@@ -556,6 +556,9 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 	for (;;) {
 		if (s->ended)
 			return report_dropped(s, d, max);
+		/* A turn: each queue's fds are looked at once for the resends and receives below. */
+		for (unsigned qi = 0; qi < s->nq; qi++)
+			rsec_conn_turn(s->q[qi].conn);
 		unsigned n = 0;
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++) {
 			n += resend_queue(s, qi, d + n, max - n);

@@ -1077,6 +1077,8 @@ static void session_established(struct session *s)
 static void session_step(struct session *s, uint64_t now)
 {
 	struct rsec_conn *c = s->q[0]->conn;
+	/* One look at the session's fds for the whole turn, its completions sent at the turn's end included. */
+	rsec_conn_turn(c);
 	int rc = rsec_conn_process(c);
 	if (rc == RSEC_E_AGAIN && !s->established)
 		return;
