@@ -37,6 +37,7 @@ static const char full[] =
 	"path = /dev/sdb\n"
 	"read_only = yes\n"
 	"direct = no\n"
+	"nowait = no\n"
 	"ro = CN=backup\n";
 
 static struct blkd_conf *parse(const char *text, int *rc, char *err, size_t errlen)
@@ -71,8 +72,10 @@ static void full_file(void **state)
 	assert_string_equal(x->ro_ids[0], "*");
 	assert_false(x->read_only);
 	assert_true(x->direct);
+	assert_true(x->nowait);
 	assert_true(c->exports[1].read_only);
 	assert_false(c->exports[1].direct);
+	assert_false(c->exports[1].nowait);
 	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), 0);
 	free(c);
 }
@@ -182,8 +185,10 @@ static void export_spec(void **state)
 	assert_true(x->read_only);
 	assert_false(x->direct);
 	assert_int_equal(x->max_sessions, 3);
-	assert_int_equal(blkd_conf_export_spec(c, "d2=/dev/sdb", err, sizeof(err)), 0);
+	assert_true(x->nowait);
+	assert_int_equal(blkd_conf_export_spec(c, "d2=/dev/sdb,nowait=no", err, sizeof(err)), 0);
 	assert_int_equal(c->exports[1].size, 0);
+	assert_false(c->exports[1].nowait);
 	static const struct {
 		const char *spec, *says;
 	} bad[] = {
@@ -194,6 +199,8 @@ static void export_spec(void **state)
 		{ "d3=/x,size=12Q", "size: '12Q'" },
 		{ "d3=/x,fast", "unknown option 'fast'" },
 		{ "d3=/x,ro=1", "unknown option 'ro'" },
+		{ "d3=/x,nowait=maybe", "nowait: 'maybe' is not yes or no" },
+		{ "d3=/x,nowait", "unknown option 'nowait'" },
 		{ "d 3=/x", "export name 'd 3'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

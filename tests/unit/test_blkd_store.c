@@ -3,7 +3,8 @@
  * rdmasec-blkd's backing store (tools/blk/target/store.c), with the system
  * calls that matter wrapped (-Wl,--wrap, tests/CMakeLists.txt): a failing
  * fdatasync, a path replaced between the store's two opens, the fsyncs of a
- * file it creates.
+ * file it creates, RWF_NOWAIT transfers the kernel would make wait, never
+ * does, or cuts short.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -23,11 +25,17 @@
 int __real_open(const char *path, int flags, ...);
 int __real_fdatasync(int fd);
 int __real_fsync(int fd);
+ssize_t __real_preadv2(int fd, const struct iovec *v, int n, off_t off, int flags);
+ssize_t __real_pwritev2(int fd, const struct iovec *v, int n, off_t off, int flags);
 
 static int fail_syncs;            /* fdatasync calls still to fail with EIO */
 static const char *replace_from;  /* renamed over the path just before the O_DIRECT open */
 static struct stat synced[8];     /* what fsync was called on */
 static unsigned n_synced;
+/* RWF_NOWAIT transfers: 0 the kernel's answer, else this errno, or (NOWAIT_SHORT) half the bytes said done. */
+#define NOWAIT_SHORT (-1)
+static int nowait_answer;
+static unsigned nowait_calls;
 
 int __wrap_open(const char *path, int flags, ...);
 int __wrap_open(const char *path, int flags, ...)
@@ -67,6 +75,31 @@ int __wrap_fsync(int fd)
 	return __real_fsync(fd);
 }
 
+static ssize_t nowait_io(bool write, int fd, const struct iovec *v, int n, off_t off, int flags)
+{
+	nowait_calls++;
+	assert_true(flags & RWF_NOWAIT);
+	if (nowait_answer == NOWAIT_SHORT)
+		return (ssize_t)(v->iov_len / 2); /* as if cut short: what the blocking path does again */
+	if (nowait_answer) {
+		errno = nowait_answer;
+		return -1;
+	}
+	return write ? __real_pwritev2(fd, v, n, off, flags) : __real_preadv2(fd, v, n, off, flags);
+}
+
+ssize_t __wrap_preadv2(int fd, const struct iovec *v, int n, off_t off, int flags);
+ssize_t __wrap_preadv2(int fd, const struct iovec *v, int n, off_t off, int flags)
+{
+	return nowait_io(false, fd, v, n, off, flags);
+}
+
+ssize_t __wrap_pwritev2(int fd, const struct iovec *v, int n, off_t off, int flags);
+ssize_t __wrap_pwritev2(int fd, const struct iovec *v, int n, off_t off, int flags)
+{
+	return nowait_io(true, fd, v, n, off, flags);
+}
+
 struct fixture {
 	char dir[64];
 	char path[128];
@@ -89,6 +122,8 @@ static int setup(void **state)
 	fail_syncs = 0;
 	replace_from = NULL;
 	n_synced = 0;
+	nowait_answer = 0;
+	nowait_calls = 0;
 	*state = f;
 	return 0;
 }
@@ -129,6 +164,52 @@ static void sync_error_sticks(void **state)
 	/* Opened anew (a restart), the store flushes again. */
 	assert_int_equal(store_open(&st, &f->x, err, sizeof(err)), 0);
 	assert_int_equal(store_flush(&st), BLK_S_OK);
+	store_close(&st);
+}
+
+/*
+ * A transfer the kernel would make wait (EAGAIN) or cut short is not done without waiting, and is tried
+ * again next time; one the file never does without waiting (EOPNOTSUPP) is never tried again. What was
+ * done either way is what the blocking path reads.
+ */
+static void nowait_falls_back(void **state)
+{
+	struct fixture *f = *state;
+	struct store st;
+	char err[256] = "";
+	f->x.direct = false; /* the page cache: any file system the test runs on */
+	if (store_open(&st, &f->x, err, sizeof(err)) != 0)
+		fail_msg("store_open: %s", err);
+	static uint8_t block[4096], back[4096];
+	memset(block, 0x5a, sizeof(block));
+	uint16_t status = 0xffff;
+	nowait_answer = EAGAIN;
+	assert_false(store_write_nowait(&st, block, sizeof(block), 8192, &status));
+	assert_false(store_read_nowait(&st, back, sizeof(back), 8192, &status));
+	nowait_answer = NOWAIT_SHORT;
+	assert_false(store_write_nowait(&st, block, sizeof(block), 8192, &status));
+	assert_false(store_read_nowait(&st, back, sizeof(back), 8192, &status));
+	assert_int_equal(status, 0xffff);
+	assert_int_equal(nowait_calls, 4);
+	/* The blocking path does the whole transfer again. */
+	assert_int_equal(store_write(&st, block, sizeof(block), 8192, false), BLK_S_OK);
+	/* The kernel's own answer: done, and the bytes are the store's; or not (tmpfs never does it). */
+	nowait_answer = 0;
+	memset(back, 0, sizeof(back));
+	if (store_read_nowait(&st, back, sizeof(back), 8192, &status)) {
+		assert_int_equal(status, BLK_S_OK);
+		assert_memory_equal(back, block, sizeof(block));
+	}
+	nowait_answer = EOPNOTSUPP;
+	nowait_calls = 0;
+	assert_false(store_read_nowait(&st, back, sizeof(back), 0, &status));
+	assert_false(store_read_nowait(&st, back, sizeof(back), 0, &status));
+	assert_int_equal(nowait_calls, 1);
+	assert_false(store_write_nowait(&st, block, sizeof(block), 0, &status));
+	assert_false(store_write_nowait(&st, block, sizeof(block), 0, &status));
+	assert_int_equal(nowait_calls, 2);
+	assert_int_equal(store_read(&st, back, sizeof(back), 8192), BLK_S_OK);
+	assert_memory_equal(back, block, sizeof(block));
 	store_close(&st);
 }
 
@@ -190,6 +271,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sync_error_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(replaced_path_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(created_file_synced, setup, teardown),
+		cmocka_unit_test_setup_teardown(nowait_falls_back, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
