@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "blkd_audit.h"
 #include "clock.h"
 
 #define LINE_MAX_BYTES 4096
@@ -57,39 +56,58 @@ struct line {
 	bool cut;
 };
 
-__attribute__((format(printf, 2, 3))) static void put(struct line *l, const char *fmt, ...)
+/* Record text is built by appending (the I/O records are on every command's path): printf only for rare parts. */
+static void put_n(struct line *l, const char *s, size_t n)
 {
-	if (l->cut)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(l->buf + l->len, sizeof(l->buf) - l->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(l->buf) - l->len)
+	if (l->cut || n >= sizeof(l->buf) - l->len) {
 		l->cut = true;
-	else
-		l->len += (size_t)n;
+		return;
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+}
+
+static void put_lit(struct line *l, const char *s)
+{
+	put_n(l, s, strlen(s));
+}
+
+static void put_u64(struct line *l, uint64_t v)
+{
+	char d[20];
+	size_t i = sizeof(d);
+	do
+		d[--i] = (char)('0' + v % 10);
+	while (v /= 10);
+	put_n(l, d + i, sizeof(d) - i);
 }
 
 /* A JSON string: quotes, backslashes, control and non-ASCII bytes escaped (a peer chose some of them). */
 static void put_str(struct line *l, const char *key, const char *s)
 {
-	put(l, ",\"%s\":", key);
+	put_lit(l, ",\"");
+	put_lit(l, key);
+	put_lit(l, "\":");
 	if (!s) {
-		put(l, "null");
+		put_lit(l, "null");
 		return;
 	}
-	put(l, "\"");
-	for (; *s && !l->cut; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			put(l, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			put(l, "\\u%04x", ch);
-		else
-			put(l, "%c", ch);
+	put_lit(l, "\"");
+	while (*s && !l->cut) {
+		size_t plain = 0;
+		for (unsigned char ch; (ch = (unsigned char)s[plain]) >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';)
+			plain++;
+		put_n(l, s, plain);
+		s += plain;
+		if (!*s)
+			break;
+		unsigned char ch = (unsigned char)*s++;
+		char esc[8];
+		int n = ch == '"' || ch == '\\' ? snprintf(esc, sizeof(esc), "\\%c", ch)
+						 : snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		put_n(l, esc, (size_t)n);
 	}
-	put(l, "\"");
+	put_lit(l, "\"");
 }
 
 static void start(struct line *l, const char *event, const struct audit_who *w)
@@ -97,8 +115,12 @@ static void start(struct line *l, const char *event, const struct audit_who *w)
 	char when[CLOCK_STAMP_LEN];
 	l->len = 0;
 	l->cut = false;
-	put(l, "{\"time\":\"%s\",\"event\":\"%s\",\"role\":\"target\",\"session\":%llu", clock_utc_stamp(when),
-	    event, (unsigned long long)w->session);
+	put_lit(l, "{\"time\":\"");
+	put_lit(l, clock_utc_stamp(when));
+	put_lit(l, "\",\"event\":\"");
+	put_lit(l, event);
+	put_lit(l, "\",\"role\":\"target\",\"session\":");
+	put_u64(l, w->session);
 	put_str(l, "peer", w->peer);
 	if (w->peer_addr && w->peer_addr[0])
 		put_str(l, "peer_addr", w->peer_addr);
@@ -130,7 +152,7 @@ static void finish(struct line *l, bool batched)
 {
 	if (audit_fd < 0)
 		return;
-	put(l, "}\n");
+	put_lit(l, "}\n");
 	if (l->cut) {
 		lost++;
 		return;
@@ -150,7 +172,7 @@ void audit_open_result(const struct audit_who *w, bool write, const char *result
 {
 	struct line l;
 	start(&l, "blk_open", w);
-	put(&l, ",\"mode\":\"%s\"", write ? "rw" : "ro");
+	put_lit(&l, write ? ",\"mode\":\"rw\"" : ",\"mode\":\"ro\"");
 	put_str(&l, "result", result);
 	if (reason)
 		put_str(&l, "reason", reason);
@@ -162,8 +184,18 @@ void audit_io(const struct audit_who *w, const char *op, unsigned queue, unsigne
 {
 	struct line l;
 	start(&l, "blk_io", w);
-	put(&l, ",\"op\":\"%s\",\"queue\":%u,\"cid\":%u,\"offset\":%llu,\"length\":%u%s", op, queue, cid,
-	    (unsigned long long)offset, length, fua ? ",\"fua\":true" : "");
+	put_lit(&l, ",\"op\":\"");
+	put_lit(&l, op);
+	put_lit(&l, "\",\"queue\":");
+	put_u64(&l, queue);
+	put_lit(&l, ",\"cid\":");
+	put_u64(&l, cid);
+	put_lit(&l, ",\"offset\":");
+	put_u64(&l, offset);
+	put_lit(&l, ",\"length\":");
+	put_u64(&l, length);
+	if (fua)
+		put_lit(&l, ",\"fua\":true");
 	put_str(&l, "result", result);
 	finish(&l, true);
 }
@@ -172,7 +204,8 @@ void audit_violation(const struct audit_who *w, unsigned queue, const char *reas
 {
 	struct line l;
 	start(&l, "blk_violation", w);
-	put(&l, ",\"queue\":%u", queue);
+	put_lit(&l, ",\"queue\":");
+	put_u64(&l, queue);
 	put_str(&l, "result", "closed");
 	put_str(&l, "reason", reason);
 	finish(&l, false);

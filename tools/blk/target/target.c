@@ -33,7 +33,7 @@
 #include <openssl/crypto.h>
 
 #include "admission.h"
-#include "audit.h"
+#include "blkd_audit.h"
 #include "blk_data.h"
 #include "blk_wire.h"
 #include "clock.h"
@@ -627,7 +627,7 @@ static void cmd_seal_post(struct queue *q, struct cmd *c)
 static void cmd_seal_and_post(struct queue *q, struct cmd *c)
 {
 	set_state(q, c, CMD_SEAL);
-	c->deadline_ms = clock_mono_ms() + q->s->t->conf->grant_timeout_ms;
+	c->deadline_ms = clock_coarse_ms() + q->s->t->conf->grant_timeout_ms;
 	if (c->m.opcode != BLK_OP_READ || turn_now(q, c))
 		cmd_seal_post(q, c);
 }
@@ -754,7 +754,7 @@ static void handle_cmd(struct queue *q, const uint8_t *buf, size_t len)
 			return;
 		}
 		set_state(q, c, CMD_GRANT);
-		uint64_t now = clock_mono_ms();
+		uint64_t now = clock_coarse_ms();
 		c->deadline_ms = now + s->t->conf->grant_timeout_ms;
 		cmd_try_grant(q, c, now);
 	}
@@ -808,7 +808,7 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 		s->t->n.open_refusals[status]++;
 	s->t->metrics_dirty = true;
 	s->refused = true;
-	s->deadline_ms = clock_mono_ms() + REFUSAL_LINGER_MS;
+	s->deadline_ms = clock_coarse_ms() + REFUSAL_LINGER_MS;
 }
 
 /*
@@ -1069,7 +1069,7 @@ static void session_established(struct session *s)
 		session_close(s, "max_sessions_per_identity reached");
 		return;
 	}
-	s->deadline_ms = clock_mono_ms() + s->t->conf->open_timeout_ms;
+	s->deadline_ms = clock_coarse_ms() + s->t->conf->open_timeout_ms;
 	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
 		 s->addr);
 }
@@ -1132,7 +1132,7 @@ static bool admit(struct target *t, struct rsec_conn *c)
 {
 	const char *addr = rsec_conn_peer_addr(c), *why = "max_handshakes reached";
 	if (t->n_handshaking < t->conf->max_handshakes &&
-	    admission_try(t->admission, addr, clock_mono_ms(), &why) == ADMISSION_ADMIT)
+	    admission_try(t->admission, addr, clock_coarse_ms(), &why) == ADMISSION_ADMIT)
 		return true;
 	blkd_log("warn", "refused", "addr=%s reason=\"%s\" handshaking=%u", addr, why, t->n_handshaking);
 	return false;
@@ -1177,7 +1177,7 @@ static void accept_some(struct target *t)
 			session_close(s, "cannot watch the connection");
 			continue;
 		}
-		session_step(s, clock_mono_ms());
+		session_step(s, clock_coarse_ms());
 	}
 }
 
@@ -1521,7 +1521,7 @@ static void turn(struct target *t)
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
-	uint64_t now = clock_mono_ms(), moves = t->moves;
+	uint64_t now = clock_coarse_ms(), moves = t->moves;
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
@@ -1573,7 +1573,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
 		 t.n_exports);
 	update_cert_expiry(&t);
-	write_metrics(&t, clock_mono_ms(), true);
+	write_metrics(&t, clock_coarse_ms(), true);
 	while (!t.stop)
 		turn(&t);
 	for (struct session *s = t.sessions; s; s = s->next)
@@ -1582,7 +1582,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	take_stored(&t);
 	while (t.sessions)
 		session_free(&t, t.sessions);
-	write_metrics(&t, clock_mono_ms(), true);
+	write_metrics(&t, clock_coarse_ms(), true);
 	status = 0;
 out:
 	if (t.pool)
