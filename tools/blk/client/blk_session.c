@@ -353,7 +353,7 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 	int rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
 	if (rc < 0)
 		return rc == RSEC_E_INVAL ? -EINVAL : after_failure(s, q, rc, "sending a command");
-	c->deadline_ms = clock_mono_ms() + (uint64_t)s->timeout_ms;
+	c->deadline_ms = clock_coarse_ms() + (uint64_t)s->timeout_ms;
 	return 0;
 }
 
@@ -416,7 +416,7 @@ static bool try_again(const struct blk_session *s, struct queue *q, uint16_t cid
 	c->resend = true;
 	q->resends++;
 	/* Waiting to go out again is bounded like waiting for a completion. */
-	c->deadline_ms = clock_mono_ms() + (uint64_t)s->timeout_ms;
+	c->deadline_ms = clock_coarse_ms() + (uint64_t)s->timeout_ms;
 	return true;
 }
 
@@ -521,7 +521,7 @@ static int report_dropped(struct blk_session *s, struct blk_done *d, unsigned ma
 
 static void check_deadlines(struct blk_session *s)
 {
-	uint64_t now = clock_mono_ms();
+	uint64_t now = clock_coarse_ms();
 	for (unsigned qi = 0; qi < s->nq; qi++) {
 		const struct queue *q = &s->q[qi];
 		for (unsigned cid = 0; cid < q->free.depth; cid++) {
@@ -550,7 +550,7 @@ static void wait_any(struct blk_session *s, int ms)
 
 int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
 {
-	uint64_t deadline = clock_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = clock_coarse_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	if (!max)
 		return -EINVAL;
 	for (;;) {
@@ -569,7 +569,7 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 		if (s->ended)
 			continue;
 		check_deadlines(s);
-		uint64_t now = clock_mono_ms();
+		uint64_t now = clock_coarse_ms();
 		if (s->ended)
 			continue;
 		if (now >= deadline)
