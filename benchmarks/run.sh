@@ -27,6 +27,8 @@
 #                      (default: all)
 #   BENCH_STORAGE      'ROUNDS:SECONDS' of the storage rows (default 3:4: three interleaved rounds,
 #                      four seconds per run)
+#   BENCH_STORAGE_ROWS only these storage rows, comma-separated (randread-4k-qd1, randread-4k-qd32,
+#                      randwrite-4k-qd1, randwrite-4k-qd32, read-128k-qd16, write-128k-qd16; default all)
 #   BENCH_STORAGE_OLD  another build directory (e.g. of an older commit): its rdmasec-blkd and
 #                      direct client run in the storage rounds too, as system blkold (an A/B)
 #   RSEC_BUILD_DIR     the build (default build/)
@@ -129,7 +131,8 @@ storage_part() {
 	[ -f "$out/pki/ca.pem" ] || "$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
 	echo "== on the fabric (a second boot): the kernel's NVMe-oF and rdmasec-blk side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
-		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}"
+		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}" \
+		"${BENCH_STORAGE_ROWS:-}"
 }
 
 # openssl speed prints the CPU time it spent; seal-speed measures CPU time too.

@@ -7,15 +7,16 @@
 # 1's RAM disk /dev/ram0). The three systems run each workload in turn, round
 # after round, so a slow moment of the fabric hits all of them alike.
 #
-# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S
+# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S [WORKLOAD,...]
 #   BIN: the snapshot of the programs (benchmarks/run.sh); RAW: where the results go
 #   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
 #   guest's busy CPU ticks over the run, both ends, since all hosts share one
 #   kernel). With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
 #   build's target and direct client run too, as system blkold, in the same
-#   rounds: an A/B of two builds against the same kernel reference.
+#   rounds: an A/B of two builds against the same kernel reference. WORKLOAD,...:
+#   only those rows (names as below; default all).
 set -u
-bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5
+bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5 only=${6:-}
 out=$raw/storage
 s1=$(fabric ip 1) s2=$(fabric ip 2)
 port=7473 old_port=7474
@@ -33,6 +34,14 @@ workloads=(
 	"read-128k-qd16 read 128k 16"
 	"write-128k-qd16 write 128k 16"
 )
+if [ -n "$only" ]; then
+	kept=()
+	for w in "${workloads[@]}"; do
+		[[ ",$only," == *",${w%% *},"* ]] && kept+=("$w")
+	done
+	[ ${#kept[@]} -gt 0 ] || { echo "storage: no workload named in '$only'" >&2; exit 2; }
+	workloads=("${kept[@]}")
+fi
 # Every run covers this much of the export (it is 256 MiB).
 span=192M
 

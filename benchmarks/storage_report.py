@@ -91,7 +91,10 @@ def storage_rows(raw):
     rounds = sorted({int(m.group(1)) for f in os.listdir(d) for m in [re.search(r"-r(\d+)\.json$", f)] if m})
     rows = []
     systems = [s for s in SYSTEMS if s != "blkold" or any(f.startswith("blkold-") for f in os.listdir(d))]
+    names = os.listdir(d)
     for w in WORKLOADS:
+        if not any(f.startswith("%s-%s-r" % (s, w)) for f in names for s in systems):
+            continue  # not among the rows asked for (BENCH_STORAGE_ROWS)
         row = {"workload": w, "rounds": len(rounds), "systems": systems}
         for s in systems:
             runs = [_run(raw, s, w, n) for n in rounds]
