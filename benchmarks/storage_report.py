@@ -127,7 +127,7 @@ def print_storage(rows):
                 _f(x["p50"]), _f(x["p99"]), _f(x.get("iops_ratio"), 2), _f(x.get("p50_ratio"), 2),
                 _f(x["cpu_us_per_io"], 1), "  (%d runs failed)" % x["failed_runs"] if x["failed_runs"] else ""))
     print("  nvmf: fio libaio on /dev/nvmeXnY; blk: rdmasec-blk bench (direct client); nbd: fio's nbd engine through"
-          " nbdkit-rdmasec-plugin. xIOPS, xp50: / nvmf. Goals (direct client): IOPS >= 0.8x, 128k MB/s >= 0.9x,"
-          " p50 at depth 1 <= 1.5x. CPU/IO: the whole guest's busy time per I/O (both ends)")
+          " nbdkit-rdmasec-plugin. xIOPS, xp50: / nvmf. Goals: direct 4k IOPS >= 0.8x, 128k MB/s >= 0.7x,"
+          " p50 at depth 1 <= 1.3x; nbd 4k depth 32 >= 0.6x. CPU/IO: the whole guest's busy time per I/O (both ends)")
     if rows and "blkold" in rows[0]["systems"]:
         print("  blkold: the direct client and target of BENCH_STORAGE_OLD (an older build), in the same rounds")
