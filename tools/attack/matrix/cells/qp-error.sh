@@ -30,7 +30,7 @@ cell_qp_error() {
 	# times out: 10 s instead of the kernel's 30 (the cell waits for it).
 	[ "$v" = nvmf ] && VICTIM_SECONDS=60 NVMF_IO_TIMEOUT=10
 	# These retry until judged: the victim lives on until then.
-	case "$v" in naive | rdmasec | pingpong) cell_victim_for_the_cell ;; esac
+	case "$v" in naive | rdmasec | pingpong | rping) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	cell_victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -41,8 +41,8 @@ cell_qp_error() {
 	write_bw) victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	send_bw) cell_aim_at_client && victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
-	# Its rounds capture their own.
-	pingpong) true ;;
+	# Their rounds capture their own.
+	pingpong | rping) true ;;
 	*) victim_wire_bth --now ;;
 	esac ||
 		{ matrix_result qp-error "$v" error "" "no RoCE request (or QPN/PSN told in clear) seen"; victim_stop; return; }
@@ -61,6 +61,11 @@ cell_qp_error() {
 	rdmasec) cell_exact_rounds cell_rdmasec_hit qp-error --kind rkey --rkey 0x1234 ;;
 	# pingpong: rounds of 20000 PSNs (about 3 s idle), each from a request seen then.
 	pingpong) cell_stream_rounds _cell_qp_error_hit qp-error 20000 --kind rkey --rkey 0x1234 ;;
+	# rping: its PSN moves on by tens to hundreds a second, and a sweep has one chance only (once
+	# the packet at the expected PSN is lost, the rest run ahead of the QP): short rounds, each from
+	# a request seen then, until the server's QP fails or the cell's time is up (a loaded machine
+	# once missed with one long sweep).
+	rping) cell_stream_rounds _cell_qp_error_hit qp-error 2000 --kind rkey --rkey 0x1234 ;;
 	*)
 		# These hold still at the next PSN: one exact packet.
 		case "$v" in write_bw | send_bw | ucmatose) count=1 ;; esac
@@ -76,7 +81,7 @@ cell_qp_error() {
 	[ "$v" = ucmatose ] && cell_final_qp_check
 	victim_attack_done
 	case "$v" in
-	naive | pingpong) victim_stop ;;
+	naive | pingpong | rping) victim_stop ;;
 	rdmasec) cell_rdmasec_end ;;
 	*) victim_wait 12 ;;
 	esac
@@ -102,7 +107,7 @@ cell_qp_error() {
 		matrix_result qp-error "$v" succeeded "" "$CELL_EVIDENCE"
 		return
 	fi
-	# perftest's server and rping wait passively: rxe's QP state shows the kill.
+	# perftest's server waits passively: rxe's QP state shows the kill.
 	if line=$(cell_broken_evidence) || { [ "$v" = ucmatose ] && line=$(cell_ucmatose_broken); }; then
 		matrix_result qp-error "$v" succeeded "" "$line"
 	else
