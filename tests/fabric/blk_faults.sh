@@ -7,7 +7,7 @@
 #    written and flushed before the kill checks clean, and each of those
 #    chunks' writes has its audit record (written before its completion);
 #  - while bench --verify runs in a loop on host 2, host 3 reads the target's
-#    data QPN and PSN off the bridge and sends a sweep of RDMA WRITEs with an
+#    data QPN and PSN off the bridge at a session's start and sends a sweep of RDMA WRITEs with an
 #    rkey never issued (QP error), then forged SENDs (they fail
 #    authentication): the target audits data-path rebuilds, and every bench
 #    run ends clean (no I/O error, no verify error, the session went on).
@@ -93,10 +93,14 @@ blk 120 disk bench --rw randread --bs 4k --iodepth 16 --size 1M --verify --seed 
 echo "after=$?"
 
 step attack
-# The verify loop on host 2, until told to stop.
+# The verify loop on host 2, until told to stop. 64 KiB writes are pulled
+# by the target, so the client's requests are one SEND per I/O: a sweep
+# from the PSN seen on the wire outruns it even on a loaded machine (with
+# 4 KiB writes inline, 5 packets each, a sweep slowed by the duplicates it
+# sends never caught up with the client).
 ( n=0; while [ ! -e "$work/stop" ] && [ $n -lt 40 ]; do
 	n=$((n + 1))
-	blk 120 scratch bench --rw randwrite --bs 4k --iodepth 8 --size 2M --verify --seed $n --json \
+	blk 120 scratch bench --rw randwrite --bs 64k --iodepth 8 --size 8M --verify --seed $n --json \
 		>"$work/loop-$n.json" 2>&1
 	echo "run $n=$?"
 done ) >"$work/loop.out" &
@@ -122,6 +126,13 @@ for kind in qp-error inject; do
 	esac
 	h0=$(healed "$why")
 	for round in 1 2 3 4; do
+		# From a session's start: one seen near its end is gone before a
+		# loaded guest has started the sweep.
+		o0=$(grep -c 'event=open .*export="scratch"' "$work/blkd.log")
+		for _ in $(seq 1 100); do
+			[ "$(grep -c 'event=open .*export="scratch"' "$work/blkd.log")" -gt "$o0" ] && break
+			sleep 0.1
+		done
 		sniff || { echo "$kind: no RoCE request seen"; continue; }
 		echo "$kind: round $round, sweep starts at $(date -u +%T.%3N)"
 		timeout 30 fabric on 3 "$atk" "$kind" --dst "$server" --src "$me" --qpn "$qpn" \
