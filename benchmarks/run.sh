@@ -31,6 +31,9 @@
 #                      randwrite-4k-qd1, randwrite-4k-qd32, read-128k-qd16, write-128k-qd16; default all)
 #   BENCH_STORAGE_OLD  another build directory (e.g. of an older commit): its rdmasec-blkd and
 #                      direct client run in the storage rounds too, as system blkold (an A/B)
+#   BENCH_BLKD_ARGS    more rdmasec-blkd options for the storage rows (e.g. --busy-poll-us 2000),
+#   BENCH_BLKOLD_ARGS  ... for BENCH_STORAGE_OLD's: an A/B of one build's options, with
+#                      BENCH_STORAGE_OLD naming the same build
 #   RSEC_BUILD_DIR     the build (default build/)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -132,7 +135,7 @@ storage_part() {
 	echo "== on the fabric (a second boot): the kernel's NVMe-oF and rdmasec-blk side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
 		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}" \
-		"${BENCH_STORAGE_ROWS:-}"
+		"${BENCH_STORAGE_ROWS:-}" "${BENCH_BLKD_ARGS:-}" "${BENCH_BLKOLD_ARGS:-}"
 }
 
 # openssl speed prints the CPU time it spent; seal-speed measures CPU time too.

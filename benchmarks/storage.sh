@@ -7,16 +7,19 @@
 # 1's RAM disk /dev/ram0). The three systems run each workload in turn, round
 # after round, so a slow moment of the fabric hits all of them alike.
 #
-# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S [WORKLOAD,...]
+# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S [WORKLOAD,...] [BLKD_ARGS] [BLKOLD_ARGS]
 #   BIN: the snapshot of the programs (benchmarks/run.sh); RAW: where the results go
 #   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
 #   guest's busy CPU ticks over the run, both ends, since all hosts share one
 #   kernel). With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
 #   build's target and direct client run too, as system blkold, in the same
 #   rounds: an A/B of two builds against the same kernel reference. WORKLOAD,...:
-#   only those rows (names as below; default all).
+#   only those rows (names as below; default all). BLKD_ARGS, BLKOLD_ARGS: more
+#   options for the target, and for the old one (split at spaces).
 set -u
 bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5 only=${6:-}
+read -ra blkd_args <<<"${7:-}"
+read -ra blkold_args <<<"${8:-}"
 out=$raw/storage
 s1=$(fabric ip 1) s2=$(fabric ip 2)
 port=7473 old_port=7474
@@ -106,12 +109,13 @@ start_nvmf() {
 # rdmasec-blkd serves the same RAM disk; only one of the systems does I/O at a time.
 start_blk() {
 	fabric on 1 "$bin/rdmasec-blkd" --certs "$pki" --listen "$s1:$port" --export bench=/dev/ram0 --rw '*' \
-		--audit "$out/blkd-audit.jsonl" --metrics "$out/blkd.prom" 2>"$out/blkd.log" &
+		--audit "$out/blkd-audit.jsonl" --metrics "$out/blkd.prom" "${blkd_args[@]}" 2>"$out/blkd.log" &
 	blkd_pid=$!
 	fabric wait-port $port 60 || die "rdmasec-blkd did not listen: $(tail -n 3 "$out/blkd.log")"
 	if [ -d "$bin/old" ]; then
 		fabric on 1 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blkd" --certs "$pki" --listen "$s1:$old_port" \
-			--export bench=/dev/ram0 --rw '*' --audit "$out/blkold-audit.jsonl" 2>"$out/blkold.log" &
+			--export bench=/dev/ram0 --rw '*' --audit "$out/blkold-audit.jsonl" --metrics "$out/blkold.prom" \
+			"${blkold_args[@]}" 2>"$out/blkold.log" &
 		blkold_pid=$!
 		fabric wait-port $old_port 60 || die "the old rdmasec-blkd did not listen: $(tail -n 3 "$out/blkold.log")"
 	fi

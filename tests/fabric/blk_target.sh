@@ -17,7 +17,8 @@
 # and a SIGHUP that drops the writer from the export's lists closes the
 # writer's open session (logged, audited, the client told why). The first target
 # renews each queue pair's keys every 2 MiB: the data keys follow (key ids
-# change), and a write under a key id it has wiped is refused. rdmasec-blk
+# change), and a write under a key id it has wiped is refused; it polls its
+# sessions before sleeping (--busy-poll-us), and those polls find work. rdmasec-blk
 # info opens and closes a session (the sanitizer build too: librdmasec tore a
 # connection's protection domain down while the application's regions were
 # still registered on it, and leaked it; LeakSanitizer failed the client).
@@ -43,7 +44,7 @@ mkdir -p /tmp/blk-small && mount -t tmpfs -o size=1m tmpfs /tmp/blk-small || exi
 # A RAM disk: O_DIRECT I/O the kernel does without waiting, on the target's loop (tmpfs never does it).
 ram=$(fabric ram-disk 16) || exit 1
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
-	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K --rekey-bytes 2M \
+	--metrics "$work/metrics.prom" --queue-depth 32 --queues 2 --max-inline 16K --rekey-bytes 2M --busy-poll-us 5000 \
 	--export "disk=$work/disk.img,size=16M" --rw "$writer" --ro "$reader" \
 	--export "rodisk=$work/ro.img,size=4M,ro" --rw "$writer" \
 	--export "ram=$ram" --rw "$writer" \
@@ -214,6 +215,8 @@ expect_each "$work/metrics.prom" "in the metrics file" <<'EOF'
 ^rdmasec_blkd_sessions\{export="disk"\} 0$	open session gauge back at 0
 ^rdmasec_blkd_store_nowait_total\{export="ram"\} [1-9]	store I/O on the loop (the RAM disk)
 ^rdmasec_blkd_store_nowait_total\{export="small"\} 0$	store I/O on the loop on tmpfs (it never does RWF_NOWAIT)
+^rdmasec_blkd_busy_polls_total\{result="hit"\} [1-9]	polls before sleeping that found work (--busy-poll-us)
+^rdmasec_blkd_busy_polls_total\{result="miss"\} [0-9]+$	polls that did not
 EOF
 expect_each "$work/budget.out" "(memory_limit)" <<'EOF'
 ^RESULT first=ok queues=2$	the first session was not granted its two queues (connections before TLS took its place?)

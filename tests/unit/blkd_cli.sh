@@ -37,6 +37,8 @@ expect 2 "max_inline" "${certs[@]}" --max-transfer 8K --max-inline 16K --export 
 expect 2 "queue_depth: '257'" "${certs[@]}" --queue-depth 257
 expect 2 "queue_depth: '65' is not a number in 1..64" "${certs[@]}" --queue-depth 65
 expect 2 "store_threads: '65'" "${certs[@]}" --store-threads 65
+expect 2 "busy_poll_us: '10001' is not a number in 0..10000" "${certs[@]}" --busy-poll-us 10001
+expect 2 "busy_poll_us: '-1'" "${certs[@]}" --busy-poll-us -1
 expect 2 "unexpected argument 'extra'" "${certs[@]}" extra
 # --trust-etcd ([trust] etcd) stands in for --ca; a bad spec, or no etcd and no last good copy, stops the start.
 tcerts=(--cert "$work/s.pem" --key "$work/s.key" --export "d=$work/d.img,size=1M" --rw '*')

@@ -9,6 +9,7 @@
 #include <ini.h>
 
 #include "blkd_conf.h"
+#include "busy_poll.h"
 #include "conf_util.h"
 #include "rdmasec.h"
 
@@ -44,6 +45,7 @@ static const struct key target_keys[] = {
 	{ "target", "grant_timeout_ms", KIND_U32, FIELD(grant_timeout_ms), 100, 600000 },
 	{ "target", "rebuilds_per_min", KIND_U32, FIELD(rebuilds_per_min), 0, 60 },
 	{ "target", "store_threads", KIND_U32, FIELD(store_threads), 1, BLKD_STORE_THREADS_MAX },
+	{ "target", "busy_poll_us", KIND_U32, FIELD(busy_poll_us), 0, BUSY_POLL_MAX_US },
 	{ "tls", "ca", KIND_STR, FIELD(ca), 0, 0 },
 	{ "tls", "cert", KIND_STR, FIELD(cert), 0, 0 },
 	{ "tls", "key", KIND_STR, FIELD(key), 0, 0 },

@@ -61,6 +61,7 @@ struct blkd_conf {
 	uint32_t grant_timeout_ms; /* a command whose grant has not come fails after this */
 	uint32_t rebuilds_per_min;
 	uint32_t store_threads; /* worker threads doing the backing stores' I/O */
+	uint32_t busy_poll_us;  /* the longest the loop polls completions before sleeping (busy_poll.h); 0: never */
 	/* [tls] */
 	char ca[BLKD_PATH_LEN], cert[BLKD_PATH_LEN], key[BLKD_PATH_LEN], crl[BLKD_PATH_LEN];
 	uint32_t rekey_s;       /* each queue pair's keys renewed at least this often (docs/protocol.md, "Rekeying") */

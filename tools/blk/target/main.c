@@ -53,6 +53,8 @@ static void usage(FILE *f)
 		"                              ... of one identity's sessions (default: half of --memory-limit)\n"
 		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
 		"      --store-threads N       worker threads for the backing stores' I/O (default 4)\n"
+		"      --busy-poll-us N        poll completions up to N us before sleeping, adapted to\n"
+		"                              how soon events come (default 0: never; at most 10000)\n"
 		"      --trust-etcd [http[s]://]HOST:PORT[,HOST:PORT...]/PREFIX\n"
 		"                              cluster trust: the CA bundle, CRL and allow rules (who may\n"
 		"                              connect at all) from etcd keys PREFIX/ca, PREFIX/crl,\n"
@@ -116,7 +118,7 @@ static bool add_id(struct args *a, const char *key, const char *id)
 /* Long options without a short letter: above the byte values getopt returns for letters. */
 enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
        OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MAX_SESSIONS_ID, OPT_MEMORY, OPT_MEMORY_ID, OPT_REBUILDS,
-       OPT_STORE_THREADS, OPT_REKEY_S, OPT_REKEY_BYTES, OPT_TRUST_ETCD, OPT_TRUST_STATE };
+       OPT_STORE_THREADS, OPT_BUSY_POLL, OPT_REKEY_S, OPT_REKEY_BYTES, OPT_TRUST_ETCD, OPT_TRUST_STATE };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
@@ -140,6 +142,7 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_MEMORY_ID, "target", "memory_per_identity" },
 	{ OPT_REBUILDS, "target", "rebuilds_per_min" },
 	{ OPT_STORE_THREADS, "target", "store_threads" },
+	{ OPT_BUSY_POLL, "target", "busy_poll_us" },
 	{ OPT_TRUST_ETCD, "trust", "etcd" },
 	{ OPT_TRUST_STATE, "trust", "state_dir" },
 	{ 0 },
@@ -171,6 +174,7 @@ static const struct option long_opts[] = {
 	{ "memory-per-identity", required_argument, NULL, OPT_MEMORY_ID },
 	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
 	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
+	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
 	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },
 	{ "trust-state-dir", required_argument, NULL, OPT_TRUST_STATE },
 	{ "verbose", no_argument, NULL, 'v' },

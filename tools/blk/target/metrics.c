@@ -84,11 +84,15 @@ static int render(FILE *f, const void *arg)
 		"# HELP " PREFIX "closed_revoked_total sessions closed after a reload: peer revoked, expired or no longer allowed\n"
 		"# TYPE " PREFIX "closed_revoked_total counter\n" PREFIX "closed_revoked_total %llu\n"
 		"# HELP " PREFIX "cert_expiry_days whole days until the target's own certificate expires\n"
-		"# TYPE " PREFIX "cert_expiry_days gauge\n" PREFIX "cert_expiry_days %llu\n",
+		"# TYPE " PREFIX "cert_expiry_days gauge\n" PREFIX "cert_expiry_days %llu\n"
+		"# HELP " PREFIX "busy_polls_total polls of the busy sessions before sleeping (busy_poll_us), by"
+		" whether they found work\n# TYPE " PREFIX "busy_polls_total counter\n"
+		PREFIX "busy_polls_total{result=\"hit\"} %llu\n" PREFIX "busy_polls_total{result=\"miss\"} %llu\n",
 		(unsigned long long)t->connections, (unsigned long long)t->violations,
 		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors,
 		(unsigned long long)t->reloads, (unsigned long long)t->reload_failures,
-		(unsigned long long)t->closed_revoked, (unsigned long long)t->cert_expiry_days);
+		(unsigned long long)t->closed_revoked, (unsigned long long)t->cert_expiry_days,
+		(unsigned long long)t->busy_poll_hits, (unsigned long long)t->busy_poll_misses);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct target_counters {
 	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
 	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked, expired or no longer allowed */
 	uint64_t cert_expiry_days; /* gauge: whole days until our certificate expires (0: expired) */
+	uint64_t busy_poll_hits, busy_poll_misses; /* polls before sleeping that found work, that did not */
 };
 
 struct metrics_source {

@@ -20,6 +20,7 @@
  * (and its connection) until that I/O is back, even once it is closing.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #include "blkd_audit.h"
 #include "blk_data.h"
 #include "blk_wire.h"
+#include "busy_poll.h"
 #include "clock.h"
 #include "blkd_conf_live.h"
 #include "metrics.h"
@@ -164,6 +166,7 @@ struct target {
 	uint64_t last_sweep_ms; /* every session is stepped once per TICK_MS: deadlines */
 	unsigned quiet_turns;   /* turns in a row with no event and no command moving: how long the next may sleep */
 	uint64_t moves;         /* command state changes, ever: a turn that changed none was quiet */
+	struct busy_poll bp;    /* how long a turn polls its sessions' completions before it sleeps */
 	struct cmd *cpl_head, *cpl_tail; /* completions of this turn, sent after its audit records are written */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
@@ -1074,11 +1077,10 @@ static void session_established(struct session *s)
 		 s->addr);
 }
 
-static void session_step(struct session *s, uint64_t now)
+/* A session's work: within the loop's turn, what its one look at the session's fds said holds. */
+static void session_work(struct session *s, uint64_t now)
 {
 	struct rsec_conn *c = s->q[0]->conn;
-	/* One look at the session's fds for the whole turn, its completions sent at the turn's end included. */
-	rsec_conn_turn(c);
 	int rc = rsec_conn_process(c);
 	if (rc == RSEC_E_AGAIN && !s->established)
 		return;
@@ -1114,6 +1116,13 @@ static void session_step(struct session *s, uint64_t now)
 		if (q->grant_waits && !s->dead)
 			queue_retry(q, now);
 	}
+}
+
+static void session_step(struct session *s, uint64_t now)
+{
+	/* One look at the session's fds for the whole turn, its completions sent at the turn's end included. */
+	rsec_conn_turn(s->q[0]->conn);
+	session_work(s, now);
 }
 
 /* Whether the session needs a turn without an event: work left over, or commands that wait. */
@@ -1401,6 +1410,8 @@ static void target_reload(struct target *t)
 	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
 		blkd_log("warn", "reload_not_live", "keys=\"%s\" reason=\"they need a restart\"", pinned);
 	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
+	if (t->bp.max_us != t->conf->busy_poll_us)
+		busy_poll_init(&t->bp, t->conf->busy_poll_us);
 	free(fresh);
 	t->n.reloads++;
 	t->metrics_dirty = true;
@@ -1484,8 +1495,8 @@ static void step_if_due(struct session *s, uint64_t now, bool sweep)
 }
 
 /* Each turn starts one session further down the list, so that no session of an identity is always the
- * one whose turn its others' bytes used up. Stepping adds and frees no session. */
-static void step_sessions(struct target *t, uint64_t now, bool sweep)
+ * one whose turn its others' bytes used up. */
+static struct session *turn_first(const struct target *t)
 {
 	unsigned n = 0;
 	for (const struct session *s = t->sessions; s; s = s->next)
@@ -1493,17 +1504,72 @@ static void step_sessions(struct target *t, uint64_t now, bool sweep)
 	struct session *first = t->sessions;
 	for (unsigned k = n ? (unsigned)(t->turn % n) : 0; k; k--)
 		first = first->next;
+	return first;
+}
+
+/* Stepping adds and frees no session. */
+static void step_sessions(struct target *t, uint64_t now, bool sweep)
+{
+	struct session *first = turn_first(t);
 	for (struct session *s = first; s; s = s->next)
 		step_if_due(s, now, sweep);
 	for (struct session *s = t->sessions; s != first; s = s->next)
 		step_if_due(s, now, sweep);
 }
 
+/*
+ * Before sleeping, when the last turn had work: poll the sessions' queues (completion queues and
+ * receive rings: no system call but a yield, which lets a software device's kernel threads run on
+ * these CPUs) until a command moves or the window (busy_poll.h) ends. Within the turn: what each
+ * session's look at its fds said holds, and its identity's bytes are the turn's. Whether it found work.
+ */
+static bool poll_sessions(struct target *t, uint64_t start_ns)
+{
+	uint64_t moves = t->moves, window_ns = (uint64_t)busy_poll_window(&t->bp) * 1000u;
+	struct session *first = turn_first(t);
+	for (unsigned round = 1;; round++) {
+		uint64_t now = clock_coarse_ms();
+		for (struct session *s = first; s; s = s->next)
+			if (s->opened && !s->dead)
+				session_work(s, now);
+		for (struct session *s = t->sessions; s != first; s = s->next)
+			if (s->opened && !s->dead)
+				session_work(s, now);
+		bool found = t->moves != moves || t->cpl_head;
+		/* The clock every few rounds: under an emulator a precise read is a system call. */
+		if (found || (round % 8 == 0 && clock_mono_ns() - start_ns >= window_ns)) {
+			if (found)
+				t->n.busy_poll_hits++;
+			else
+				t->n.busy_poll_misses++;
+			t->metrics_dirty = true;
+			return found;
+		}
+		(void)sched_yield();
+	}
+}
+
+/* Wait for the turn's events: a poll of the sessions first while the window is open. */
+static int wait_events(struct target *t, struct epoll_event *ev, int max)
+{
+	int timeout = loop_timeout(t);
+	/* A loop that just had work (the last turn moved a command or had an event) measures its waits. */
+	bool measured = timeout != 0 && t->bp.max_us && !t->quiet_turns;
+	uint64_t start_ns = measured ? clock_mono_ns() : 0;
+	if (measured && busy_poll_window(&t->bp) && poll_sessions(t, start_ns))
+		return epoll_wait(t->epfd, ev, max, 0); /* the fds' events besides */
+	int n = epoll_wait(t->epfd, ev, max, timeout);
+	if (measured)
+		busy_poll_waited(&t->bp, (clock_mono_ns() - start_ns) / 1000u, n > 0);
+	return n;
+}
+
 static void turn(struct target *t)
 {
 	struct epoll_event ev[64];
 	t->turn++; /* every identity's bytes start again */
-	int n = epoll_wait(t->epfd, ev, 64, loop_timeout(t));
+	uint64_t moves = t->moves; /* the wait's poll counts */
+	int n = wait_events(t, ev, 64);
 	if (n < 0 && errno != EINTR) {
 		blkd_log("error", "epoll", "error=\"%s\"", strerror(errno));
 		t->stop = true;
@@ -1521,7 +1587,7 @@ static void turn(struct target *t)
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
-	uint64_t now = clock_coarse_ms(), moves = t->moves;
+	uint64_t now = clock_coarse_ms();
 	bool sweep = now - t->last_sweep_ms >= TICK_MS;
 	if (sweep)
 		t->last_sweep_ms = now;
@@ -1549,6 +1615,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	int status = 1;
 	t.msg_cap = BLK_CMD_MAX;
 	t.msg = malloc(t.msg_cap);
+	busy_poll_init(&t.bp, conf->busy_poll_us);
 	if (audit_open(conf->audit_log) < 0) {
 		blkd_log("error", "audit", "path=\"%s\" error=\"%s\"", conf->audit_log, strerror(errno));
 		goto out;
