@@ -9,8 +9,10 @@
  *    region (one per cid): nothing is registered per I/O. Like librdmasec it
  *    wants one thread per session.
  *  - the synchronous layer (blk_sync_*): thread-safe pread/pwrite/flush for
- *    callers with many threads (the nbdkit plugin). One I/O thread owns the
- *    session; requests reach it through a queue and an eventfd.
+ *    callers with many threads (the nbdkit plugin). The callers drive the
+ *    session themselves, one at a time: whoever waits leads (submits, reaps,
+ *    wakes the others), so a lone caller's I/O has no hand-off; a
+ *    housekeeping thread drives a session nobody leads once a second.
  *
  * Errors are negative errno values; blk_session_error / blk_sync_error say
  * why a session ended. Every completion is checked against the command it
@@ -104,7 +106,7 @@ unsigned blk_session_fds(const struct blk_session *s, int *fds, unsigned max);
 /* --- Synchronous, thread-safe layer --- */
 struct blk_sync;
 int blk_sync_start(const struct blk_client_opts *o, struct blk_sync **out, char *err, size_t errlen);
-/* Ends the I/O thread and the session. Call it with no request under way (they would fail with EIO). */
+/* Ends the housekeeping thread and the session. Call it with no request under way. */
 void blk_sync_stop(struct blk_sync *y);
 const struct blk_open_reply *blk_sync_info(const struct blk_sync *y);
 /* Any length and offset aligned to block_size (split into commands of at most io_max).

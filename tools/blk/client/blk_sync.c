@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The synchronous layer: any number of threads call pread/pwrite/flush; one
- * I/O thread owns the session (librdmasec wants one thread per session),
- * splits each request into commands, spreads them over the queues and wakes
- * the caller when the last one completed.
+ * The synchronous layer: any number of threads call pread/pwrite/flush, and
+ * the callers drive the session themselves, one at a time (librdmasec wants
+ * one thread at a time per session; the mutex hands it over). A caller whose
+ * request is not done becomes the leader if there is none: it submits every
+ * caller's commands, reaps every completion, wakes the callers whose requests
+ * are done, sleeps on the session's fds when nothing is ready, and hands the
+ * lead to a waiting caller once its own request is done. A lone caller does
+ * its I/O with no hand-off at all. A housekeeping thread drives an idle
+ * session (nobody leading) once a second: keepalives, rekeys, the target's
+ * control messages.
  */
 #include <errno.h>
 #include <poll.h>
@@ -12,12 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blk_client.h"
+#include "clock.h"
 
 #define DONE_BATCH 64u
-#define IDLE_WAIT_MS 100
+#define LEAD_WAIT_MS 100 /* the leader's longest sleep: command deadlines are checked at least this often */
+#define IDLE_TICK_MS 1000 /* housekeeping of a session nobody leads */
 
 struct sreq {
 	uint8_t opcode;
@@ -26,50 +35,54 @@ struct sreq {
 	size_t len;
 	uint64_t off;
 	size_t sent;      /* bytes handed to commands so far */
-	bool all_sent;
+	bool all_sent;    /* off the active list */
 	unsigned pending; /* its commands in flight */
 	int error;        /* the first, negative errno */
 	bool done;
-	struct sreq *next;
+	pthread_cond_t cv; /* its caller waits on it: to see it done, or to lead */
+	struct sreq *next; /* on the incoming list, then the active list */
+	struct sreq *wnext; /* on the list of requests not done */
 };
 
 struct blk_sync {
-	struct blk_session *s; /* the I/O thread's once it runs */
+	struct blk_session *s;
 	struct blk_open_reply info;
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int efd;
-	struct sreq *in_head, *in_tail; /* handed over, not yet taken by the I/O thread (under mu) */
-	struct sreq *act_head, *act_tail; /* the I/O thread's: taken, not all sent */
+	pthread_mutex_t mu; /* everything below; the session, for whoever leads */
+	pthread_t keeper;
+	pthread_cond_t keeper_cv;
+	int efd;                        /* wakes a leader asleep on the session's fds: a new request */
+	bool leading, leader_asleep;
+	struct sreq *in_head, *in_tail; /* handed over, not yet taken by a leader */
+	struct sreq *act_head, *act_tail; /* taken, not all sent */
+	struct sreq *waiting;           /* every request not done: one of them leads next */
 	unsigned next_queue;
-	bool stop, dead; /* under mu */
-	char error[256]; /* under mu */
+	uint64_t driven_ms;             /* when the session was last driven */
+	bool stop, dead;
+	char error[256];
 };
 
-static void wake_caller(struct blk_sync *y, struct sreq *r)
+/* Under mu: r's caller may return. */
+static void finish(struct blk_sync *y, struct sreq *r)
 {
-	pthread_mutex_lock(&y->mu);
 	r->done = true;
-	pthread_cond_broadcast(&y->cv);
-	pthread_mutex_unlock(&y->mu);
+	for (struct sreq **p = &y->waiting; *p; p = &(*p)->wnext)
+		if (*p == r) {
+			*p = r->wnext;
+			break;
+		}
+	pthread_cond_signal(&r->cv);
 }
 
-static void take_incoming(struct blk_sync *y, bool *stop)
+static void take_incoming(struct blk_sync *y)
 {
-	uint64_t v;
-	(void)!read(y->efd, &v, sizeof(v)); /* non-blocking: clears the wake-up, if any */
-	pthread_mutex_lock(&y->mu);
-	if (y->in_head) {
-		if (y->act_tail)
-			y->act_tail->next = y->in_head;
-		else
-			y->act_head = y->in_head;
-		y->act_tail = y->in_tail;
-		y->in_head = y->in_tail = NULL;
-	}
-	*stop = y->stop;
-	pthread_mutex_unlock(&y->mu);
+	if (!y->in_head)
+		return;
+	if (y->act_tail)
+		y->act_tail->next = y->in_head;
+	else
+		y->act_head = y->in_head;
+	y->act_tail = y->in_tail;
+	y->in_head = y->in_tail = NULL;
 }
 
 static void pop_active(struct blk_sync *y)
@@ -81,7 +94,7 @@ static void pop_active(struct blk_sync *y)
 	r->next = NULL;
 	r->all_sent = true;
 	if (r->pending == 0)
-		wake_caller(y, r);
+		finish(y, r);
 }
 
 /* The next command of r on some queue with room: 0, -EAGAIN (none has), or the error that ends r. */
@@ -111,20 +124,19 @@ static int submit_next(struct blk_sync *y, struct sreq *r)
 	return -EAGAIN;
 }
 
-/* Send what the queues take; true if they had no room for all (a completion makes some). */
-static bool submit_active(struct blk_sync *y)
+/* Send what the queues take (a completion makes room for the rest). */
+static void submit_active(struct blk_sync *y)
 {
 	while (y->act_head) {
 		struct sreq *r = y->act_head;
 		int rc = submit_next(y, r);
 		if (rc == -EAGAIN)
-			return true;
+			return;
 		if (rc < 0 && !r->error)
 			r->error = rc;
 		if (rc < 0 || r->sent == r->len)
 			pop_active(y);
 	}
-	return false;
 }
 
 static void reap(struct blk_sync *y, const struct blk_done *d, int n)
@@ -135,11 +147,42 @@ static void reap(struct blk_sync *y, const struct blk_done *d, int n)
 		if (d[i].error && !r->error)
 			r->error = -d[i].error;
 		if (r->all_sent && r->pending == 0)
-			wake_caller(y, r);
+			finish(y, r);
 	}
 }
 
-static void wait_work(struct blk_sync *y)
+/* Under mu: the session is over. Every request, now and later, fails with EIO. */
+static void session_ended(struct blk_sync *y)
+{
+	y->dead = true;
+	snprintf(y->error, sizeof(y->error), "%s", *blk_session_error(y->s) ? blk_session_error(y->s) : "stopped");
+	take_incoming(y);
+	y->act_head = y->act_tail = NULL;
+	while (y->waiting) {
+		struct sreq *r = y->waiting;
+		r->error = r->error ? r->error : -EIO;
+		finish(y, r);
+	}
+}
+
+/* Under mu, leading: submit, reap, wake. Whether anything completed. */
+static bool drive(struct blk_sync *y)
+{
+	struct blk_done d[DONE_BATCH];
+	take_incoming(y);
+	submit_active(y);
+	int n = blk_session_poll(y->s, d, DONE_BATCH, 0);
+	y->driven_ms = clock_coarse_ms();
+	if (n < 0) {
+		session_ended(y);
+		return true;
+	}
+	reap(y, d, n);
+	return n > 0;
+}
+
+/* Under mu, leading: sleep (mu released) until the session's fds or a new request wake us. */
+static void leader_sleep(struct blk_sync *y)
 {
 	struct pollfd p[BLK_QUEUES_MAX + 1];
 	int fds[BLK_QUEUES_MAX];
@@ -147,56 +190,74 @@ static void wait_work(struct blk_sync *y)
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	p[n] = (struct pollfd){ .fd = y->efd, .events = POLLIN };
-	(void)poll(p, n + 1, IDLE_WAIT_MS);
-}
-
-/* The session is over: every request, now and later, fails with EIO. */
-static void fail_everything(struct blk_sync *y)
-{
-	pthread_mutex_lock(&y->mu);
-	y->dead = true;
-	for (struct sreq *r = y->in_head; r; r = r->next)
-		if (!r->error)
-			r->error = -EIO;
-	if (y->act_tail)
-		y->act_tail->next = y->in_head;
-	else
-		y->act_head = y->in_head;
-	y->in_head = y->in_tail = NULL;
-	for (struct sreq *r = y->act_head, *next; r; r = next) {
-		next = r->next;
-		r->error = r->error ? r->error : -EIO;
-		r->done = true;
-	}
-	y->act_head = y->act_tail = NULL;
-	pthread_cond_broadcast(&y->cv);
+	y->leader_asleep = true;
 	pthread_mutex_unlock(&y->mu);
+	(void)poll(p, n + 1, LEAD_WAIT_MS);
+	if (p[n].revents & POLLIN) {
+		uint64_t v;
+		(void)!read(y->efd, &v, sizeof(v));
+	}
+	pthread_mutex_lock(&y->mu);
+	y->leader_asleep = false;
 }
 
-static void *io_thread(void *arg)
+/* Under mu: lead until r is done, then hand the lead to a caller still waiting. */
+static void lead(struct blk_sync *y, struct sreq *r)
+{
+	y->leading = true;
+	while (!r->done && !y->dead)
+		if (!drive(y) && !r->done && !y->dead && !y->in_head)
+			leader_sleep(y);
+	y->leading = false;
+	if (y->waiting)
+		pthread_cond_signal(&y->waiting->cv);
+}
+
+static int run(struct blk_sync *y, struct sreq *r)
+{
+	pthread_cond_init(&r->cv, NULL);
+	pthread_mutex_lock(&y->mu);
+	if (y->dead || y->stop) {
+		pthread_mutex_unlock(&y->mu);
+		pthread_cond_destroy(&r->cv);
+		return -EIO;
+	}
+	if (y->in_tail)
+		y->in_tail->next = r;
+	else
+		y->in_head = r;
+	y->in_tail = r;
+	r->wnext = y->waiting;
+	y->waiting = r;
+	if (y->leader_asleep) {
+		uint64_t one = 1;
+		(void)!write(y->efd, &one, sizeof(one)); /* the counter cannot overflow at one per request */
+	}
+	while (!r->done) {
+		if (!y->leading)
+			lead(y, r);
+		else
+			pthread_cond_wait(&r->cv, &y->mu);
+	}
+	pthread_mutex_unlock(&y->mu);
+	pthread_cond_destroy(&r->cv);
+	return r->error;
+}
+
+/* A session nobody leads is driven once a second: keepalives, rekeys, what the target sends. */
+static void *keeper(void *arg)
 {
 	struct blk_sync *y = arg;
-	struct blk_done d[DONE_BATCH];
-	for (;;) {
-		bool stop;
-		take_incoming(y, &stop);
-		if (stop)
-			break;
-		(void)submit_active(y);
-		int n = blk_session_poll(y->s, d, DONE_BATCH, 0);
-		if (n < 0)
-			break;
-		reap(y, d, n);
-		if (n == 0)
-			wait_work(y);
-	}
 	pthread_mutex_lock(&y->mu);
-	snprintf(y->error, sizeof(y->error), "%s", *blk_session_error(y->s) ? blk_session_error(y->s) : "stopped");
+	while (!y->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += IDLE_TICK_MS / 1000;
+		(void)pthread_cond_timedwait(&y->keeper_cv, &y->mu, &ts);
+		if (!y->stop && !y->dead && !y->leading && clock_coarse_ms() - y->driven_ms >= IDLE_TICK_MS / 2)
+			(void)drive(y);
+	}
 	pthread_mutex_unlock(&y->mu);
-	/* Requests stopped with commands in flight fail: the caller of blk_sync_stop waited for none. */
-	blk_session_close(y->s);
-	y->s = NULL;
-	fail_everything(y);
 	return NULL;
 }
 
@@ -209,11 +270,12 @@ int blk_sync_start(const struct blk_client_opts *o, struct blk_sync **out, char 
 	int rc = y->efd < 0 ? -errno : blk_session_open(o, &y->s, err, errlen);
 	if (rc == 0) {
 		y->info = *blk_session_info(y->s);
+		y->driven_ms = clock_coarse_ms();
 		pthread_mutex_init(&y->mu, NULL);
-		pthread_cond_init(&y->cv, NULL);
-		rc = -pthread_create(&y->thread, NULL, io_thread, y);
+		pthread_cond_init(&y->keeper_cv, NULL);
+		rc = -pthread_create(&y->keeper, NULL, keeper, y);
 		if (rc < 0) {
-			pthread_cond_destroy(&y->cv);
+			pthread_cond_destroy(&y->keeper_cv);
 			pthread_mutex_destroy(&y->mu);
 			blk_session_close(y->s);
 		}
@@ -234,19 +296,20 @@ void blk_sync_stop(struct blk_sync *y)
 		return;
 	pthread_mutex_lock(&y->mu);
 	y->stop = true;
+	pthread_cond_signal(&y->keeper_cv);
 	pthread_mutex_unlock(&y->mu);
-	uint64_t one = 1;
-	(void)!write(y->efd, &one, sizeof(one));
-	pthread_join(y->thread, NULL);
+	pthread_join(y->keeper, NULL);
+	/* No request is under way (the caller's promise): nobody leads, the session is ours. */
+	blk_session_close(y->s);
 	close(y->efd);
-	pthread_cond_destroy(&y->cv);
+	pthread_cond_destroy(&y->keeper_cv);
 	pthread_mutex_destroy(&y->mu);
 	free(y);
 }
 
 const struct blk_open_reply *blk_sync_info(const struct blk_sync *y)
 {
-	return &y->info; /* a copy made before the I/O thread started */
+	return &y->info; /* a copy made at the start */
 }
 
 void blk_sync_error(struct blk_sync *y, char *out, size_t cap)
@@ -254,28 +317,6 @@ void blk_sync_error(struct blk_sync *y, char *out, size_t cap)
 	pthread_mutex_lock(&y->mu);
 	snprintf(out, cap, "%s", y->error);
 	pthread_mutex_unlock(&y->mu);
-}
-
-static int run(struct blk_sync *y, struct sreq *r)
-{
-	pthread_mutex_lock(&y->mu);
-	if (y->dead || y->stop) {
-		pthread_mutex_unlock(&y->mu);
-		return -EIO;
-	}
-	if (y->in_tail)
-		y->in_tail->next = r;
-	else
-		y->in_head = r;
-	y->in_tail = r;
-	pthread_mutex_unlock(&y->mu);
-	uint64_t one = 1;
-	(void)!write(y->efd, &one, sizeof(one)); /* the counter cannot overflow at one per request */
-	pthread_mutex_lock(&y->mu);
-	while (!r->done)
-		pthread_cond_wait(&y->cv, &y->mu);
-	pthread_mutex_unlock(&y->mu);
-	return r->error;
 }
 
 int blk_sync_pread(struct blk_sync *y, void *buf, size_t len, uint64_t offset)
@@ -286,7 +327,7 @@ int blk_sync_pread(struct blk_sync *y, void *buf, size_t len, uint64_t offset)
 
 int blk_sync_pwrite(struct blk_sync *y, const void *buf, size_t len, uint64_t offset, bool fua)
 {
-	/* The I/O thread only reads a WRITE's buffer. */
+	/* Only read from a WRITE's buffer. */
 	struct sreq r = { .opcode = BLK_OP_WRITE, .flags = fua ? BLK_CMD_FUA : 0, .buf = (uint8_t *)(uintptr_t)buf,
 			  .len = len, .off = offset };
 	return len ? run(y, &r) : 0;

@@ -3,7 +3,7 @@
  * nbdkit-rdmasec-plugin: an rdmasec-blk export as an NBD export
  * (nbdkit rdmasec server=HOST[:PORT] certs=DIR export=NAME). Each NBD
  * connection opens its own rdmasec-blk session; nbdkit's threads share it
- * through the client library's synchronous layer (one I/O thread per session).
+ * through the client library's synchronous layer (its callers drive it in turn).
  */
 #define NBDKIT_API_VERSION 2
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmasec-blk's synchronous layer (tools/blk/client/blk_sync.c) over a
+ * stand-in session (the session calls are wrapped): its callers drive the
+ * session in turn. A request is split into commands of io_max and all of it
+ * comes back; many threads at once all finish, with their own data, while the
+ * queue holds only a few commands (callers wait, the lead passes on); a
+ * command's error reaches its caller; a session that ends fails every
+ * request, those in flight and those after, and says why; a session nobody
+ * uses is still driven (keepalives).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "blk_client.h"
+
+#define FAKE_DEPTH 4u
+#define FAKE_IO_MAX 8192u
+
+/* The stand-in session: commands in flight complete on the next poll, two at a time. */
+static struct {
+	pthread_mutex_t mu;
+	struct blk_io inflight[FAKE_DEPTH];
+	unsigned n;
+	unsigned polls, submits;
+	unsigned violations; /* calls while another was under way, over-long commands (atomic) */
+	int efd;           /* always readable: a leader's sleep returns at once */
+	int fail_offset;   /* a READ of this offset completes with EIO; -1: none */
+	unsigned end_after; /* the session ends after this many submits; 0: never */
+	bool ended;
+	struct blk_open_reply info;
+} fake = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* The wrapped session calls (linked with --wrap). */
+int __wrap_blk_session_open(const struct blk_client_opts *o, struct blk_session **out, char *err, size_t errlen);
+void __wrap_blk_session_close(struct blk_session *s);
+const struct blk_open_reply *__wrap_blk_session_info(const struct blk_session *s);
+unsigned __wrap_blk_session_queues(const struct blk_session *s);
+uint32_t __wrap_blk_session_io_max(const struct blk_session *s);
+const char *__wrap_blk_session_error(const struct blk_session *s);
+unsigned __wrap_blk_session_fds(const struct blk_session *s, int *fds, unsigned max);
+int __wrap_blk_queue_submit(struct blk_session *s, unsigned q, const struct blk_io *io);
+int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms);
+
+static uint8_t byte_at(uint64_t off)
+{
+	return (uint8_t)(off * 7 + (off >> 12));
+}
+
+int __wrap_blk_session_open(const struct blk_client_opts *o, struct blk_session **out, char *err, size_t errlen)
+{
+	(void)o, (void)err, (void)errlen;
+	*out = (struct blk_session *)&fake;
+	return 0;
+}
+
+void __wrap_blk_session_close(struct blk_session *s)
+{
+	(void)s;
+}
+
+const struct blk_open_reply *__wrap_blk_session_info(const struct blk_session *s)
+{
+	(void)s;
+	return &fake.info;
+}
+
+unsigned __wrap_blk_session_queues(const struct blk_session *s)
+{
+	(void)s;
+	return 1;
+}
+
+uint32_t __wrap_blk_session_io_max(const struct blk_session *s)
+{
+	(void)s;
+	return FAKE_IO_MAX;
+}
+
+const char *__wrap_blk_session_error(const struct blk_session *s)
+{
+	(void)s;
+	return fake.ended ? "the stand-in session ended" : "";
+}
+
+unsigned __wrap_blk_session_fds(const struct blk_session *s, int *fds, unsigned max)
+{
+	(void)s;
+	if (!max)
+		return 0;
+	fds[0] = fake.efd;
+	return 1;
+}
+
+/* Only ever one caller at a time: the layer's promise to librdmasec. (Counted, not asserted: cmocka's
+ * asserts belong to the test's own thread.) */
+static void enter(void)
+{
+	if (pthread_mutex_trylock(&fake.mu) != 0) {
+		__atomic_add_fetch(&fake.violations, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&fake.mu);
+	}
+}
+
+int __wrap_blk_queue_submit(struct blk_session *s, unsigned q, const struct blk_io *io)
+{
+	(void)s;
+	enter();
+	int rc = 0;
+	if (q != 0 || io->length > FAKE_IO_MAX)
+		fake.violations++;
+	if (fake.ended)
+		rc = -EIO;
+	else if (fake.n == FAKE_DEPTH)
+		rc = -EAGAIN;
+	else {
+		fake.inflight[fake.n++] = *io;
+		fake.submits++;
+		if (fake.end_after && fake.submits == fake.end_after)
+			fake.ended = true;
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
+}
+
+int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+{
+	(void)s;
+	enter();
+	fake.polls++;
+	if (timeout_ms != 0)
+		fake.violations++;
+	unsigned n = 0;
+	while (fake.n && n < max && n < 2) {
+		struct blk_io io = fake.inflight[0];
+		memmove(fake.inflight, fake.inflight + 1, --fake.n * sizeof(fake.inflight[0]));
+		d[n] = (struct blk_done){ .cookie = io.cookie };
+		if (fake.ended) {
+			d[n].error = EIO;
+		} else if (io.opcode == BLK_OP_READ) {
+			if ((int)io.offset == fake.fail_offset)
+				d[n].error = EIO;
+			for (uint32_t i = 0; i < io.length; i++)
+				((uint8_t *)io.buf)[i] = byte_at(io.offset + i);
+		} else if (io.opcode == BLK_OP_WRITE) {
+			for (uint32_t i = 0; i < io.length; i++)
+				if (((uint8_t *)io.buf)[i] != byte_at(io.offset + i))
+					d[n].error = EINVAL; /* what the caller wrote is not what it meant */
+		}
+		n++;
+	}
+	int rc = n ? (int)n : fake.ended ? -EIO : 0;
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	fake.n = fake.polls = fake.submits = fake.end_after = fake.violations = 0;
+	fake.ended = false;
+	fake.fail_offset = -1;
+	fake.info = (struct blk_open_reply){ .size = 1u << 30, .block_size = 4096 };
+	fake.efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	return fake.efd < 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(fake.efd);
+	assert_int_equal(fake.violations, 0);
+	return 0;
+}
+
+static void one_request_many_commands(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	size_t len = 16 * FAKE_IO_MAX + 4096;
+	uint8_t *buf = malloc(len);
+	assert_non_null(buf);
+	assert_int_equal(blk_sync_pread(y, buf, len, 1u << 20), 0);
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(buf[i], byte_at((1u << 20) + i));
+	assert_int_equal(fake.submits, 17);
+	assert_int_equal(blk_sync_pwrite(y, buf, len, 1u << 20, false), 0);
+	assert_int_equal(blk_sync_flush(y), 0);
+	assert_int_equal(fake.submits, 17 + 17 + 1);
+	blk_sync_stop(y);
+	free(buf);
+}
+
+struct worker {
+	struct blk_sync *y;
+	unsigned id, bad;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[3 * FAKE_IO_MAX];
+	for (unsigned i = 0; i < 200; i++) {
+		uint64_t off = ((uint64_t)w->id * 1000 + i) * sizeof(buf);
+		size_t len = (i % 3 + 1) * FAKE_IO_MAX;
+		memset(buf, 0, sizeof(buf));
+		if (blk_sync_pread(w->y, buf, len, off) != 0)
+			w->bad++;
+		for (size_t k = 0; k < len; k++)
+			if (buf[k] != byte_at(off + k)) {
+				w->bad++;
+				break;
+			}
+		if (blk_sync_pwrite(w->y, buf, len, off, i % 2) != 0)
+			w->bad++;
+	}
+	return NULL;
+}
+
+static void many_threads_each_get_their_own(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	struct worker w[8];
+	pthread_t th[8];
+	for (unsigned i = 0; i < 8; i++) {
+		w[i] = (struct worker){ .y = y, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+	assert_int_equal(fake.n, 0);
+	blk_sync_stop(y);
+}
+
+static void a_command_error_reaches_its_caller(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	fake.fail_offset = 3 * FAKE_IO_MAX;
+	uint8_t buf[4 * FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), -EIO);
+	assert_int_equal(fake.n, 0); /* the rest of the request still completed before it returned */
+	assert_int_equal(blk_sync_pread(y, buf, FAKE_IO_MAX, 0), 0);
+	char why[64];
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, ""); /* the session lives on */
+	blk_sync_stop(y);
+}
+
+static void *reader(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[2 * FAKE_IO_MAX];
+	for (unsigned i = 0; i < 100; i++)
+		if (blk_sync_pread(w->y, buf, sizeof(buf), (uint64_t)i * sizeof(buf)) != 0)
+			w->bad++;
+	return NULL;
+}
+
+static void a_session_that_ends_fails_everyone(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	fake.end_after = 50;
+	struct worker w[4];
+	pthread_t th[4];
+	for (unsigned i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .y = y, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, reader, &w[i]), 0);
+	}
+	unsigned failed = 0;
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		failed += w[i].bad;
+	}
+	/* 400 requests of 2 commands; the session took 50 commands: at least 375 requests failed. */
+	assert_true(failed >= 375);
+	uint8_t buf[FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), -EIO);
+	char why[64];
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, "the stand-in session ended");
+	blk_sync_stop(y);
+}
+
+static void an_idle_session_is_driven(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	usleep(2500 * 1000);
+	pthread_mutex_lock(&fake.mu);
+	unsigned polls = fake.polls;
+	pthread_mutex_unlock(&fake.mu);
+	assert_in_range(polls, 1, 3);
+	blk_sync_stop(y);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(one_request_many_commands, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_threads_each_get_their_own, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_command_error_reaches_its_caller, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_session_that_ends_fails_everyone, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_idle_session_is_driven, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
