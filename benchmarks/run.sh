@@ -30,7 +30,8 @@
 #   BENCH_STORAGE_ROWS only these storage rows, comma-separated (randread-4k-qd1, randread-4k-qd32,
 #                      randwrite-4k-qd1, randwrite-4k-qd32, read-128k-qd16, write-128k-qd16; default all)
 #   BENCH_STORAGE_OLD  another build directory (e.g. of an older commit): its rdmasec-blkd and
-#                      direct client run in the storage rounds too, as system blkold (an A/B)
+#                      direct client run in the storage rounds too, as system blkold, and its
+#                      nbdkit plugin (if built) as nbdold (an A/B)
 #   BENCH_BLKD_ARGS    more rdmasec-blkd options for the storage rows (e.g. --busy-poll-us 2000),
 #   BENCH_BLKOLD_ARGS  ... for BENCH_STORAGE_OLD's: an A/B of one build's options, with
 #                      BENCH_STORAGE_OLD naming the same build
@@ -109,6 +110,10 @@ snapshot() {
 			mkdir -p "$bin/old"
 			cp -L "$old/tools/blk/target/rdmasec-blkd" "$old/tools/blk/cli/rdmasec-blk" "$old/lib/librdmasec.so.0" \
 				"$bin/old/" || die "BENCH_STORAGE_OLD: cannot copy rdmasec-blkd, rdmasec-blk and librdmasec from $old"
+			if [ -f "$old/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" ]; then
+				cp -L "$old/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/old/" ||
+					die "BENCH_STORAGE_OLD: cannot copy its nbdkit plugin"
+			fi
 		fi
 	fi
 }

@@ -13,7 +13,8 @@
 #   guest's busy CPU ticks over the run, both ends, since all hosts share one
 #   kernel). With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
 #   build's target and direct client run too, as system blkold, in the same
-#   rounds: an A/B of two builds against the same kernel reference. WORKLOAD,...:
+#   rounds, and its nbdkit plugin (if it has one) as nbdold: an A/B of two
+#   builds against the same kernel reference. WORKLOAD,...:
 #   only those rows (names as below; default all). BLKD_ARGS, BLKOLD_ARGS: more
 #   options for the target, and for the old one (split at spaces).
 set -u
@@ -23,7 +24,7 @@ read -ra blkold_args <<<"${8:-}"
 out=$raw/storage
 s1=$(fabric ip 1) s2=$(fabric ip 2)
 port=7473 old_port=7474
-sock=/tmp/bench-nbd.sock
+sock=/tmp/bench-nbd.sock old_sock=/tmp/bench-nbd-old.sock
 mkdir -p "$out"
 # The snapshot's librdmasec, for our programs and the plugin nbdkit loads.
 export LD_LIBRARY_PATH=$bin
@@ -99,6 +100,10 @@ nbd_run() {
 	fio_job "$@" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
 }
 
+nbdold_run() {
+	fio_job "$@" --ioengine=nbd --uri="nbd+unix:///?socket=$old_sock"
+}
+
 start_nvmf() {
 	fabric nvmf-target 1 --size 256 >"$out/nvmf-target.txt" || die "the kernel's NVMe-oF target did not start"
 	fabric nvmf-connect 2 1 >"$out/nvmf-connect.txt" || die "nvme connect failed"
@@ -121,10 +126,16 @@ start_blk() {
 	fi
 	fabric on 2 nbdkit -U "$sock" -P /tmp/bench-nbdkit.pid "$bin/nbdkit-rdmasec-plugin.so" server="$s1:$port" \
 		certs="$pki" export=bench source="$s2" 2>"$out/nbdkit.log" || die "nbdkit did not start"
+	if [ -f "$bin/old/nbdkit-rdmasec-plugin.so" ]; then
+		fabric on 2 env LD_LIBRARY_PATH="$bin/old" nbdkit -U "$old_sock" -P /tmp/bench-nbdkit-old.pid \
+			"$bin/old/nbdkit-rdmasec-plugin.so" server="$s1:$old_port" certs="$pki" export=bench source="$s2" \
+			2>"$out/nbdkit-old.log" || die "the old nbdkit did not start"
+	fi
 }
 
 stop_all() {
 	[ -f /tmp/bench-nbdkit.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit.pid)" 2>/dev/null
+	[ -f /tmp/bench-nbdkit-old.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit-old.pid)" 2>/dev/null
 	[ -n "${blkd_pid:-}" ] && kill -TERM "$blkd_pid" 2>/dev/null && wait "$blkd_pid" 2>/dev/null
 	[ -n "${blkold_pid:-}" ] && kill -TERM "$blkold_pid" 2>/dev/null && wait "$blkold_pid" 2>/dev/null
 	fabric nvmf-disconnect >/dev/null 2>&1
@@ -144,6 +155,9 @@ for round in $(seq 1 "$rounds"); do
 		measure "$out/nbd-$name-r$round" nbd_run "$rw" "$bs" "$depth" || rc=1
 		if [ -d "$bin/old" ]; then
 			measure "$out/blkold-$name-r$round" blkold_run "$rw" "$bs" "$depth" || rc=1
+		fi
+		if [ -f "$bin/old/nbdkit-rdmasec-plugin.so" ]; then
+			measure "$out/nbdold-$name-r$round" nbdold_run "$rw" "$bs" "$depth" || rc=1
 		fi
 	done
 done

@@ -10,7 +10,8 @@ import os
 import re
 import statistics
 
-SYSTEMS = ("nvmf", "blk", "nbd", "blkold")  # blkold: BENCH_STORAGE_OLD's direct client, when it ran
+SYSTEMS = ("nvmf", "blk", "nbd", "blkold", "nbdold")  # *old: BENCH_STORAGE_OLD's, when they ran
+OPTIONAL = ("blkold", "nbdold")
 WORKLOADS = ("randread-4k-qd1", "randread-4k-qd32", "randwrite-4k-qd1", "randwrite-4k-qd32", "read-128k-qd16",
              "write-128k-qd16")
 
@@ -90,7 +91,7 @@ def storage_rows(raw):
         return []
     rounds = sorted({int(m.group(1)) for f in os.listdir(d) for m in [re.search(r"-r(\d+)\.json$", f)] if m})
     rows = []
-    systems = [s for s in SYSTEMS if s != "blkold" or any(f.startswith("blkold-") for f in os.listdir(d))]
+    systems = [s for s in SYSTEMS if s not in OPTIONAL or any(f.startswith(s + "-") for f in os.listdir(d))]
     names = os.listdir(d)
     for w in WORKLOADS:
         if not any(f.startswith("%s-%s-r" % (s, w)) for f in names for s in systems):
@@ -131,3 +132,5 @@ def print_storage(rows):
           " p50 at depth 1 <= 1.3x; nbd 4k depth 32 >= 0.6x. CPU/IO: the whole guest's busy time per I/O (both ends)")
     if rows and "blkold" in rows[0]["systems"]:
         print("  blkold: the direct client and target of BENCH_STORAGE_OLD (an older build), in the same rounds")
+    if rows and "nbdold" in rows[0]["systems"]:
+        print("  nbdold: fio's nbd engine through BENCH_STORAGE_OLD's plugin and target, in the same rounds")
