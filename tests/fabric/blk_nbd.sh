@@ -9,6 +9,10 @@
 #  - nbdkit with our plugin, the kernel's nbd-client: /dev/nbd0; mkfs.ext4,
 #    mount, write a file, umount, drop caches, mount again, read it back
 #    identical; fio --ioengine=libaio --direct=1 with verify=crc32c clean;
+#  - the disk survives its session: fio with verify=crc32c on /dev/nbd0 while
+#    rdmasec-blkd is killed -9 and started again; the plugin opens a new
+#    session (the restarted target logs its OPEN) and sends again what was in
+#    flight: fio sees no error and verifies clean;
 #  - fio's own nbd engine through nbdkit: randwrite with verify=crc32c clean;
 #    one block then changed behind fio's back (rdmasec-blk write): fio's
 #    verify_only run must fail;
@@ -40,11 +44,14 @@ cd /tmp # fio leaves its verify state files where it runs
 modprobe -d "$kroot" nbd nbds_max=2 && modprobe -d "$kroot" ext4 || { echo "modules=failed"; exit 1; }
 truncate -s 64M /tmp/disk.img
 truncate -s 16M /tmp/roe.img # an export nobody writes is not created
-fabric on 1 "$bin/blk/target/rdmasec-blkd" --certs "$work/pki" --listen "$server:7472" \
-	--export disk=/tmp/disk.img,size=64M --rw '*' --export rod=/tmp/rod.img,size=16M --ro '*' \
-	--export roe=/tmp/roe.img,size=16M,ro --rw '*' 2>"$work/blkd.log" &
-tpid=$!
-fabric wait-port 7472 30 || { cat "$work/blkd.log"; exit 1; }
+start_target() {
+	fabric on 1 "$bin/blk/target/rdmasec-blkd" --certs "$work/pki" --listen "$server:7472" \
+		--export disk=/tmp/disk.img,size=64M --rw '*' --export rod=/tmp/rod.img,size=16M --ro '*' \
+		--export roe=/tmp/roe.img,size=16M,ro --rw '*' 2>>"$work/blkd.log" &
+	tpid=$!
+	fabric wait-port 7472 30 || { cat "$work/blkd.log"; exit 1; }
+}
+start_target
 blk() { timeout 120 fabric on 2 "$bin/blk/cli/rdmasec-blk" "$1" --server "$server" --certs "$work/pki" --export disk \
 	--source "$me" "${@:2}"; }
 
@@ -76,6 +83,21 @@ umount /tmp/mnt
 timeout 120 fio --name=libaio --filename=/dev/nbd0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=32 \
 	--size=2M --verify=crc32c >"$work/fio-libaio.out" 2>&1
 echo "fio-libaio=$?"
+
+step survive
+timeout 240 fio --name=survive --filename=/dev/nbd0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+	--iodepth=16 --offset=32M --size=16M --verify=crc32c >"$work/fio-survive.out" 2>&1 &
+fpid=$!
+sleep 2
+kill -9 $tpid
+wait $tpid 2>/dev/null
+echo "== killed at $SECONDS s"
+opens=$(grep -c 'event=open ' "$work/blkd.log")
+sleep 1
+start_target
+echo "== started again at $SECONDS s"
+wait $fpid; echo "fio-survive=$?"
+echo "reopened: $(($(grep -c 'event=open ' "$work/blkd.log") - opens))"
 nbd-client -d /dev/nbd0 >/dev/null 2>&1; echo "nbd-detach=$?"
 
 step fio-nbd
@@ -137,6 +159,11 @@ show fio-libaio.out
 for s in nbdkit nbd-client mkfs write-file read-back fio-libaio nbd-detach; do
 	expect_match "$work/run.out" "^$s=0\$" "NBD: $s failed"
 done
+# The target's kill -9 and restart mid-fio: a new session, no error, verify clean.
+show fio-survive.out
+expect_match "$work/run.out" '^reopened: [1-9]' "the plugin opened no new session after the target restarted"
+expect_match "$work/run.out" '^fio-survive=0$' "fio on /dev/nbd0 failed across the target's restart"
+grep -Eq 'err= *[1-9]|verify: bad|Input/output error' "$work/fio-survive.out" && fail "fio saw an error across the restart"
 show fio-nbd.out
 expect_match "$work/run.out" '^fio-nbd=0$' "fio's nbd engine with verify failed"
 expect_match "$work/run.out" '^poke=0$' "rdmasec-blk write failed"

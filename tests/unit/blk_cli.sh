@@ -49,12 +49,14 @@ if [ -n "$plugin" ]; then
 	fi
 	nbdkit "$plugin" --help >"$work/out" 2>&1 || fail "nbdkit $plugin --help failed: $(cat "$work/out")"
 	grep -q "server=HOST" "$work/out" || fail "the plugin's help lacks server=: $(cat "$work/out")"
+	grep -q "reconnect=MS" "$work/out" || fail "the plugin's help lacks reconnect=: $(cat "$work/out")"
 	nbdkit "$plugin" --dump-plugin >"$work/out" 2>&1 || fail "--dump-plugin failed"
 	grep -q "^thread_model=parallel" "$work/out" || fail "the plugin is not parallel: $(cat "$work/out")"
 	grep -q "^api_version=2" "$work/out" || fail "the plugin is not API v2"
 	for args in "server=192.0.2.1" "server=192.0.2.1 certs=$work export=bad/name" \
 		"server=192.0.2.1 certs=$work export=d queues=65" "server=192.0.2.1 certs=$work export=d frob=1" \
-		"server=192.0.2.1 certs=$work export=d max-io=100"; do
+		"server=192.0.2.1 certs=$work export=d max-io=100" "server=192.0.2.1 certs=$work export=d reconnect=-1" \
+		"server=192.0.2.1 certs=$work export=d reconnect=3600001"; do
 		# shellcheck disable=SC2086 # the parameters split into words on purpose
 		timeout 20 nbdkit -f "$plugin" $args >"$work/out" 2>&1 && fail "nbdkit accepted $args"
 		grep -q "error" "$work/out" || fail "$args: no error said: $(cat "$work/out")"

@@ -7,7 +7,10 @@
  * queue holds only a few commands (callers wait, the lead passes on); a
  * command's error reaches its caller; a session that ends fails every
  * request, those in flight and those after, and says why; a session nobody
- * uses is still driven (keepalives).
+ * uses is still driven (keepalives). With reconnect_ms, a session that ends
+ * is replaced and every request not done is sent again (no caller sees an
+ * error), also while idle; when none comes back in time, everything fails
+ * and the error says both why the session ended and why no new one came.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -37,6 +41,7 @@ static struct {
 	int fail_offset;   /* a READ of this offset completes with EIO; -1: none */
 	unsigned end_after; /* the session ends after this many submits; 0: never */
 	bool ended;
+	unsigned opens, opens_refused; /* sessions opened; the next this many opens are refused */
 	struct blk_open_reply info;
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -58,9 +63,21 @@ static uint8_t byte_at(uint64_t off)
 
 int __wrap_blk_session_open(const struct blk_client_opts *o, struct blk_session **out, char *err, size_t errlen)
 {
-	(void)o, (void)err, (void)errlen;
-	*out = (struct blk_session *)&fake;
-	return 0;
+	(void)o;
+	pthread_mutex_lock(&fake.mu);
+	int rc = 0;
+	if (fake.opens_refused) {
+		fake.opens_refused--;
+		snprintf(err, errlen, "refused");
+		rc = -ECONNREFUSED;
+	} else {
+		fake.opens++;
+		fake.ended = false;
+		fake.n = 0; /* the commands of the last one were all reported */
+		*out = (struct blk_session *)&fake;
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
 }
 
 void __wrap_blk_session_close(struct blk_session *s)
@@ -168,6 +185,7 @@ static int setup(void **state)
 	(void)state;
 	fake.n = fake.polls = fake.submits = fake.end_after = fake.violations = 0;
 	fake.ended = false;
+	fake.opens = fake.opens_refused = 0;
 	fake.fail_offset = -1;
 	fake.info = (struct blk_open_reply){ .size = 1u << 30, .block_size = 4096 };
 	fake.efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -317,6 +335,65 @@ static void an_idle_session_is_driven(void **state)
 	blk_sync_stop(y);
 }
 
+static void reconnect_sends_again(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64], why[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ .reconnect_ms = 5000 }, &y, err, sizeof(err)), 0);
+	fake.end_after = 50;
+	fake.opens_refused = 3; /* the target is back on the fourth try */
+	struct worker w[4];
+	pthread_t th[4];
+	for (unsigned i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .y = y, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].bad, 0); /* each read its own data, each write what it meant, no error */
+	}
+	assert_int_equal(blk_sync_reconnects(y, why, sizeof(why)), 1);
+	assert_string_equal(why, "the stand-in session ended");
+	assert_int_equal(fake.opens, 2);
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, "");
+	blk_sync_stop(y);
+}
+
+static void reconnect_gives_up_after_its_time(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64], why[200];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ .reconnect_ms = 300 }, &y, err, sizeof(err)), 0);
+	fake.end_after = 3;
+	fake.opens_refused = 1000;
+	uint8_t buf[4 * FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), -EIO);
+	assert_int_equal(blk_sync_pread(y, buf, FAKE_IO_MAX, 0), -EIO);
+	assert_in_range(fake.opens_refused, 995, 998); /* 100, 200 ms apart: 3 or 4 tries in 300 ms */
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, "the stand-in session ended; no new session within 300 ms (refused)");
+	blk_sync_stop(y);
+}
+
+static void an_idle_session_that_ends_is_replaced(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64], why[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ .reconnect_ms = 5000 }, &y, err, sizeof(err)), 0);
+	pthread_mutex_lock(&fake.mu);
+	fake.ended = true;
+	pthread_mutex_unlock(&fake.mu);
+	usleep(2500 * 1000);
+	assert_int_equal(blk_sync_reconnects(y, why, sizeof(why)), 1);
+	uint8_t buf[FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), 0);
+	blk_sync_stop(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +402,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_command_error_reaches_its_caller, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_session_that_ends_fails_everyone, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_idle_session_is_driven, setup, teardown),
+		cmocka_unit_test_setup_teardown(reconnect_sends_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(reconnect_gives_up_after_its_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_idle_session_that_ends_is_replaced, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

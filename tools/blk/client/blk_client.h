@@ -47,6 +47,8 @@ struct blk_client_opts {
 	bool busy_poll;          /* spin on completions instead of sleeping */
 	uint32_t rekey_s;        /* keys renewed at least this often, 1..RSEC_MAX_REKEY_S; 0: RSEC_DEFAULT_REKEY_S */
 	uint64_t rekey_bytes;    /* ... and every this many bytes, 1..RSEC_MAX_REKEY_BYTES; 0: RSEC_DEFAULT_REKEY_BYTES */
+	uint32_t reconnect_ms;   /* blk_sync: after a session ends, open new ones for this long, re-issuing
+				  * what was in flight (0: fail at once); the strings above must outlive it */
 };
 
 /* One I/O of the asynchronous core. buf stays the caller's and must stay
@@ -116,6 +118,8 @@ int blk_sync_pwrite(struct blk_sync *y, const void *buf, size_t len, uint64_t of
 int blk_sync_flush(struct blk_sync *y);
 /* Why the session ended ("" while it lives); a copy into out. */
 void blk_sync_error(struct blk_sync *y, char *out, size_t cap);
+/* Sessions opened again after one ended (reconnect_ms), and why the last one before them ended. */
+unsigned blk_sync_reconnects(struct blk_sync *y, char *why, size_t cap);
 
 /* --- Pieces the core is made of, exposed for the unit tests --- */
 

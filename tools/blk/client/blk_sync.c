@@ -9,7 +9,10 @@
  * lead to a waiting caller once its own request is done. A lone caller does
  * its I/O with no hand-off at all. A housekeeping thread drives an idle
  * session (nobody leading) once a second: keepalives, rekeys, the target's
- * control messages.
+ * control messages. When a session ends, whoever drives it opens new ones for
+ * up to reconnect_ms and sends again every request not done (a READ or WRITE
+ * of the same blocks is idempotent; a FLUSH flushes what the target holds):
+ * the callers see nothing of it unless no session comes back in time.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +30,7 @@
 #define DONE_BATCH 64u
 #define LEAD_WAIT_MS 100 /* the leader's longest sleep: command deadlines are checked at least this often */
 #define IDLE_TICK_MS 1000 /* housekeeping of a session nobody leads */
+#define RECONNECT_BACKOFF_MS 100u /* between tries to open a session again: doubled each time, up to a second */
 
 struct sreq {
 	uint8_t opcode;
@@ -36,6 +40,7 @@ struct sreq {
 	uint64_t off;
 	size_t sent;      /* bytes handed to commands so far */
 	bool all_sent;    /* off the active list */
+	bool lost;        /* a command of it went down with its session: sent again on the next */
 	unsigned pending; /* its commands in flight */
 	int error;        /* the first, negative errno */
 	bool done;
@@ -46,6 +51,7 @@ struct sreq {
 
 struct blk_sync {
 	struct blk_session *s;
+	struct blk_client_opts opts; /* to open the next one */
 	struct blk_open_reply info;
 	pthread_mutex_t mu; /* everything below; the session, for whoever leads */
 	pthread_t keeper;
@@ -58,7 +64,9 @@ struct blk_sync {
 	unsigned next_queue;
 	uint64_t driven_ms;             /* when the session was last driven */
 	bool stop, dead;
-	char error[256];
+	char error[600]; /* why the session ended, and what the reconnects ran into */
+	unsigned reconnects;
+	char lost_why[256]; /* why the last session that was replaced ended */
 };
 
 /* Under mu: r's caller may return. */
@@ -132,6 +140,9 @@ static void submit_active(struct blk_sync *y)
 		int rc = submit_next(y, r);
 		if (rc == -EAGAIN)
 			return;
+		/* The session ended: the poll says so next, and what is left goes out on the next one. */
+		if ((rc == -EIO || rc == -ENOTCONN) && y->opts.reconnect_ms)
+			return;
 		if (rc < 0 && !r->error)
 			r->error = rc;
 		if (rc < 0 || r->sent == r->len)
@@ -141,12 +152,16 @@ static void submit_active(struct blk_sync *y)
 
 static void reap(struct blk_sync *y, const struct blk_done *d, int n)
 {
+	/* The commands a session that ended drops come back with EIO: sent again on the next one. */
+	bool ended = y->opts.reconnect_ms && *blk_session_error(y->s);
 	for (int i = 0; i < n; i++) {
 		struct sreq *r = (struct sreq *)(uintptr_t)d[i].cookie;
 		r->pending--;
-		if (d[i].error && !r->error)
+		if (ended && d[i].error == EIO)
+			r->lost = true;
+		else if (d[i].error && !r->error)
 			r->error = -d[i].error;
-		if (r->all_sent && r->pending == 0)
+		if (r->all_sent && r->pending == 0 && !r->lost)
 			finish(y, r);
 	}
 }
@@ -155,7 +170,8 @@ static void reap(struct blk_sync *y, const struct blk_done *d, int n)
 static void session_ended(struct blk_sync *y)
 {
 	y->dead = true;
-	snprintf(y->error, sizeof(y->error), "%s", *blk_session_error(y->s) ? blk_session_error(y->s) : "stopped");
+	if (!y->error[0])
+		snprintf(y->error, sizeof(y->error), "%s", y->s && *blk_session_error(y->s) ? blk_session_error(y->s) : "stopped");
 	take_incoming(y);
 	y->act_head = y->act_tail = NULL;
 	while (y->waiting) {
@@ -163,6 +179,63 @@ static void session_ended(struct blk_sync *y)
 		r->error = r->error ? r->error : -EIO;
 		finish(y, r);
 	}
+}
+
+/* Under mu: every request not done goes out again, whole, on the new session. */
+static void send_again(struct blk_sync *y)
+{
+	y->in_head = y->in_tail = NULL;
+	y->act_head = y->act_tail = NULL;
+	for (struct sreq *r = y->waiting; r; r = r->wnext) {
+		r->sent = 0;
+		r->pending = 0;
+		r->all_sent = r->lost = false;
+		r->next = NULL;
+		if (y->act_tail)
+			y->act_tail->next = r;
+		else
+			y->act_head = r;
+		y->act_tail = r;
+	}
+}
+
+/* Under mu, leading, the session over: open new ones (mu released meanwhile) until one comes or
+ * reconnect_ms ran out. Whether one came. */
+static bool reconnect(struct blk_sync *y)
+{
+	uint64_t deadline = clock_coarse_ms() + y->opts.reconnect_ms;
+	unsigned backoff = RECONNECT_BACKOFF_MS;
+	char err[256] = "";
+	snprintf(y->lost_why, sizeof(y->lost_why), "%s", blk_session_error(y->s));
+	blk_session_close(y->s);
+	y->s = NULL;
+	while (!y->stop) {
+		struct blk_session *s = NULL;
+		pthread_mutex_unlock(&y->mu);
+		int rc = blk_session_open(&y->opts, &s, err, sizeof(err));
+		pthread_mutex_lock(&y->mu);
+		if (rc == 0) {
+			const struct blk_open_reply *now = blk_session_info(s);
+			if (now->size == y->info.size && now->block_size == y->info.block_size) {
+				y->s = s;
+				y->reconnects++;
+				send_again(y);
+				return true;
+			}
+			snprintf(err, sizeof(err), "the export came back with another size or block size");
+			blk_session_close(s);
+			break;
+		}
+		if (clock_coarse_ms() + backoff >= deadline)
+			break;
+		pthread_mutex_unlock(&y->mu);
+		usleep(backoff * 1000u);
+		pthread_mutex_lock(&y->mu);
+		backoff = backoff * 2 < 1000 ? backoff * 2 : 1000;
+	}
+	snprintf(y->error, sizeof(y->error), "%s; no new session within %u ms (%s)", y->lost_why,
+		 y->opts.reconnect_ms, err[0] ? err : "stopped");
+	return false;
 }
 
 /* Under mu, leading: submit, reap, wake. Whether anything completed. */
@@ -174,7 +247,8 @@ static bool drive(struct blk_sync *y)
 	int n = blk_session_poll(y->s, d, DONE_BATCH, 0);
 	y->driven_ms = clock_coarse_ms();
 	if (n < 0) {
-		session_ended(y);
+		if (!y->opts.reconnect_ms || !reconnect(y))
+			session_ended(y);
 		return true;
 	}
 	reap(y, d, n);
@@ -254,8 +328,13 @@ static void *keeper(void *arg)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += IDLE_TICK_MS / 1000;
 		(void)pthread_cond_timedwait(&y->keeper_cv, &y->mu, &ts);
-		if (!y->stop && !y->dead && !y->leading && clock_coarse_ms() - y->driven_ms >= IDLE_TICK_MS / 2)
+		if (!y->stop && !y->dead && !y->leading && clock_coarse_ms() - y->driven_ms >= IDLE_TICK_MS / 2) {
+			y->leading = true; /* a reconnect releases mu: nobody else may drive meanwhile */
 			(void)drive(y);
+			y->leading = false;
+			if (y->waiting)
+				pthread_cond_signal(&y->waiting->cv);
+		}
 	}
 	pthread_mutex_unlock(&y->mu);
 	return NULL;
@@ -269,6 +348,7 @@ int blk_sync_start(const struct blk_client_opts *o, struct blk_sync **out, char 
 	y->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int rc = y->efd < 0 ? -errno : blk_session_open(o, &y->s, err, errlen);
 	if (rc == 0) {
+		y->opts = *o;
 		y->info = *blk_session_info(y->s);
 		y->driven_ms = clock_coarse_ms();
 		pthread_mutex_init(&y->mu, NULL);
@@ -300,7 +380,8 @@ void blk_sync_stop(struct blk_sync *y)
 	pthread_mutex_unlock(&y->mu);
 	pthread_join(y->keeper, NULL);
 	/* No request is under way (the caller's promise): nobody leads, the session is ours. */
-	blk_session_close(y->s);
+	if (y->s)
+		blk_session_close(y->s);
 	close(y->efd);
 	pthread_cond_destroy(&y->keeper_cv);
 	pthread_mutex_destroy(&y->mu);
@@ -317,6 +398,15 @@ void blk_sync_error(struct blk_sync *y, char *out, size_t cap)
 	pthread_mutex_lock(&y->mu);
 	snprintf(out, cap, "%s", y->error);
 	pthread_mutex_unlock(&y->mu);
+}
+
+unsigned blk_sync_reconnects(struct blk_sync *y, char *why, size_t cap)
+{
+	pthread_mutex_lock(&y->mu);
+	unsigned n = y->reconnects;
+	snprintf(why, cap, "%s", y->lost_why);
+	pthread_mutex_unlock(&y->mu);
+	return n;
 }
 
 int blk_sync_pread(struct blk_sync *y, void *buf, size_t len, uint64_t offset)

@@ -16,7 +16,7 @@
 #include "blk_client.h"
 #include "cli.h"
 
-static struct blk_client_opts opts = { .queues = 1, .queue_depth = 32 };
+static struct blk_client_opts opts = { .queues = 1, .queue_depth = 32, .reconnect_ms = 30000 };
 static char host[256];
 
 static int parse_uint(const char *what, const char *value, unsigned min, unsigned max, unsigned *out)
@@ -85,6 +85,8 @@ static int rdmasec_config(const char *key, const char *value)
 		return opts.queue_depth = (uint16_t)v, 0;
 	if (strcmp(key, "timeout") == 0 && parse_uint("timeout", value, 1, 3600000, &v) == 0)
 		return opts.timeout_ms = (int)v, 0;
+	if (strcmp(key, "reconnect") == 0 && parse_uint("reconnect", value, 0, 3600000, &v) == 0)
+		return opts.reconnect_ms = v, 0;
 	if (strcmp(key, "rekey_s") == 0 || strcmp(key, "rekey_bytes") == 0)
 		return parse_rekey(key, value);
 	if (strcmp(key, "max-io") == 0) {
@@ -96,7 +98,7 @@ static int rdmasec_config(const char *key, const char *value)
 		opts.io_max = (uint32_t)n;
 		return 0;
 	}
-	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout"))
+	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout") && strcmp(key, "reconnect"))
 		nbdkit_error("unknown parameter \"%s\" (see nbdkit-rdmasec-plugin(1))", key);
 	return -1;
 }
@@ -173,6 +175,10 @@ static void *rdmasec_open(int readonly)
 
 static void rdmasec_close(void *h)
 {
+	char why[256];
+	unsigned n = blk_sync_reconnects(h, why, sizeof(why));
+	if (n)
+		nbdkit_debug("rdmasec: %u session(s) opened again; the last one replaced ended: %s", n, why);
 	blk_sync_stop(h);
 }
 
@@ -263,6 +269,8 @@ static struct nbdkit_plugin plugin = {
 		       "max-io=SIZE          largest command (default 256K)\n"
 		       "rekey_s=S rekey_bytes=B   renew the keys every S seconds (default 3600, 1..604800)\n"
 		       "                     and every B bytes (K/M/G; default 64G, 1..128G)\n"
+		       "reconnect=MS         a session that ends is replaced within MS, what was in\n"
+		       "                     flight sent again (default 30000; 0: fail at once)\n"
 		       "device=NAME source=ADDR timeout=MS",
 	.magic_config_key = NULL,
 	.open = rdmasec_open,
