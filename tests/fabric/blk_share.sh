@@ -7,7 +7,9 @@
 #    (fewer queues than they asked);
 #  - fairness: an honest identity's 4 KiB reads at depth 1, alone and then
 #    while the hog keeps two sessions full of 32 KiB writes at depth 32:
-#    its p99 under load at most 5 times its idle p99 (both printed).
+#    its p99 under load at most 5 times its idle p99 (both printed). The
+#    target polls before sleeping (busy_poll_us, its default); with
+#    BLK_SHARE_BUSY_POLL_US it polls for that long (0: never), to compare.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -24,7 +26,7 @@ ratio_max=${BLK_SHARE_RATIO_MAX:-5}
 
 cat >"$work/guest.sh" <<'GUEST'
 set -u
-blkd=$1 cli=$2 work=$3
+blkd=$1 cli=$2 work=$3 busy=$4
 server=$(fabric ip 1)
 step() { echo "== $* at $SECONDS s"; }
 truncate -s 256M /tmp/disk.img
@@ -32,7 +34,7 @@ truncate -s 256M /tmp/disk.img
 fabric on 1 "$blkd" --certs "$work/pki" --listen "$server" --audit "$work/audit.jsonl" \
 	--metrics "$work/metrics.prom" --max-transfer 128K --queue-depth 32 --queues 4 \
 	--max-sessions 8 --max-sessions-per-identity 2 --memory-limit 64M --memory-per-identity 12M \
-	--export disk=/tmp/disk.img --rw '*' 2>"$work/blkd.log" &
+	--export disk=/tmp/disk.img --rw '*' ${busy:+--busy-poll-us "$busy"} 2>"$work/blkd.log" &
 tpid=$!
 fabric wait-port 7472 60 || { cat "$work/blkd.log"; exit 1; }
 bench() { local host=$1 certs=$2 name=$3; shift 3
@@ -66,7 +68,7 @@ GUEST
 
 start=$SECONDS
 "$fabric" run --hosts 3 --mem 2048 --timeout 300 "${build_share[@]}" -- bash "$work/guest.sh" "$blkd" "$cli" \
-	"$work" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
+	"$work" "${BLK_SHARE_BUSY_POLL_US:-}" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
 for f in idle loaded hog1 hog2; do echo "--- $f"; cat "$work/$f.json" "$work/$f.err"; done

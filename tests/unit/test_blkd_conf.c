@@ -22,6 +22,7 @@ static const char full[] =
 	"max_transfer = 2M\n"
 	"max_inline = 60K\n"
 	"memory_limit = 4G\n"
+	"busy_poll_us = 0\n"
 	"[tls]\n"
 	"ca = /etc/ca.pem\n"
 	"cert = /etc/server.pem\n"
@@ -61,6 +62,7 @@ static void full_file(void **state)
 	assert_int_equal(c->max_transfer, 2u << 20);
 	assert_int_equal(c->max_inline, 60u << 10);
 	assert_true(c->memory_limit == (UINT64_C(4) << 30));
+	assert_int_equal(c->busy_poll_us, 0);
 	assert_string_equal(c->audit_log, "/var/log/blkd.audit");
 	assert_int_equal(c->n_exports, 2);
 	const struct blkd_export_conf *x = &c->exports[0];
@@ -90,6 +92,7 @@ static void defaults(void **state)
 	assert_int_equal(c->max_transfer, 1u << 20);
 	assert_int_equal(c->rekey_s, RSEC_DEFAULT_REKEY_S);
 	assert_true(c->rekey_bytes == RSEC_DEFAULT_REKEY_BYTES);
+	assert_int_equal(c->busy_poll_us, 2000);
 	char err[256];
 	/* No credentials, no export. */
 	assert_int_equal(blkd_conf_check(c, err, sizeof(err)), -1);
@@ -140,6 +143,7 @@ static void invalid(void **state)
 		{ "[export d]\nrw = CN=*\n", "rw: authorization rule 'CN=*' has a '*'" },
 		{ "[export d]\nwho = x\n", "unknown key 'who' in [export d]" },
 		{ "just text\n", "line 1: expected '[section]'" },
+		{ "[target]\nbusy_poll_us = 10001\n", "line 2: busy_poll_us: '10001' is not a number in 0..10000" },
 		{ "[tls]\nrekey_s = 0\n", "line 2: rekey_s: '0' is not a number in 1..604800" },
 		{ "[tls]\nrekey_s = -1\n", "line 2: rekey_s: '-1' is not a number in 1..604800" },
 		{ "[tls]\nrekey_s = 604801\n", "line 2: rekey_s: '604801' is not a number in 1..604800" },

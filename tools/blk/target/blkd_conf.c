@@ -315,6 +315,7 @@ struct blkd_conf *blkd_conf_new(void)
 	c->grant_timeout_ms = 5000;
 	c->rebuilds_per_min = 6;
 	c->store_threads = 4;
+	c->busy_poll_us = 2000; /* a round trip of the emulated fabric; a real NIC's window adapts far below it */
 	c->rekey_s = RSEC_DEFAULT_REKEY_S;
 	c->rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rdmasec/blkd-trust"); /* not the server's: one writer each */

@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"      --rebuilds-per-min N    self-healing of a queue pair's data path (default 6; 0: close)\n"
 		"      --store-threads N       worker threads for the backing stores' I/O (default 4)\n"
 		"      --busy-poll-us N        poll completions up to N us before sleeping, adapted to\n"
-		"                              how soon events come (default 0: never; at most 10000)\n"
+		"                              how soon events come (default 2000; 0: never; at most 10000)\n"
 		"      --trust-etcd [http[s]://]HOST:PORT[,HOST:PORT...]/PREFIX\n"
 		"                              cluster trust: the CA bundle, CRL and allow rules (who may\n"
 		"                              connect at all) from etcd keys PREFIX/ca, PREFIX/crl,\n"

@@ -85,7 +85,7 @@ static int render(FILE *f, const void *arg)
 		"# TYPE " PREFIX "closed_revoked_total counter\n" PREFIX "closed_revoked_total %llu\n"
 		"# HELP " PREFIX "cert_expiry_days whole days until the target's own certificate expires\n"
 		"# TYPE " PREFIX "cert_expiry_days gauge\n" PREFIX "cert_expiry_days %llu\n"
-		"# HELP " PREFIX "busy_polls_total polls of the busy sessions before sleeping (busy_poll_us), by"
+		"# HELP " PREFIX "busy_polls_total polls of the sessions' queues before sleeping (busy_poll_us), by"
 		" whether they found work\n# TYPE " PREFIX "busy_polls_total counter\n"
 		PREFIX "busy_polls_total{result=\"hit\"} %llu\n" PREFIX "busy_polls_total{result=\"miss\"} %llu\n",
 		(unsigned long long)t->connections, (unsigned long long)t->violations,
