@@ -435,6 +435,15 @@ static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 	return 0;
 }
 
+int rsec_conn_last_words(struct rsec_conn *c)
+{
+	struct rsec_conn *root = c->lane ? c->root : c;
+	if (!root || root->path.phase == PHASE_CLOSED || !root->path.chan)
+		return 0;
+	root->sock_event = true; /* read even if no event said so: the socket may hold them */
+	return process_ctrl_in(root);
+}
+
 /*
  * Event mode, established: one epoll_wait says which of the control socket
  * and the completion channel have something, so that neither is read, nor

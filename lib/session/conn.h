@@ -204,6 +204,12 @@ int rsec_conn_fail(struct rsec_conn *c, int code, const char *fmt, ...)
  * closed (its close code). Without a fault, rc as it is.
  */
 RSEC_MUST_CHECK int rsec_conn_settle(struct rsec_conn *c, int rc);
+/*
+ * The control channel failed under one of our sends: read what the peer sent
+ * before it went (a DISCONNECT and its reason), so that the connection ends
+ * with the peer's word rather than our failed send's. Returns what reading did.
+ */
+int rsec_conn_last_words(struct rsec_conn *c);
 /* rsec_data_poll, settled; a rebuild whose binds all completed sends its REBUILD_READY. */
 RSEC_MUST_CHECK int rsec_conn_poll_data(struct rsec_conn *c);
 /* The control channel sends a KEEPALIVE after this long without a frame, and is lost after three. */

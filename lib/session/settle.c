@@ -15,6 +15,10 @@ int rsec_conn_settle(struct rsec_conn *c, int rc)
 		if (f.kind == RSEC_FAULT_DATA) {
 			int r = rsec_rebuild_fault(c, f.why, f.code, "%s", f.text);
 			rc = r < 0 ? r : 0; /* rebuilt: what the caller did is not lost, only delayed */
+		} else if (rsec_chan_gone(f.code) && (rsec_conn_last_words(c), c->path.phase == PHASE_CLOSED)) {
+			rc = c->path.close_code; /* the peer said why first */
+		} else if (rsec_chan_gone(f.code) && !c->lane && c->rs.parked) {
+			rc = 0; /* the channel went: the session waits to resume (resume.c) */
 		} else {
 			rc = rsec_conn_fail(c, f.code, "%s", f.text);
 		}
