@@ -36,23 +36,39 @@ struct client {
 	struct blk_data_keys *keys[QUEUES];
 	uint64_t seq[QUEUES]; /* of the last capsule sent on the queue */
 	uint64_t read_key_id; /* the key id of the last READ completed */
+	uint16_t window;      /* version 4: the pool window its commands name (1); version 3: 0 */
+	bool raw_window;      /* send_cmd leaves m->window as it is */
 	unsigned nq;
 	struct blk_open_reply r;
 };
 
 static struct rsec_ctx *ctx;
 static const char *server, *export_name;
+static uint8_t speak = BLK_VERSION; /* the version open_session's OPEN asks for */
 
 static void send_raw(struct rsec_conn *c, const void *buf, size_t len)
 {
 	check_must(rsec_send(c, buf, len, TIMEOUT_MS), "send", c);
 }
 
+/* Grant queue q's whole pool to the target with these rights, under tag. */
+static void pool_grant(struct client *cl, unsigned q, unsigned access, uint64_t tag)
+{
+	uint64_t gid;
+	int rc;
+	while ((rc = rsec_grant(cl->conn[q], cl->region[q], 0, (size_t)SLOT * QD, access, 0, tag, &gid)) == RSEC_E_AGAIN) {
+		int prc = rsec_conn_process(cl->conn[q]);
+		if (prc != RSEC_E_AGAIN)
+			check_must(prc, "process", cl->conn[q]);
+	}
+	check_must(rc, "pool grant", cl->conn[q]);
+}
+
 static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint16_t *status)
 {
 	memset(cl, 0, sizeof(*cl));
 	check_must(rsec_connect(ctx, server, BLK_DEFAULT_PORT, NULL, TIMEOUT_MS, &cl->conn[0]), "connect", NULL);
-	struct blk_open o = { .flags = flags, .queue_depth = QD, .queues = (uint16_t)queues };
+	struct blk_open o = { .version = speak, .flags = flags, .queue_depth = QD, .queues = (uint16_t)queues };
 	snprintf(o.name, sizeof(o.name), "%s", export_name);
 	uint8_t buf[BLK_OPEN_MAX];
 	size_t n = blk_open_encode(&o, buf, sizeof(buf));
@@ -76,17 +92,15 @@ static int open_session(struct client *cl, uint16_t flags, unsigned queues, uint
 					     &cl->region[i]),
 			   "region", cl->conn[i]);
 		cl->mem[i] = rsec_region_addr(cl->region[i]);
-		/* The pool: every slot granted once, as rdmasec-blk does (docs/blk.md, "Data transfers"). */
-		uint64_t gid;
-		int rc;
-		while ((rc = rsec_grant(cl->conn[i], cl->region[i], 0, (size_t)SLOT * QD,
-					RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG, &gid)) == RSEC_E_AGAIN)
-		{
-			int prc = rsec_conn_process(cl->conn[i]);
-			if (prc != RSEC_E_AGAIN)
-				check_must(prc, "process", cl->conn[i]);
+		/* The pool, as rdmasec-blk grants it (docs/blk.md, "Pool windows"): version 4, window 1, one
+		 * grant per direction; version 3, one grant for both. */
+		cl->window = speak >= 4 ? 1 : 0;
+		if (cl->window) {
+			pool_grant(cl, i, RSEC_ACCESS_READ, blk_window_tag(1, BLK_POOL_TARGET_READS));
+			pool_grant(cl, i, RSEC_ACCESS_WRITE, blk_window_tag(1, BLK_POOL_TARGET_WRITES));
+		} else {
+			pool_grant(cl, i, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, BLK_POOL_TAG);
 		}
-		check_must(rc, "pool grant", cl->conn[i]);
 		cl->keys[i] = blk_data_keys_new(cl->conn[i], (uint16_t)i);
 		if (!cl->keys[i])
 			check_die("out of memory");
@@ -113,8 +127,11 @@ static void close_session(struct client *cl)
 static void send_cmd(struct client *cl, unsigned q, struct blk_cmd *m, const void *inline_data)
 {
 	static uint8_t buf[BLK_CMD_MAX + 4096];
+	enum blk_pool_dir dir;
 	if (!m->seq)
 		m->seq = ++cl->seq[q];
+	if (!cl->raw_window && blk_cmd_pool_dir(m, &dir))
+		m->window = cl->window;
 	size_t n = blk_cmd_encode_hdr(m, buf, sizeof(buf));
 	if (!n)
 		check_die("cannot encode a command");
@@ -308,6 +325,41 @@ static void io_errors(struct client *cl)
 	free(buf);
 }
 
+/* Version 4's pool windows: a transfer names one, and goes only where the window's rights allow. */
+static void io_windows(struct client *cl)
+{
+	uint8_t buf[4096];
+	cl->raw_window = true;
+	struct blk_cmd m = { .opcode = BLK_OP_READ, .cid = 6, .length = 4096, .pool_off = 6 * SLOT, .window = 0 };
+	send_cmd(cl, 0, &m, NULL);
+	check_result("window-none", "%s", blk_status_name(recv_cpl(cl, 0).status));
+	/* Window 2, its write grant without the right to write: a READ through it is refused, not tried. */
+	pool_grant(cl, 0, RSEC_ACCESS_READ, blk_window_tag(2, BLK_POOL_TARGET_WRITES));
+	m = (struct blk_cmd){ .opcode = BLK_OP_READ, .cid = 6, .length = 4096, .pool_off = 6 * SLOT, .window = 2 };
+	send_cmd(cl, 0, &m, NULL);
+	check_result("window-rights", "%s", blk_status_name(recv_cpl(cl, 0).status));
+	cl->raw_window = false;
+	check_result("window-after", "%s", blk_status_name(do_read(cl, 0, 0, sizeof(buf), buf, 0)));
+}
+
+/* A client of version 3 (one pool grant for both directions, no windows) is still served. */
+static void io_version3(void)
+{
+	struct client cl;
+	uint16_t st;
+	uint8_t data[65536], back[65536];
+	speak = 3;
+	if (open_session(&cl, BLK_OPEN_WRITE, 1, &st) < 0)
+		check_die("OPEN of version 3: %s", blk_status_name(st));
+	speak = BLK_VERSION;
+	random_bytes(data, sizeof(data));
+	uint16_t w = do_write(&cl, 0, 10u << 20, data, sizeof(data), false); /* pulled: over max_inline */
+	uint16_t r = do_read(&cl, 0, 10u << 20, sizeof(back), back, 0);
+	check_result("version3", "%s %s %s", blk_status_name(w), blk_status_name(r),
+		     memcmp(data, back, sizeof(data)) == 0 ? "same" : "different");
+	close_session(&cl);
+}
+
 static int mode_io(const char *outdir)
 {
 	struct client cl;
@@ -326,7 +378,9 @@ static int mode_io(const char *outdir)
 	free(data);
 	io_inflight(&cl);
 	io_errors(&cl);
+	io_windows(&cl);
 	close_session(&cl);
+	io_version3();
 	return 0;
 }
 

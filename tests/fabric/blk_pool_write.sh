@@ -30,6 +30,10 @@
 #    stalls I/O 1-2 s now and then, attack or not).
 # Rounds: up to 3 sweeps each, until one lands (a run's session may end
 # between the sniff and the sweep).
+# First, same boot, host 3 only listens while a client moves data with pool
+# windows of 1 s (docs/blk.md, "Pool windows"): the keys in the target's
+# RDMA WRITEs and READs change every second, a WRITE's never is a READ's,
+# and never more than two windows of a direction are in use at once.
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
@@ -83,6 +87,15 @@ blk() { local t=$1; shift
 	timeout "$t" fabric on 2 "$cli" bench --server "$server" --certs "$work/pki" --export disk --source "$me" \
 		--bs 512 --seed 7 --verify "$@"; }
 silent() { local n; n=$(grep -c '"event":"rebuild".*data path silent' "$work/audit.jsonl" 2>/dev/null); echo "${n:-0}"; }
+fabric on 3 timeout 10 tcpdump -i fabbr -tt -nn -x -U \
+	'udp dst port 4791 and src host 10.77.0.1 and dst host 10.77.0.2 and (udp[8] == 6 or udp[8] == 10 or udp[8] == 12)' \
+	>"$work/windows.txt" 2>"$work/windows.err" &
+cpid=$!
+sleep 1
+timeout 60 fabric on 2 "$cli" bench --server "$server" --certs "$work/pki" --export disk --source "$me" \
+	--rw randrw --bs 64k --iodepth 2 --size 2M --runtime 6 --pool-window-s 1 >"$work/windows.out" 2>&1
+echo "windows=$?"
+wait $cpid
 blk 300 --rw write --iodepth 16 --size 2M >"$work/pattern.out" 2>&1
 echo "pattern=$?"
 # A round is judged by the target's audit: a rebuild for a silent data path, or a run that failed
@@ -139,6 +152,35 @@ GUEST
 	"$plugin" "$kroot" >"$work/out.txt" 2>&1 || { cat "$work/out.txt"; fail "fabric run failed"; }
 cat "$work/out.txt"
 expect_match "$work/out.txt" '^pattern=0$' "the pattern could not be written"
+expect_match "$work/out.txt" '^windows=0$' "the run with 1 s pool windows failed"
+python3 - "$work/windows.txt" <<'PY' || { cat "$work/windows.out" "$work/windows.err"; fail "the pool windows on the wire are not what docs/blk.md says"; }
+import re, sys
+# tcpdump -tt -x: a Unix time, then the IPv4 packet in hex. IPv4 (20) + UDP (8), then BTH (opcode at 0),
+# then RETH (va 8, rkey 4, length 4): 6 RDMA WRITE First, 10 WRITE Only, 12 RDMA READ Request.
+pkts, cur = [], None
+for line in open(sys.argv[1]):
+    if re.match(r"^[0-9]+\.[0-9]+ ", line):
+        cur = [float(line.split()[0]), ""]
+        pkts.append(cur)
+    elif cur and re.match(r"^\s+0x[0-9a-f]+:", line):
+        cur[1] += "".join(line.split()[1:])
+seen = {"write": {}, "read": {}}
+for t, h in pkts:
+    if len(h) < 104:
+        continue
+    op = int(h[56:58], 16)
+    way = "read" if op == 12 else "write"
+    span = seen[way].setdefault(h[96:104], [t, t])
+    span[1] = t
+for way, keys in seen.items():
+    spans = sorted(keys.values())
+    print("pool windows on the wire: target %ss through %d rkeys in %.1f s: %s" % (
+        way, len(spans), spans[-1][1] - spans[0][0] if spans else 0, ", ".join(sorted(keys, key=keys.get))))
+    assert len(spans) >= 3, "fewer than 3 windows in a 6 s run with 1 s windows"
+    for a, b in zip(spans, spans[2:]):
+        assert a[1] < b[0], "three windows of one direction in use at once"
+assert not set(seen["write"]) & set(seen["read"]), "a window the target writes through is also read through"
+PY
 round=$(sed -n 's/^round=//p' "$work/out.txt")
 [ -n "$round" ] || { tail -n 30 "$work/blkd.log"; fail "no sweep landed in 3 rounds"; }
 run=$work/run$round.out

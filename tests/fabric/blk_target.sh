@@ -135,6 +135,10 @@ expect_each "$io" "(io)" <<'EOF'
 ^RESULT past-pool=transfer failed$	a read past the end of the client's pool grant was tried
 ^RESULT inline-over-max=invalid field$	an in-capsule write over max_inline was taken
 ^RESULT bad-mac=transfer failed$	a pulled write whose data did not authenticate was not refused
+^RESULT window-none=invalid field$	a version 4 READ that named no pool window was taken
+^RESULT window-rights=transfer failed$	a READ went through a pool window that does not allow the target to write
+^RESULT window-after=ok$	the session did not go on through its window
+^RESULT version3=ok ok same$	a version 3 client (one pool grant, no windows) was not served
 EOF
 expect_each "$work/ro-id.out" "(read-only identity)" <<'EOF'
 ^RESULT open-write=read-only$	OPEN with WRITE was not refused

@@ -12,14 +12,15 @@
 #include "blk_wire.h"
 
 static const struct blk_open_reply good_reply = {
-	.status = BLK_S_OK, .flags = BLK_EXPORT_FLUSH | BLK_EXPORT_FUA, .queue_depth = 32, .queues = 4,
+	.version = BLK_VERSION, .status = BLK_S_OK, .flags = BLK_EXPORT_FLUSH | BLK_EXPORT_FUA, .queue_depth = 32, .queues = 4,
 	.block_size = 4096, .max_transfer = 1u << 20, .max_inline = 16384, .size = 64u << 20,
 };
 
 static void open_round_trip_and_layout(void **state)
 {
 	(void)state;
-	struct blk_open in = { .flags = BLK_OPEN_WRITE, .queue_depth = 32, .queues = 4, .name = "disk-1.a_b" }, out;
+	struct blk_open in = { .version = BLK_VERSION, .flags = BLK_OPEN_WRITE, .queue_depth = 32, .queues = 4,
+			       .name = "disk-1.a_b" }, out;
 	uint8_t buf[BLK_OPEN_MAX];
 	size_t n = blk_open_encode(&in, buf, sizeof(buf));
 	const char *why = NULL;
@@ -31,7 +32,7 @@ static void open_round_trip_and_layout(void **state)
 	/* Every byte the header bounds, broken one at a time. */
 	uint8_t bad[BLK_OPEN_MAX];
 	const struct { size_t at; uint8_t v; } breaks[] = {
-		{ 1, 2 }, { 1, 4 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
+		{ 1, BLK_VERSION_MIN - 1 }, { 1, BLK_VERSION + 1 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
 	};
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		memcpy(bad, buf, n);
@@ -40,6 +41,17 @@ static void open_round_trip_and_layout(void **state)
 	}
 	assert_false(blk_open_decode(buf, n - 1, &out, &why));
 	assert_false(blk_open_decode(buf, 0, &out, &why));
+	/* Version 3 is still spoken, and said as it came; no version, the newest. */
+	in.version = 3;
+	assert_int_equal(blk_open_encode(&in, buf, sizeof(buf)), n);
+	assert_int_equal(buf[1], 3);
+	assert_true(blk_open_decode(buf, n, &out, &why));
+	assert_int_equal(out.version, 3);
+	in.version = 0;
+	assert_int_equal(blk_open_encode(&in, buf, sizeof(buf)), n);
+	assert_int_equal(buf[1], BLK_VERSION);
+	in.version = BLK_VERSION + 1;
+	assert_int_equal(blk_open_encode(&in, buf, sizeof(buf)), 0);
 }
 
 static void open_names(void **state)
@@ -97,6 +109,12 @@ static void open_reply_bounds(void **state)
 	assert_int_equal(blk_open_reply_encode(&r, buf, sizeof(buf)), BLK_OPEN_REPLY_LEN);
 	assert_true(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
 	assert_int_equal(out.status, BLK_S_DENIED);
+	assert_int_equal(out.version, BLK_VERSION);
+	buf[1] = BLK_VERSION + 1;
+	assert_false(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
+	buf[1] = 3;
+	assert_true(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
+	assert_int_equal(out.version, 3);
 	buf[10] = 1; /* reserved */
 	assert_false(blk_open_reply_decode(buf, sizeof(buf), &out, &why));
 }
@@ -117,9 +135,9 @@ static void cmd_round_trips(void **state)
 	static uint8_t data[4096];
 	memset(data, 0x5a, sizeof(data));
 	const struct blk_cmd cmds[] = {
-		{ .opcode = BLK_OP_READ, .cid = 0, .offset = 4096, .length = 4096, .pool_off = 8192, .seq = 1 },
-		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_FUA, .cid = 31, .offset = 0, .length = 1u << 20,
-		  .pool_off = UINT32_MAX, .seq = ~0ull, .mac = { 1, 2, 3, [15] = 0xff } },
+		{ .opcode = BLK_OP_READ, .cid = 0, .window = 1, .offset = 4096, .length = 4096, .pool_off = 8192, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_FUA, .cid = 31, .window = BLK_WINDOW_MAX, .offset = 0,
+		  .length = 1u << 20, .pool_off = UINT32_MAX, .seq = ~0ull, .mac = { 1, 2, 3, [15] = 0xff } },
 		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .cid = 255, .offset = 512, .length = 4096, .seq = 3,
 		  .data = data },
 		{ .opcode = BLK_OP_FLUSH, .cid = 7, .seq = 4 },
@@ -135,6 +153,7 @@ static void cmd_round_trips(void **state)
 		assert_int_equal(out.opcode, cmds[i].opcode);
 		assert_int_equal(out.flags, cmds[i].flags);
 		assert_int_equal(out.cid, cmds[i].cid);
+		assert_int_equal(out.window, cmds[i].window);
 		assert_int_equal(out.offset, cmds[i].offset);
 		assert_int_equal(out.length, cmds[i].length);
 		assert_int_equal(out.pool_off, cmds[i].pool_off);
@@ -172,6 +191,8 @@ static void cmd_stateless_rules(void **state)
 		{ .opcode = BLK_OP_FLUSH, .flags = BLK_CMD_FUA, .seq = 1 },
 		{ .opcode = BLK_OP_FLUSH, .pool_off = 4096, .seq = 1 },
 		{ .opcode = BLK_OP_FLUSH, .seq = 1, .mac = { [15] = 1 } },
+		{ .opcode = BLK_OP_FLUSH, .window = 1, .seq = 1 },
+		{ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .window = 1, .length = 512, .seq = 1 },
 		{ .opcode = BLK_OP_READ, .cid = BLK_QD_MAX, .length = 512, .seq = 1 },
 	};
 	uint8_t buf[BLK_CMD_HDR];
@@ -184,8 +205,9 @@ static void cmd_stateless_rules(void **state)
 	buf[1] = 4;
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
 	buf[1] = BLK_OP_READ;
-	buf[6] = 1;
-	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	buf[6] = 1; /* the window, big-endian */
+	assert_true(blk_cmd_decode(buf, sizeof(buf), &out, &why));
+	assert_int_equal(out.window, 256);
 	buf[6] = 0;
 	buf[40] = 1; /* a READ carries no data MAC */
 	assert_false(blk_cmd_decode(buf, sizeof(buf), &out, &why));
@@ -226,6 +248,52 @@ static void cmd_check_against_session(void **state)
 	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
 	c = (struct blk_cmd){ .opcode = BLK_OP_FLUSH, .cid = 3 };
 	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
+	/* Version 3 names no pool window; version 4 names one for every pool transfer, and only then. */
+	struct blk_limits v4 = l;
+	v4.version = 4;
+	c = (struct blk_cmd){ .opcode = BLK_OP_READ, .length = 4096, .seq = 1, .window = 1 };
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_INVALID);
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_OK);
+	c.window = 0;
+	assert_int_equal(blk_cmd_check(&c, &l), BLK_S_OK);
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_INVALID);
+	c.opcode = BLK_OP_WRITE; /* pulled */
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_INVALID);
+	c.window = 7;
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_OK);
+	c = (struct blk_cmd){ .opcode = BLK_OP_WRITE, .flags = BLK_CMD_INLINE, .length = 4096, .seq = 1 };
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_OK);
+	c = (struct blk_cmd){ .opcode = BLK_OP_FLUSH };
+	assert_int_equal(blk_cmd_check(&c, &v4), BLK_S_OK);
+}
+
+static void pool_windows(void **state)
+{
+	(void)state;
+	/* Every window and direction has its own tag, none of them version 3's. */
+	uint64_t seen[6];
+	const uint16_t ws[] = { 1, 2, BLK_WINDOW_MAX };
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned d = 0; d < 2; d++) {
+			seen[2 * i + d] = blk_window_tag(ws[i], (enum blk_pool_dir)d);
+			assert_int_not_equal(seen[2 * i + d], BLK_POOL_TAG);
+			for (unsigned j = 0; j < 2 * i + d; j++)
+				assert_int_not_equal(seen[j], seen[2 * i + d]);
+		}
+	assert_int_equal(blk_window_next(1), 2);
+	assert_int_equal(blk_window_next(BLK_WINDOW_MAX), 1);
+	assert_int_equal(blk_window_next(0), 1);
+	enum blk_pool_dir dir;
+	struct blk_cmd c = { .opcode = BLK_OP_READ };
+	assert_true(blk_cmd_pool_dir(&c, &dir));
+	assert_int_equal(dir, BLK_POOL_TARGET_WRITES);
+	c.opcode = BLK_OP_WRITE;
+	assert_true(blk_cmd_pool_dir(&c, &dir));
+	assert_int_equal(dir, BLK_POOL_TARGET_READS);
+	c.flags = BLK_CMD_INLINE;
+	assert_false(blk_cmd_pool_dir(&c, &dir));
+	c = (struct blk_cmd){ .opcode = BLK_OP_FLUSH };
+	assert_false(blk_cmd_pool_dir(&c, &dir));
 }
 
 static void cpl_bounds(void **state)
@@ -312,6 +380,7 @@ int main(void)
 		cmocka_unit_test(cmd_round_trips),
 		cmocka_unit_test(cmd_stateless_rules),
 		cmocka_unit_test(cmd_check_against_session),
+		cmocka_unit_test(pool_windows),
 		cmocka_unit_test(cpl_bounds),
 		cmocka_unit_test(data_seal_open),
 	};

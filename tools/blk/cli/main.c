@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		"      --rekey-s SECONDS      renew the keys at least this often (default 3600, 1..604800)\n"
 		"      --rekey-bytes BYTES    ... and every BYTES sent and received (K/M/G; default 64G,\n"
 		"                             1..128G)\n"
+		"      --pool-window-s S      grant each queue's I/O slots to the target under new keys\n"
+		"                             every S seconds (default 10, 1..%u)\n"
 		"bench (fio's knobs):\n"
 		"      --rw read|write|randread|randwrite|randrw   (default randread; randrw: 50%% reads)\n"
 		"      --bs SIZE              bytes per I/O, K/M suffixes (default 4K)\n"
@@ -50,13 +52,15 @@ static void usage(FILE *f)
 		"      --json                 one JSON object instead of text\n"
 		"read / write:\n"
 		"      --offset O --length L  bytes, multiples of the block size\n"
+
 		"      --fua                  write: each command on stable storage when it completes\n"
 		"  -h, --help\n",
-		BLK_DEFAULT_PORT, BLK_QD_MAX, BLK_QUEUES_MAX);
+		BLK_DEFAULT_PORT, BLK_POOL_WINDOW_S_MAX, BLK_QD_MAX, BLK_QUEUES_MAX);
 }
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
-       OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES };
+       OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES,
+       OPT_POOL_WINDOW };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -81,7 +85,7 @@ static bool parse_server(struct blk_cli *c, const char *s)
 
 static bool parse_option(struct blk_cli *c, int opt)
 {
-	uint64_t ms, rekey_s;
+	uint64_t ms, rekey_s, window_s;
 	switch (opt) {
 	case 'S': return parse_server(c, optarg);
 	case 'C': c->conn.certs_dir = optarg; return true;
@@ -102,6 +106,11 @@ static bool parse_option(struct blk_cli *c, int opt)
 		return true;
 	case OPT_REKEY_BYTES:
 		return cli_parse_u64("--rekey-bytes", optarg, 1, RSEC_MAX_REKEY_BYTES, true, &c->conn.rekey_bytes);
+	case OPT_POOL_WINDOW:
+		if (!cli_parse_u64("--pool-window-s", optarg, 1, BLK_POOL_WINDOW_S_MAX, false, &window_s))
+			return false;
+		c->conn.pool_window_s = (uint32_t)window_s;
+		return true;
 	case OPT_RW: c->rw = optarg; return true;
 	case OPT_BS: return cli_parse_u64("--bs", optarg, 512, BLK_TRANSFER_MAX, true, &c->bs);
 	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
@@ -143,6 +152,7 @@ int main(int argc, char **argv)
 		{ "length", required_argument, NULL, OPT_LENGTH }, { "fua", no_argument, NULL, OPT_FUA },
 		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
 		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
+		{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
 		{ "help", no_argument, NULL, 'h' },           { 0 },
 	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {

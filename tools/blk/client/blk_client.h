@@ -28,6 +28,7 @@
 #include "blk_wire.h"
 
 #define BLK_CLIENT_IO_MAX_DEFAULT (256u << 10) /* bytes per command unless asked otherwise */
+#define BLK_POOL_WINDOW_S_MAX 86400u
 #define BLK_CLIENT_RETRIES 3u                  /* a command whose transfer failed is sent again this often */
 
 struct blk_client_opts {
@@ -47,6 +48,8 @@ struct blk_client_opts {
 	bool busy_poll;          /* spin on completions instead of sleeping */
 	uint32_t rekey_s;        /* keys renewed at least this often, 1..RSEC_MAX_REKEY_S; 0: RSEC_DEFAULT_REKEY_S */
 	uint64_t rekey_bytes;    /* ... and every this many bytes, 1..RSEC_MAX_REKEY_BYTES; 0: RSEC_DEFAULT_REKEY_BYTES */
+	uint32_t pool_window_s;  /* each queue's pool window serves new commands this long, then the next is
+				  * granted (docs/blk.md, "Pool windows"); 1..BLK_POOL_WINDOW_S_MAX; 0: 10 */
 	uint32_t reconnect_ms;   /* blk_sync: after a session ends, open new ones for this long, re-issuing
 				  * what was in flight (0: fail at once); the strings above must outlive it */
 };

@@ -19,6 +19,7 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define WAIT_SLICE_MS 100 /* the longest one poll() sleeps: deadlines are checked between */
 #define PAGE 4096u
+#define DEFAULT_POOL_WINDOW_S 10u
 
 struct cmd_slot {
 	struct blk_io io;
@@ -26,13 +27,21 @@ struct cmd_slot {
 	uint64_t deadline_ms;
 	unsigned tries;
 	bool resend; /* its transfer failed: send it again when the queue lets us */
+	bool in_window; /* its last capsule named a pool window (window): counted in that window's users */
+	uint16_t window;
 };
 
 struct queue {
 	struct rsec_conn *conn;
-	struct rsec_region *region; /* one slot per cid, all of it granted to the target once (the pool) */
+	struct rsec_region *region; /* one slot per cid, all of it granted to the target (the pool) */
 	uint8_t *base;
-	uint64_t pool_grant;
+	/* Pool windows (docs/blk.md, "Pool windows"): new commands name window; the one before is revoked once
+	 * no command of it is in flight (retiring until then); a new one is granted pool_window_ms after. */
+	uint16_t window;
+	bool retiring;
+	uint64_t window_since_ms;
+	uint64_t window_grant[2][2]; /* by window parity, by enum blk_pool_dir */
+	unsigned window_users[2];
 	struct blk_data_keys *keys; /* the queue's data keys by key id: every transfer through the pool is sealed */
 	uint64_t next_seq;
 	unsigned index;
@@ -52,6 +61,7 @@ struct blk_session {
 	uint32_t io_max;
 	size_t slot_size;
 	int timeout_ms;
+	uint64_t pool_window_ms;
 	bool busy_poll;
 	bool ended;
 	char error[256];
@@ -122,6 +132,8 @@ static int make_ctx(const struct blk_client_opts *o, uint16_t depth, uint16_t qu
 /* The reply must be one the target may give to what we asked. */
 static const char *reply_violation(const struct blk_open_reply *r, const struct blk_open *asked)
 {
+	if (r->version != BLK_VERSION)
+		return "OPEN_REPLY of another protocol version than the OPEN's";
 	if (r->queue_depth > asked->queue_depth || r->queues > asked->queues)
 		return "OPEN_REPLY grants more than was asked";
 	if (r->queue_depth > BLK_QD_GRANT_MAX)
@@ -167,7 +179,24 @@ static size_t round_up(size_t v, size_t unit)
 	return (v + unit - 1) / unit * unit;
 }
 
-/* The slots, registered once and granted to the target once (docs/blk.md, "Data transfers"). */
+/* Grant the whole pool as window w: one grant the target may only read, one it may only write. */
+static int window_grant(const struct blk_session *s, struct queue *q, uint16_t w)
+{
+	static const unsigned access[2] = { [BLK_POOL_TARGET_READS] = RSEC_ACCESS_READ,
+					    [BLK_POOL_TARGET_WRITES] = RSEC_ACCESS_WRITE };
+	size_t len = s->slot_size * s->info.queue_depth;
+	uint64_t *ids = q->window_grant[w & 1];
+	int rc = rsec_grant(q->conn, q->region, 0, len, access[0], 0, blk_window_tag(w, BLK_POOL_TARGET_READS), &ids[0]);
+	if (rc == 0) {
+		rc = rsec_grant(q->conn, q->region, 0, len, access[1], 0, blk_window_tag(w, BLK_POOL_TARGET_WRITES),
+				&ids[1]);
+		if (rc < 0)
+			(void)rsec_revoke(q->conn, ids[0]); /* never announced to a command: its failure changes nothing */
+	}
+	return rc;
+}
+
+/* The slots, registered once; the pool granted as window 1 (docs/blk.md, "Data transfers"). */
 static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t errlen)
 {
 	size_t len = s->slot_size * s->info.queue_depth;
@@ -175,9 +204,10 @@ static int queue_setup(struct blk_session *s, struct queue *q, char *err, size_t
 	q->tx_cap = BLK_CMD_HDR + s->info.max_inline;
 	q->tx = malloc(q->tx_cap);
 	int rc = q->tx ? rsec_region_alloc(q->conn, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, &q->region) : RSEC_E_NOMEM;
+	q->window = 1;
+	q->window_since_ms = clock_coarse_ms();
 	if (rc == 0)
-		rc = rsec_grant(q->conn, q->region, 0, len, RSEC_ACCESS_READ | RSEC_ACCESS_WRITE, 0, BLK_POOL_TAG,
-				&q->pool_grant);
+		rc = window_grant(s, q, q->window);
 	if (rc == 0)
 		rc = (q->keys = blk_data_keys_new(q->conn, (uint16_t)q->index)) ? 0 : RSEC_E_NOMEM;
 	if (rc < 0) {
@@ -222,9 +252,9 @@ int blk_session_open(const struct blk_client_opts *o, struct blk_session **out, 
 			      .queues = o->queues ? o->queues : 1 };
 	*out = NULL;
 	if (!o->host || !o->export_name || strlen(o->export_name) > BLK_NAME_MAX || m.queue_depth > BLK_QD_MAX ||
-	    m.queues > BLK_QUEUES_MAX) {
-		set_err(err, errlen, "bad session options (host, export name, queue depth 1..%u, queues 1..%u)",
-			BLK_QD_MAX, BLK_QUEUES_MAX);
+	    m.queues > BLK_QUEUES_MAX || o->pool_window_s > BLK_POOL_WINDOW_S_MAX) {
+		set_err(err, errlen, "bad session options (host, export name, queue depth 1..%u, queues 1..%u, "
+			"pool window 1..%u s)", BLK_QD_MAX, BLK_QUEUES_MAX, BLK_POOL_WINDOW_S_MAX);
 		return -EINVAL;
 	}
 	memcpy(m.name, o->export_name, strlen(o->export_name) + 1);
@@ -232,6 +262,7 @@ int blk_session_open(const struct blk_client_opts *o, struct blk_session **out, 
 	if (!s)
 		return -ENOMEM;
 	s->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	s->pool_window_ms = 1000u * (uint64_t)(o->pool_window_s ? o->pool_window_s : DEFAULT_POOL_WINDOW_S);
 	s->busy_poll = o->busy_poll;
 	s->q = calloc(m.queues, sizeof(*s->q));
 	int rc = s->q ? make_ctx(o, m.queue_depth, m.queues, &s->ctx, err, errlen) : -ENOMEM;
@@ -323,6 +354,50 @@ static struct blk_data_ctx data_ctx(const struct queue *q, uint16_t cid, enum bl
 				      .offset = c->io.offset, .seq = c->seq, .length = c->io.length };
 }
 
+/* The window before the current one is revoked once no command goes through it any more. */
+static int window_retire(struct blk_session *s, struct queue *q)
+{
+	unsigned old = !(q->window & 1);
+	if (!q->retiring || q->window_users[old] || s->ended)
+		return 0;
+	for (unsigned d = 0; d < 2; d++) {
+		int rc = rsec_revoke(q->conn, q->window_grant[old][d]);
+		if (rc < 0 && rc != RSEC_E_GRANT) /* RSEC_E_GRANT: this one went on an earlier try */
+			return after_failure(s, q, rc, "revoking a pool window");
+	}
+	q->retiring = false;
+	return 0;
+}
+
+/* Once the window has served pool_window_ms, the next one is granted and new commands name it. Never
+ * more than two: not before the one before was revoked. */
+static int window_rotate(struct blk_session *s, struct queue *q)
+{
+	uint64_t now = clock_coarse_ms();
+	if (q->retiring || now - q->window_since_ms < s->pool_window_ms)
+		return 0;
+	uint16_t next = blk_window_next(q->window);
+	int rc = window_grant(s, q, next);
+	if (rc == RSEC_E_AGAIN || rc == RSEC_E_LIMIT)
+		return 0; /* the send queue or the grant table is full now: at the next command */
+	if (rc < 0)
+		return after_failure(s, q, rc, "granting a pool window");
+	q->window = next;
+	q->window_since_ms = now;
+	q->retiring = true;
+	return window_retire(s, q);
+}
+
+/* A command with a pool transfer names the window of now, each time it is sent. */
+static void window_use(struct queue *q, struct cmd_slot *c)
+{
+	if (c->in_window)
+		q->window_users[c->window & 1]--;
+	c->in_window = true;
+	c->window = q->window;
+	q->window_users[c->window & 1]++;
+}
+
 /* Build and send the capsule of the command under cid (its slot filled in): a new sequence number each time. */
 static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 {
@@ -330,6 +405,7 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 	c->seq = ++q->next_seq;
 	struct blk_cmd m = { .opcode = c->io.opcode, .flags = c->io.flags, .cid = cid, .offset = c->io.offset,
 			     .length = c->io.length, .seq = c->seq };
+	enum blk_pool_dir dir;
 	uint8_t *slot = q->base + (size_t)cid * s->slot_size;
 	size_t data = 0;
 	if (m.opcode == BLK_OP_WRITE && m.length <= s->info.max_inline) {
@@ -348,6 +424,10 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 		m.pool_off = (uint32_t)((size_t)cid * s->slot_size);
 	} else if (m.opcode == BLK_OP_READ) {
 		m.pool_off = (uint32_t)((size_t)cid * s->slot_size);
+	}
+	if (blk_cmd_pool_dir(&m, &dir)) {
+		window_use(q, c);
+		m.window = c->window;
 	}
 	size_t n = blk_cmd_encode_hdr(&m, q->tx, q->tx_cap);
 	int rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
@@ -370,6 +450,9 @@ int blk_queue_submit(struct blk_session *s, unsigned qi, const struct blk_io *io
 	/* One capsule may wait for credits per connection: do not start what cannot leave now. */
 	if (rsec_send_queued(q->conn) || q->resends)
 		return -EAGAIN;
+	rc = window_rotate(s, q);
+	if (rc < 0)
+		return rc;
 	int cid = blk_cids_take(&q->free);
 	if (cid < 0)
 		return -EAGAIN;
@@ -387,6 +470,9 @@ int blk_queue_submit(struct blk_session *s, unsigned qi, const struct blk_io *io
 static void finish(struct queue *q, unsigned qi, uint16_t cid, int error, uint16_t status, struct blk_done *d)
 {
 	*d = (struct blk_done){ .cookie = q->cmd[cid].io.cookie, .error = error, .status = status, .queue = qi };
+	if (q->cmd[cid].in_window)
+		q->window_users[q->cmd[cid].window & 1]--;
+	q->cmd[cid].in_window = false;
 	q->expect[cid].busy = false;
 	q->expect[cid].answered = false;
 	q->cmd[cid].resend = false;
@@ -563,6 +649,7 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++) {
 			n += resend_queue(s, qi, d + n, max - n);
 			n += drain_queue(s, qi, d + n, max - n);
+			(void)window_retire(s, &s->q[qi]); /* a failure ends the session: seen below */
 		}
 		if (n)
 			return (int)n;

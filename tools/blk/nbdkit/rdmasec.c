@@ -89,6 +89,8 @@ static int rdmasec_config(const char *key, const char *value)
 		return opts.reconnect_ms = v, 0;
 	if (strcmp(key, "rekey_s") == 0 || strcmp(key, "rekey_bytes") == 0)
 		return parse_rekey(key, value);
+	if (strcmp(key, "pool_window") == 0 && parse_uint("pool_window", value, 1, BLK_POOL_WINDOW_S_MAX, &v) == 0)
+		return opts.pool_window_s = v, 0;
 	if (strcmp(key, "max-io") == 0) {
 		int64_t n = nbdkit_parse_size(value);
 		if (n < 512 || n > BLK_TRANSFER_MAX) {
@@ -98,7 +100,8 @@ static int rdmasec_config(const char *key, const char *value)
 		opts.io_max = (uint32_t)n;
 		return 0;
 	}
-	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout") && strcmp(key, "reconnect"))
+	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout") && strcmp(key, "reconnect") &&
+	    strcmp(key, "pool_window"))
 		nbdkit_error("unknown parameter \"%s\" (see nbdkit-rdmasec-plugin(1))", key);
 	return -1;
 }
@@ -269,6 +272,8 @@ static struct nbdkit_plugin plugin = {
 		       "max-io=SIZE          largest command (default 256K)\n"
 		       "rekey_s=S rekey_bytes=B   renew the keys every S seconds (default 3600, 1..604800)\n"
 		       "                     and every B bytes (K/M/G; default 64G, 1..128G)\n"
+		       "pool_window=S        the target's key to the I/O slots changes every S seconds\n"
+		       "                     (default 10, 1..86400)\n"
 		       "reconnect=MS         a session that ends is replaced within MS, what was in\n"
 		       "                     flight sent again (default 30000; 0: fail at once)\n"
 		       "device=NAME source=ADDR timeout=MS",

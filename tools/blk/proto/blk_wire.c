@@ -36,9 +36,15 @@ uint8_t blk_type_of(const uint8_t *in, size_t len)
 	return len ? in[0] : 0;
 }
 
+static bool version_spoken(uint8_t version)
+{
+	return version >= BLK_VERSION_MIN && version <= BLK_VERSION;
+}
+
 static bool open_valid(const struct blk_open *m)
 {
-	return (m->flags & ~BLK_OPEN_WRITE) == 0 && m->queue_depth >= 1 && m->queue_depth <= BLK_QD_MAX &&
+	return version_spoken(m->version ? m->version : BLK_VERSION) && (m->flags & ~BLK_OPEN_WRITE) == 0 &&
+	       m->queue_depth >= 1 && m->queue_depth <= BLK_QD_MAX &&
 	       m->queues >= 1 && m->queues <= BLK_QUEUES_MAX && blk_name_valid(m->name);
 }
 
@@ -51,7 +57,7 @@ size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap)
 		return 0;
 	uint8_t *p = out;
 	*p++ = BLK_OPEN;
-	*p++ = BLK_VERSION;
+	*p++ = m->version ? m->version : BLK_VERSION;
 	p = cur_store_be(p, 2, m->flags);
 	p = cur_store_be(p, 2, m->queue_depth);
 	*p++ = (uint8_t)m->queues;
@@ -63,11 +69,11 @@ size_t blk_open_encode(const struct blk_open *m, uint8_t *out, size_t cap)
 bool blk_open_decode(const uint8_t *in, size_t len, struct blk_open *m, const char **why)
 {
 	struct cur_in c = { in, len };
-	uint8_t type, version, queues, name_len;
+	uint8_t type, queues, name_len;
 	memset(m, 0, sizeof(*m));
 	if (!cur_get_u8(&c, &type) || type != BLK_OPEN)
 		return fail(why, "not an OPEN");
-	if (!cur_get_u8(&c, &version) || version != BLK_VERSION)
+	if (!cur_get_u8(&c, &m->version) || !version_spoken(m->version))
 		return fail(why, "unknown protocol version");
 	if (!cur_get_u16(&c, &m->flags) || (m->flags & ~BLK_OPEN_WRITE))
 		return fail(why, "unknown OPEN flags");
@@ -92,7 +98,7 @@ static bool is_multiple(uint64_t v, uint32_t unit)
 
 static bool open_reply_valid(const struct blk_open_reply *m)
 {
-	if (m->status > BLK_S_MAX)
+	if (m->status > BLK_S_MAX || !version_spoken(m->version ? m->version : BLK_VERSION))
 		return false;
 	if (m->status != BLK_S_OK)
 		return m->flags == 0 && m->queue_depth == 0 && m->queues == 0 && m->block_size == 0 &&
@@ -112,7 +118,7 @@ size_t blk_open_reply_encode(const struct blk_open_reply *m, uint8_t *out, size_
 		return 0;
 	uint8_t *p = out;
 	*p++ = BLK_OPEN_REPLY;
-	*p++ = BLK_VERSION;
+	*p++ = m->version ? m->version : BLK_VERSION;
 	p = cur_store_be(p, 2, m->status);
 	p = cur_store_be(p, 2, m->flags);
 	p = cur_store_be(p, 2, m->queue_depth);
@@ -128,13 +134,13 @@ size_t blk_open_reply_encode(const struct blk_open_reply *m, uint8_t *out, size_
 bool blk_open_reply_decode(const uint8_t *in, size_t len, struct blk_open_reply *m, const char **why)
 {
 	struct cur_in c = { in, len };
-	uint8_t type, version;
+	uint8_t type;
 	memset(m, 0, sizeof(*m));
 	if (len != BLK_OPEN_REPLY_LEN)
 		return fail(why, "OPEN_REPLY has the wrong length");
 	if (!cur_get_u8(&c, &type) || type != BLK_OPEN_REPLY)
 		return fail(why, "not an OPEN_REPLY");
-	if (!cur_get_u8(&c, &version) || version != BLK_VERSION)
+	if (!cur_get_u8(&c, &m->version) || !version_spoken(m->version))
 		return fail(why, "unknown protocol version");
 	if (!cur_get_u16(&c, &m->status) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->queue_depth) ||
 	    !cur_get_u16(&c, &m->queues) || !cur_get_zero(&c, 2) || !cur_get_u32(&c, &m->block_size) ||
@@ -169,12 +175,13 @@ static bool cmd_valid(const struct blk_cmd *m, const char **why)
 			return fail(why, "unknown WRITE flags");
 		if (m->length == 0)
 			return fail(why, "WRITE needs a length");
-		if (inl && (m->pool_off || !mac_zero(m->mac) || m->key_id || m->length > BLK_INLINE_MAX))
-			return fail(why, "in-capsule WRITE with a pool offset, a data MAC, a key id or over BLK_INLINE_MAX");
+		if (inl && (m->pool_off || m->window || !mac_zero(m->mac) || m->key_id || m->length > BLK_INLINE_MAX))
+			return fail(why, "in-capsule WRITE with a pool offset or window, a data MAC, a key id or over "
+					 "BLK_INLINE_MAX");
 		break;
 	case BLK_OP_FLUSH:
-		if (m->flags || m->offset || m->length || m->pool_off || !mac_zero(m->mac) || m->key_id)
-			return fail(why, "FLUSH takes no flags, offset, length, pool offset, data MAC or key id");
+		if (m->flags || m->offset || m->length || m->pool_off || m->window || !mac_zero(m->mac) || m->key_id)
+			return fail(why, "FLUSH takes no flags, offset, length, pool offset or window, data MAC or key id");
 		break;
 	default:
 		return fail(why, "unknown opcode");
@@ -198,7 +205,7 @@ size_t blk_cmd_encode_hdr(const struct blk_cmd *m, uint8_t *out, size_t cap)
 	*p++ = m->opcode;
 	p = cur_store_be(p, 2, m->flags);
 	p = cur_store_be(p, 2, m->cid);
-	p = cur_store_be(p, 2, 0);
+	p = cur_store_be(p, 2, m->window);
 	p = cur_store_be(p, 8, m->offset);
 	p = cur_store_be(p, 4, m->length);
 	p = cur_store_be(p, 4, m->pool_off);
@@ -218,7 +225,7 @@ bool blk_cmd_decode(const uint8_t *in, size_t len, struct blk_cmd *m, const char
 	if (!cur_get_u8(&c, &type) || type != BLK_CMD)
 		return fail(why, "not a command");
 	if (!cur_get_u8(&c, &m->opcode) || !cur_get_u16(&c, &m->flags) || !cur_get_u16(&c, &m->cid) ||
-	    !cur_get_zero(&c, 2) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
+	    !cur_get_u16(&c, &m->window) || !cur_get_u64(&c, &m->offset) || !cur_get_u32(&c, &m->length) ||
 	    !cur_get_u32(&c, &m->pool_off) || !cur_get_u64(&c, &m->seq) || !cur_get_u64(&c, &m->key_id) ||
 	    !cur_get_bytes(&c, m->mac, BLK_MAC_LEN))
 		return fail(why, "command reserved field not zero");
@@ -274,9 +281,34 @@ bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char
 	return true;
 }
 
+uint64_t blk_window_tag(uint16_t window, enum blk_pool_dir dir)
+{
+	return UINT64_C(0x20000) + 2u * (uint64_t)window + (unsigned)dir;
+}
+
+uint16_t blk_window_next(uint16_t window)
+{
+	return window >= BLK_WINDOW_MAX ? 1 : (uint16_t)(window + 1);
+}
+
+bool blk_cmd_pool_dir(const struct blk_cmd *m, enum blk_pool_dir *dir)
+{
+	if (m->opcode == BLK_OP_READ)
+		*dir = BLK_POOL_TARGET_WRITES;
+	else if (m->opcode == BLK_OP_WRITE && !(m->flags & BLK_CMD_INLINE))
+		*dir = BLK_POOL_TARGET_READS;
+	else
+		return false;
+	return true;
+}
+
 enum blk_status blk_cmd_check(const struct blk_cmd *m, const struct blk_limits *l)
 {
+	enum blk_pool_dir dir;
 	if (m->cid >= l->queue_depth)
+		return BLK_S_INVALID;
+	/* cmd_valid already refused a window on a command without a pool transfer. */
+	if (blk_cmd_pool_dir(m, &dir) && (m->window != 0) != (l->version >= 4))
 		return BLK_S_INVALID;
 	if (m->opcode == BLK_OP_FLUSH)
 		return BLK_S_OK;

@@ -17,9 +17,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BLK_VERSION 3 /* 2: long-lived pool grants, data MACs in capsules and completions; 3: data key ids */
+/* 2: long-lived pool grants, data MACs in capsules and completions; 3: data key ids; 4: pool windows that
+ * rotate, one per direction. A target speaks 3 and 4 (the session speaks the client's). */
+#define BLK_VERSION 4
+#define BLK_VERSION_MIN 3
 #define BLK_DEFAULT_PORT 7472
-#define BLK_POOL_TAG 1u /* the tag of each queue's pool grant (rsec_grant, rsec_grant_wait) */
+#define BLK_POOL_TAG 1u /* version 3: the tag of each queue's one pool grant (rsec_grant, rsec_grant_wait) */
+#define BLK_WINDOW_MAX 0xffffu /* version 4: pool windows are numbered 1..BLK_WINDOW_MAX, then 1 again */
+
+/* Which way a pool window lets the target move bytes (version 4: one window each, docs/blk.md). */
+enum blk_pool_dir {
+	BLK_POOL_TARGET_READS = 0,  /* pulled WRITEs: the client grants RSEC_ACCESS_READ only */
+	BLK_POOL_TARGET_WRITES = 1, /* READs: the client grants RSEC_ACCESS_WRITE only */
+};
 
 enum blk_type {
 	BLK_OPEN = 0x01,       /* client -> target, first message of a session's first queue pair */
@@ -85,9 +95,11 @@ struct blk_open {
 	uint16_t queue_depth; /* asked for, per queue pair: 1..BLK_QD_MAX */
 	uint16_t queues;      /* queue pairs the client will open, the first included: 1..BLK_QUEUES_MAX */
 	char name[BLK_NAME_MAX + 1];
+	uint8_t version;      /* BLK_VERSION_MIN..BLK_VERSION; 0 encodes BLK_VERSION */
 };
 
 struct blk_open_reply {
+	uint8_t version;      /* the OPEN's; 0 encodes BLK_VERSION */
 	uint16_t status;      /* enum blk_status; anything else than OK: the target closes */
 	uint16_t flags;       /* BLK_EXPORT_* */
 	uint16_t queue_depth; /* granted: 1..the asked depth */
@@ -102,6 +114,7 @@ struct blk_cmd {
 	uint8_t opcode;    /* enum blk_opcode */
 	uint16_t flags;    /* BLK_CMD_* */
 	uint16_t cid;      /* command id: < the session's queue depth, unique among this queue pair's commands in flight */
+	uint16_t window;   /* READ, pulled WRITE of version 4: the pool window the transfer goes through; else 0 */
 	uint64_t offset;   /* bytes */
 	uint32_t length;   /* bytes; 0 for FLUSH */
 	uint32_t pool_off; /* READ, pulled WRITE: where the transfer's bytes are in the queue's pool grant */
@@ -121,10 +134,18 @@ struct blk_cpl {
 
 /* What a session negotiated: the bounds blk_cmd_check applies. */
 struct blk_limits {
+	uint8_t version; /* the session's: from 4 on, READs and pulled WRITEs name a pool window */
 	uint64_t size;
 	uint32_t block_size, max_transfer, max_inline;
 	uint16_t queue_depth;
 };
+
+/* The tag a client grants pool window w (>= 1) under, for one direction (rsec_grant, rsec_grant_wait). */
+uint64_t blk_window_tag(uint16_t window, enum blk_pool_dir dir);
+/* The window after w: 1..BLK_WINDOW_MAX, then 1 again (0 names version 3's one pool). */
+uint16_t blk_window_next(uint16_t window);
+/* A command's pool transfer: the direction it needs (false for FLUSH and in-capsule WRITEs). */
+bool blk_cmd_pool_dir(const struct blk_cmd *m, enum blk_pool_dir *dir);
 
 /* The message type of an encoded message, or 0 if it is empty. */
 uint8_t blk_type_of(const uint8_t *in, size_t len);
@@ -145,8 +166,9 @@ bool blk_cpl_decode(const uint8_t *in, size_t len, struct blk_cpl *m, const char
 /*
  * A decoded command against the session's limits: BLK_S_OK, or the status of
  * its error completion (BLK_S_INVALID, BLK_S_RANGE). cid >= queue_depth is
- * BLK_S_INVALID here; a cid already in flight is the caller's to find (it
- * is a protocol violation, not a command error).
+ * BLK_S_INVALID here, and so is a pool transfer that names no window in
+ * version 4, or one in version 3; a cid already in flight is the caller's
+ * to find (it is a protocol violation, not a command error).
  */
 enum blk_status blk_cmd_check(const struct blk_cmd *m, const struct blk_limits *l);
 

@@ -94,13 +94,22 @@ struct export {
 
 struct session;
 
+/* One of the client's pool windows as this queue holds it: the grant of each direction, once it came
+ * (version 3: the one pool grant, window 0, serves both). */
+struct pool_window {
+	uint16_t window;
+	bool have[2];
+	struct rsec_remote_grant g[2]; /* by enum blk_pool_dir */
+};
+
 struct queue {
 	struct session *s;
 	struct rsec_conn *conn;
 	unsigned index;
 	struct rsec_region *region;
-	struct rsec_remote_grant pool; /* the client's grant of its slots for this queue, once it came */
-	bool have_pool;
+	/* By window number's parity: the window new commands name and the one before, which the client
+	 * revokes only once none of its commands is in flight (docs/blk.md, "Pool windows"). */
+	struct pool_window win[2];
 	struct blk_data_keys *keys;    /* the queue's data keys by key id (blk_data.h) */
 	uint64_t last_seq;             /* commands' sequence numbers only grow: no nonce twice */
 	uint8_t *mem;
@@ -494,12 +503,22 @@ static void send_completions(struct target *t)
 	}
 }
 
-/* The client's pool grant must allow both directions, unsealed (we seal), and hold the transfer. */
+/* The grant the command's transfer goes through, if its window is here; NULL if not (or no longer). */
+static const struct rsec_remote_grant *pool_grant(const struct queue *q, const struct cmd *c)
+{
+	enum blk_pool_dir dir;
+	const struct pool_window *w = &q->win[c->m.window & 1];
+	if (!blk_cmd_pool_dir(&c->m, &dir) || w->window != c->m.window || !w->have[dir])
+		return NULL;
+	return &w->g[dir];
+}
+
+/* The window must allow the transfer's direction, unsealed (we seal), and hold the transfer. */
 static bool pool_fits(const struct queue *q, const struct cmd *c)
 {
-	const struct rsec_remote_grant *g = &q->pool;
-	unsigned rw = RSEC_ACCESS_READ | RSEC_ACCESS_WRITE;
-	return (g->access & rw) == rw && !(g->access & RSEC_GRANT_SEALED) && c->m.pool_off <= g->len &&
+	const struct rsec_remote_grant *g = pool_grant(q, c);
+	unsigned need = c->m.opcode == BLK_OP_READ ? RSEC_ACCESS_WRITE : RSEC_ACCESS_READ;
+	return g && (g->access & need) && !(g->access & RSEC_GRANT_SEALED) && c->m.pool_off <= g->len &&
 	       c->m.length <= g->len - c->m.pool_off;
 }
 
@@ -536,10 +555,15 @@ static void cmd_seal(struct queue *q, struct cmd *c)
 static void cmd_post(struct queue *q, struct cmd *c)
 {
 	bool read = c->m.opcode == BLK_OP_READ;
+	const struct rsec_remote_grant *g = pool_grant(q, c);
+	if (!g) { /* a hostile client's window replaced it meanwhile (an honest one waits for its commands) */
+		complete(q, c, BLK_S_TRANSFER);
+		return;
+	}
 	struct rsec_wr w = { .user_id = read ? CHAINED_WRITE_ID : c->m.cid,
 			     .op = read ? RSEC_OP_WRITE : RSEC_OP_READ,
 			     .flags = read ? RSEC_WR_UNSIGNALED : 0,
-			     .grant = &q->pool,
+			     .grant = g,
 			     .remote_off = c->m.pool_off,
 			     .local = q->region,
 			     .local_off = (size_t)c->m.cid * q->s->slot_len,
@@ -673,11 +697,34 @@ static void cmd_granted(struct queue *q, struct cmd *c)
 		cmd_seal_and_post(q, c);
 }
 
+/*
+ * The window the command names, for its direction, taken from the library once it came. A window two
+ * numbers on takes the slot of the one the client revoked before granting it.
+ */
+static int window_take(struct queue *q, const struct cmd *c)
+{
+	enum blk_pool_dir dir;
+	if (!blk_cmd_pool_dir(&c->m, &dir))
+		return RSEC_E_INVAL;
+	struct pool_window *w = &q->win[c->m.window & 1];
+	if (w->window != c->m.window)
+		*w = (struct pool_window){ .window = c->m.window };
+	if (w->have[dir])
+		return 0;
+	uint64_t tag = c->m.window ? blk_window_tag(c->m.window, dir) : BLK_POOL_TAG;
+	int rc = rsec_grant_wait(q->conn, tag, &w->g[dir], 0);
+	if (rc == 0 && !c->m.window) { /* version 3 */
+		w->g[!dir] = w->g[dir];
+		w->have[!dir] = true;
+	}
+	w->have[dir] = rc == 0;
+	return rc;
+}
+
 static void cmd_try_grant(struct queue *q, struct cmd *c, uint64_t now)
 {
-	int rc = q->have_pool ? 0 : rsec_grant_wait(q->conn, BLK_POOL_TAG, &q->pool, 0);
+	int rc = window_take(q, c);
 	if (rc == 0) {
-		q->have_pool = true;
 		cmd_granted(q, c);
 		return;
 	}
@@ -793,7 +840,7 @@ static struct export *export_named(struct target *t, const char *name)
 /* Answer the OPEN with a refusal, audit it, and close once the reply had time to land. */
 static void refuse_open(struct session *s, const struct blk_open *m, uint16_t status, const char *reason)
 {
-	struct blk_open_reply r = { .status = status };
+	struct blk_open_reply r = { .version = m ? m->version : BLK_VERSION, .status = status };
 	uint8_t out[BLK_OPEN_REPLY_LEN];
 	if (blk_open_reply_encode(&r, out, sizeof(out)) == BLK_OPEN_REPLY_LEN)
 		(void)rsec_send(s->q[0]->conn, out, sizeof(out), 0); /* if it fails, the close tells the client */
@@ -831,7 +878,7 @@ static uint16_t open_size(struct session *s, const struct blk_open *m, const cha
 			s->t->n.share_refusals[SHARE_MEMORY]++;
 		return BLK_S_LIMIT;
 	}
-	s->lim = (struct blk_limits){ .size = s->x->store.size, .block_size = s->x->conf->block_size,
+	s->lim = (struct blk_limits){ .version = m->version, .size = s->x->store.size, .block_size = s->x->conf->block_size,
 				      .max_transfer = conf->max_transfer, .max_inline = conf->max_inline,
 				      .queue_depth = (uint16_t)b.queue_depth };
 	s->queues_granted = b.queues;
@@ -867,7 +914,7 @@ static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 {
 	struct blk_open m;
 	const char *why = NULL;
-	if (len >= 2 && buf[0] == BLK_OPEN && buf[1] != BLK_VERSION) {
+	if (len >= 2 && buf[0] == BLK_OPEN && (buf[1] < BLK_VERSION_MIN || buf[1] > BLK_VERSION)) {
 		refuse_open(s, NULL, BLK_S_VERSION, "protocol version not spoken");
 		return;
 	}
@@ -895,6 +942,7 @@ static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 		return;
 	}
 	struct blk_open_reply r = {
+		.version = m.version,
 		.status = BLK_S_OK,
 		.flags = (uint16_t)((s->read_only ? BLK_EXPORT_READ_ONLY : 0) | BLK_EXPORT_FLUSH | BLK_EXPORT_FUA),
 		.queue_depth = s->lim.queue_depth,
