@@ -65,7 +65,7 @@ blk 120 scratch bench --rw randwrite --bs 64k --iodepth 16 --queues 2 --runtime 
 lpid=$!
 : >"$work/acked"
 ( for i in $(seq 1 40); do
-	blk 20 disk write --offset $((8 * 1048576 + (i - 1) * 262144)) --length 262144 <"$work/chunks/$i" \
+	blk 20 disk write --reconnect 0 --offset $((8 * 1048576 + (i - 1) * 262144)) --length 262144 <"$work/chunks/$i" \
 		>/dev/null 2>>"$work/writes.err" || break
 	echo "$i" >>"$work/acked"
 done ) &

@@ -12,7 +12,9 @@
 #  - the disk survives its session: fio with verify=crc32c on /dev/nbd0 while
 #    rdmasec-blkd is killed -9 and started again; the plugin opens a new
 #    session (the restarted target logs its OPEN) and sends again what was in
-#    flight: fio sees no error and verifies clean;
+#    flight: fio sees no error and verifies clean; so does rdmasec-blk write,
+#    streaming 4 MiB from a slow pipe meanwhile: it ends well, says it opened
+#    a new session, and the 4 MiB read back the same;
 #  - fio's own nbd engine through nbdkit: randwrite with verify=crc32c clean;
 #    one block then changed behind fio's back (rdmasec-blk write): fio's
 #    verify_only run must fail;
@@ -85,6 +87,10 @@ timeout 120 fio --name=libaio --filename=/dev/nbd0 --ioengine=libaio --direct=1 
 echo "fio-libaio=$?"
 
 step survive
+head -c 4M /dev/urandom >/tmp/cli.src
+(for i in $(seq 0 63); do dd if=/tmp/cli.src bs=64k skip="$i" count=1 status=none; sleep 0.1; done) |
+	blk write --offset 48M >"$work/cli-survive.out" 2>&1 &
+cpid=$!
 timeout 240 fio --name=survive --filename=/dev/nbd0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 	--iodepth=16 --offset=32M --size=16M --verify=crc32c >"$work/fio-survive.out" 2>&1 &
 fpid=$!
@@ -97,6 +103,8 @@ sleep 1
 start_target
 echo "== started again at $SECONDS s"
 wait $fpid; echo "fio-survive=$?"
+wait $cpid; echo "cli-survive=$?"
+blk read --offset 48M --length 4M 2>"$work/cli-read.err" | cmp - /tmp/cli.src; echo "cli-readback=$?"
 echo "reopened: $(($(grep -c 'event=open ' "$work/blkd.log") - opens))"
 nbd-client -d /dev/nbd0 >/dev/null 2>&1; echo "nbd-detach=$?"
 
@@ -164,6 +172,10 @@ show fio-survive.out
 expect_match "$work/run.out" '^reopened: [1-9]' "the plugin opened no new session after the target restarted"
 expect_match "$work/run.out" '^fio-survive=0$' "fio on /dev/nbd0 failed across the target's restart"
 grep -Eq 'err= *[1-9]|verify: bad|Input/output error' "$work/fio-survive.out" && fail "fio saw an error across the restart"
+show cli-survive.out
+expect_match "$work/run.out" '^cli-survive=0$' "rdmasec-blk write failed across the target's restart"
+expect_match "$work/cli-survive.out" 'new session' "rdmasec-blk write did not open a new session across the restart"
+expect_match "$work/run.out" '^cli-readback=0$' "what rdmasec-blk write streamed across the restart did not read back the same"
 show fio-nbd.out
 expect_match "$work/run.out" '^fio-nbd=0$' "fio's nbd engine with verify failed"
 expect_match "$work/run.out" '^poke=0$' "rdmasec-blk write failed"

@@ -84,7 +84,7 @@ blk() { # CERTDIR COMMAND ARGS...: rdmasec-blk from host 3 to the blkd on host 2
 }
 # client2 writes 4 KiB a second (one command each) until its session ends.
 for _ in $(seq 1 240); do head -c 4096 /dev/zero || break; sleep 1; done |
-	blk "$work/c2" write --offset 0 >"$work/blk-c2.out" 2>&1 &
+	blk "$work/c2" write --reconnect 0 --offset 0 >"$work/blk-c2.out" 2>&1 &
 bwrite=$!
 client() { # NAME HOST ARGS...: NAME.pem/NAME.key of the test PKI, from host 3 to the server on HOST
 	local name=$1 host=$2

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* rdmasec-blk info, read, write: one command at a time, for scripts. */
+/*
+ * rdmasec-blk info, read, write: one request at a time, for scripts. read and
+ * write go through blk_sync, so a session that ends is replaced within
+ * --reconnect and what was in flight goes again (docs/blk-client.md).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +11,8 @@
 #include <unistd.h>
 
 #include "blk_cli.h"
+
+#define CHUNK (1u << 20) /* bytes per request: blk_sync splits it into commands of io_max */
 
 int blk_cli_open(struct blk_cli *c, struct blk_session **s)
 {
@@ -17,23 +23,35 @@ int blk_cli_open(struct blk_cli *c, struct blk_session **s)
 	return rc;
 }
 
-/* One command, waited for: 0 or a negative errno (the reason printed). */
-static int io_wait(struct blk_session *s, const struct blk_io *io)
+static int sync_open(struct blk_cli *c, struct blk_sync **y)
 {
-	int rc = blk_queue_submit(s, 0, io);
-	struct blk_done d;
-	while (rc == 0) {
-		int n = blk_session_poll(s, &d, 1, 1000);
-		if (n < 0)
-			rc = n;
-		else if (n == 1)
-			rc = d.error ? -d.error : 1;
-	}
+	char err[512] = "";
+	int rc = blk_sync_start(&c->conn, y, err, sizeof(err));
 	if (rc < 0)
-		fprintf(stderr, "rdmasec-blk: %s at offset %llu: %s%s%s\n", blk_opcode_name(io->opcode),
-			(unsigned long long)io->offset, strerror(-rc), *blk_session_error(s) ? ": " : "",
-			blk_session_error(s));
-	return rc < 0 ? rc : 0;
+		fprintf(stderr, "rdmasec-blk: %s\n", err[0] ? err : strerror(-rc));
+	return rc;
+}
+
+/* A request's result: 0, or the reason printed and a negative errno. */
+static int io_result(struct blk_sync *y, const char *what, uint64_t offset, int rc)
+{
+	if (rc < 0) {
+		char why[600];
+		blk_sync_error(y, why, sizeof(why));
+		fprintf(stderr, "rdmasec-blk: %s at offset %llu: %s%s%s\n", what, (unsigned long long)offset,
+			strerror(-rc), why[0] ? ": " : "", why);
+	}
+	return rc;
+}
+
+/* Sessions the request needed besides the first: said on standard error, for the operator. */
+static void say_reconnects(struct blk_sync *y)
+{
+	char why[300];
+	unsigned n = blk_sync_reconnects(y, why, sizeof(why));
+	if (n)
+		fprintf(stderr, "rdmasec-blk: %u new session%s after the last one ended (%s)\n", n, n == 1 ? "" : "s",
+			why);
 }
 
 int blk_info_main(struct blk_cli *c)
@@ -51,9 +69,8 @@ int blk_info_main(struct blk_cli *c)
 	return 0;
 }
 
-static bool check_range(struct blk_session *s, uint64_t offset, uint64_t length)
+static bool check_range(const struct blk_open_reply *r, uint64_t offset, uint64_t length)
 {
-	const struct blk_open_reply *r = blk_session_info(s);
 	if (offset % r->block_size || length % r->block_size || offset > r->size || length > r->size - offset) {
 		fprintf(stderr,
 			"rdmasec-blk: --offset %llu --length %llu: multiples of the block size %u within the export's %llu "
@@ -78,32 +95,38 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
 	return true;
 }
 
+static int read_to_stdout(struct blk_cli *c, struct blk_sync *y, uint8_t *buf)
+{
+	if (!check_range(blk_sync_info(y), c->offset, c->length))
+		return 1;
+	for (uint64_t done = 0; done < c->length;) {
+		uint64_t left = c->length - done;
+		size_t n = left < CHUNK ? (size_t)left : CHUNK;
+		if (io_result(y, "read", c->offset + done, blk_sync_pread(y, buf, n, c->offset + done)) < 0)
+			return 1;
+		if (!write_all(STDOUT_FILENO, buf, n)) {
+			fprintf(stderr, "rdmasec-blk: standard output: %s\n", strerror(errno));
+			return 1;
+		}
+		done += n;
+	}
+	return 0;
+}
+
 int blk_read_main(struct blk_cli *c)
 {
 	if (!c->length_set) {
 		fprintf(stderr, "rdmasec-blk: read needs --length\n");
 		return 2;
 	}
-	struct blk_session *s;
-	if (blk_cli_open(c, &s) < 0)
+	struct blk_sync *y;
+	if (sync_open(c, &y) < 0)
 		return 1;
-	uint32_t chunk = blk_session_io_max(s);
-	uint8_t *buf = malloc(chunk);
-	int status = buf && check_range(s, c->offset, c->length) ? 0 : 1;
-	for (uint64_t done = 0; status == 0 && done < c->length;) {
-		uint64_t left = c->length - done;
-		struct blk_io io = { .opcode = BLK_OP_READ, .offset = c->offset + done,
-				     .length = (uint32_t)(left < chunk ? left : chunk), .buf = buf };
-		if (io_wait(s, &io) < 0)
-			status = 1;
-		else if (!write_all(STDOUT_FILENO, buf, io.length)) {
-			fprintf(stderr, "rdmasec-blk: standard output: %s\n", strerror(errno));
-			status = 1;
-		}
-		done += io.length;
-	}
+	uint8_t *buf = malloc(CHUNK);
+	int status = buf ? read_to_stdout(c, y, buf) : 1;
+	say_reconnects(y);
 	free(buf);
-	blk_session_close(s);
+	blk_sync_stop(y);
 	return status;
 }
 
@@ -124,24 +147,23 @@ static ssize_t read_full(uint8_t *p, size_t cap)
 	return (ssize_t)got;
 }
 
-static int write_stdin(struct blk_cli *c, struct blk_session *s, uint8_t *buf, uint32_t chunk)
+static int write_stdin(struct blk_cli *c, struct blk_sync *y, uint8_t *buf)
 {
-	const struct blk_open_reply *r = blk_session_info(s);
+	const struct blk_open_reply *r = blk_sync_info(y);
 	uint64_t done = 0;
 	for (;;) {
-		uint64_t want = c->length_set ? c->length - done : chunk;
-		ssize_t got = read_full(buf, want < chunk ? want : chunk);
+		uint64_t want = c->length_set ? c->length - done : CHUNK;
+		ssize_t got = read_full(buf, want < CHUNK ? want : CHUNK);
 		if (got < 0) {
 			fprintf(stderr, "rdmasec-blk: standard input: %s\n", strerror(errno));
 			return 1;
 		}
 		if (got == 0)
 			break;
-		if (!check_range(s, c->offset + done, (uint64_t)got))
+		if (!check_range(r, c->offset + done, (uint64_t)got))
 			return 1;
-		struct blk_io io = { .opcode = BLK_OP_WRITE, .flags = c->fua ? BLK_CMD_FUA : 0, .offset = c->offset + done,
-				     .length = (uint32_t)got, .buf = buf };
-		if (io_wait(s, &io) < 0)
+		uint64_t at = c->offset + done;
+		if (io_result(y, "write", at, blk_sync_pwrite(y, buf, (size_t)got, at, c->fua)) < 0)
 			return 1;
 		done += (uint64_t)got;
 	}
@@ -150,19 +172,18 @@ static int write_stdin(struct blk_cli *c, struct blk_session *s, uint8_t *buf, u
 			(unsigned long long)done, (unsigned long long)c->length);
 		return 1;
 	}
-	struct blk_io flush = { .opcode = BLK_OP_FLUSH };
-	return (r->flags & BLK_EXPORT_FLUSH) && io_wait(s, &flush) < 0 ? 1 : 0;
+	return (r->flags & BLK_EXPORT_FLUSH) && io_result(y, "flush", 0, blk_sync_flush(y)) < 0 ? 1 : 0;
 }
 
 int blk_write_main(struct blk_cli *c)
 {
-	struct blk_session *s;
-	if (blk_cli_open(c, &s) < 0)
+	struct blk_sync *y;
+	if (sync_open(c, &y) < 0)
 		return 1;
-	uint32_t chunk = blk_session_io_max(s);
-	uint8_t *buf = malloc(chunk);
-	int status = buf ? write_stdin(c, s, buf, chunk) : 1;
+	uint8_t *buf = malloc(CHUNK);
+	int status = buf ? write_stdin(c, y, buf) : 1;
+	say_reconnects(y);
 	free(buf);
-	blk_session_close(s);
+	blk_sync_stop(y);
 	return status;
 }

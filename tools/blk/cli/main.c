@@ -52,7 +52,8 @@ static void usage(FILE *f)
 		"      --json                 one JSON object instead of text\n"
 		"read / write:\n"
 		"      --offset O --length L  bytes, multiples of the block size\n"
-
+		"      --reconnect MS         a session that ends is replaced within MS and what was in\n"
+		"                             flight sent again (default 30000; 0: fail at once)\n"
 		"      --fua                  write: each command on stable storage when it completes\n"
 		"  -h, --help\n",
 		BLK_DEFAULT_PORT, BLK_POOL_WINDOW_S_MAX, BLK_QD_MAX, BLK_QUEUES_MAX);
@@ -60,7 +61,7 @@ static void usage(FILE *f)
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
        OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES,
-       OPT_POOL_WINDOW };
+       OPT_POOL_WINDOW, OPT_RECONNECT };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -111,6 +112,11 @@ static bool parse_option(struct blk_cli *c, int opt)
 			return false;
 		c->conn.pool_window_s = (uint32_t)window_s;
 		return true;
+	case OPT_RECONNECT:
+		if (!cli_parse_u64("--reconnect", optarg, 0, 3600000, false, &ms))
+			return false;
+		c->conn.reconnect_ms = (uint32_t)ms;
+		return true;
 	case OPT_RW: c->rw = optarg; return true;
 	case OPT_BS: return cli_parse_u64("--bs", optarg, 512, BLK_TRANSFER_MAX, true, &c->bs);
 	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
@@ -153,6 +159,7 @@ int main(int argc, char **argv)
 		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
 		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 		{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
+		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
 		{ "help", no_argument, NULL, 'h' },           { 0 },
 	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
@@ -169,6 +176,7 @@ int main(int argc, char **argv)
 	struct blk_cli c = { .rw = "randread", .bs = 4096, .runtime_s = 10, .seed = 1 };
 	c.conn.queue_depth = 1;
 	c.conn.queues = 1;
+	c.conn.reconnect_ms = 30000; /* read, write (blk_sync); bench measures one session */
 	c.conn.write = cmd->writes;
 	int opt;
 	optind = 2;

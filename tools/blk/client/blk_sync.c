@@ -199,8 +199,14 @@ static void send_again(struct blk_sync *y)
 	}
 }
 
-/* Under mu, leading, the session over: open new ones (mu released meanwhile) until one comes or
- * reconnect_ms ran out. Whether one came. */
+/* A refusal no retry changes: this identity may not, or the export is gone or read-only now. */
+static bool refused_for_good(int rc)
+{
+	return rc == -EACCES || rc == -ENOENT || rc == -EROFS || rc == -EPROTONOSUPPORT;
+}
+
+/* Under mu, leading, the session over: open new ones (mu released meanwhile) until one comes,
+ * reconnect_ms ran out or the target refused for good. Whether one came. */
 static bool reconnect(struct blk_sync *y)
 {
 	uint64_t deadline = clock_coarse_ms() + y->opts.reconnect_ms;
@@ -225,6 +231,10 @@ static bool reconnect(struct blk_sync *y)
 			snprintf(err, sizeof(err), "the export came back with another size or block size");
 			blk_session_close(s);
 			break;
+		}
+		if (refused_for_good(rc)) {
+			snprintf(y->error, sizeof(y->error), "%s; a new session was refused (%s)", y->lost_why, err);
+			return false;
 		}
 		if (clock_coarse_ms() + backoff >= deadline)
 			break;
