@@ -12,8 +12,6 @@
 
 #include "blk_cli.h"
 
-#define CHUNK (1u << 20) /* bytes per request: blk_sync splits it into commands of io_max */
-
 int blk_cli_open(struct blk_cli *c, struct blk_session **s)
 {
 	char err[512] = "";
@@ -95,13 +93,13 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
 	return true;
 }
 
-static int read_to_stdout(struct blk_cli *c, struct blk_sync *y, uint8_t *buf)
+static int read_to_stdout(struct blk_cli *c, struct blk_sync *y, uint8_t *buf, uint32_t chunk)
 {
 	if (!check_range(blk_sync_info(y), c->offset, c->length))
 		return 1;
 	for (uint64_t done = 0; done < c->length;) {
 		uint64_t left = c->length - done;
-		size_t n = left < CHUNK ? (size_t)left : CHUNK;
+		size_t n = left < chunk ? (size_t)left : chunk;
 		if (io_result(y, "read", c->offset + done, blk_sync_pread(y, buf, n, c->offset + done)) < 0)
 			return 1;
 		if (!write_all(STDOUT_FILENO, buf, n)) {
@@ -122,8 +120,9 @@ int blk_read_main(struct blk_cli *c)
 	struct blk_sync *y;
 	if (sync_open(c, &y) < 0)
 		return 1;
-	uint8_t *buf = malloc(CHUNK);
-	int status = buf ? read_to_stdout(c, y, buf) : 1;
+	uint32_t chunk = blk_sync_io_max(y);
+	uint8_t *buf = malloc(chunk);
+	int status = buf ? read_to_stdout(c, y, buf, chunk) : 1;
 	say_reconnects(y);
 	free(buf);
 	blk_sync_stop(y);
@@ -147,13 +146,14 @@ static ssize_t read_full(uint8_t *p, size_t cap)
 	return (ssize_t)got;
 }
 
-static int write_stdin(struct blk_cli *c, struct blk_sync *y, uint8_t *buf)
+/* Requests of one command each: what comes on standard input goes out once a command's worth came. */
+static int write_stdin(struct blk_cli *c, struct blk_sync *y, uint8_t *buf, uint32_t chunk)
 {
 	const struct blk_open_reply *r = blk_sync_info(y);
 	uint64_t done = 0;
 	for (;;) {
-		uint64_t want = c->length_set ? c->length - done : CHUNK;
-		ssize_t got = read_full(buf, want < CHUNK ? want : CHUNK);
+		uint64_t want = c->length_set ? c->length - done : chunk;
+		ssize_t got = read_full(buf, want < chunk ? want : chunk);
 		if (got < 0) {
 			fprintf(stderr, "rdmasec-blk: standard input: %s\n", strerror(errno));
 			return 1;
@@ -180,8 +180,9 @@ int blk_write_main(struct blk_cli *c)
 	struct blk_sync *y;
 	if (sync_open(c, &y) < 0)
 		return 1;
-	uint8_t *buf = malloc(CHUNK);
-	int status = buf ? write_stdin(c, y, buf) : 1;
+	uint32_t chunk = blk_sync_io_max(y);
+	uint8_t *buf = malloc(chunk);
+	int status = buf ? write_stdin(c, y, buf, chunk) : 1;
 	say_reconnects(y);
 	free(buf);
 	blk_sync_stop(y);

@@ -114,6 +114,8 @@ int blk_sync_start(const struct blk_client_opts *o, struct blk_sync **out, char 
 /* Ends the housekeeping thread and the session. Call it with no request under way. */
 void blk_sync_stop(struct blk_sync *y);
 const struct blk_open_reply *blk_sync_info(const struct blk_sync *y);
+/* The largest command (blk_session_io_max of the first session). */
+uint32_t blk_sync_io_max(const struct blk_sync *y);
 /* Any length and offset aligned to block_size (split into commands of at most io_max).
  * Return 0 or a negative errno. */
 int blk_sync_pread(struct blk_sync *y, void *buf, size_t len, uint64_t offset);

@@ -53,6 +53,7 @@ struct blk_sync {
 	struct blk_session *s;
 	struct blk_client_opts opts; /* to open the next one */
 	struct blk_open_reply info;
+	uint32_t io_max; /* the first session's: the others' has the same bounds */
 	pthread_mutex_t mu; /* everything below; the session, for whoever leads */
 	pthread_t keeper;
 	pthread_cond_t keeper_cv;
@@ -360,6 +361,7 @@ int blk_sync_start(const struct blk_client_opts *o, struct blk_sync **out, char 
 	if (rc == 0) {
 		y->opts = *o;
 		y->info = *blk_session_info(y->s);
+		y->io_max = blk_session_io_max(y->s);
 		y->driven_ms = clock_coarse_ms();
 		pthread_mutex_init(&y->mu, NULL);
 		pthread_cond_init(&y->keeper_cv, NULL);
@@ -401,6 +403,11 @@ void blk_sync_stop(struct blk_sync *y)
 const struct blk_open_reply *blk_sync_info(const struct blk_sync *y)
 {
 	return &y->info; /* a copy made at the start */
+}
+
+uint32_t blk_sync_io_max(const struct blk_sync *y)
+{
+	return y->io_max;
 }
 
 void blk_sync_error(struct blk_sync *y, char *out, size_t cap)
