@@ -32,7 +32,8 @@ static void open_round_trip_and_layout(void **state)
 	/* Every byte the header bounds, broken one at a time. */
 	uint8_t bad[BLK_OPEN_MAX];
 	const struct { size_t at; uint8_t v; } breaks[] = {
-		{ 1, BLK_VERSION_MIN - 1 }, { 1, BLK_VERSION + 1 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 }, { 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
+		{ 1, BLK_VERSION_MIN - 1 }, { 1, BLK_VERSION + 1 }, { 3, 2 }, { 4, 1 }, { 5, 0 }, { 6, 0 },
+		{ 6, BLK_QUEUES_MAX + 1 }, { 7, 9 }, { 7, 11 }, { 8, '/' },
 	};
 	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
 		memcpy(bad, buf, n);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blk_cli.h"
+#include "busy_poll.h"
 #include "cli.h"
 
 static const struct command {
@@ -34,6 +35,8 @@ static void usage(FILE *f)
 		"  -d, --device NAME          RDMA device\n"
 		"  -t, --timeout MS           set-up, and the longest a command may take (default 30000)\n"
 		"      --busy-poll            spin on completions (lowest latency, a core while waiting)\n"
+		"      --busy-poll-us US      while commands are in flight, poll completions up to US\n"
+		"                             before sleeping (adaptive; default %u, 0: never, ..%u)\n"
 		"      --rekey-s SECONDS      renew the keys at least this often (default 3600, 1..604800)\n"
 		"      --rekey-bytes BYTES    ... and every BYTES sent and received (K/M/G; default 64G,\n"
 		"                             1..128G)\n"
@@ -56,12 +59,12 @@ static void usage(FILE *f)
 		"                             flight sent again (default 30000; 0: fail at once)\n"
 		"      --fua                  write: each command on stable storage when it completes\n"
 		"  -h, --help\n",
-		BLK_DEFAULT_PORT, BLK_POOL_WINDOW_S_MAX, BLK_QD_MAX, BLK_QUEUES_MAX);
+		BLK_DEFAULT_PORT, BLK_CLIENT_BUSY_POLL_US, BUSY_POLL_MAX_US, BLK_POOL_WINDOW_S_MAX, BLK_QD_MAX, BLK_QUEUES_MAX);
 }
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
        OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES,
-       OPT_POOL_WINDOW, OPT_RECONNECT };
+       OPT_POOL_WINDOW, OPT_RECONNECT, OPT_BUSY_US };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -100,6 +103,11 @@ static bool parse_option(struct blk_cli *c, int opt)
 		c->conn.timeout_ms = (int)ms;
 		return true;
 	case OPT_BUSY: c->conn.busy_poll = true; return true;
+	case OPT_BUSY_US:
+		if (!cli_parse_u64("--busy-poll-us", optarg, 0, BUSY_POLL_MAX_US, false, &ms))
+			return false;
+		c->conn.busy_poll_us = (uint32_t)ms;
+		return true;
 	case OPT_REKEY_S:
 		if (!cli_parse_u64("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, false, &rekey_s))
 			return false;
@@ -160,6 +168,7 @@ int main(int argc, char **argv)
 		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
 		{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
 		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
+		{ "busy-poll-us", required_argument, NULL, OPT_BUSY_US },
 		{ "help", no_argument, NULL, 'h' },           { 0 },
 	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
@@ -177,6 +186,7 @@ int main(int argc, char **argv)
 	c.conn.queue_depth = 1;
 	c.conn.queues = 1;
 	c.conn.reconnect_ms = 30000; /* read, write (blk_sync); bench measures one session */
+	c.conn.busy_poll_us = BLK_CLIENT_BUSY_POLL_US;
 	c.conn.write = cmd->writes;
 	int opt;
 	optind = 2;

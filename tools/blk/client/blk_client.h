@@ -29,6 +29,7 @@
 
 #define BLK_CLIENT_IO_MAX_DEFAULT (256u << 10) /* bytes per command unless asked otherwise */
 #define BLK_POOL_WINDOW_S_MAX 86400u
+#define BLK_CLIENT_BUSY_POLL_US 2000u          /* rdmasec-blk's and the plugin's busy_poll_us */
 #define BLK_CLIENT_RETRIES 3u                  /* a command whose transfer failed is sent again this often */
 
 struct blk_client_opts {
@@ -46,6 +47,8 @@ struct blk_client_opts {
 				  * (never more than the target's max_transfer) */
 	int timeout_ms;          /* set-up, and the longest a command may stay in flight; 0: 30000 */
 	bool busy_poll;          /* spin on completions instead of sleeping */
+	uint32_t busy_poll_us;   /* while commands are in flight, poll completions up to this long before sleeping
+				  * (an adaptive window, tools/common/busy_poll.h); 0: never, at most BUSY_POLL_MAX_US */
 	uint32_t rekey_s;        /* keys renewed at least this often, 1..RSEC_MAX_REKEY_S; 0: RSEC_DEFAULT_REKEY_S */
 	uint64_t rekey_bytes;    /* ... and every this many bytes, 1..RSEC_MAX_REKEY_BYTES; 0: RSEC_DEFAULT_REKEY_BYTES */
 	uint32_t pool_window_s;  /* each queue's pool window serves new commands this long, then the next is
