@@ -42,6 +42,7 @@ static struct {
 	unsigned end_after; /* the session ends after this many submits; 0: never */
 	bool ended;
 	unsigned opens, opens_refused; /* sessions opened; the next this many opens are refused */
+	int refusal;       /* ... with this errno (ECONNREFUSED unless set) */
 	struct blk_open_reply info;
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -69,7 +70,7 @@ int __wrap_blk_session_open(const struct blk_client_opts *o, struct blk_session 
 	if (fake.opens_refused) {
 		fake.opens_refused--;
 		snprintf(err, errlen, "refused");
-		rc = -ECONNREFUSED;
+		rc = -(fake.refusal ? fake.refusal : ECONNREFUSED);
 	} else {
 		fake.opens++;
 		fake.ended = false;
@@ -186,6 +187,7 @@ static int setup(void **state)
 	fake.n = fake.polls = fake.submits = fake.end_after = fake.violations = 0;
 	fake.ended = false;
 	fake.opens = fake.opens_refused = 0;
+	fake.refusal = 0;
 	fake.fail_offset = -1;
 	fake.info = (struct blk_open_reply){ .size = 1u << 30, .block_size = 4096 };
 	fake.efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -378,6 +380,39 @@ static void reconnect_gives_up_after_its_time(void **state)
 	blk_sync_stop(y);
 }
 
+/* A refusal no retry changes ends the trying at once, whatever time is left. */
+static void reconnect_stops_at_a_refusal_for_good(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64], why[200];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ .reconnect_ms = 60000 }, &y, err, sizeof(err)), 0);
+	fake.end_after = 1;
+	fake.opens_refused = 1000;
+	fake.refusal = EACCES;
+	uint8_t buf[FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), -EIO);
+	assert_int_equal(fake.opens_refused, 999);
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, "the stand-in session ended; a new session was refused (refused)");
+	blk_sync_stop(y);
+}
+
+/* Without reconnect, the request the session's end failed says why at once (not only after the next poll). */
+static void the_first_failure_says_why(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64], why[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	fake.end_after = 1;
+	uint8_t buf[FAKE_IO_MAX];
+	assert_int_equal(blk_sync_pread(y, buf, sizeof(buf), 0), -EIO);
+	blk_sync_error(y, why, sizeof(why));
+	assert_string_equal(why, "the stand-in session ended");
+	blk_sync_stop(y);
+}
+
 static void an_idle_session_that_ends_is_replaced(void **state)
 {
 	(void)state;
@@ -405,6 +440,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(reconnect_sends_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(reconnect_gives_up_after_its_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_idle_session_that_ends_is_replaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(reconnect_stops_at_a_refusal_for_good, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_first_failure_says_why, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -413,7 +413,8 @@ uint32_t blk_sync_io_max(const struct blk_sync *y)
 void blk_sync_error(struct blk_sync *y, char *out, size_t cap)
 {
 	pthread_mutex_lock(&y->mu);
-	snprintf(out, cap, "%s", y->error);
+	/* A request can fail with the session's end before the next poll marks the layer dead: its reason. */
+	snprintf(out, cap, "%s", y->error[0] || !y->s ? y->error : blk_session_error(y->s));
 	pthread_mutex_unlock(&y->mu);
 }
 
