@@ -429,14 +429,14 @@ static int send_cmd(struct blk_session *s, struct queue *q, uint16_t cid)
 	} else if (m.opcode == BLK_OP_READ) {
 		m.pool_off = (uint32_t)((size_t)cid * s->slot_size);
 	}
-	if (blk_cmd_pool_dir(&m, &dir)) {
-		window_use(q, c);
-		m.window = c->window;
-	}
+	if (blk_cmd_pool_dir(&m, &dir))
+		m.window = q->window;
 	size_t n = blk_cmd_encode_hdr(&m, q->tx, q->tx_cap);
 	int rc = n ? rsec_send(q->conn, q->tx, n + data, 0) : RSEC_E_INVAL;
 	if (rc < 0)
 		return rc == RSEC_E_INVAL ? -EINVAL : after_failure(s, q, rc, "sending a command");
+	if (m.window) /* counted once it went: a capsule not sent holds no window */
+		window_use(q, c);
 	c->deadline_ms = clock_coarse_ms() + (uint64_t)s->timeout_ms;
 	return 0;
 }
