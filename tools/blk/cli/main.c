@@ -75,6 +75,15 @@ static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *o
 	return true;
 }
 
+static bool parse_u32(const char *what, const char *s, uint64_t min, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+	if (!cli_parse_u64(what, s, min, max, false, &v))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
 static bool parse_server(struct blk_cli *c, const char *s)
 {
 	uint16_t port = BLK_DEFAULT_PORT;
@@ -89,7 +98,7 @@ static bool parse_server(struct blk_cli *c, const char *s)
 
 static bool parse_option(struct blk_cli *c, int opt)
 {
-	uint64_t ms, rekey_s, window_s;
+	uint64_t ms;
 	switch (opt) {
 	case 'S': return parse_server(c, optarg);
 	case 'C': c->conn.certs_dir = optarg; return true;
@@ -103,28 +112,13 @@ static bool parse_option(struct blk_cli *c, int opt)
 		c->conn.timeout_ms = (int)ms;
 		return true;
 	case OPT_BUSY: c->conn.busy_poll = true; return true;
-	case OPT_BUSY_US:
-		if (!cli_parse_u64("--busy-poll-us", optarg, 0, BUSY_POLL_MAX_US, false, &ms))
-			return false;
-		c->conn.busy_poll_us = (uint32_t)ms;
-		return true;
-	case OPT_REKEY_S:
-		if (!cli_parse_u64("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, false, &rekey_s))
-			return false;
-		c->conn.rekey_s = (uint32_t)rekey_s;
-		return true;
+	case OPT_BUSY_US: return parse_u32("--busy-poll-us", optarg, 0, BUSY_POLL_MAX_US, &c->conn.busy_poll_us);
+	case OPT_REKEY_S: return parse_u32("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, &c->conn.rekey_s);
 	case OPT_REKEY_BYTES:
 		return cli_parse_u64("--rekey-bytes", optarg, 1, RSEC_MAX_REKEY_BYTES, true, &c->conn.rekey_bytes);
 	case OPT_POOL_WINDOW:
-		if (!cli_parse_u64("--pool-window-s", optarg, 1, BLK_POOL_WINDOW_S_MAX, false, &window_s))
-			return false;
-		c->conn.pool_window_s = (uint32_t)window_s;
-		return true;
-	case OPT_RECONNECT:
-		if (!cli_parse_u64("--reconnect", optarg, 0, 3600000, false, &ms))
-			return false;
-		c->conn.reconnect_ms = (uint32_t)ms;
-		return true;
+		return parse_u32("--pool-window-s", optarg, 1, BLK_POOL_WINDOW_S_MAX, &c->conn.pool_window_s);
+	case OPT_RECONNECT: return parse_u32("--reconnect", optarg, 0, 3600000, &c->conn.reconnect_ms);
 	case OPT_RW: c->rw = optarg; return true;
 	case OPT_BS: return cli_parse_u64("--bs", optarg, 512, BLK_TRANSFER_MAX, true, &c->bs);
 	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
