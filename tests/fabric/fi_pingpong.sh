@@ -16,12 +16,18 @@
 #     the client reports why;
 # (4) on the wire, no 16-byte window of fi_pingpong's payload alphabet in
 #     any frame between hosts 1 and 2, while the same search finds it in a
-#     plain TCP control stream (hosts 3 -> 1).
+#     plain TCP control stream (hosts 3 -> 1); the same for fi_mpi's payload;
+# (5) an ordinary MPI program (tests/fabric/fi_mpi.c) under Debian's Open MPI,
+#     ofi MTL over "rdmasec;ofi_rxm", ranks on hosts 1 and 2: ping-pong 1 B to
+#     4 MiB checked both ways, MPI_Allreduce, 15 MiB each way through sealed
+#     fi_read grants (audited).
 . "$(dirname "$0")/common.bash"
 
 prov=$build/fi/librdmasec-fi.so
 [ -f "$prov" ] || fail "build the provider first (missing $prov; needs libfabric-dev)"
 command -v fi_pingpong >/dev/null || fail "fi_pingpong missing: install libfabric-bin"
+[ -x "$build/fi/fi_mpi" ] && command -v mpirun >/dev/null ||
+	fail "build fi_mpi first (missing $build/fi/fi_mpi or mpirun; needs openmpi-bin and libopenmpi-dev)"
 # A sanitizer build's provider runs inside the uninstrumented fi_pingpong: its runtimes go first.
 preload=$(ldd "$prov" | awk '/lib(asan|ubsan)\.so/ { print $3 }' | paste -sd: -)
 keygen=$build/tools/keygen/rdmasec-keygen
@@ -83,6 +89,17 @@ kill -0 $spid 2>/dev/null && echo "refuse-server=waiting at ${SECONDS}s"
 kill -TERM $spid
 wait $spid
 
+# An untouched MPI program under Debian's Open MPI, its ofi MTL over
+# "rdmasec;ofi_rxm": rank 0 on host 1, rank 1 on host 2 (the fabric's hosts
+# share one kernel, so mpirun starts both; each rank's provider speaks from
+# its host's address and device). LeakSanitizer off: Open MPI itself leaks.
+rank() { echo "-np 1 fabric on $1 env FI_RDMASEC_ADDR=$(fabric ip "$1") FI_RDMASEC_AUDIT=$work/mpi-audit-$1.jsonl $fidir/fi_mpi check"; }
+# shellcheck disable=SC2046 # each rank's words, split on purpose
+ASAN_OPTIONS=detect_leaks=0 timeout 240 mpirun --allow-run-as-root --oversubscribe --bind-to none \
+	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "rdmasec;ofi_rxm" --mca btl self \
+	-x FI_PROVIDER_PATH -x FI_RDMASEC_CREDS -x ASAN_OPTIONS $(rank 1) : $(rank 2) >"$work/mpi.out" 2>&1
+echo "mpi=$? at ${SECONDS}s"
+
 # The observer's control: the payload alphabet in clear over TCP from host 3's
 # address to host 1 (so it crosses the bridge): the search must find it.
 fabric on 1 timeout 20 python3 -c '
@@ -100,15 +117,16 @@ fabric wait-port 47595 || exit 1
 fabric on 3 timeout 20 python3 -c '
 import socket, sys
 a = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+m = bytes((i * 131 + 89) % 256 for i in range(512))  # fi_mpi'"'"'s 15 MiB message
 s = socket.create_connection((sys.argv[1], 47595), source_address=(sys.argv[2], 0))
-s.sendall(a * 20); s.close()' "$h1" "$(fabric ip 3)"
+s.sendall(a * 20 + m); s.close()' "$h1" "$(fabric ip 3)"
 echo "control-client=$?"
 wait $spid
 echo "control-server=$? at ${SECONDS}s"
 GUEST
 
 start=$SECONDS
-"$fabric" run --hosts 3 "${build_share[@]}" --timeout 300 --capture "$work/wire.pcap" -- \
+"$fabric" run --hosts 3 "${build_share[@]}" --timeout 480 --capture "$work/wire.pcap" -- \
 	bash "$work/guest.sh" "$work" "$build/fi" "$preload" >"$work/run.out" 2>&1 || { cat "$work/run.out"; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
@@ -174,6 +192,19 @@ expect_match "$work/refuse-server.out" 'refused 10\.77\.0\.2:[0-9]+ at set-up' "
 ! grep -q 'accepting' "$work/refuse-server.out" || fail "the server got a CONNREQ from an unauthenticated peer"
 expect_match "$work/run.out" '^refuse-server=waiting ' "the refusing server did not wait on (it should see no CONNREQ)"
 
+# (5)
+cat "$work/mpi.out"
+expect_match "$work/run.out" '^mpi=0 ' "the MPI program over rdmasec;ofi_rxm failed"
+expect_each "$work/mpi.out" "(fi_mpi over Open MPI's ofi MTL)" <<'EXPECT'
+^mpi: pingpong ok: 18 round trips	the ping-pong did not check every size both ways
+^mpi: allreduce ok: 1048576 ints summed over 2 ranks$	MPI_Allreduce did not sum as it should
+^mpi: large ok: 15 MiB each way	the 15 MiB message did not arrive whole
+EXPECT
+cat "$work"/mpi-audit-*.jsonl >"$work/mpi-audit.jsonl" 2>/dev/null
+mgrants=$(grep '"event":"grant"' "$work/mpi-audit.jsonl" | grep -c '"rights":"read')
+echo "mpi: $mgrants sealed READ grants (rxm's rendezvous for the large messages)"
+[ "$mgrants" -ge 2 ] || fail "the MPI program's large messages did not go through sealed fi_read grants"
+
 # A sanitizer build: nothing reported in any run (a refused client exits non-zero anyway).
 ! grep -l 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$work"/*.out ||
 	fail "a sanitizer reported an error (files above)"
@@ -192,20 +223,26 @@ while off + 16 <= len(raw):
 alphabet = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 cyc = alphabet * 2
 windows = {cyc[i:i + 16] for i in range(len(alphabet))}
+# fi_mpi's 15 MiB message: byte i is (131 i + 89) mod 256, period 256; its reply is complemented.
+mpi = bytes((i * 131 + 89) % 256 for i in range(512))
+mpi_windows = {mpi[i:i + 16] for i in range(256)} | {bytes(b ^ 0xff for b in mpi[i:i + 16]) for i in range(256)}
 def ip_pair(f):
     # Ethernet II + IPv4 (the fabric's bridge): source and destination host numbers.
     if len(f) < 34 or f[12:14] != b"\x08\x00" or f[26:29] != b"\x0a\x4d\x00" or f[30:33] != b"\x0a\x4d\x00":
         return None
     return frozenset((f[29], f[33]))
-def hits(pair):
+def hits(pair, ws):
     sel = [f for f in frames if ip_pair(f) == pair]
-    return len(sel), sum(1 for f in sel if any(w in f for w in windows))
-n12, s12 = hits(frozenset((1, 2)))
-n13, s13 = hits(frozenset((1, 3)))
-print(f"observer: hosts 1-2 (rdmasec): {n12} frames, {s12} with payload in clear; "
-      f"hosts 1-3 (plain TCP control): {n13} frames, {s13} with payload in clear")
+    return len(sel), sum(1 for f in sel if any(w in f for w in ws))
+n12, s12 = hits(frozenset((1, 2)), windows)
+n13, s13 = hits(frozenset((1, 3)), windows)
+_, m12 = hits(frozenset((1, 2)), mpi_windows)
+_, m13 = hits(frozenset((1, 3)), mpi_windows)
+print(f"observer: hosts 1-2 (rdmasec): {n12} frames, {s12} with fi_pingpong's payload in clear, {m12} with fi_mpi's; "
+      f"hosts 1-3 (plain TCP control): {n13} frames, {s13} and {m13}")
 assert n12 > 100, "too few frames between hosts 1 and 2: the capture missed the ping-pong"
-assert s13 > 0, "the control stream's alphabet is not found: the search cannot tell"
+assert s13 > 0 and m13 > 0, "the control stream's payload is not found: the search cannot tell"
 assert s12 == 0, "fi_pingpong payload crossed the wire in clear"
+assert m12 == 0, "fi_mpi's payload crossed the wire in clear"
 PY
 echo "fi_pingpong: ok ($((SECONDS - start)) s)"
