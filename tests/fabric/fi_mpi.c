@@ -41,10 +41,10 @@ static uint8_t pattern(size_t i, size_t n, unsigned k)
 	return (uint8_t)(i * 131u + n + k * 7u + 1u);
 }
 
-static void fill(uint8_t *b, size_t n, unsigned k, uint8_t flip)
+static void fill(uint8_t *b, size_t n, unsigned k)
 {
 	for (size_t i = 0; i < n; i++)
-		b[i] = pattern(i, n, k) ^ flip;
+		b[i] = pattern(i, n, k);
 }
 
 /* The first offset where b is not the pattern, or n. */
@@ -87,7 +87,7 @@ static void round_trip(uint8_t *b, size_t n, unsigned k)
 	char why[128];
 	size_t at;
 	if (rank == 0) {
-		fill(b, n, k, 0);
+		fill(b, n, k);
 		send_or_die(b, n, 1, TAG_DATA);
 		recv_exact(b, n, 1, TAG_REPLY);
 		at = mismatch(b, n, k, 0xff);
@@ -164,7 +164,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* Latency: ITERS timed round trips, the median. Bandwidth: ITERS messages
  * streamed in windows of 16, one zero-byte acknowledgement per window. */
-static int bench(size_t n, unsigned iters)
+static void bench(size_t n, unsigned iters)
 {
 	enum { WINDOW = 16 };
 	uint8_t *b = alloc_or_die(n);
@@ -208,7 +208,6 @@ static int bench(size_t n, unsigned iters)
 	}
 	free(t);
 	free(b);
-	return 0;
 }
 
 static int usage(void)
@@ -237,10 +236,9 @@ int main(int argc, char **argv)
 	} else if (argc == 4 && !strcmp(argv[1], "bench")) {
 		char *end1, *end2;
 		unsigned long n = strtoul(argv[2], &end1, 10), iters = strtoul(argv[3], &end2, 10);
-		if (*end1 || *end2 || n > (64ul << 20) || iters < 1 || iters > 1000000)
-			rc = usage();
-		else
-			rc = bench(n, (unsigned)iters);
+		rc = *end1 || *end2 || n > (64ul << 20) || iters < 1 || iters > 1000000 ? usage() : 0;
+		if (!rc)
+			bench(n, (unsigned)iters);
 	} else {
 		rc = usage();
 	}
