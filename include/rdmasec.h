@@ -498,7 +498,10 @@ int rsec_grant_wait(struct rsec_conn *c, uint64_t tag, struct rsec_remote_grant 
  * Up to 64 KiB are copied through a staging buffer the connection registers
  * once (wiped after each call); longer transfers register buf for the call
  * and deregister it after (use a region and rsec_post to pay neither a copy
- * nor a registration per operation). Operations posted
+ * nor a registration per operation). More than 1 MiB moves as several work
+ * requests of at most 1 MiB, one per free max_inflight slot (a lost packet
+ * is resent from its piece's start; the device's retry budget is per
+ * piece); it counts as one operation in rsec_stats. Operations posted
  * with rsec_post may be in flight meanwhile; their completions stay for
  * rsec_poll. If it does not complete within timeout_ms, the connection
  * fails (RSEC_E_TIMEOUT, and rsec_conn_error says so): its queue pair is

@@ -27,10 +27,15 @@ static RSEC_MUST_CHECK int one_sided(struct rsec_conn *c, const struct rsec_remo
 {
 	if (!c)
 		return RSEC_E_INVAL;
-	RSEC_GUARD(rsec_conn_settle(c, rsec_onesided_start(&c->path, g, off, buf, len, op, sealed_ok)));
-	int waited = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
-	if (c->path.ops.waiter_done)
-		return rsec_onesided_end(&c->path, buf, len, op);
+	bool posted;
+	int waited = rsec_conn_settle(c, rsec_onesided_start(&c->path, g, off, buf, len, op, sealed_ok, &posted));
+	if (waited < 0 && !posted)
+		return waited;
+	if (waited == 0) {
+		waited = rsec_conn_wait_for(c, waiter_done, NULL, timeout_ms);
+		if (c->path.ops.waiter_done)
+			return rsec_onesided_end(&c->path, buf, len, op);
+	}
 	/* Whatever stopped the wait, the connection ends here, its QP in the error state first; buf
 	 * (or the stage) is ours again once the device let go of it: flushed, or the QP destroyed. */
 	int rc = rsec_conn_fail(c, waited == RSEC_E_AGAIN || waited == 0 ? RSEC_E_TIMEOUT : waited,

@@ -23,6 +23,12 @@
 #include "sealed_post.h"
 
 #define CHAIN_MAX 32     /* work requests per ibv_post_send */
+/*
+ * A blocking call's transfer goes in pieces of at most this many bytes, one
+ * work request each: a READ response lost in the network is replayed from its
+ * piece's start, and no single request keeps the QP's retry budget for long.
+ */
+#define PIECE_MAX (1u << 20)
 #define DRAIN_MS 1000    /* how long a failed connection's flushed completions are waited for */
 
 int rsec_onesided_setup(struct rsec_path *path)
@@ -33,6 +39,8 @@ int rsec_onesided_setup(struct rsec_path *path)
 /* The operation's buffer is the device's no more: a blocking call's own registration goes, a region has one user less. */
 static void release_owner(struct rsec_path *path, struct rsec_op_slot *s)
 {
+	if (s->reporting == RSEC_OP_PIECE)
+		return;
 	if (s->reporting != RSEC_OP_WAITER)
 		rsec_region_unuse(path, s->owner);
 	else if (s->owner) /* not the staging buffer, which stays */
@@ -44,10 +52,8 @@ static void release(void *arg, struct rsec_op_slot *s, int status)
 	struct rsec_path *path = arg;
 	if (status == 0) {
 		path->onesided_bytes += s->len;
-		if (s->op == RSEC_OP_WRITE)
-			path->stats.rdma_writes++;
-		else
-			path->stats.rdma_reads++;
+		if (s->reporting != RSEC_OP_PIECE) /* an operation in pieces counts once, with its last */
+			*(s->op == RSEC_OP_WRITE ? &path->stats.rdma_writes : &path->stats.rdma_reads) += 1;
 	}
 	release_owner(path, s);
 	if (s->then)
@@ -318,8 +324,9 @@ void rsec_onesided_unstage(struct rsec_path *path, void *buf, size_t len, enum r
 }
 
 int rsec_onesided_start(struct rsec_path *path, const struct rsec_remote_grant *g, uint64_t off, void *buf, size_t len,
-			enum rsec_op op, bool sealed_ok)
+			enum rsec_op op, bool sealed_ok, bool *posted)
 {
+	*posted = false;
 	if (!path || !g || !buf || !len)
 		return RSEC_E_INVAL;
 	RSEC_ENSURE(len <= UINT32_MAX, RSEC_E_RANGE);
@@ -327,19 +334,38 @@ int rsec_onesided_start(struct rsec_path *path, const struct rsec_remote_grant *
 	RSEC_GUARD(rsec_path_usable(path, true));
 	struct rsec_remote_grant now;
 	RSEC_GUARD(check_fresh(path, g, &now));
-	RSEC_ENSURE(rsec_ops_room(&path->ops) > 0, RSEC_E_AGAIN);
+	uint32_t room = rsec_ops_room(&path->ops);
+	RSEC_ENSURE(room > 0, RSEC_E_AGAIN);
 	uint64_t addr;
 	struct ibv_mr *mr, *own;
 	RSEC_GUARD(local_side(path, buf, len, op, &addr, &mr, &own));
-	struct rsec_op_slot slot = { .op = op, .len = (uint32_t)len, .owner = own, .reporting = RSEC_OP_WAITER };
-	struct ibv_send_wr w;
-	struct ibv_sge sge;
+	/* Pieces of at most PIECE_MAX bytes, as many as there is room for, posted as one chain. */
+	uint32_t n = (uint32_t)((len + PIECE_MAX - 1) / PIECE_MAX);
+	n = n > room ? room : n > CHAIN_MAX ? CHAIN_MAX : n;
+	size_t piece = (len + n - 1) / n;
+	struct ibv_send_wr w[CHAIN_MAX];
+	struct ibv_sge sge[CHAIN_MAX];
 	path->ops.waiter_done = false;
-	fill_wr(path, &slot, &now, off, addr, mr->lkey, &w, &sge);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t at = i * piece;
+		struct rsec_op_slot slot = { .op = op, .len = (uint32_t)(i + 1 < n ? piece : len - at),
+					     .reporting = i + 1 < n ? RSEC_OP_PIECE : RSEC_OP_WAITER };
+		fill_wr(path, &slot, &now, off + at, addr + at, mr->lkey, &w[i], &sge[i]);
+	}
 	unsigned sent;
-	int rc = post_chain(path, &w, 1, &sent);
-	if (rc < 0)
+	int rc = post_chain(path, w, n, &sent);
+	if (sent == 0) {
+		if (own)
+			(void)ibv_dereg_mr(own);
 		rsec_onesided_unstage(path, buf, len, op, rc);
+		return rc;
+	}
+	/* The last piece the device took reports for the call and holds its registration. A
+	 * short chain (rc < 0) has pieces in flight all the same: the caller waits for them. */
+	struct rsec_op_slot *last = &path->ops.ring[RSEC_WR_INDEX(w[sent - 1].wr_id)];
+	last->reporting = RSEC_OP_WAITER;
+	last->owner = own;
+	*posted = true;
 	return rc;
 }
 

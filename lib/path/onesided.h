@@ -40,13 +40,15 @@ void rsec_onesided_teardown(struct rsec_path *path);
  * A blocking one-sided call's steps (api/transfer.c waits between them).
  * start: the arguments and the grant checked (sealed_ok: a sealed grant's
  * bytes may be moved, for the sealed calls), buf staged or registered, the
- * operation posted; 0 or why not (nothing posted). end, once
+ * operation posted in pieces of at most 1 MiB; 0 or why not. *posted: some
+ * of it is on the device (also when the device refused the rest), and the
+ * caller waits for path->ops.waiter_done or the device to let go. end, once
  * path->ops.waiter_done: the operation's status (a READ's bytes in buf).
  * unstage, when it ended otherwise and the device let go of the stage: the
  * stage keeps none of the bytes (status 0: a READ's go to buf first).
  */
 RSEC_MUST_CHECK int rsec_onesided_start(struct rsec_path *path, const struct rsec_remote_grant *g, uint64_t off,
-					void *buf, size_t len, enum rsec_op op, bool sealed_ok);
+					void *buf, size_t len, enum rsec_op op, bool sealed_ok, bool *posted);
 RSEC_MUST_CHECK int rsec_onesided_end(struct rsec_path *path, void *buf, size_t len, enum rsec_op op);
 void rsec_onesided_unstage(struct rsec_path *path, void *buf, size_t len, enum rsec_op op, int status);
 /* rsec_post's work: the work requests checked and posted (api/post.c checks the arguments and settles). */

@@ -41,8 +41,8 @@ uint32_t rsec_ops_push(struct rsec_ops *o, const struct rsec_op_slot *op)
 	uint32_t run_max = o->depth / 2 ? o->depth / 2 : 1;
 	o->busy++;
 	o->ring[idx] = *op;
-	o->ring[idx].signaled = op->reporting != RSEC_OP_SILENT || o->unsignaled_run + 1 >= run_max ||
-				rsec_ops_room(o) == 0;
+	bool quiet = op->reporting == RSEC_OP_SILENT || op->reporting == RSEC_OP_PIECE;
+	o->ring[idx].signaled = !quiet || o->unsignaled_run + 1 >= run_max || rsec_ops_room(o) == 0;
 	o->unsignaled_run = o->ring[idx].signaled ? 0 : o->unsignaled_run + 1;
 	return idx;
 }
@@ -60,7 +60,7 @@ static void finish(struct rsec_ops *o, struct rsec_op_slot *s, int status, rsec_
 	if (s->reporting == RSEC_OP_WAITER) {
 		o->waiter_done = true;
 		o->waiter_status = status;
-	} else if (s->reporting == RSEC_OP_REPORT || status != 0) {
+	} else if (s->reporting == RSEC_OP_REPORT || (s->reporting == RSEC_OP_SILENT && status != 0)) {
 		/* An unsignaled operation's failure is still the application's to see. */
 		o->done[(o->done_head + o->done_n) % o->depth] = (struct rsec_wc){
 			.user_id = s->user_id, .op = s->op, .status = status, .len = status == 0 ? s->len : 0,

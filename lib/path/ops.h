@@ -27,6 +27,7 @@ enum rsec_op_reporting {
 	RSEC_OP_REPORT,  /* the application, through rsec_poll */
 	RSEC_OP_SILENT,  /* nobody: posted unsignaled (RSEC_WR_UNSIGNALED) */
 	RSEC_OP_WAITER,  /* a blocking call of the library (rsec_write, rsec_read) */
+	RSEC_OP_PIECE,   /* a piece of the waiter's operation before its last, which reports for all */
 };
 
 struct rsec_op_slot {

@@ -186,6 +186,47 @@ static void test_flush_through(void **state)
 	rsec_ops_free(&o);
 }
 
+/*
+ * A blocking call's transfer in pieces: the pieces are unsignaled and never
+ * reported to the application; the waiter learns the outcome from the last
+ * piece, and a piece that failed leaves its error to the flushed last one.
+ */
+static void test_pieces(void **state)
+{
+	(void)state;
+	struct rsec_ops o;
+	assert_int_equal(rsec_ops_init(&o, 16), 0);
+	uint32_t app = push(&o, 1, RSEC_OP_REPORT);
+	uint32_t first = push(&o, 2, RSEC_OP_PIECE);
+	push(&o, 3, RSEC_OP_PIECE);
+	uint32_t last = push(&o, 4, RSEC_OP_WAITER);
+	assert_false(o.ring[first].signaled);
+	assert_true(o.ring[last].signaled);
+	assert_int_equal(complete(&o, app, 0), 0);
+	assert_int_equal(complete(&o, first, 0), RSEC_E_VERBS); /* unsignaled: no success of its own */
+	o.waiter_done = false;
+	assert_int_equal(complete(&o, last, 0), 0);
+	assert_true(o.waiter_done);
+	assert_int_equal(o.waiter_status, 0);
+	assert_int_equal(released.n, 4);
+	struct rsec_wc wc[4];
+	assert_int_equal(rsec_ops_take(&o, wc, 4), 1); /* the application's own, not the pieces */
+	assert_int_equal(wc[0].user_id, 1);
+
+	first = push(&o, 5, RSEC_OP_PIECE);
+	last = push(&o, 6, RSEC_OP_WAITER);
+	o.waiter_done = false;
+	assert_int_equal(complete(&o, first, RSEC_E_QP), 0);
+	assert_false(o.waiter_done);
+	assert_int_equal(rsec_ops_take(&o, wc, 4), 0);
+	assert_true(rsec_ops_flush_through(&o, last, RSEC_E_QP, release, &released));
+	assert_true(o.waiter_done);
+	assert_int_equal(o.waiter_status, RSEC_E_QP);
+	assert_int_equal(rsec_ops_take(&o, wc, 4), 0);
+	assert_int_equal(rsec_ops_pending(&o), 0);
+	rsec_ops_free(&o);
+}
+
 static void test_not_in_flight(void **state)
 {
 	(void)state;
@@ -291,6 +332,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unsignaled_failure_reported, setup),
 		cmocka_unit_test_setup(test_error_after_unsignaled, setup),
 		cmocka_unit_test_setup(test_flush_through, setup),
+		cmocka_unit_test_setup(test_pieces, setup),
 		cmocka_unit_test_setup(test_not_in_flight, setup),
 		cmocka_unit_test_setup(test_room_counts_untaken, setup),
 		cmocka_unit_test_setup(test_wraparound, setup),
