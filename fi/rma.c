@@ -121,6 +121,9 @@ static void run(struct rsfi_ep *ep, struct rsfi_rma_op *op, const struct rsec_re
 	struct rsfi_rma_msg done = { .tag = op->tag };
 
 	(void)!send_rma(ep, RSFI_FRAME_RMA_DONE, &done); /* lost: the grant expires (RSFI_RMA_TTL_MS) */
+	if (rc)
+		RSFI_WARN(FI_LOG_EP_DATA, "fi_%s of %zu bytes from %s failed: %s\n",
+			  op->kind == RSFI_RMA_READ ? "read" : "write", op->len, ep->identity, rsec_strerror(rc));
 	complete(ep, op, rc ? rsfi_errno(rc) : 0, rc);
 }
 
@@ -255,6 +258,9 @@ int rsfi_rma_consume(struct rsfi_ep *ep, const struct rsfi_frame *f, const uint8
 	if (rc == RSEC_E_AGAIN)
 		return ep->closing ? 1 : 0;
 	if (rc) {
+		RSFI_WARN(FI_LOG_EP_DATA, "refused an fi_%s of %llu bytes from %s: %s\n",
+			  m.kind == RSFI_RMA_READ ? "read" : "write", (unsigned long long)m.len, ep->identity,
+			  fi_strerror(rc));
 		struct rsfi_rma_msg nak = { .tag = m.tag, .code = (uint32_t)rc };
 		(void)!send_rma(ep, RSFI_FRAME_RMA_NAK, &nak);
 	}

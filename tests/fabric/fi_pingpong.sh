@@ -93,12 +93,16 @@ wait $spid
 # "rdmasec;ofi_rxm": rank 0 on host 1, rank 1 on host 2 (the fabric's hosts
 # share one kernel, so mpirun starts both; each rank's provider speaks from
 # its host's address and device). LeakSanitizer off: Open MPI itself leaks.
-rank() { echo "-np 1 fabric on $1 env FI_RDMASEC_ADDR=$(fabric ip "$1") FI_RDMASEC_AUDIT=$work/mpi-audit-$1.jsonl $fidir/fi_mpi check"; }
+rank() { echo "-np 1 fabric on $1 env FI_LOG_LEVEL=warn FI_RDMASEC_ADDR=$(fabric ip "$1") FI_RDMASEC_AUDIT=$work/mpi-audit-$1.jsonl $fidir/fi_mpi check"; }
 # shellcheck disable=SC2046 # each rank's words, split on purpose
 ASAN_OPTIONS=detect_leaks=0 timeout 240 mpirun --allow-run-as-root --oversubscribe --bind-to none \
 	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "rdmasec;ofi_rxm" --mca btl self \
 	-x FI_PROVIDER_PATH -x FI_RDMASEC_CREDS -x ASAN_OPTIONS $(rank 1) : $(rank 2) >"$work/mpi.out" 2>&1
 echo "mpi=$? at ${SECONDS}s"
+# The devices' retry counters, for a failed run's reader.
+for c in /sys/class/infiniband/rxe[12]/ports/1/hw_counters; do
+	echo "${c%/ports/*}: retries $(cat "$c/completer_retry_err"), exceeded $(cat "$c/retry_exceeded_err"), out-of-sequence $(cat "$c/rcvd_seq_err")"
+done
 
 # The observer's control: the payload alphabet in clear over TCP from host 3's
 # address to host 1 (so it crosses the bridge): the search must find it.
