@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from fi_report import fi_rows, print_fi
 from storage_report import print_storage, storage_rows
 
 TESTS = ("send_bw", "write_bw", "write_bw_q4", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
@@ -365,9 +366,10 @@ def main(argv):
            "seal": seal, "seal_fit": fits,
            "sealed_transfers": (load_json(os.path.join(raw, "seal.json")) or {}).get("sealed_transfers", []),
            "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines(),
-           "storage": storage_rows(raw)}
+           "storage": storage_rows(raw), "fi": fi_rows(raw)}
     print_table(res)
     print_storage(res["storage"])
+    print_fi(res["fi"])
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -8,6 +8,8 @@
 #     rdmasec-bench --op connect; then qpn-entropy (QPN guessing, docs/qpn.md).
 #     A second boot (2 hosts) for storage: the kernel's NVMe-oF with fio against
 #     rdmasec-blk (its direct client, and fio through nbdkit), benchmarks/storage.sh.
+#     A third (2 hosts) for libfabric: fi_pingpong and an MPI ping-pong (Open MPI's ofi
+#     MTL over rxm) over libfabric's verbs provider against rdmasec's, benchmarks/fi.sh.
 #  2. Natively: seal-speed (rsec_seal_frame/rsec_open_frame per AEAD and size)
 #     against `openssl speed -evp` and `openssl speed -aead -evp`.
 #  3. benchmarks/report.py: one table of ratios, BUILD/benchmarks/results.json and
@@ -23,10 +25,12 @@
 #                      (default 128, perftest's)
 #   BENCH_CQ_MOD       -Q of the same tests (default 100, perftest's)
 #   BENCH_TESTS        subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
-#                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage
+#                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage,fi
 #                      (default: all)
 #   BENCH_STORAGE      'ROUNDS:SECONDS' of the storage rows (default 3:4: three interleaved rounds,
 #                      four seconds per run)
+#   BENCH_FI           rounds of the libfabric rows (default 3, interleaved: verbs, then rdmasec, per size)
+#   BENCH_FI_SIZES     'SIZE:ITERS ...' of the libfabric rows (default '64:2000 4096:1000 65536:200')
 #   BENCH_STORAGE_ROWS only these storage rows, comma-separated (randread-4k-qd1, randread-4k-qd32,
 #                      randwrite-4k-qd1, randwrite-4k-qd32, read-128k-qd16, write-128k-qd16; default all)
 #   BENCH_STORAGE_OLD  another build directory (e.g. of an older commit): its rdmasec-blkd and
@@ -47,7 +51,7 @@ conns=${BENCH_CONNECTIONS:-20}
 poll=${BENCH_POLL:-busy}
 tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
-all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage
+all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage,fi
 tests=${BENCH_TESTS:-$all_tests}
 storage=${BENCH_STORAGE:-3:4}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
@@ -87,6 +91,18 @@ check_inputs() {
 			command -v "$p" >/dev/null || die "$p is missing (scripts/install-deps)"
 		done
 	fi
+	if wanted fi; then
+		[[ ${BENCH_FI:-3} =~ ^[1-9][0-9]?$ ]] || die "BENCH_FI: '${BENCH_FI}' is not a number of rounds (1..99)"
+		for pair in ${BENCH_FI_SIZES:-}; do
+			[[ $pair =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "BENCH_FI_SIZES: '$pair' is not SIZE:ITERS"
+		done
+		for p in fi/librdmasec-fi.so fi/fi_mpi; do
+			[ -f "$build/$p" ] || die "$build/$p is not built (needs libfabric-dev and libopenmpi-dev; make build)"
+		done
+		for p in fi_pingpong mpirun; do
+			command -v "$p" >/dev/null || die "$p is missing (scripts/install-deps)"
+		done
+	fi
 	local t
 	for t in ${tests//,/ }; do
 		[[ ,$all_tests, == *,$t,* ]] || die "BENCH_TESTS: '$t' is not one of $all_tests"
@@ -102,6 +118,11 @@ snapshot() {
 	mkdir -p "$bin"
 	cp "$build/tools/bench/rdmasec-bench" "$build/benchmarks/qpn-entropy" "$build/benchmarks/seal-speed" \
 		"$build/lib/librdmasec.so.0" "$bin/" || die "cannot copy the programs into $bin"
+	if wanted fi; then
+		mkdir -p "$bin/fi"
+		cp "$build/fi/librdmasec-fi.so" "$build/fi/fi_mpi" "$bin/fi/" ||
+			die "cannot copy the libfabric provider and fi_mpi (they need libfabric-dev and libopenmpi-dev)"
+	fi
 	if wanted storage; then
 		cp "$build/tools/blk/target/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
 			"$build/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/" || die "cannot copy the storage programs"
@@ -122,7 +143,7 @@ fabric_part() {
 	# Every test but seal, which runs natively.
 	local fabric_tests='' t
 	for t in ${tests//,/ }; do
-		[ "$t" = seal ] || [ "$t" = storage ] || fabric_tests+=${fabric_tests:+,}$t
+		[ "$t" = seal ] || [ "$t" = storage ] || [ "$t" = fi ] || fabric_tests+=${fabric_tests:+,}$t
 	done
 	[ -n "$fabric_tests" ] || return 0
 	"$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
@@ -141,6 +162,17 @@ storage_part() {
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
 		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}" \
 		"${BENCH_STORAGE_ROWS:-}" "${BENCH_BLKD_ARGS:-}" "${BENCH_BLKOLD_ARGS:-}"
+}
+
+# The libfabric rows take a boot of their own: two providers, two programs, interleaved.
+fi_part() {
+	wanted fi || return 0
+	[ -f "$out/pki/ca.pem" ] || "$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
+	echo "== on the fabric (a third boot): libfabric's verbs provider and rdmasec's, side by side"
+	local sizes_fi
+	read -r -a sizes_fi <<<"${BENCH_FI_SIZES:-}"
+	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
+		env LD_LIBRARY_PATH="$bin" bash "$top/benchmarks/fi.sh" "$bin/fi" "$out/pki" "$raw" "${BENCH_FI:-3}" "${sizes_fi[@]}"
 }
 
 # openssl speed prints the CPU time it spent; seal-speed measures CPU time too.
@@ -175,6 +207,7 @@ start=$SECONDS
 rc=0
 fabric_part || rc=1
 storage_part || { echo "bench: the storage part failed" >&2; rc=1; }
+fi_part || { echo "bench: the libfabric part failed" >&2; rc=1; }
 native_part || { echo "bench: the native part failed" >&2; rc=1; }
 python3 "$top/benchmarks/report.py" "$out" || rc=1
 echo "bench: done in $((SECONDS - start)) s"

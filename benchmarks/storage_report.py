@@ -26,7 +26,8 @@ def _load(path):
         return None
 
 
-def _cpu_s(path):
+def cpu_seconds(path):
+    """A .cpu file's "TICKS HZ" (the guest's busy ticks over a run) in seconds, or None."""
     try:
         with open(path) as f:
             ticks, hz = (int(x) for x in f.read().split())
@@ -70,7 +71,7 @@ def _run(raw, system, workload, rnd):
     r = (_from_blk if system.startswith("blk") else _from_fio)(doc, _direction(workload))
     if r is None or not r["ios"]:
         return None
-    cpu = _cpu_s(base + ".cpu")
+    cpu = cpu_seconds(base + ".cpu")
     r["cpu_us_per_io"] = cpu * 1e6 / r["ios"] if cpu is not None else None
     return r
 

@@ -6,7 +6,8 @@
  *
  *   fi_mpi check            every check below, one line each, exit 0 if all hold
  *   fi_mpi bench SIZE ITERS "lat SIZE US": median one-way latency of ITERS round
- *                           trips; "bw SIZE MB/s ITERS": ITERS messages streamed
+ *                           trips; "bw SIZE MB/s ITERS": ITERS messages streamed;
+ *                           "cpu SIZE US": both ranks' CPU per data message
  *
  * Checks:
  *   pingpong   1 B .. 4 MiB: rank 1 checks each message and returns it with
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define TAG_DATA 7
@@ -162,8 +164,18 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* This process's CPU time so far (its threads, the providers' own included), in seconds. */
+static double cpu_seconds(void)
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u) != 0)
+		die("getrusage failed");
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /* Latency: ITERS timed round trips, the median. Bandwidth: ITERS messages
- * streamed in windows of 16, one zero-byte acknowledgement per window. */
+ * streamed in windows of 16, one zero-byte acknowledgement per window. CPU:
+ * both ranks' over the timed part, per data message (3 x ITERS of them). */
 static void bench(size_t n, unsigned iters)
 {
 	enum { WINDOW = 16 };
@@ -173,7 +185,10 @@ static void bench(size_t n, unsigned iters)
 	if (!t)
 		die("out of memory");
 	memset(b, 0x5a, n);
+	double cpu0 = 0;
 	for (unsigned i = 0; i < iters + 2; i++) { /* two untimed rounds first */
+		if (i == 2)
+			cpu0 = cpu_seconds();
 		double t0 = now_us();
 		if (rank == 0) {
 			send_or_die(b, n, 1, TAG_DATA);
@@ -200,11 +215,14 @@ static void bench(size_t n, unsigned iters)
 		else
 			send_or_die(b, 0, 0, TAG_REPLY);
 	}
-	double secs = (now_us() - t0) / 1e6;
+	double secs = (now_us() - t0) / 1e6, cpu = cpu_seconds() - cpu0, cpu_sum = 0;
+	if (MPI_Reduce(&cpu, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+		die("MPI_Reduce failed");
 	if (rank == 0) {
 		qsort(t, iters, sizeof(*t), cmp_double);
 		printf("lat %zu %.1f\n", n, t[iters / 2] / 2); /* one way, as fi_pingpong reports */
 		printf("bw %zu %.2f %u\n", n, (double)n * iters / secs / 1e6, iters);
+		printf("cpu %zu %.1f\n", n, cpu_sum * 1e6 / (3.0 * iters)); /* us per data message, both ranks */
 	}
 	free(t);
 	free(b);
