@@ -33,14 +33,20 @@ def pp_label(size):
     return str(size)
 
 
+def pp_count(text):
+    """fi_pingpong's count: 3, 2k (2000), 1m; None if not one."""
+    m = re.fullmatch(r"(\d+)([km]?)", text)
+    return int(m.group(1)) * {"": 1, "k": 1000, "m": 1000000}[m.group(2)] if m else None
+
+
 def parse_pp(text, size):
     """fi_pingpong's row for SIZE: (iterations, MB/s, one-way usec), or None.
     Columns: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec."""
     for line in (text or "").splitlines():
         f = line.split()
-        if len(f) == 8 and f[0] == pp_label(size) and f[1].isdigit() and f[2] == "=" + f[1]:
+        if len(f) == 8 and f[0] == pp_label(size) and pp_count(f[1]) and f[2] == "=" + f[1]:
             try:
-                return int(f[1]), float(f[5]), float(f[6])
+                return pp_count(f[1]), float(f[5]), float(f[6])
             except ValueError:
                 return None
     return None
