@@ -11,18 +11,10 @@ import os
 import re
 import statistics
 
-from storage_report import cpu_seconds
+from raw_files import cpu_seconds, read_text
 
 PROVIDERS = ("verbs", "rdmasec")
 PROGRAMS = ("pp", "mpi")
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def pp_label(size):
@@ -71,7 +63,7 @@ def _one(raw, prog, prov, size, r):
     """(MB/s, usec, CPU us per message) of one run; Nones where it failed."""
     base = os.path.join(raw, "fi", "%s-%s" % (prog, prov))
     path = "%s-%d-r%d.txt" % (base, size, r)
-    got = (parse_pp if prog == "pp" else parse_mpi)(_read(path), size)
+    got = (parse_pp if prog == "pp" else parse_mpi)(read_text(path), size)
     if not got:
         return None, None, None
     if prog == "mpi":  # fi_mpi measures its ranks' own CPU time over the timed part

@@ -20,6 +20,7 @@ import re
 import sys
 
 from fi_report import fi_rows, print_fi
+from raw_files import read_text
 from storage_report import print_storage, storage_rows
 
 TESTS = ("send_bw", "write_bw", "write_bw_q4", "read_bw", "send_lat", "write_lat", "read_lat", "sealed_read_lat",
@@ -75,17 +76,9 @@ def parse_rows(text):
     return rows
 
 
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def row_of(path, size):
     """The row for size in a tool's output (rdmasec-bench prints one per size)."""
-    text = read(path)
+    text = read_text(path)
     if text is None:
         return None
     try:
@@ -96,7 +89,7 @@ def row_of(path, size):
 
 
 def load_json(path):
-    text = read(path)
+    text = read_text(path)
     try:
         return json.loads(text) if text else None
     except ValueError:
@@ -108,7 +101,7 @@ def ratio(a, b):
 
 
 def wall_s(raw, name):
-    text = read(os.path.join(raw, name + ".wall"))
+    text = read_text(os.path.join(raw, name + ".wall"))
     return int(text) / 1e9 if text and text.strip().isdigit() else None
 
 
@@ -156,7 +149,7 @@ def connect_row(raw, name="connect-rdmasec"):
     doc = load_json(os.path.join(raw, name + ".json"))
     res = (doc or {}).get("results") or [{}]
     n = res[0].get("iterations")
-    ucm_ok = "return status 0" in (read(os.path.join(raw, "connect-ucmatose.txt")) or "")
+    ucm_ok = "return status 0" in (read_text(os.path.join(raw, "connect-ucmatose.txt")) or "")
     t_r, t_u = wall_s(raw, name), wall_s(raw, "connect-ucmatose")
     rate_r = n / t_r if n and t_r else None
     rate_u = n / t_u if n and t_u and ucm_ok else None
@@ -175,7 +168,7 @@ def connect_row(raw, name="connect-rdmasec"):
 
 def openssl_ns(raw, mode, aead, size):
     """CPU ns per operation from `openssl speed`'s 'Doing ... in T s' line."""
-    text = read(os.path.join(raw, "openssl-%s-%s-%d.txt" % (mode, aead, size))) or ""
+    text = read_text(os.path.join(raw, "openssl-%s-%s-%d.txt" % (mode, aead, size))) or ""
     m = re.search(r"on %d size blocks: (\d+) \S+ in ([\d.]+)s" % size, text)
     return float(m.group(2)) * 1e9 / int(m.group(1)) if m and int(m.group(1)) else None
 
@@ -336,7 +329,7 @@ def check(paths):
     ok = True
     for p in paths:
         try:
-            rows = parse_rows(read(p) or "")
+            rows = parse_rows(read_text(p) or "")
         except ValueError as e:
             print("%s: %s" % (p, e))
             ok = False
@@ -365,7 +358,7 @@ def main(argv):
            "qp_setup": connect_row(raw, "connect-rdmasec-qp"),
            "seal": seal, "seal_fit": fits,
            "sealed_transfers": (load_json(os.path.join(raw, "seal.json")) or {}).get("sealed_transfers", []),
-           "qpn_entropy": (read(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines(),
+           "qpn_entropy": (read_text(os.path.join(raw, "qpn-entropy.txt")) or "").splitlines(),
            "storage": storage_rows(raw), "fi": fi_rows(raw)}
     print_table(res)
     print_storage(res["storage"])

@@ -10,6 +10,8 @@ import os
 import re
 import statistics
 
+from raw_files import cpu_seconds, read_text
+
 SYSTEMS = ("nvmf", "blk", "nbd", "blkold", "nbdold")  # *old: BENCH_STORAGE_OLD's, when they ran
 OPTIONAL = ("blkold", "nbdold")
 WORKLOADS = ("randread-4k-qd1", "randread-4k-qd32", "randwrite-4k-qd1", "randwrite-4k-qd32", "read-128k-qd16",
@@ -18,21 +20,10 @@ WORKLOADS = ("randread-4k-qd1", "randread-4k-qd32", "randwrite-4k-qd1", "randwri
 
 def _load(path):
     """A JSON document, after whatever a program printed before it (fio's nbd engine says it connected)."""
+    text = read_text(path)
     try:
-        with open(path) as f:
-            text = f.read()
-        return json.loads(text[text.index("{"):])
-    except (OSError, ValueError):
-        return None
-
-
-def cpu_seconds(path):
-    """A .cpu file's "TICKS HZ" (the guest's busy ticks over a run) in seconds, or None."""
-    try:
-        with open(path) as f:
-            ticks, hz = (int(x) for x in f.read().split())
-        return ticks / hz
-    except (OSError, ValueError):
+        return json.loads(text[text.index("{"):]) if text else None
+    except ValueError:
         return None
 
 
