@@ -331,6 +331,32 @@ int rsec_conn_process(struct rsec_conn *c);
  */
 void rsec_conn_turn(struct rsec_conn *c);
 /**
+ * rsec_conn_cork - from now until rsec_conn_uncork, hold the work requests
+ * c posts (rsec_post's operations, rsec_send's frames and the library's own)
+ * instead of handing each to the device, and post them then as one chain:
+ * one doorbell, on a software device (rxe, siw) one system call instead of
+ * one per call, e.g. for a turn of an event loop that sends a data WRITE and
+ * its completion message, or many completions. Everything else is as
+ * uncorked: the checks, the return values, the order on the wire,
+ * completions (a held operation is reported once it was posted and done).
+ * The library posts what is held by itself before any call sleeps (a
+ * timeout_ms > 0 that has to wait, rsec_conn_wait), when RSEC_CORK_MAX work
+ * requests are held, before a window bind, and when the data path fails or
+ * c closes (the device then ends it with the rest in flight: rsec_send's
+ * frames are sent again by the rebuilt path, posted operations end with
+ * RSEC_E_QP or the close code). An application that sleeps by itself (epoll
+ * on rsec_conn_fd) uncorks first. Corking a corked connection does nothing.
+ */
+void rsec_conn_cork(struct rsec_conn *c);
+#define RSEC_CORK_MAX 64
+/**
+ * rsec_conn_uncork - post what c holds, as one chain, and stop holding.
+ * Returns 0, RSEC_E_INVAL, c's close code, or what a failure of the device
+ * to take the chain did to the connection (as for rsec_send: the data path
+ * is rebuilt and 0 returned, or it closes).
+ */
+int rsec_conn_uncork(struct rsec_conn *c);
+/**
  * rsec_conn_handshake - advance only the TLS handshake of a connection that
  * rsec_accept() or a resuming client made, and nothing after it: no message
  * is read, no admission hook is called, nothing outside this connection is

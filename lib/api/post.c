@@ -3,7 +3,8 @@
  * Posted one-sided operations: rsec_post and its one-operation forms over
  * path/onesided.c's rsec_onesided_post, a fault it found settled before the
  * call returns; rsec_poll, their completions, waiting for the first up to
- * timeout_ms.
+ * timeout_ms; rsec_conn_cork and rsec_conn_uncork, one doorbell for a
+ * turn's posts.
  */
 #include <stdbool.h>
 
@@ -68,3 +69,21 @@ unsigned rsec_inflight(const struct rsec_conn *c)
 {
 	return c ? rsec_onesided_inflight(&c->path) : 0;
 }
+
+void rsec_conn_cork(struct rsec_conn *c)
+{
+	if (c)
+		rsec_data_cork(&c->path, true);
+}
+
+int rsec_conn_uncork(struct rsec_conn *c)
+{
+	if (!c)
+		return RSEC_E_INVAL;
+	rsec_data_cork(&c->path, false);
+	if (c->path.phase == PHASE_CLOSED)
+		return c->path.close_code;
+	return rsec_conn_settle(c, rsec_data_flush(&c->path));
+}
+
+_Static_assert(RSEC_CORK_MAX == RSEC_QP_HELD_MAX, "rdmasec.h's RSEC_CORK_MAX is what the queue pair holds");

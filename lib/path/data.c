@@ -193,8 +193,23 @@ void rsec_data_teardown(struct rsec_path *path)
 
 static RSEC_MUST_CHECK int post_send(struct rsec_path *path, struct ibv_send_wr *wr)
 {
-	struct ibv_send_wr *bad;
-	int err = ibv_post_send(path->qp.qp, wr, &bad);
+	unsigned taken;
+	int err = rsec_qp_post(&path->qp, wr, &taken);
+	if (err)
+		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
+	return 0;
+}
+
+void rsec_data_cork(struct rsec_path *path, bool on)
+{
+	rsec_qp_cork(&path->qp, on);
+}
+
+int rsec_data_flush(struct rsec_path *path)
+{
+	if (!path->have_qp || !path->qp.qp)
+		return 0;
+	int err = rsec_qp_flush(&path->qp);
 	if (err)
 		return rsec_fault_fail(&path->fault, RSEC_E_VERBS, "ibv_post_send: %s", strerror(err));
 	return 0;

@@ -60,6 +60,10 @@ RSEC_MUST_CHECK int rsec_data_quiet(struct rsec_path *path);
  * every receive completion is reaped (check.h).
  */
 RSEC_MUST_CHECK int rsec_data_poll(struct rsec_path *path);
+/* Hold the frames and operations the path posts (on), or stop holding them (rsec_qp_cork). */
+void rsec_data_cork(struct rsec_path *path, bool on);
+/* Post what the path holds in one chain (rsec_qp_flush); a refusal fails the path. */
+RSEC_MUST_CHECK int rsec_data_flush(struct rsec_path *path);
 
 /*
  * For check.c: whether unsignaled frames end the send queue and a signaled

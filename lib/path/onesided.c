@@ -208,12 +208,12 @@ static RSEC_MUST_CHECK int post_chain(struct rsec_path *path, struct ibv_send_wr
 {
 	for (unsigned i = 0; i + 1 < n; i++)
 		w[i].next = &w[i + 1];
-	struct ibv_send_wr *bad = NULL;
-	int err = ibv_post_send(path->qp.qp, w, &bad);
+	w[n - 1].next = NULL;
+	unsigned sent = 0;
+	int err = rsec_qp_post(&path->qp, w, &sent);
 	*sent_out = n;
 	if (!err)
 		return 0;
-	unsigned sent = bad >= w && bad < w + n ? (unsigned)(bad - w) : 0;
 	*sent_out = sent;
 	for (unsigned i = n; i > sent; i--) {
 		struct rsec_op_slot *s = &path->ops.ring[RSEC_WR_INDEX(w[i - 1].wr_id)];

@@ -56,6 +56,8 @@ static RSEC_MUST_CHECK int busy_wait(struct rsec_conn *c, int timeout_ms)
 
 int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 {
+	/* Nothing held back while we sleep: what waits may wait for it (rsec_conn_cork). */
+	RSEC_GUARD(rsec_conn_settle(c, rsec_data_flush(&c->path)));
 	if (c->ctx->poll_mode == RSEC_POLL_BUSY && c->path.phase == PHASE_ESTABLISHED)
 		return busy_wait(c, timeout_ms);
 	struct pollfd p = { .fd = c->epfd, .events = POLLIN };

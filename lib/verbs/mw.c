@@ -68,7 +68,8 @@ int rsec_mw_bind_post(struct rsec_qp *q, struct rsec_mw *w, struct ibv_mr *mr, u
 	wr.bind_mw.bind_info.addr = addr;
 	wr.bind_mw.bind_info.length = len;
 	wr.bind_mw.bind_info.mw_access_flags = (unsigned)access;
-	RSEC_ENSURE(ibv_post_send(q->qp, &wr, &bad) == 0, RSEC_E_VERBS);
+	/* After what the QP holds (doorbell.c), in the order it was posted. */
+	RSEC_ENSURE(rsec_qp_flush(q) == 0 && ibv_post_send(q->qp, &wr, &bad) == 0, RSEC_E_VERBS);
 	/* The provider does not track type-2 keys; the next bind must name this one. */
 	w->mw->rkey = next;
 	w->rkey = next;
@@ -89,7 +90,8 @@ int rsec_mw_invalidate_post(struct rsec_qp *q, struct rsec_mw *w, uint64_t wr_id
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.invalidate_rkey = w->rkey;
-	RSEC_ENSURE(ibv_post_send(q->qp, &wr, &bad) == 0, RSEC_E_VERBS);
+	/* After what the QP holds (doorbell.c), in the order it was posted. */
+	RSEC_ENSURE(rsec_qp_flush(q) == 0 && ibv_post_send(q->qp, &wr, &bad) == 0, RSEC_E_VERBS);
 	w->bound = false;
 	return 0;
 }

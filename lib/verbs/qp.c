@@ -73,6 +73,7 @@ void rsec_qp_destroy(struct rsec_qp *q)
 {
 	if (q == NULL)
 		return;
+	rsec_qp_drop_held(q);
 	/* Errors here cannot be acted on; the kernel reclaims on close anyway. */
 	if (q->qp != NULL)
 		(void)ibv_destroy_qp(q->qp);
@@ -210,6 +211,7 @@ static void cq_discard(struct ibv_cq *cq)
 int rsec_qp_renew(struct rsec_qp *q, uint32_t burn_max)
 {
 	RSEC_ENSURE(q != NULL && q->qp != NULL && q->send_wr > 0, RSEC_E_INVAL);
+	rsec_qp_drop_held(q);
 	(void)ibv_destroy_qp(q->qp);
 	q->qp = NULL;
 	/* Whatever the old QP completed or flushed is not for the new one. */
@@ -269,6 +271,8 @@ int rsec_qp_to_error(struct rsec_qp *q)
 	struct ibv_qp_attr a;
 
 	RSEC_ENSURE(q != NULL && q->qp != NULL, RSEC_E_INVAL);
+	/* What is held goes first: the device flushes it with the rest, so every post ends in a completion. */
+	(void)!rsec_qp_flush(q);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	RSEC_ENSURE(ibv_modify_qp(q->qp, &a, IBV_QP_STATE) == 0, RSEC_E_VERBS);

@@ -23,6 +23,8 @@ struct rsec_qp {
 	uint32_t local_psn;
 	uint32_t max_inline; /* bytes a send may carry inline (the device's answer to RSEC_QP_INLINE) */
 	uint32_t send_wr, recv_wr; /* what it was created with */
+	bool corked;                 /* rsec_qp_post holds work requests */
+	struct rsec_qp_held *held;   /* what it holds (doorbell.c); NULL until first held */
 };
 
 /* Inline data we ask for: a small message's frame (64 B + 32 B of overhead) fits. */
@@ -79,7 +81,7 @@ RSEC_MUST_CHECK int rsec_qp_renew(struct rsec_qp *q, uint32_t burn_max);
 uint32_t rsec_qpn_burn(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq, uint32_t n,
 		       const _Atomic bool *stop);
 
-/* Move to ERR so outstanding WRs flush (orderly teardown). */
+/* Move to ERR so outstanding WRs flush (orderly teardown); what rsec_qp_post holds is posted first, to flush too. */
 RSEC_MUST_CHECK int rsec_qp_to_error(struct rsec_qp *q);
 
 /* Current QP state, or -1 if it cannot be queried. */
@@ -101,5 +103,26 @@ void rsec_qp_destroy(struct rsec_qp *q);
 RSEC_MUST_CHECK int rsec_cq_wait(struct ibv_cq *cq, uint64_t wr_id, int timeout_ms, struct ibv_wc *wc);
 /* rsec_cq_wait on the send CQ. */
 RSEC_MUST_CHECK int rsec_qp_wait_wr(struct rsec_qp *q, uint64_t wr_id, int timeout_ms, struct ibv_wc *wc);
+
+/* Work requests held at most while corked: a turn's worth; more rings the doorbell first. */
+#define RSEC_QP_HELD_MAX 64u
+
+/*
+ * rsec_qp_post - post a chain of send work requests (doorbell.c). Not
+ * corked: whatever is held goes first, in the same ibv_post_send. Corked:
+ * the chain is copied and held for rsec_qp_flush, which rings the doorbell
+ * once for all of it (a chain with more than one SGE per request, or too
+ * long to hold, goes at once, after what was held). *taken: how many of the
+ * chain the device took or holds. Returns 0, or ibv_post_send's errno (held
+ * requests of earlier calls may have been refused with it: the caller fails
+ * the data path, which ends what it posted), ENOMEM.
+ */
+RSEC_MUST_CHECK int rsec_qp_post(struct rsec_qp *q, struct ibv_send_wr *wr, unsigned *taken);
+/* Hold (on) or stop holding; stopping posts nothing: rsec_qp_flush does. */
+void rsec_qp_cork(struct rsec_qp *q, bool on);
+/* Post what is held as one chain. Returns 0 or ibv_post_send's errno (what was held is dropped then). */
+RSEC_MUST_CHECK int rsec_qp_flush(struct rsec_qp *q);
+/* Forget what is held: the QP goes away (rsec_qp_destroy, rsec_qp_renew). */
+void rsec_qp_drop_held(struct rsec_qp *q);
 
 #endif /* RSEC_QP_H */

@@ -515,6 +515,86 @@ static void unsignaled_tail_gets_a_signaled_frame(void **state)
 	assert_int_equal(m.delivered, 2);
 }
 
+/* Corked, a connection's frames are held and go in one doorbell when it uncorks (rsec_conn_cork). */
+static void corked_sends_ring_one_doorbell(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	unsigned bells = fake.doorbells, posted = fake.sends_posted;
+	rsec_conn_cork(c);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
+	assert_int_equal(fake.doorbells, bells);
+	assert_int_equal(fake.sends_posted, posted);
+	assert_int_equal(c->path.sendq.next, 3); /* counted as posted: credits and slots taken */
+	assert_int_equal(rsec_conn_uncork(c), 0);
+	assert_int_equal(fake.doorbells, bells + 1);
+	assert_int_equal(fake.sends_posted, posted + 3);
+	assert_int_equal(rsec_conn_uncork(c), 0); /* nothing held: no doorbell */
+	assert_int_equal(fake.doorbells, bells + 1);
+	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0); /* uncorked: at once */
+	assert_int_equal(fake.doorbells, bells + 2);
+	assert_int_equal(fake.sends_posted, posted + 4);
+}
+
+/* A call that sleeps posts what is held first: what it waits for may be the answer to it. */
+static void a_wait_posts_what_is_held(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	unsigned posted = fake.sends_posted;
+	rsec_conn_cork(c);
+	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
+	char buf[64];
+	size_t len = 0;
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), RSEC_E_AGAIN); /* no sleep: still held */
+	assert_int_equal(fake.sends_posted, posted);
+	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 5), RSEC_E_TIMEOUT);
+	assert_int_equal(fake.sends_posted, posted + 1);
+	assert_int_equal(rsec_conn_uncork(c), 0);
+	assert_int_equal(fake.sends_posted, posted + 1);
+}
+
+/* What is held when the queue pair fails is posted first: the device flushes it with the rest, so all of it completes. */
+static void held_work_is_flushed_by_a_failing_qp(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_conn *c = f->c;
+	unsigned posted = fake.sends_posted;
+	rsec_conn_cork(c);
+	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
+	assert_int_equal(fake.sends_posted, posted);
+	assert_int_equal(rsec_qp_to_error(&c->path.qp), 0);
+	assert_int_equal(fake.sends_posted, posted + 1);
+	assert_int_equal(c->path.qp.qp->state, IBV_QPS_ERR);
+	assert_int_equal(rsec_qp_flush(&c->path.qp), 0); /* nothing twice */
+	assert_int_equal(fake.sends_posted, posted + 1);
+	assert_true(rsec_sendq_kept(&c->path.sendq, 0)); /* still in its slot, for a rebuild to send again */
+}
+
+/* Corked, the doorbell rings by itself when RSEC_CORK_MAX requests are held and one more comes. */
+static void a_full_cork_rings_by_itself(void **state)
+{
+	struct fake_conn *f = *state;
+	struct rsec_qp *q = &f->c->path.qp;
+	unsigned bells = fake.doorbells, posted = fake.sends_posted, taken = 0;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE };
+	rsec_qp_cork(q, true);
+	for (unsigned i = 0; i < RSEC_CORK_MAX; i++) {
+		wr.wr_id = i;
+		assert_int_equal(rsec_qp_post(q, &wr, &taken), 0);
+		assert_int_equal(taken, 1);
+	}
+	assert_int_equal(fake.doorbells, bells);
+	assert_int_equal(rsec_qp_post(q, &wr, &taken), 0);
+	assert_int_equal(fake.doorbells, bells + 1);
+	assert_int_equal(fake.sends_posted, posted + RSEC_CORK_MAX);
+	rsec_qp_cork(q, false);
+	assert_int_equal(rsec_qp_flush(q), 0);
+	assert_int_equal(fake.doorbells, bells + 2);
+	assert_int_equal(fake.sends_posted, posted + RSEC_CORK_MAX + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,6 +618,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(path_check_of_another_epoch_is_ignored, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(path_check_names_completed_frames, setup_closing, teardown),
 		cmocka_unit_test_setup_teardown(unsignaled_tail_gets_a_signaled_frame, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(corked_sends_ring_one_doorbell, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(a_wait_posts_what_is_held, setup_closing, teardown),
+		cmocka_unit_test_setup_teardown(held_work_is_flushed_by_a_failing_qp, setup_rebuilding, teardown),
+		cmocka_unit_test_setup_teardown(a_full_cork_rings_by_itself, setup_closing, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

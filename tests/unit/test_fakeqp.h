@@ -39,6 +39,7 @@ struct fake_verbs {
 	struct ibv_wc recv_wc[FAKE_WC_MAX]; /* what the receive CQ reports next */
 	unsigned recv_wc_n, recv_wc_next;
 	unsigned recvs_posted, sends_posted;
+	unsigned doorbells;  /* ibv_post_send calls */
 	unsigned recv_arms;  /* ibv_req_notify_cq on the receive CQ */
 	struct ibv_comp_channel chan; /* fake_channel: a pipe whose bytes are events of the receive CQ */
 	int chan_in;         /* its write end */
@@ -95,6 +96,7 @@ static inline int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, stru
 {
 	(void)qp;
 	(void)bad;
+	fake.doorbells++;
 	for (; wr; wr = wr->next)
 		fake.sends_posted++;
 	return 0;

@@ -94,7 +94,9 @@ const char *blk_session_error(const struct blk_session *s);
 const char *blk_session_peer(const struct blk_session *s);
 
 /*
- * Send one command on queue q. Returns 0; -EAGAIN (no free cid on q, or
+ * Send one command on queue q: it leaves with the others submitted before
+ * the next blk_session_poll, at its start, in one doorbell per queue.
+ * Returns 0; -EAGAIN (no free cid on q, or
  * the data path is busy or being rebuilt: reap, then submit again);
  * -EINVAL / -ERANGE / -EROFS (the command breaks the session's limits,
  * nothing sent); -EIO or -ENOTCONN (the session ended).

@@ -51,6 +51,7 @@ struct queue {
 	struct blk_expect expect[BLK_QD_MAX];
 	struct cmd_slot cmd[BLK_QD_MAX];
 	unsigned inflight, resends;
+	bool corked; /* commands submitted since the last poll: they go in one doorbell (rsec_conn_cork) */
 	uint8_t *tx; /* one capsule: header + in-capsule data */
 	size_t tx_cap;
 };
@@ -461,6 +462,10 @@ int blk_queue_submit(struct blk_session *s, unsigned qi, const struct blk_io *io
 	if (cid < 0)
 		return -EAGAIN;
 	q->cmd[cid] = (struct cmd_slot){ .io = *io };
+	if (!q->corked) {
+		rsec_conn_cork(q->conn);
+		q->corked = true;
+	}
 	rc = send_cmd(s, q, (uint16_t)cid);
 	if (rc < 0) {
 		(void)blk_cids_give(&q->free, (uint16_t)cid);
@@ -669,6 +674,14 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 	uint64_t deadline = clock_coarse_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	if (!max)
 		return -EINVAL;
+	/* The commands submitted since the last poll leave, one doorbell per queue. */
+	for (unsigned qi = 0; qi < s->nq; qi++)
+		if (s->q[qi].corked) {
+			s->q[qi].corked = false;
+			int rc = rsec_conn_uncork(s->q[qi].conn);
+			if (rc < 0)
+				(void)after_failure(s, &s->q[qi], rc, "cannot send commands");
+		}
 	for (;;) {
 		if (s->ended)
 			return report_dropped(s, d, max);

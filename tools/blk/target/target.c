@@ -115,6 +115,7 @@ struct queue {
 	uint8_t *mem;
 	size_t mem_len;
 	bool watched;
+	bool corked;   /* what it posts this turn waits for the turn's end: one doorbell (rsec_conn_cork) */
 	bool more;     /* stopped at the per-turn cap with messages left */
 	bool deferred; /* its messages wait for its identity's bytes of the next turn */
 	unsigned busy;        /* commands not FREE */
@@ -177,6 +178,7 @@ struct target {
 	uint64_t moves;         /* command state changes, ever: a turn that changed none was quiet */
 	struct busy_poll bp;    /* how long a turn polls its sessions' completions before it sleeps */
 	struct cmd *cpl_head, *cpl_tail; /* completions of this turn, sent after its audit records are written */
+	unsigned corked;                 /* queues corked this turn */
 	bool stop;
 	uint8_t *msg; /* one receive buffer */
 	size_t msg_cap;
@@ -448,8 +450,31 @@ static void count(struct session *s, const struct cmd *c, uint16_t status)
 	s->t->metrics_dirty = true;
 }
 
+/* What the queue posts from now to the turn's end goes to the device in one doorbell (uncork_queues). */
+static void queue_cork(struct queue *q)
+{
+	if (q->corked)
+		return;
+	rsec_conn_cork(q->conn);
+	q->corked = true;
+	q->s->t->corked++;
+}
+
+/* Before the loop sleeps or frees a session. A failure shows on the session's next step. */
+static void uncork_queues(struct target *t)
+{
+	for (struct session *s = t->sessions; s && t->corked; s = s->next)
+		for (unsigned i = 0; i < s->nq; i++)
+			if (s->q[i]->corked) {
+				(void)rsec_conn_uncork(s->q[i]->conn);
+				s->q[i]->corked = false;
+				t->corked--;
+			}
+}
+
 static void try_send_cpl(struct queue *q, struct cmd *c)
 {
+	queue_cork(q);
 	int rc = rsec_send(q->conn, c->cpl, sizeof(c->cpl), 0);
 	if (rc == RSEC_E_AGAIN || rc == RSEC_E_TIMEOUT) {
 		if (c->state != CMD_CPL) /* another completion still waits for credits: again next turn */
@@ -568,6 +593,7 @@ static void cmd_post(struct queue *q, struct cmd *c)
 			     .local = q->region,
 			     .local_off = (size_t)c->m.cid * q->s->slot_len,
 			     .len = c->m.length };
+	queue_cork(q);
 	int rc = rsec_post(q->conn, &w, 1, NULL);
 	/* RSEC_E_GRANT: a rebuild took the pool, and the client's grant bound again has not come yet (the
 	 * library resolves it then): retried, as a full send queue is, until the command's deadline. */
@@ -1593,6 +1619,7 @@ static bool poll_sessions(struct target *t, uint64_t start_ns)
 			t->metrics_dirty = true;
 			return found;
 		}
+		uncork_queues(t); /* what a command posted leaves before the CPU goes */
 		(void)sched_yield();
 	}
 }
@@ -1606,6 +1633,7 @@ static int wait_events(struct target *t, struct epoll_event *ev, int max)
 	uint64_t start_ns = measured ? clock_mono_ns() : 0;
 	if (measured && busy_poll_window(&t->bp) && poll_sessions(t, start_ns))
 		return epoll_wait(t->epfd, ev, max, 0); /* the fds' events besides */
+	uncork_queues(t);
 	int n = epoll_wait(t->epfd, ev, max, timeout);
 	if (measured)
 		busy_poll_waited(&t->bp, (clock_mono_ns() - start_ns) / 1000u, n > 0);
@@ -1642,6 +1670,7 @@ static void turn(struct target *t)
 	serve_lines(t);
 	step_sessions(t, now, sweep);
 	send_completions(t);
+	uncork_queues(t); /* the turn's data WRITEs and completions: one doorbell per queue pair */
 	for (struct session *s = t->sessions, *next; s; s = next) {
 		next = s->next;
 		if (s->dead && !s->jobs)
