@@ -73,7 +73,9 @@ static RSEC_MUST_CHECK int send_revoke(struct rsec_path *path, uint64_t id)
 {
 	struct rsec_msg m = { .type = RSEC_MSG_REVOKE };
 	m.u.revoke.grant_id = id;
-	return rsec_chan_send(path->chan, path->cfg.lane, &m);
+	int rc = rsec_chan_send(path->chan, path->cfg.lane, &m);
+	/* A fault, so the session settles it: a channel the peer closed is read for its last words (why). */
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send REVOKE") : 0;
 }
 
 /*
@@ -138,7 +140,7 @@ int rsec_grant_send_verify(struct rsec_path *path, uint64_t grant_id, uint64_t o
 	memcpy(m.u.verify.mac, mac, mac_len);
 	int rc = rsec_chan_send(path->chan, path->cfg.lane, &m);
 	OPENSSL_cleanse(&m, sizeof(m));
-	return rc;
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send VERIFY") : 0;
 }
 
 /*
