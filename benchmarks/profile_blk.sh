@@ -59,7 +59,7 @@ run_pass() {
 	IFS=- read -r rw bs qd <<<"$w"
 	qd=${qd#qd}
 	fabric on 1 "$blkd" --certs "$out/pki" --listen "$s1:7472" --export "bench=$img,size=256M" --rw '*' \
-		--audit "$d/audit-$pass.jsonl" 2>"$d/blkd-$pass.log" &
+		--audit "/tmp/audit-$w-$pass.jsonl" 2>"$d/blkd-$pass.log" &
 	bpid=$!
 	fabric wait-port 7472 120 || { cat "$d/blkd-$pass.log"; return 1; }
 	local -a client_tool
@@ -83,6 +83,8 @@ run_pass() {
 	wait "$tpid"
 	kill -TERM "$bpid"
 	wait "$bpid"
+	# The audit log on the guest's own memory (storage.sh says why), kept with the run's outputs.
+	cp "/tmp/audit-$w-$pass.jsonl" "$d/audit-$pass.jsonl"
 	echo "$w $pass client=$rc"
 }
 for w in "$@"; do

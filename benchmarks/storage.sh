@@ -111,15 +111,18 @@ start_nvmf() {
 	[ -b "$nvme_dev" ] || die "no NVMe-oF block device ($(cat "$out/nvmf-connect.txt"))"
 }
 
-# rdmasec-blkd serves the same RAM disk; only one of the systems does I/O at a time.
+# rdmasec-blkd serves the same RAM disk; only one of the systems does I/O at a time. Its audit log goes
+# to the guest's own memory (a target's local disk), not the 9p share the raw outputs are on: each write
+# there is a trip to the host the kernel's target never makes. Copied to RAW at the end.
+audit=/tmp/bench-blkd-audit.jsonl old_audit=/tmp/bench-blkold-audit.jsonl
 start_blk() {
 	fabric on 1 "$bin/rdmasec-blkd" --certs "$pki" --listen "$s1:$port" --export bench=/dev/ram0 --rw '*' \
-		--audit "$out/blkd-audit.jsonl" --metrics "$out/blkd.prom" "${blkd_args[@]}" 2>"$out/blkd.log" &
+		--audit "$audit" --metrics "$out/blkd.prom" "${blkd_args[@]}" 2>"$out/blkd.log" &
 	blkd_pid=$!
 	fabric wait-port $port 60 || die "rdmasec-blkd did not listen: $(tail -n 3 "$out/blkd.log")"
 	if [ -d "$bin/old" ]; then
 		fabric on 1 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blkd" --certs "$pki" --listen "$s1:$old_port" \
-			--export bench=/dev/ram0 --rw '*' --audit "$out/blkold-audit.jsonl" --metrics "$out/blkold.prom" \
+			--export bench=/dev/ram0 --rw '*' --audit "$old_audit" --metrics "$out/blkold.prom" \
 			"${blkold_args[@]}" 2>"$out/blkold.log" &
 		blkold_pid=$!
 		fabric wait-port $old_port 60 || die "the old rdmasec-blkd did not listen: $(tail -n 3 "$out/blkold.log")"
@@ -138,6 +141,8 @@ stop_all() {
 	[ -f /tmp/bench-nbdkit-old.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit-old.pid)" 2>/dev/null
 	[ -n "${blkd_pid:-}" ] && kill -TERM "$blkd_pid" 2>/dev/null && wait "$blkd_pid" 2>/dev/null
 	[ -n "${blkold_pid:-}" ] && kill -TERM "$blkold_pid" 2>/dev/null && wait "$blkold_pid" 2>/dev/null
+	[ -f "$audit" ] && cp "$audit" "$out/blkd-audit.jsonl"
+	[ -f "$old_audit" ] && cp "$old_audit" "$out/blkold-audit.jsonl"
 	fabric nvmf-disconnect >/dev/null 2>&1
 	fabric nvmf-target-stop >/dev/null 2>&1
 }
