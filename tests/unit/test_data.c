@@ -537,14 +537,21 @@ static void corked_sends_ring_one_doorbell(void **state)
 	assert_int_equal(fake.sends_posted, posted + 4);
 }
 
-/* A call that sleeps posts what is held first: what it waits for may be the answer to it. */
-static void a_wait_posts_what_is_held(void **state)
+/* c corked and a message sent, held: how many sends the device had before. */
+static unsigned cork_and_send(struct rsec_conn *c)
 {
-	struct fake_conn *f = *state;
-	struct rsec_conn *c = f->c;
 	unsigned posted = fake.sends_posted;
 	rsec_conn_cork(c);
 	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
+	assert_int_equal(fake.sends_posted, posted);
+	return posted;
+}
+
+/* A call that sleeps posts what is held first: what it waits for may be the answer to it. */
+static void a_wait_posts_what_is_held(void **state)
+{
+	struct rsec_conn *c = ((struct fake_conn *)*state)->c;
+	unsigned posted = cork_and_send(c);
 	char buf[64];
 	size_t len = 0;
 	assert_int_equal(rsec_recv(c, buf, sizeof(buf), &len, 0), RSEC_E_AGAIN); /* no sleep: still held */
@@ -558,12 +565,8 @@ static void a_wait_posts_what_is_held(void **state)
 /* What is held when the queue pair fails is posted first: the device flushes it with the rest, so all of it completes. */
 static void held_work_is_flushed_by_a_failing_qp(void **state)
 {
-	struct fake_conn *f = *state;
-	struct rsec_conn *c = f->c;
-	unsigned posted = fake.sends_posted;
-	rsec_conn_cork(c);
-	assert_int_equal(rsec_send(c, hello, sizeof(hello), 0), 0);
-	assert_int_equal(fake.sends_posted, posted);
+	struct rsec_conn *c = ((struct fake_conn *)*state)->c;
+	unsigned posted = cork_and_send(c);
 	assert_int_equal(rsec_qp_to_error(&c->path.qp), 0);
 	assert_int_equal(fake.sends_posted, posted + 1);
 	assert_int_equal(c->path.qp.qp->state, IBV_QPS_ERR);
