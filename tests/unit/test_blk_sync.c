@@ -7,7 +7,9 @@
  * queue holds only a few commands (callers wait, the lead passes on); a
  * command's error reaches its caller; a session that ends fails every
  * request, those in flight and those after, and says why; a session nobody
- * uses is still driven (keepalives). With reconnect_ms, a session that ends
+ * uses is still driven (keepalives). What the leader's wait (busy-poll window,
+ * sleep) finds is reaped, and a request that comes meanwhile ends the wait at
+ * once. With reconnect_ms, a session that ends
  * is replaced and every request not done is sent again (no caller sees an
  * error), also while idle; when none comes back in time, everything fails
  * and the error says both why the session ended and why no new one came.
@@ -21,7 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -37,7 +40,9 @@ static struct {
 	unsigned n;
 	unsigned polls, submits;
 	unsigned violations; /* calls while another was under way, over-long commands (atomic) */
-	int efd;           /* always readable: a leader's sleep returns at once */
+	unsigned waits, wait_misses; /* leader waits; of them, held the full 2 s (never interrupted) */
+	bool only_wait_completes; /* polls complete nothing: only what a wait finds finishes */
+	bool hold;         /* a poll completes only with two commands in flight; a wait lasts until interrupted */
 	int fail_offset;   /* a READ of this offset completes with EIO; -1: none */
 	unsigned end_after; /* the session ends after this many submits; 0: never */
 	bool ended;
@@ -53,9 +58,10 @@ const struct blk_open_reply *__wrap_blk_session_info(const struct blk_session *s
 unsigned __wrap_blk_session_queues(const struct blk_session *s);
 uint32_t __wrap_blk_session_io_max(const struct blk_session *s);
 const char *__wrap_blk_session_error(const struct blk_session *s);
-unsigned __wrap_blk_session_fds(const struct blk_session *s, int *fds, unsigned max);
 int __wrap_blk_queue_submit(struct blk_session *s, unsigned q, const struct blk_io *io);
 int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms);
+int __wrap_blk_session_wait(struct blk_session *s, struct blk_done *d, unsigned max, int extra_fd,
+			    const atomic_bool *interrupt, int timeout_ms);
 
 static uint8_t byte_at(uint64_t off)
 {
@@ -110,15 +116,6 @@ const char *__wrap_blk_session_error(const struct blk_session *s)
 	return fake.ended ? "the stand-in session ended" : "";
 }
 
-unsigned __wrap_blk_session_fds(const struct blk_session *s, int *fds, unsigned max)
-{
-	(void)s;
-	if (!max)
-		return 0;
-	fds[0] = fake.efd;
-	return 1;
-}
-
 /* Only ever one caller at a time: the layer's promise to librdmasec. (Counted, not asserted: cmocka's
  * asserts belong to the test's own thread.) */
 static void enter(void)
@@ -150,13 +147,9 @@ int __wrap_blk_queue_submit(struct blk_session *s, unsigned q, const struct blk_
 	return rc;
 }
 
-int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+/* Under fake.mu: up to two commands in flight complete, as the target would have done them. */
+static unsigned complete_some(struct blk_done *d, unsigned max)
 {
-	(void)s;
-	enter();
-	fake.polls++;
-	if (timeout_ms != 0)
-		fake.violations++;
 	unsigned n = 0;
 	while (fake.n && n < max && n < 2) {
 		struct blk_io io = fake.inflight[0];
@@ -176,9 +169,45 @@ int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned 
 		}
 		n++;
 	}
+	return n;
+}
+
+int __wrap_blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+{
+	(void)s;
+	enter();
+	fake.polls++;
+	if (timeout_ms != 0)
+		fake.violations++;
+	unsigned n = 0;
+	if ((!fake.only_wait_completes && !fake.hold) || (fake.hold && fake.n >= 2) || fake.ended)
+		n = complete_some(d, max);
 	int rc = n ? (int)n : fake.ended ? -EIO : 0;
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
+}
+
+/* A leader's wait: with hold, until a new request interrupts it (2 s at most: a miss); else at once,
+ * with what is in flight completed if only_wait_completes. */
+int __wrap_blk_session_wait(struct blk_session *s, struct blk_done *d, unsigned max, int extra_fd,
+			    const atomic_bool *interrupt, int timeout_ms)
+{
+	(void)s;
+	enter();
+	fake.waits++;
+	if (extra_fd < 0 || !interrupt || timeout_ms <= 0)
+		fake.violations++;
+	unsigned n = fake.only_wait_completes ? complete_some(d, max) : 0;
+	bool hold = fake.hold;
+	pthread_mutex_unlock(&fake.mu);
+	for (unsigned ms = 0; hold && interrupt && !atomic_load(interrupt); ms++) {
+		if (ms == 2000) {
+			__atomic_add_fetch(&fake.wait_misses, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		usleep(1000);
+	}
+	return (int)n;
 }
 
 static int setup(void **state)
@@ -190,14 +219,14 @@ static int setup(void **state)
 	fake.refusal = 0;
 	fake.fail_offset = -1;
 	fake.info = (struct blk_open_reply){ .size = 1u << 30, .block_size = 4096 };
-	fake.efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	return fake.efd < 0;
+	fake.waits = fake.wait_misses = 0;
+	fake.only_wait_completes = fake.hold = false;
+	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	close(fake.efd);
 	assert_int_equal(fake.violations, 0);
 	return 0;
 }
@@ -429,6 +458,65 @@ static void an_idle_session_that_ends_is_replaced(void **state)
 	blk_sync_stop(y);
 }
 
+/* What a leader's wait polled up is reaped: with polls that complete nothing, every request still ends. */
+static void what_a_wait_finds_is_reaped(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	fake.only_wait_completes = true;
+	struct worker w[4];
+	pthread_t th[4];
+	for (unsigned i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .y = y, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+	assert_int_equal(fake.n, 0);
+	assert_true(fake.waits > 0);
+	blk_sync_stop(y);
+}
+
+static void *one_read(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[FAKE_IO_MAX];
+	if (blk_sync_pread(w->y, buf, sizeof(buf), (uint64_t)w->id * sizeof(buf)) != 0)
+		w->bad++;
+	return NULL;
+}
+
+/* A request that comes while the leader waits (its busy-poll window, its sleep) ends the wait at once:
+ * here the first request completes only once the second is in flight too. */
+static void a_new_request_ends_the_leaders_wait(void **state)
+{
+	(void)state;
+	struct blk_sync *y;
+	char err[64];
+	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
+	fake.hold = true;
+	struct worker w[2] = { { .y = y, .id = 1 }, { .y = y, .id = 2 } };
+	pthread_t th[2];
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(pthread_create(&th[0], NULL, one_read, &w[0]), 0);
+	usleep(100 * 1000); /* the first leads and waits */
+	assert_int_equal(pthread_create(&th[1], NULL, one_read, &w[1]), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(fake.wait_misses, 0);
+	assert_true(fake.waits > 0);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+	blk_sync_stop(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +530,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(an_idle_session_that_ends_is_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(reconnect_stops_at_a_refusal_for_good, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_first_failure_says_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(what_a_wait_finds_is_reaped, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_new_request_ends_the_leaders_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #ifndef RSEC_BLK_CLIENT_H
 #define RSEC_BLK_CLIENT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -110,8 +111,16 @@ unsigned blk_queue_inflight(const struct blk_session *s, unsigned q);
  * every command in flight then has been reported (with error EIO).
  */
 int blk_session_poll(struct blk_session *s, struct blk_done *done, unsigned max, int timeout_ms);
-/* The pollable fds of the session's queues (readable: blk_session_poll has work); how many, at most max. */
-unsigned blk_session_fds(const struct blk_session *s, int *fds, unsigned max);
+/*
+ * For a caller with more to wake for than the session (blk_sync: a new request), after a
+ * blk_session_poll that found nothing: while commands are in flight, poll the queues'
+ * completions for the busy-poll window (busy_poll_us; no system call but sched_yield), ending
+ * early once *interrupt (may be NULL) is set; then sleep on the queues' fds and extra_fd (if
+ * >= 0) for up to timeout_ms. Returns the completions polling found (in done, at most max), or
+ * 0: woken, interrupted or timed out (blk_session_poll next). Sends what was submitted first.
+ */
+int blk_session_wait(struct blk_session *s, struct blk_done *done, unsigned max, int extra_fd,
+		     const atomic_bool *interrupt, int timeout_ms);
 
 /* --- Synchronous, thread-safe layer --- */
 struct blk_sync;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -633,15 +634,18 @@ static void check_deadlines(struct blk_session *s)
 	}
 }
 
-/* Sleep on the queues' fds for up to ms: whether one woke us. */
-static bool wait_any(struct blk_session *s, int ms)
+/* Sleep on the queues' fds and extra_fd (if >= 0) for up to ms: whether one woke us. */
+static bool wait_any(struct blk_session *s, int extra_fd, int ms)
 {
 	if (s->busy_poll || ms <= 0)
 		return false;
-	struct pollfd p[BLK_QUEUES_MAX];
-	for (unsigned i = 0; i < s->nq; i++)
-		p[i] = (struct pollfd){ .fd = rsec_conn_fd(s->q[i].conn), .events = POLLIN };
-	return poll(p, s->nq, ms) > 0;
+	struct pollfd p[BLK_QUEUES_MAX + 1];
+	unsigned n = 0;
+	for (; n < s->nq; n++)
+		p[n] = (struct pollfd){ .fd = rsec_conn_fd(s->q[n].conn), .events = POLLIN };
+	if (extra_fd >= 0)
+		p[n++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
+	return poll(p, n, ms) > 0;
 }
 
 static bool any_inflight(const struct blk_session *s)
@@ -652,16 +656,21 @@ static bool any_inflight(const struct blk_session *s)
 	return false;
 }
 
+static bool interrupted(const atomic_bool *interrupt)
+{
+	return interrupt && atomic_load_explicit(interrupt, memory_order_relaxed);
+}
+
 /*
  * Before sleeping while commands are in flight: poll the queues' completions for the window
  * (busy_poll.h), within the turn (no look at the fds: no system call but sched_yield). How many
  * commands it finished.
  */
-static unsigned poll_window(struct blk_session *s, struct blk_done *d, unsigned max)
+static unsigned poll_window(struct blk_session *s, struct blk_done *d, unsigned max, const atomic_bool *interrupt)
 {
 	uint64_t end = clock_mono_ns() + (uint64_t)busy_poll_window(&s->bp) * 1000u;
 	unsigned n = 0;
-	while (!n && !s->ended && clock_mono_ns() < end) {
+	while (!n && !s->ended && !interrupted(interrupt) && clock_mono_ns() < end) {
 		(void)sched_yield();
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++)
 			n += drain_queue(s, qi, d + n, max - n);
@@ -669,12 +678,9 @@ static unsigned poll_window(struct blk_session *s, struct blk_done *d, unsigned 
 	return n;
 }
 
-int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+/* The commands submitted since the last poll or wait leave, one doorbell per queue. */
+static void uncork_all(struct blk_session *s)
 {
-	uint64_t deadline = clock_coarse_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	if (!max)
-		return -EINVAL;
-	/* The commands submitted since the last poll leave, one doorbell per queue. */
 	for (unsigned qi = 0; qi < s->nq; qi++)
 		if (s->q[qi].corked) {
 			s->q[qi].corked = false;
@@ -682,6 +688,31 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 			if (rc < 0)
 				(void)after_failure(s, &s->q[qi], rc, "cannot send commands");
 		}
+}
+
+int blk_session_wait(struct blk_session *s, struct blk_done *d, unsigned max, int extra_fd,
+		     const atomic_bool *interrupt, int timeout_ms)
+{
+	if (!max)
+		return -EINVAL;
+	uncork_all(s);
+	if (s->ended)
+		return 0;
+	uint64_t t0 = clock_mono_ns();
+	bool measured = s->bp.max_us && any_inflight(s);
+	unsigned n = measured ? poll_window(s, d, max, interrupt) : 0;
+	bool woken = n || interrupted(interrupt) || wait_any(s, extra_fd, timeout_ms);
+	if (measured)
+		busy_poll_waited(&s->bp, (clock_mono_ns() - t0) / 1000u, woken);
+	return (int)n;
+}
+
+int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, int timeout_ms)
+{
+	uint64_t deadline = clock_coarse_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	if (!max)
+		return -EINVAL;
+	uncork_all(s);
 	for (;;) {
 		if (s->ended)
 			return report_dropped(s, d, max);
@@ -704,21 +735,9 @@ int blk_session_poll(struct blk_session *s, struct blk_done *d, unsigned max, in
 			continue;
 		if (now >= deadline)
 			return 0;
-		uint64_t left = deadline - now, t0 = clock_mono_ns();
-		bool measured = s->bp.max_us && any_inflight(s);
-		n = measured ? poll_window(s, d, max) : 0;
-		bool woken = n || wait_any(s, left < WAIT_SLICE_MS ? (int)left : WAIT_SLICE_MS);
-		if (measured)
-			busy_poll_waited(&s->bp, (clock_mono_ns() - t0) / 1000u, woken);
-		if (n)
-			return (int)n;
+		uint64_t left = deadline - now;
+		int found = blk_session_wait(s, d, max, -1, NULL, left < WAIT_SLICE_MS ? (int)left : WAIT_SLICE_MS);
+		if (found)
+			return found;
 	}
-}
-
-unsigned blk_session_fds(const struct blk_session *s, int *fds, unsigned max)
-{
-	unsigned n = 0;
-	for (; n < s->nq && n < max; n++)
-		fds[n] = rsec_conn_fd(s->q[n].conn);
-	return n;
 }

@@ -5,7 +5,8 @@
  * one thread at a time per session; the mutex hands it over). A caller whose
  * request is not done becomes the leader if there is none: it submits every
  * caller's commands, reaps every completion, wakes the callers whose requests
- * are done, sleeps on the session's fds when nothing is ready, and hands the
+ * are done, waits for the session when nothing is ready (polling its completions
+ * for its busy-poll window, then asleep on its fds), and hands the
  * lead to a waiting caller once its own request is done. A lone caller does
  * its I/O with no hand-off at all. A housekeeping thread drives an idle
  * session (nobody leading) once a second: keepalives, rekeys, the target's
@@ -15,8 +16,8 @@
  * the callers see nothing of it unless no session comes back in time.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,8 @@ struct blk_sync {
 	pthread_t keeper;
 	pthread_cond_t keeper_cv;
 	int efd;                        /* wakes a leader asleep on the session's fds: a new request */
-	bool leading, leader_asleep;
+	atomic_bool kicked;             /* efd was written (once per wait): the leader's window ends too */
+	bool leading, leader_waiting;
 	struct sreq *in_head, *in_tail; /* handed over, not yet taken by a leader */
 	struct sreq *act_head, *act_tail; /* taken, not all sent */
 	struct sreq *waiting;           /* every request not done: one of them leads next */
@@ -266,24 +268,25 @@ static bool drive(struct blk_sync *y)
 	return n > 0;
 }
 
-/* Under mu, leading: sleep (mu released) until the session's fds or a new request wake us. */
-static void leader_sleep(struct blk_sync *y)
+/*
+ * Under mu, leading: wait (mu released) for the session (its busy-poll window, then its fds) or a
+ * new request; reap what the window found.
+ */
+static void leader_wait(struct blk_sync *y)
 {
-	struct pollfd p[BLK_QUEUES_MAX + 1];
-	int fds[BLK_QUEUES_MAX];
-	unsigned n = blk_session_fds(y->s, fds, BLK_QUEUES_MAX);
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-	p[n] = (struct pollfd){ .fd = y->efd, .events = POLLIN };
-	y->leader_asleep = true;
+	struct blk_done d[DONE_BATCH];
+	y->leader_waiting = true;
 	pthread_mutex_unlock(&y->mu);
-	(void)poll(p, n + 1, LEAD_WAIT_MS);
-	if (p[n].revents & POLLIN) {
+	int n = blk_session_wait(y->s, d, DONE_BATCH, y->efd, &y->kicked, LEAD_WAIT_MS);
+	pthread_mutex_lock(&y->mu);
+	y->leader_waiting = false;
+	if (atomic_load_explicit(&y->kicked, memory_order_relaxed)) {
 		uint64_t v;
 		(void)!read(y->efd, &v, sizeof(v));
+		atomic_store_explicit(&y->kicked, false, memory_order_relaxed);
 	}
-	pthread_mutex_lock(&y->mu);
-	y->leader_asleep = false;
+	if (n > 0)
+		reap(y, d, n);
 }
 
 /* Under mu: lead until r is done, then hand the lead to a caller still waiting. */
@@ -292,7 +295,7 @@ static void lead(struct blk_sync *y, struct sreq *r)
 	y->leading = true;
 	while (!r->done && !y->dead)
 		if (!drive(y) && !r->done && !y->dead && !y->in_head)
-			leader_sleep(y);
+			leader_wait(y);
 	y->leading = false;
 	if (y->waiting)
 		pthread_cond_signal(&y->waiting->cv);
@@ -314,9 +317,10 @@ static int run(struct blk_sync *y, struct sreq *r)
 	y->in_tail = r;
 	r->wnext = y->waiting;
 	y->waiting = r;
-	if (y->leader_asleep) {
+	if (y->leader_waiting && !atomic_load_explicit(&y->kicked, memory_order_relaxed)) {
 		uint64_t one = 1;
-		(void)!write(y->efd, &one, sizeof(one)); /* the counter cannot overflow at one per request */
+		atomic_store_explicit(&y->kicked, true, memory_order_relaxed); /* ends its busy-poll window */
+		(void)!write(y->efd, &one, sizeof(one)); /* and its sleep */
 	}
 	while (!r->done) {
 		if (!y->leading)

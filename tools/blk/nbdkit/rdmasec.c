@@ -14,9 +14,12 @@
 #include <string.h>
 
 #include "blk_client.h"
+#include "busy_poll.h"
 #include "cli.h"
 
-static struct blk_client_opts opts = { .queues = 1, .queue_depth = 32, .reconnect_ms = 30000 };
+static struct blk_client_opts opts = {
+	.queues = 1, .queue_depth = 32, .reconnect_ms = 30000, .busy_poll_us = BLK_CLIENT_BUSY_POLL_US,
+};
 static char host[256];
 
 static int parse_uint(const char *what, const char *value, unsigned min, unsigned max, unsigned *out)
@@ -91,6 +94,8 @@ static int rdmasec_config(const char *key, const char *value)
 		return parse_rekey(key, value);
 	if (strcmp(key, "pool_window") == 0 && parse_uint("pool_window", value, 1, BLK_POOL_WINDOW_S_MAX, &v) == 0)
 		return opts.pool_window_s = v, 0;
+	if (strcmp(key, "busy_poll_us") == 0 && parse_uint("busy_poll_us", value, 0, BUSY_POLL_MAX_US, &v) == 0)
+		return opts.busy_poll_us = v, 0;
 	if (strcmp(key, "max-io") == 0) {
 		int64_t n = nbdkit_parse_size(value);
 		if (n < 512 || n > BLK_TRANSFER_MAX) {
@@ -101,7 +106,7 @@ static int rdmasec_config(const char *key, const char *value)
 		return 0;
 	}
 	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout") && strcmp(key, "reconnect") &&
-	    strcmp(key, "pool_window"))
+	    strcmp(key, "pool_window") && strcmp(key, "busy_poll_us"))
 		nbdkit_error("unknown parameter \"%s\" (see nbdkit-rdmasec-plugin(1))", key);
 	return -1;
 }
@@ -274,6 +279,7 @@ static struct nbdkit_plugin plugin = {
 		       "                     and every B bytes (K/M/G; default 64G, 1..128G)\n"
 		       "pool_window=S        the target's key to the I/O slots changes every S seconds\n"
 		       "                     (default 10, 1..86400)\n"
+		       "busy_poll_us=US      poll completions up to US before sleeping (default 2000, 0..10000)\n"
 		       "reconnect=MS         a session that ends is replaced within MS, what was in\n"
 		       "                     flight sent again (default 30000; 0: fail at once)\n"
 		       "device=NAME source=ADDR timeout=MS",
