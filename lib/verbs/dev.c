@@ -75,13 +75,31 @@ static bool sysfs_gid_is_rocev2(const char *dev, uint8_t port, unsigned idx)
 	return strncmp(line, "RoCE v2", 7) == 0;
 }
 
-/*
- * Pick the RoCEv2 GID index of port for want (or, when want is NULL, the
- * first IPv4-mapped RoCEv2 GID, else the first RoCEv2 GID). Returns the
- * index or -1.
- */
-static int find_rocev2_gid(struct ibv_context *ctx, uint8_t port, int tbl_len, const union ibv_gid *want,
-			   union ibv_gid *found)
+int rsec_gid_pick(const struct ibv_gid_entry *e, size_t n, uint32_t port, const union ibv_gid *want,
+		  union ibv_gid *found)
+{
+	enum { WANTED, V4_MAPPED, ANY_V2, NONE } best_rank = NONE;
+	int best = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].port_num != port || e[i].gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		int rank = want != NULL ? (memcmp(e[i].gid.raw, want->raw, sizeof(want->raw)) == 0 ? WANTED : NONE)
+			   : gid_is_v4_mapped(&e[i].gid) ? V4_MAPPED
+							  : ANY_V2;
+		if (rank == NONE || rank > (int)best_rank ||
+		    (rank == (int)best_rank && (uint32_t)best < e[i].gid_index))
+			continue;
+		best_rank = rank;
+		best = (int)e[i].gid_index;
+		*found = e[i].gid;
+	}
+	return best;
+}
+
+/* Without the GID-table ioctl (an old kernel): one query per index, and sysfs for the type. */
+static int scan_rocev2_gids(struct ibv_context *ctx, uint8_t port, int tbl_len, const union ibv_gid *want,
+			    union ibv_gid *found)
 {
 	int fallback = -1;
 	union ibv_gid fallback_gid;
@@ -124,9 +142,26 @@ static int find_rocev2_gid(struct ibv_context *ctx, uint8_t port, int tbl_len, c
 	return fallback;
 }
 
+/*
+ * The RoCEv2 GID index of port for want (rsec_gid_pick's rule), or -1. The device's whole GID table
+ * in one call: asking index by index costs a system call per slot, and rxe has 1024, mostly empty,
+ * on every device that is not the one a local address names.
+ */
+static int find_rocev2_gid(struct ibv_context *ctx, uint8_t port, unsigned nports, int tbl_len,
+			   const union ibv_gid *want, union ibv_gid *found)
+{
+	size_t max = tbl_len > 0 ? (size_t)tbl_len * (nports ? nports : 1) : 0;
+	struct ibv_gid_entry *e = max ? calloc(max, sizeof(*e)) : NULL;
+	ssize_t n = e != NULL ? ibv_query_gid_table(ctx, e, max, 0) : -ENOMEM;
+	int idx = n >= 0 ? rsec_gid_pick(e, (size_t)n, port, want, found) : scan_rocev2_gids(ctx, port, tbl_len, want, found);
+
+	free(e);
+	return idx;
+}
+
 /* Try one port of an open device; 0 and d filled on a match, RSEC_E_NODEV with a reason otherwise. */
-RSEC_MUST_CHECK static int try_port(struct rsec_dev *d, uint8_t port, const union ibv_gid *want, char *err,
-				    size_t errlen)
+RSEC_MUST_CHECK static int try_port(struct rsec_dev *d, uint8_t port, unsigned nports, const union ibv_gid *want,
+				    char *err, size_t errlen)
 {
 	struct ibv_port_attr pa;
 	int idx;
@@ -158,7 +193,7 @@ RSEC_MUST_CHECK static int try_port(struct rsec_dev *d, uint8_t port, const unio
 		}
 		return 0;
 	}
-	idx = find_rocev2_gid(d->ctx, port, pa.gid_tbl_len, want, &d->gid);
+	idx = find_rocev2_gid(d->ctx, port, nports, pa.gid_tbl_len, want, &d->gid);
 	if (idx < 0) {
 		dev_reason(err, errlen, "%s port %u has no RoCEv2 GID%s", d->name, (unsigned)port,
 			   want != NULL ? " for that address" : "");
@@ -186,7 +221,7 @@ RSEC_MUST_CHECK static int try_device(struct ibv_device *dev, const union ibv_gi
 		goto err_close;
 	}
 	for (unsigned p = 1; p <= da.phys_port_cnt && rc != 0; p++)
-		rc = try_port(d, (uint8_t)p, want, err, errlen);
+		rc = try_port(d, (uint8_t)p, da.phys_port_cnt, want, err, errlen);
 	if (rc != 0)
 		goto err_close;
 	d->max_qp_wr = da.max_qp_wr > 0 ? (uint32_t)da.max_qp_wr : 0;

@@ -33,6 +33,14 @@ struct rsec_dev {
 #define RSEC_MAX_RD_ATOM 16
 
 /*
+ * From a device's GID entries (ibv_query_gid_table's, any order), port's RoCEv2 GID for want: the
+ * entry equal to want, or with want NULL the IPv4-mapped one of lowest index, else the lowest
+ * index. Its index, and the GID in *found; -1 if none.
+ */
+int rsec_gid_pick(const struct ibv_gid_entry *e, size_t n, uint32_t port, const union ibv_gid *want,
+		  union ibv_gid *found);
+
+/*
  * name: device name, or NULL for the device that owns local_ip (or the first
  * active port of any device if local_ip is NULL too). local_ip: an IPv4 or
  * IPv6 literal; selects the port and the RoCEv2 GID index whose GID is that

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pure parts of lib/dev, lib/qp and lib/mw: PSN and key generation, MTU
- * arithmetic, peer validation, argument checks. Verbs themselves are only
+ * arithmetic, peer validation, argument checks, the pick from a GID table. Verbs themselves are only
  * exercised on the fabric (tests/fabric/verbs.sh), never mocked.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
@@ -118,6 +119,59 @@ static void dev_open_bad_arguments(void **state)
 	assert_null(rsec_dev_ref(NULL));
 }
 
+static struct ibv_gid_entry gid_entry(uint32_t port, uint32_t index, enum ibv_gid_type type, uint8_t last,
+				       bool v4_mapped)
+{
+	struct ibv_gid_entry e = { .port_num = port, .gid_index = index, .gid_type = type };
+
+	if (v4_mapped) {
+		e.gid.raw[10] = 0xff;
+		e.gid.raw[11] = 0xff;
+	} else {
+		e.gid.raw[0] = 0xfe;
+		e.gid.raw[1] = 0x80;
+	}
+	e.gid.raw[15] = last;
+	return e;
+}
+
+/* rxe's table lists every valid entry of every port, in no promised order. */
+static void gid_pick_from_a_table(void **state)
+{
+	const struct ibv_gid_entry t[] = {
+		gid_entry(2, 1, IBV_GID_TYPE_ROCE_V2, 9, true),  /* another port's */
+		gid_entry(1, 5, IBV_GID_TYPE_ROCE_V2, 7, true),
+		gid_entry(1, 0, IBV_GID_TYPE_ROCE_V1, 3, true),  /* RoCE v1: never */
+		gid_entry(1, 3, IBV_GID_TYPE_ROCE_V2, 3, false), /* link-local v2 */
+		gid_entry(1, 4, IBV_GID_TYPE_ROCE_V2, 8, true),
+		gid_entry(1, 2, IBV_GID_TYPE_ROCE_V2, 4, false),
+	};
+	union ibv_gid found, want;
+
+	(void)state;
+	/* No address: the IPv4-mapped RoCEv2 GID of lowest index on the port asked. */
+	assert_int_equal(rsec_gid_pick(t, 6, 1, NULL, &found), 4);
+	assert_int_equal(found.raw[15], 8);
+	/* An address: exactly its GID, only as RoCEv2, only on that port. */
+	want = t[1].gid;
+	assert_int_equal(rsec_gid_pick(t, 6, 1, &want, &found), 5);
+	assert_memory_equal(found.raw, want.raw, sizeof(want.raw));
+	want = t[2].gid;
+	assert_int_equal(rsec_gid_pick(t, 6, 1, &want, &found), -1);
+	want = t[0].gid;
+	assert_int_equal(rsec_gid_pick(t, 6, 1, &want, &found), -1);
+	assert_int_equal(rsec_gid_pick(t, 6, 2, &want, &found), 1);
+	/* No IPv4-mapped one: the RoCEv2 GID of lowest index. */
+	assert_int_equal(rsec_gid_pick(t + 2, 2, 1, NULL, &found), 3);
+	assert_int_equal(rsec_gid_pick(t + 3, 3, 1, NULL, &found), 4);
+	const struct ibv_gid_entry ll[] = { t[3], t[5] };
+	assert_int_equal(rsec_gid_pick(ll, 2, 1, NULL, &found), 2);
+	assert_int_equal(found.raw[15], 4);
+	/* Nothing for the port, or an empty table. */
+	assert_int_equal(rsec_gid_pick(t, 6, 3, NULL, &found), -1);
+	assert_int_equal(rsec_gid_pick(t, 0, 1, NULL, &found), -1);
+}
+
 static void qp_argument_checks_before_any_verb(void **state)
 {
 	struct rsec_dev fake;
@@ -167,6 +221,7 @@ int main(void)
 		cmocka_unit_test(peer_check_rejects_impossible_values),
 		cmocka_unit_test(next_rkey_keeps_index_changes_byte),
 		cmocka_unit_test(dev_open_bad_arguments),
+		cmocka_unit_test(gid_pick_from_a_table),
 		cmocka_unit_test(qp_argument_checks_before_any_verb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
