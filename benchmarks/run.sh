@@ -27,8 +27,8 @@
 #   BENCH_TESTS        subset of send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,
 #                      sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage,fi
 #                      (default: all)
-#   BENCH_STORAGE      'ROUNDS:SECONDS' of the storage rows (default 3:4: three interleaved rounds,
-#                      four seconds per run)
+#   BENCH_STORAGE      'ROUNDS:SECONDS[:RAMP]' of the storage rows (default 3:4:3: three interleaved
+#                      rounds, four seconds counted per run after three that are not)
 #   BENCH_FI           rounds of the libfabric rows (default 3, interleaved: verbs, then rdmasec, per size)
 #   BENCH_FI_SIZES     'SIZE:ITERS ...' of the libfabric rows (default '64:2000 4096:1000 65536:200')
 #   BENCH_STORAGE_ROWS only these storage rows, comma-separated (randread-4k-qd1, randread-4k-qd32,
@@ -53,7 +53,7 @@ tx_depth=${BENCH_TX_DEPTH:-128}
 cq_mod=${BENCH_CQ_MOD:-100}
 all_tests=send_bw,write_bw,write_bw_q4,read_bw,send_lat,write_lat,read_lat,sealed_read_lat,sealed_read_bw,sealed_write_lat,connect,qp,qpn,seal,storage,fi
 tests=${BENCH_TESTS:-$all_tests}
-storage=${BENCH_STORAGE:-3:4}
+storage=${BENCH_STORAGE:-3:4:3}
 read -r -a qpn_args <<<"${BENCH_ARGS:-}"
 
 die() {
@@ -82,7 +82,9 @@ check_inputs() {
 			die "${v%% *}: '${v#* }' is not in 1..4096"
 		fi
 	done
-	[[ $storage =~ ^[1-9][0-9]?:[1-9][0-9]{0,2}$ ]] || die "BENCH_STORAGE: '$storage' is not ROUNDS:SECONDS"
+	[[ $storage =~ ^[1-9][0-9]?:[1-9][0-9]{0,2}(:[0-9]{1,2})?$ ]] ||
+		die "BENCH_STORAGE: '$storage' is not ROUNDS:SECONDS or ROUNDS:SECONDS:RAMP"
+	[[ $storage == *:*:* ]] || storage=$storage:3
 	if wanted storage; then
 		for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/blk/nbdkit/nbdkit-rdmasec-plugin.so; do
 			[ -f "$build/$p" ] || die "$build/$p is not built (make build)"
@@ -158,9 +160,11 @@ fabric_part() {
 storage_part() {
 	wanted storage || return 0
 	[ -f "$out/pki/ca.pem" ] || "$build/tools/keygen/rdmasec-keygen" "$out/pki" >/dev/null || die "rdmasec-keygen failed"
+	local s_rounds s_secs s_ramp
+	IFS=: read -r s_rounds s_secs s_ramp <<<"$storage"
 	echo "== on the fabric (a second boot): the kernel's NVMe-oF and rdmasec-blk side by side"
 	"$top/fabric/rxe-fabric" run --hosts 2 --timeout 3600 --share "$out" -- \
-		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "${storage%%:*}" "${storage##*:}" \
+		bash "$top/benchmarks/storage.sh" "$bin" "$out/pki" "$raw" "$s_rounds" "$s_secs" "$s_ramp" \
 		"${BENCH_STORAGE_ROWS:-}" "${BENCH_BLKD_ARGS:-}" "${BENCH_BLKOLD_ARGS:-}"
 }
 

@@ -7,20 +7,24 @@
 # 1's RAM disk /dev/ram0). The three systems run each workload in turn, round
 # after round, so a slow moment of the fabric hits all of them alike.
 #
-# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S [WORKLOAD,...] [BLKD_ARGS] [BLKOLD_ARGS]
+# usage: storage.sh BIN PKI RAW ROUNDS RUNTIME_S RAMP_S [WORKLOAD,...] [BLKD_ARGS] [BLKOLD_ARGS]
 #   BIN: the snapshot of the programs (benchmarks/run.sh); RAW: where the results go
 #   (RAW/storage/SYSTEM-WORKLOAD-rROUND.json, with RAW/storage/*.cpu: the
-#   guest's busy CPU ticks over the run, both ends, since all hosts share one
-#   kernel). With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
+#   guest's busy CPU ticks over the run's counted RUNTIME_S, both ends, since all hosts
+#   share one kernel: benchmarks/busy.py). Every run first runs RAMP_S seconds it does
+#   not count (fio's ramp_time, rdmasec-blk bench's --ramp-time): a new rdmasec session's
+#   first seconds carry the library's set-up work (its pool of queue pairs refilled), where
+#   the kernel's NVMe-oF connection was made once, before the rounds. With BIN/old (benchmarks/run.sh's copy of BENCH_STORAGE_OLD), that
 #   build's target and direct client run too, as system blkold, in the same
 #   rounds, and its nbdkit plugin (if it has one) as nbdold: an A/B of two
 #   builds against the same kernel reference. WORKLOAD,...:
 #   only those rows (names as below; default all). BLKD_ARGS, BLKOLD_ARGS: more
 #   options for the target, and for the old one (split at spaces).
 set -u
-bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5 only=${6:-}
-read -ra blkd_args <<<"${7:-}"
-read -ra blkold_args <<<"${8:-}"
+bin=$1 pki=$2 raw=$3 rounds=$4 runtime=$5 ramp=$6 only=${7:-}
+read -ra blkd_args <<<"${8:-}"
+read -ra blkold_args <<<"${9:-}"
+here=$(cd "$(dirname "$0")" && pwd)
 out=$raw/storage
 s1=$(fabric ip 1) s2=$(fabric ip 2)
 port=7473 old_port=7474
@@ -54,19 +58,21 @@ die() {
 	exit 1
 }
 
-# The guest's busy time in clock ticks: every host's kernel work is in it.
-busy_ticks() {
-	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
-}
+# The guest's busy time, sampled (in the guest's memory, not the 9p share) for each run's window.
+busy_log=/tmp/bench-busy.log
+python3 "$here/busy.py" sample "$busy_log" &
+sampler=$!
 
-# measure FILE CMD...: runs CMD with stdout into FILE.json, and its busy ticks into FILE.cpu.
+# measure FILE CMD...: runs CMD with stdout into FILE.json, and the guest's busy ticks over its counted
+# window into FILE.cpu (the window the direct client's JSON names, else the end of the run's).
 measure() {
-	local file=$1 t0 t1 rc=0
+	local file=$1 rc=0 end window
 	shift
-	t0=$(busy_ticks)
 	"$@" >"$file.json" 2>"$file.err" || rc=$?
-	t1=$(busy_ticks)
-	echo "$((t1 - t0)) $(getconf CLK_TCK)" >"$file.cpu"
+	end=$(date +%s%3N)
+	window=$(grep -o '"start_ms":[0-9]*,"end_ms":[0-9]*' "$file.json" | tr -dc '0-9,' | awk -F, '{ print $2, $1 }')
+	# shellcheck disable=SC2086 # window: END START, two numbers or nothing
+	python3 "$here/busy.py" window "$busy_log" "$runtime" ${window:-$end} >"$file.cpu" || rc=1
 	[ $rc = 0 ] || echo "storage: $(basename "$file") failed (exit $rc): $(tail -n 2 "$file.err" | tr '\n' ' ')" >&2
 	return $rc
 }
@@ -74,8 +80,8 @@ measure() {
 fio_job() {
 	local rw=$1 bs=$2 depth=$3
 	shift 3
-	timeout $((runtime + 60)) fio --name=bench --rw="$rw" --bs="$bs" --iodepth="$depth" --size="$span" --runtime="$runtime" --time_based \
-		--ramp_time=1 --output-format=json "$@"
+	timeout $((ramp + runtime + 60)) fio --name=bench --rw="$rw" --bs="$bs" --iodepth="$depth" --size="$span" --runtime="$runtime" --time_based \
+		--ramp_time="$ramp" --output-format=json "$@"
 }
 
 # The block device is the one kernel's: which host runs fio does not matter.
@@ -85,15 +91,15 @@ nvmf_run() {
 
 blk_run() {
 	local rw=$1 bs=$2 depth=$3
-	timeout $((runtime + 60)) fabric on 2 "$bin/rdmasec-blk" bench --server "$s1:$port" --certs "$pki" --export bench --source "$s2" \
-		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --json
+	timeout $((ramp + runtime + 60)) fabric on 2 "$bin/rdmasec-blk" bench --server "$s1:$port" --certs "$pki" --export bench \
+		--source "$s2" --rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --ramp-time "$ramp" --json
 }
 
 blkold_run() {
 	local rw=$1 bs=$2 depth=$3
-	timeout $((runtime + 60)) fabric on 2 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blk" bench \
+	timeout $((ramp + runtime + 60)) fabric on 2 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blk" bench \
 		--server "$s1:$old_port" --certs "$pki" --export bench --source "$s2" \
-		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --json
+		--rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" "${old_ramp[@]}" --json
 }
 
 nbd_run() {
@@ -137,6 +143,7 @@ start_blk() {
 }
 
 stop_all() {
+	kill "$sampler" 2>/dev/null
 	[ -f /tmp/bench-nbdkit.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit.pid)" 2>/dev/null
 	[ -f /tmp/bench-nbdkit-old.pid ] && kill -TERM "$(cat /tmp/bench-nbdkit-old.pid)" 2>/dev/null
 	[ -n "${blkd_pid:-}" ] && kill -TERM "$blkd_pid" 2>/dev/null && wait "$blkd_pid" 2>/dev/null
@@ -146,6 +153,16 @@ stop_all() {
 	fabric nvmf-disconnect >/dev/null 2>&1
 	fabric nvmf-target-stop >/dev/null 2>&1
 }
+
+# An older direct client may not know --ramp-time: its runs then count their first seconds too.
+old_ramp=()
+if [ -d "$bin/old" ]; then
+	if LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blk" bench --help 2>&1 | grep -q -- --ramp-time; then
+		old_ramp=(--ramp-time "$ramp")
+	else
+		echo "storage: BENCH_STORAGE_OLD's rdmasec-blk has no --ramp-time: its runs count their set-up" >&2
+	fi
+fi
 
 trap stop_all EXIT
 start_nvmf

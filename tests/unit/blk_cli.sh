@@ -32,6 +32,8 @@ expect 2 "iodepth: '0' is not a number in 1..256" bench "${conn[@]}" --iodepth 0
 expect 2 "iodepth: '257'" bench "${conn[@]}" --iodepth 257
 expect 2 "queues: '65'" bench "${conn[@]}" --queues 65
 expect 2 "runtime: '0'" bench "${conn[@]}" --runtime 0
+expect 2 "ramp-time: '3601'" bench "${conn[@]}" --ramp-time 3601
+expect 2 "ramp-time: not with --verify" bench "${conn[@]}" --ramp-time 2 --verify
 expect 2 "port: '70000'" bench --server 192.0.2.1:70000 --certs "$work" --export disk
 expect 2 "is not ADDR" bench --server '[::1' --certs "$work" --export disk
 expect 2 'unexpected argument "extra"' info "${conn[@]}" extra

@@ -40,6 +40,11 @@ struct job {
 	uint64_t next, limit; /* I/Os issued, and the most this phase issues (UINT64_MAX: until the deadline) */
 	uint64_t rng;
 	uint64_t deadline_ns;
+	uint64_t measure_ns; /* the ramp's end: what completes before is not counted */
+	bool measuring;
+	uint64_t t0;         /* since when it counts, and the CPU time then */
+	struct rusage r0;
+	uint64_t start_ms, end_ms; /* the counted window in Unix time, for what others measured meanwhile */
 	unsigned depth, nq;
 	struct slot *slots; /* nq * depth */
 	struct dir_stats rd, wr;
@@ -178,6 +183,24 @@ static void completed(struct job *j, const struct blk_done *d, uint64_t now)
 		check_read(j, sl);
 }
 
+static uint64_t unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The ramp is over (or there is none): counting starts from nothing, now. */
+static void start_measuring(struct job *j, uint64_t now)
+{
+	j->rd.ios = j->rd.bytes = j->wr.ios = j->wr.bytes = 0;
+	j->rd.lat_n = j->wr.lat_n = 0;
+	j->t0 = now;
+	j->start_ms = unix_ms();
+	getrusage(RUSAGE_SELF, &j->r0);
+	j->measuring = true;
+}
+
 /* Slots not in flight, per queue, so completions can refill them. */
 struct freelist {
 	unsigned *ids;
@@ -197,6 +220,8 @@ static int run_phase(struct job *j)
 	}
 	unsigned inflight = 0;
 	while (rc == 0) {
+		if (!j->measuring && clock_mono_ns() >= j->measure_ns)
+			start_measuring(j, clock_mono_ns());
 		for (unsigned q = 0; q < j->nq && may_issue(j); q++)
 			while (fl[q].n && may_issue(j)) {
 				int src = issue(j, q, fl[q].ids[fl[q].n - 1]);
@@ -284,8 +309,10 @@ static void report(struct blk_cli *c, struct job *j, double secs, const struct r
 	double per_io = ios ? (usr + sys) * 1e6 / (double)ios : 0;
 	const char *why = blk_session_error(j->s);
 	if (c->json) {
-		printf("{\"rw\":\"%s\",\"bs\":%llu,\"iodepth\":%u,\"queues\":%u,\"verify\":%s,\"runtime_ms\":%.0f,", c->rw,
-		       (unsigned long long)j->bs, j->depth, j->nq, j->verify ? "true" : "false", secs * 1000.0);
+		printf("{\"rw\":\"%s\",\"bs\":%llu,\"iodepth\":%u,\"queues\":%u,\"verify\":%s,\"runtime_ms\":%.0f,"
+		       "\"start_ms\":%llu,\"end_ms\":%llu,",
+		       c->rw, (unsigned long long)j->bs, j->depth, j->nq, j->verify ? "true" : "false", secs * 1000.0,
+		       (unsigned long long)j->start_ms, (unsigned long long)j->end_ms);
 		print_dir_json("read", &j->rd, secs);
 		print_dir_json("write", &j->wr, secs);
 		printf("\"cpu\":{\"usr_s\":%.3f,\"sys_s\":%.3f,\"us_per_io\":%.2f},\"errors\":%llu,\"verify_errors\":%llu,"
@@ -376,6 +403,10 @@ int blk_bench_main(struct blk_cli *c)
 	struct job j = { 0 };
 	if (!parse_rw(c->rw, &j))
 		return 2;
+	if (c->verify && c->ramp_s) {
+		fprintf(stderr, "rdmasec-blk: --ramp-time: not with --verify (a verify run is one pass over every block)\n");
+		return 2;
+	}
 	c->conn.write = j.read_pct < 100;
 	if (c->bs > c->conn.io_max)
 		c->conn.io_max = (uint32_t)c->bs;
@@ -384,21 +415,24 @@ int blk_bench_main(struct blk_cli *c)
 	int status = 1;
 	if (!setup_job(c, &j))
 		goto out;
-	struct rusage r0, r1;
-	getrusage(RUSAGE_SELF, &r0);
-	uint64_t t0 = clock_mono_ns();
+	uint64_t start = clock_mono_ns();
 	j.limit = j.verify ? j.nblocks : UINT64_MAX;
-	j.deadline_ns = j.verify ? UINT64_MAX : t0 + c->runtime_s * 1000000000u;
+	j.measure_ns = start + c->ramp_s * 1000000000u;
+	j.deadline_ns = j.verify ? UINT64_MAX : j.measure_ns + c->runtime_s * 1000000000u;
+	if (!c->ramp_s)
+		start_measuring(&j, start);
 	int rc = run_phase(&j);
 	if (rc == 0 && j.verify && j.read_pct < 100 && !j.failed)
 		rc = verify_pass(&j);
-	double secs = (double)(clock_mono_ns() - t0) / 1e9;
+	struct rusage r1;
 	getrusage(RUSAGE_SELF, &r1);
+	double secs = j.measuring ? (double)(clock_mono_ns() - j.t0) / 1e9 : 0;
+	j.end_ms = unix_ms();
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-blk: %s\n", strerror(-rc));
 		goto out;
 	}
-	report(c, &j, secs > 0 ? secs : 1e-9, &r0, &r1);
+	report(c, &j, secs > 0 ? secs : 1e-9, j.measuring ? &j.r0 : &r1, &r1);
 	status = j.errors || j.verify_errors || j.failed ? 1 : 0;
 out:
 	free_job(&j);

@@ -13,7 +13,7 @@ struct blk_cli {
 	char host[256];
 	/* bench */
 	const char *rw;
-	uint64_t bs, runtime_s, size, seed, offset, length;
+	uint64_t bs, runtime_s, ramp_s, size, seed, offset, length;
 	bool verify, json, fua, length_set;
 };
 

@@ -48,6 +48,8 @@ static void usage(FILE *f)
 		"      --iodepth N            I/Os in flight per queue, 1..%u (default 1)\n"
 		"      --queues N             I/O queues (queue pairs), 1..%u (default 1)\n"
 		"      --runtime S            seconds (default 10; --verify runs end after one pass instead)\n"
+		"      --ramp-time S          run S seconds first without counting them (fio's ramp_time;\n"
+		"                             default 0, at most 3600; not with --verify)\n"
 		"      --size SIZE            bytes of the export used, from offset 0 (default: all)\n"
 		"      --verify               write a pattern of each block's offset and --seed; check every\n"
 		"                             read (writes: one pass, then a read-back pass)\n"
@@ -64,7 +66,7 @@ static void usage(FILE *f)
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
        OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES,
-       OPT_POOL_WINDOW, OPT_RECONNECT, OPT_BUSY_US };
+       OPT_POOL_WINDOW, OPT_RECONNECT, OPT_BUSY_US, OPT_RAMP };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -124,6 +126,7 @@ static bool parse_option(struct blk_cli *c, int opt)
 	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
 	case OPT_QUEUES: return parse_u16("--queues", optarg, BLK_QUEUES_MAX, &c->conn.queues);
 	case OPT_RUNTIME: return cli_parse_u64("--runtime", optarg, 1, 86400, false, &c->runtime_s);
+	case OPT_RAMP: return cli_parse_u64("--ramp-time", optarg, 0, 3600, false, &c->ramp_s);
 	case OPT_SIZE: return cli_parse_u64("--size", optarg, 512, BLK_SIZE_MAX, true, &c->size);
 	case OPT_VERIFY: c->verify = true; return true;
 	case OPT_SEED: return cli_parse_u64("--seed", optarg, 0, UINT64_MAX, false, &c->seed);
@@ -163,6 +166,7 @@ int main(int argc, char **argv)
 		{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
 		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
 		{ "busy-poll-us", required_argument, NULL, OPT_BUSY_US },
+		{ "ramp-time", required_argument, NULL, OPT_RAMP },
 		{ "help", no_argument, NULL, 'h' },           { 0 },
 	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
