@@ -277,22 +277,31 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
+/* n (at most 8) threads of fn on y: how many of their requests went wrong. */
+static unsigned run_workers(struct blk_sync *y, unsigned n, void *(*fn)(void *))
+{
+	struct worker w[8];
+	pthread_t th[8];
+	unsigned bad = 0;
+	assert_true(n <= 8);
+	for (unsigned i = 0; i < n; i++) {
+		w[i] = (struct worker){ .y = y, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, fn, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		bad += w[i].bad;
+	}
+	return bad;
+}
+
 static void many_threads_each_get_their_own(void **state)
 {
 	(void)state;
 	struct blk_sync *y;
 	char err[64];
 	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
-	struct worker w[8];
-	pthread_t th[8];
-	for (unsigned i = 0; i < 8; i++) {
-		w[i] = (struct worker){ .y = y, .id = i };
-		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
-	}
-	for (unsigned i = 0; i < 8; i++) {
-		pthread_join(th[i], NULL);
-		assert_int_equal(w[i].bad, 0);
-	}
+	assert_int_equal(run_workers(y, 8, worker_run), 0);
 	assert_int_equal(fake.n, 0);
 	blk_sync_stop(y);
 }
@@ -331,17 +340,7 @@ static void a_session_that_ends_fails_everyone(void **state)
 	char err[64];
 	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
 	fake.end_after = 50;
-	struct worker w[4];
-	pthread_t th[4];
-	for (unsigned i = 0; i < 4; i++) {
-		w[i] = (struct worker){ .y = y, .id = i };
-		assert_int_equal(pthread_create(&th[i], NULL, reader, &w[i]), 0);
-	}
-	unsigned failed = 0;
-	for (unsigned i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		failed += w[i].bad;
-	}
+	unsigned failed = run_workers(y, 4, reader);
 	/* 400 requests of 2 commands; the session took 50 commands: at least 375 requests failed. */
 	assert_true(failed >= 375);
 	uint8_t buf[FAKE_IO_MAX];
@@ -374,16 +373,8 @@ static void reconnect_sends_again(void **state)
 	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ .reconnect_ms = 5000 }, &y, err, sizeof(err)), 0);
 	fake.end_after = 50;
 	fake.opens_refused = 3; /* the target is back on the fourth try */
-	struct worker w[4];
-	pthread_t th[4];
-	for (unsigned i = 0; i < 4; i++) {
-		w[i] = (struct worker){ .y = y, .id = i };
-		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
-	}
-	for (unsigned i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		assert_int_equal(w[i].bad, 0); /* each read its own data, each write what it meant, no error */
-	}
+	/* Each read its own data, each write what it meant, no error. */
+	assert_int_equal(run_workers(y, 4, worker_run), 0);
 	assert_int_equal(blk_sync_reconnects(y, why, sizeof(why)), 1);
 	assert_string_equal(why, "the stand-in session ended");
 	assert_int_equal(fake.opens, 2);
@@ -466,16 +457,7 @@ static void what_a_wait_finds_is_reaped(void **state)
 	char err[64];
 	assert_int_equal(blk_sync_start(&(struct blk_client_opts){ 0 }, &y, err, sizeof(err)), 0);
 	fake.only_wait_completes = true;
-	struct worker w[4];
-	pthread_t th[4];
-	for (unsigned i = 0; i < 4; i++) {
-		w[i] = (struct worker){ .y = y, .id = i };
-		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
-	}
-	for (unsigned i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		assert_int_equal(w[i].bad, 0);
-	}
+	assert_int_equal(run_workers(y, 4, worker_run), 0);
 	assert_int_equal(fake.n, 0);
 	assert_true(fake.waits > 0);
 	blk_sync_stop(y);
