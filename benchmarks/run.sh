@@ -85,6 +85,9 @@ check_inputs() {
 	[[ $storage =~ ^[1-9][0-9]?:[1-9][0-9]{0,2}(:[0-9]{1,2})?$ ]] ||
 		die "BENCH_STORAGE: '$storage' is not ROUNDS:SECONDS or ROUNDS:SECONDS:RAMP"
 	[[ $storage == *:*:* ]] || storage=$storage:3
+	s_secs=${storage#*:}
+	[ "${s_secs%%:*}" -ge 2 ] ||
+		die "BENCH_STORAGE: '$storage': runs of at least 2 s (fio's CPU is taken over all but a run's last second)"
 	if wanted storage; then
 		for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/blk/nbdkit/nbdkit-rdmasec-plugin.so; do
 			[ -f "$build/$p" ] || die "$build/$p is not built (make build)"
