@@ -26,6 +26,9 @@ struct fi_provider rsfi_prov = {
 	.cleanup = prov_cleanup,
 };
 
+/* libfabric looks this up by name in a provider it loads (fi_prov.h declares it only as it defines it). */
+struct fi_provider *fi_prov_ini(void);
+
 FI_EXT_INI
 {
 	rsfi_conf_define();

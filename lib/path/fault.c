@@ -7,6 +7,9 @@
 #include "rdmasec.h"
 
 static int record(struct rsec_fault *f, enum rsec_fault_kind kind, uint8_t why, int code, const char *fmt,
+		  va_list ap) __attribute__((format(printf, 5, 0)));
+
+static int record(struct rsec_fault *f, enum rsec_fault_kind kind, uint8_t why, int code, const char *fmt,
 		  va_list ap)
 {
 	if (rsec_fault_pending(f))

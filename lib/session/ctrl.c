@@ -97,6 +97,9 @@ bool rsec_ctrl_lane_may_carry(uint8_t type)
 }
 
 static int fault(struct rsec_ctrl_fault *f, enum rsec_ctrl_kind kind, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
+static int fault(struct rsec_ctrl_fault *f, enum rsec_ctrl_kind kind, int code, const char *fmt, va_list ap)
 {
 	f->kind = kind;
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);

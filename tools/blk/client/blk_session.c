@@ -73,6 +73,8 @@ struct blk_session {
 };
 
 /* End the session once, with its reason; every command in flight is then reported failed. */
+static void end_session(struct blk_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void end_session(struct blk_session *s, const char *fmt, ...)
 {
 	if (s->ended)
@@ -85,6 +87,8 @@ static void end_session(struct blk_session *s, const char *fmt, ...)
 	if (s->q && s->q[0].conn && rsec_conn_state(s->q[0].conn) != RSEC_CONN_CLOSED)
 		(void)rsec_conn_close(s->q[0].conn, s->error);
 }
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
