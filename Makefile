@@ -19,7 +19,7 @@ help:
 	@echo "make fuzz    build the libFuzzer targets with clang in build-fuzz and run each in turn"
 	@echo "             (FUZZ_SECONDS=60 per target or FUZZ_RUNS=N executions each, see docs/fuzz.md)"
 	@echo "make hostile the hostile-load suite's long version (one fabric boot, 60 s phases, 14 sources; docs/attack.md)"
-	@echo "make analyze clang's static analyzer over lib/, tools/ and benchmarks/ (fails on any report)"
+	@echo "make analyze clang's static analyzer and clang's warnings over lib/, tools/, fi/ and benchmarks/ (fails on any)"
 	@echo "make build | unit | fabric-check | install | clean"
 
 deps:
