@@ -36,11 +36,15 @@ for t in nbdkit nbd-client fio mkfs.ext4; do
 done
 "$bin/keygen/rdmasec-keygen" "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 kroot=${RXE_FABRIC_CACHE:-$repo/build/fabric}/kernel/root
+# A sanitizer build's plugin runs inside the uninstrumented nbdkit: its runtimes go first.
+preload=$(ldd "$plugin" | awk '/lib(asan|ubsan)\.so/ { print $3 }' | paste -sd: -)
 
 cat >"$work/guest.sh" <<'GUEST'
 set -u
-bin=$1 work=$2 kroot=$3
+bin=$1 work=$2 kroot=$3 preload=${4:-}
 server=$(fabric ip 1) me=$(fabric ip 2)
+# nbdkit itself, with a sanitizer build's runtimes first (its own leaks are not ours to report).
+nbdkit=(env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0} nbdkit)
 step() { echo "== $* at $SECONDS s"; }
 cd /tmp # fio leaves its verify state files where it runs
 modprobe -d "$kroot" nbd nbds_max=2 && modprobe -d "$kroot" ext4 || { echo "modules=failed"; exit 1; }
@@ -71,7 +75,7 @@ echo "wrongseed=$?"
 
 step nbd
 sock=/tmp/blk.sock
-fabric on 2 nbdkit -U "$sock" -P /tmp/nbdkit.pid "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" server="$server" \
+fabric on 2 "${nbdkit[@]}" -U "$sock" -P /tmp/nbdkit.pid "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" server="$server" \
 	certs="$work/pki" export=disk source="$me" queues=2 2>"$work/nbdkit.log"
 echo "nbdkit=$?"
 nbd-client -unix "$sock" /dev/nbd0 -b 4096 >"$work/nbd-client.out" 2>&1; echo "nbd-client=$?"
@@ -118,7 +122,7 @@ timeout 120 fio "${job[@]}" --verify_only=1 >"$work/fio-nbd-changed.out" 2>&1; e
 step read-only
 # In the foreground: a daemon nbdkit logs to syslog, and the log is what is checked.
 for x in rod roe; do
-	fabric on 2 nbdkit -f -U "/tmp/$x.sock" -P "/tmp/nbdkit-$x.pid" "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" \
+	fabric on 2 "${nbdkit[@]}" -f -U "/tmp/$x.sock" -P "/tmp/nbdkit-$x.pid" "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" \
 		server="$server" certs="$work/pki" export=$x source="$me" 2>"$work/nbdkit-$x.log" &
 	for _ in $(seq 1 100); do [ -S "/tmp/$x.sock" ] && break; sleep 0.1; done
 	[ -S "/tmp/$x.sock" ]; echo "nbdkit-$x=$?"
@@ -139,7 +143,7 @@ echo "target=$?"
 GUEST
 
 start=$SECONDS
-"$fabric" run --hosts 2 --mem 2048 --timeout 400 -- bash "$work/guest.sh" "$bin" "$work" "$kroot" \
+"$fabric" run --hosts 2 --mem 2048 --timeout 400 -- bash "$work/guest.sh" "$bin" "$work" "$kroot" "$preload" \
 	>"$work/run.out" 2>&1 || { cat "$work/run.out"; tail -n 20 "$work/blkd.log" "$work/nbdkit.log" 2>/dev/null; fail "fabric run failed"; }
 cat "$work/run.out"
 echo "fabric run: $((SECONDS - start)) s"
