@@ -97,49 +97,30 @@ int rsec_gid_pick(const struct ibv_gid_entry *e, size_t n, uint32_t port, const 
 	return best;
 }
 
-/* Without the GID-table ioctl (an old kernel): one query per index, and sysfs for the type. */
-static int scan_rocev2_gids(struct ibv_context *ctx, uint8_t port, int tbl_len, const union ibv_gid *want,
-			    union ibv_gid *found)
+/*
+ * Without the GID-table call (an old kernel): the port's entries one query per index, the type from
+ * sysfs where the query cannot say it. How many it filled in e (at most tbl_len).
+ */
+static size_t read_gids_by_index(struct ibv_context *ctx, uint8_t port, int tbl_len, struct ibv_gid_entry *e)
 {
-	int fallback = -1;
-	union ibv_gid fallback_gid;
+	size_t n = 0;
 
-	memset(&fallback_gid, 0, sizeof(fallback_gid));
 	for (int i = 0; i < tbl_len; i++) {
-		struct ibv_gid_entry e;
-		bool v2;
-		int rc = ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0);
+		struct ibv_gid_entry g = { .gid_index = (uint32_t)i, .port_num = port };
+		int rc = ibv_query_gid_ex(ctx, port, (uint32_t)i, &g, 0);
 
-		if (rc == 0) {
-			v2 = e.gid_type == IBV_GID_TYPE_ROCE_V2;
-		} else if (rc == EOPNOTSUPP || rc == ENOSYS) {
-			if (ibv_query_gid(ctx, port, i, &e.gid) != 0)
+		if (rc == EOPNOTSUPP || rc == ENOSYS) {
+			if (ibv_query_gid(ctx, port, i, &g.gid) != 0)
 				continue;
-			v2 = sysfs_gid_is_rocev2(ibv_get_device_name(ctx->device), port, (unsigned)i);
-		} else {
+			g.gid_type = sysfs_gid_is_rocev2(ibv_get_device_name(ctx->device), port, (unsigned)i)
+					     ? IBV_GID_TYPE_ROCE_V2
+					     : IBV_GID_TYPE_ROCE_V1;
+		} else if (rc != 0) {
 			continue; /* empty slot (ENODATA) or unreadable */
 		}
-		if (!v2)
-			continue;
-		if (want != NULL) {
-			if (memcmp(e.gid.raw, want->raw, sizeof(want->raw)) == 0) {
-				*found = e.gid;
-				return i;
-			}
-			continue;
-		}
-		if (gid_is_v4_mapped(&e.gid)) {
-			*found = e.gid;
-			return i;
-		}
-		if (fallback < 0) {
-			fallback = i;
-			fallback_gid = e.gid;
-		}
+		e[n++] = g;
 	}
-	if (fallback >= 0)
-		*found = fallback_gid;
-	return fallback;
+	return n;
 }
 
 /*
@@ -153,7 +134,9 @@ static int find_rocev2_gid(struct ibv_context *ctx, uint8_t port, unsigned nport
 	size_t max = tbl_len > 0 ? (size_t)tbl_len * (nports ? nports : 1) : 0;
 	struct ibv_gid_entry *e = max ? calloc(max, sizeof(*e)) : NULL;
 	ssize_t n = e != NULL ? ibv_query_gid_table(ctx, e, max, 0) : -ENOMEM;
-	int idx = n >= 0 ? rsec_gid_pick(e, (size_t)n, port, want, found) : scan_rocev2_gids(ctx, port, tbl_len, want, found);
+	if (n < 0 && e != NULL)
+		n = (ssize_t)read_gids_by_index(ctx, port, tbl_len, e);
+	int idx = n > 0 ? rsec_gid_pick(e, (size_t)n, port, want, found) : -1;
 
 	free(e);
 	return idx;
