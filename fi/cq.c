@@ -4,7 +4,10 @@
  * error entries in line (fi_cq_read says -FI_EAVAIL when one is next).
  * Reading drives the endpoints bound to it (manual progress). FI_WAIT_FD is
  * an epoll fd over their rdmasec connections and an eventfd that says a
- * completion waits. Everything here is under the domain's lock.
+ * completion waits; the eventfd is kept (two system calls a completion) only
+ * once someone may wait on it: fi_cq_sread, FI_GETWAIT, fi_trywait. An
+ * application that only polls fi_cq_read makes no system call here.
+ * Everything here is under the domain's lock.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +27,7 @@ void rsfi_cq_push(struct rsfi_cq *cq, const struct rsfi_cqe *e)
 {
 	if (cq->count == cq->cap)
 		return; /* callers checked rsfi_cq_space before doing the work */
-	if (cq->count == 0) {
+	if (cq->count == 0 && cq->fd_live) {
 		uint64_t one = 1;
 		(void)!write(cq->efd, &one, sizeof(one));
 	}
@@ -35,22 +38,39 @@ void rsfi_cq_push(struct rsfi_cq *cq, const struct rsfi_cqe *e)
 static void pop(struct rsfi_cq *cq)
 {
 	cq->head = (cq->head + 1) % cq->cap;
-	if (--cq->count == 0) {
+	if (--cq->count == 0 && cq->fd_live) {
 		uint64_t n;
 		(void)!read(cq->efd, &n, sizeof(n));
 	}
 }
 
+/* From now on efd says whether a completion waits: someone may sleep on epfd. */
+static void fd_live(struct rsfi_cq *cq)
+{
+	if (cq->fd_live)
+		return;
+	cq->fd_live = true;
+	if (cq->count) {
+		uint64_t one = 1;
+		(void)!write(cq->efd, &one, sizeof(one));
+	}
+}
+
 static void progress(struct rsfi_cq *cq)
 {
+	bool look = cq->look;
+
+	cq->look = false;
 	for (unsigned i = 0; i < cq->eps.n; i++)
 		if (cq->eps.v[i]->state == RSFI_EP_CONNECTED)
-			rsfi_ep_progress(cq->eps.v[i]);
+			rsfi_ep_progress(cq->eps.v[i], look);
 }
 
 bool rsfi_cq_ready(struct rsfi_cq *cq)
 {
 	pthread_mutex_lock(&cq->dom->lock);
+	fd_live(cq);
+	cq->look = true; /* the caller sleeps next if nothing is ready: the completion queues armed first */
 	progress(cq);
 	bool ready = cq->count > 0;
 	pthread_mutex_unlock(&cq->dom->lock);
@@ -140,10 +160,17 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 	ssize_t rc;
 
 	(void)cond;
+	pthread_mutex_lock(&cq->dom->lock);
+	fd_live(cq);
+	cq->look = true;
+	pthread_mutex_unlock(&cq->dom->lock);
 	while ((rc = cq_readfrom(fid, buf, count, src)) == -FI_EAGAIN) {
 		int w = rsfi_wait_slice(cq->epfd, deadline);
 		if (w)
 			return w;
+		pthread_mutex_lock(&cq->dom->lock);
+		cq->look = true; /* woken: the fds have news the connections' last look did not see */
+		pthread_mutex_unlock(&cq->dom->lock);
 	}
 	return rc;
 }
@@ -209,8 +236,14 @@ static int cq_close(struct fid *fid)
 static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct rsfi_cq *cq = (struct rsfi_cq *)fid;
+	int rc = rsfi_getwait(cq->wait_obj, cq->epfd, command, arg);
 
-	return rsfi_getwait(cq->wait_obj, cq->epfd, command, arg);
+	if (rc == 0) {
+		pthread_mutex_lock(&cq->dom->lock);
+		fd_live(cq);
+		pthread_mutex_unlock(&cq->dom->lock);
+	}
+	return rc;
 }
 
 static struct fi_ops cq_fi_ops = {

@@ -111,7 +111,7 @@ void rsfi_eq_progress(struct rsfi_eq *eq)
 		if (pthread_mutex_trylock(&ep->dom->lock) != 0)
 			continue;
 		if (ep->state == RSFI_EP_CONNECTED)
-			rsfi_ep_progress(ep);
+			rsfi_ep_progress(ep, true);
 		pthread_mutex_unlock(&ep->dom->lock);
 	}
 	pthread_mutex_unlock(&eq->progress_lock);

@@ -115,7 +115,7 @@ static ssize_t tx(struct rsfi_ep *ep, const struct iovec *iov, size_t count, voi
 	if (rc == 0 && complete)
 		tx_complete(ep, context);
 	if (rc == -FI_EAGAIN)
-		rsfi_ep_progress(ep);
+		rsfi_ep_progress(ep, false);
 	pthread_mutex_unlock(&ep->dom->lock);
 	return rc;
 }
@@ -317,13 +317,41 @@ static int consume(struct rsfi_ep *ep, const struct rsfi_frame *f)
 	return 1;
 }
 
-void rsfi_ep_progress(struct rsfi_ep *ep)
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * A spinning application calls progress back to back: asking the kernel about
+ * the fds each time (rsec_conn_process's epoll_wait, then reading the
+ * completion channel and arming the queues again) cost more than the
+ * messages. Between looks rdmasec polls the completion queues alone, which
+ * finds every message; the socket (control frames) and the channel wait for
+ * the next look, except while an fi_read/fi_write waits for its grant, which
+ * comes over the socket.
+ */
+static void maybe_look(struct rsfi_ep *ep, bool look)
+{
+	int64_t now = now_us();
+
+	if (look || ep->rma_ops || now - ep->looked_us >= RSFI_LOOK_US) {
+		rsec_conn_turn(ep->conn);
+		ep->looked_us = now;
+	}
+}
+
+void rsfi_ep_progress(struct rsfi_ep *ep, bool look)
 {
 	struct rsfi_frame f;
 	int rc;
 
 	if (ep->state != RSFI_EP_CONNECTED)
 		return;
+	maybe_look(ep, look);
 	while ((rc = fetch(ep, &f)) > 0 && consume(ep, &f) > 0)
 		;
 	if (ep->ack_owed && rsfi_cm_send(ep->conn, RSFI_FRAME_BYE_ACK, NULL, 0, 0) == 0)
@@ -355,7 +383,7 @@ void rsfi_ep_linger(struct rsfi_ep *ep)
 	while (!ep->bye_acked && ep->state == RSFI_EP_CONNECTED && rsfi_now_ms() < deadline) {
 		/* The whole domain: a peer closing another of our connections to it waits for our answer too. */
 		for (unsigned i = 0; i < ep->dom->eps.n; i++)
-			rsfi_ep_progress(ep->dom->eps.v[i]);
+			rsfi_ep_progress(ep->dom->eps.v[i], true);
 		if (!ep->bye_acked && poll(&pfd, 1, 10) < 0 && errno != EINTR)
 			return;
 	}

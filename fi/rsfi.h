@@ -182,6 +182,8 @@ struct rsfi_cq {
 	struct rsfi_cqe *ring;
 	size_t cap, head, count;
 	int efd, epfd;
+	bool fd_live;          /* efd tracks "not empty": someone may wait on epfd (sread, FI_GETWAIT, trywait) */
+	bool look;             /* the next read's progress looks at the connections' fds (after a wait) */
 	struct rsfi_epset eps; /* bound endpoints, driven by reads */
 };
 int rsfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -238,6 +240,7 @@ struct rsfi_ep {
 	bool tx_holding;
 	struct rsfi_rma_op *rma_ops; /* fi_read/fi_write waiting for the peer's grant, in order */
 	uint64_t rma_tag;
+	int64_t looked_us;        /* when progress last looked at the connection's fds (rsec_conn_turn) */
 };
 int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** rsfi_ep_attach - make c the endpoint's connection (connected, or accepting): watched by its CQs and EQ. */
@@ -247,8 +250,15 @@ void rsfi_ep_attach(struct rsfi_ep *ep, struct rsec_conn *c, enum rsfi_ep_state 
  * if report (the peer's doing), FI_SHUTDOWN once. Under dom->lock.
  */
 void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report);
-/** rsfi_ep_progress - deliver what arrived into posted receives, notice closing. Under dom->lock. */
-void rsfi_ep_progress(struct rsfi_ep *ep);
+/**
+ * rsfi_ep_progress - deliver what arrived into posted receives, notice
+ * closing. Its completion queues are polled on every call; the connection's
+ * fds (the TLS socket, the completion channel: system calls) are looked at
+ * when look is set (the caller slept or is about to), while an RMA waits for
+ * its grant, and at least every RSFI_LOOK_US microseconds. Under dom->lock.
+ */
+void rsfi_ep_progress(struct rsfi_ep *ep, bool look);
+#define RSFI_LOOK_US 1000
 /**
  * rsfi_ep_linger - orderly close: send BYE and drive the endpoint until the
  * peer's BYE_ACK says everything sent before arrived, for up to
