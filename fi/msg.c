@@ -317,12 +317,13 @@ static int consume(struct rsfi_ep *ep, const struct rsfi_frame *f)
 	return 1;
 }
 
-static int64_t now_us(void)
+/* The coarse clock: read in the vDSO, where the guest's HPET makes CLOCK_MONOTONIC a system call. */
+static int64_t coarse_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -331,16 +332,17 @@ static int64_t now_us(void)
  * completion channel and arming the queues again) cost more than the
  * messages. Between looks rdmasec polls the completion queues alone, which
  * finds every message; the socket (control frames) and the channel wait for
- * the next look, except while an fi_read/fi_write waits for its grant, which
- * comes over the socket.
+ * the next look, except while one-sided transfers are under way: grants and
+ * their writers' claims come over the socket.
  */
 static void maybe_look(struct rsfi_ep *ep, bool look)
 {
-	int64_t now = now_us();
+	int64_t now = coarse_ms();
 
-	if (look || ep->rma_ops || now - ep->looked_us >= RSFI_LOOK_US) {
+	if (look || ep->rma_ops || ep->dom->grants || ++ep->unlooked >= RSFI_LOOK_CALLS || now != ep->looked_ms) {
 		rsec_conn_turn(ep->conn);
-		ep->looked_us = now;
+		ep->unlooked = 0;
+		ep->looked_ms = now;
 	}
 }
 

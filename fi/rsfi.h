@@ -240,7 +240,8 @@ struct rsfi_ep {
 	bool tx_holding;
 	struct rsfi_rma_op *rma_ops; /* fi_read/fi_write waiting for the peer's grant, in order */
 	uint64_t rma_tag;
-	int64_t looked_us;        /* when progress last looked at the connection's fds (rsec_conn_turn) */
+	int64_t looked_ms;        /* when progress last looked at the connection's fds (rsec_conn_turn) */
+	unsigned unlooked;        /* progress calls since */
 };
 int rsfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** rsfi_ep_attach - make c the endpoint's connection (connected, or accepting): watched by its CQs and EQ. */
@@ -254,11 +255,12 @@ void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report);
  * rsfi_ep_progress - deliver what arrived into posted receives, notice
  * closing. Its completion queues are polled on every call; the connection's
  * fds (the TLS socket, the completion channel: system calls) are looked at
- * when look is set (the caller slept or is about to), while an RMA waits for
- * its grant, and at least every RSFI_LOOK_US microseconds. Under dom->lock.
+ * when look is set (the caller slept or is about to), while one-sided
+ * transfers are under way (grants and claims come over TLS), every RSFI_LOOK_CALLS calls, and once the coarse clock (the
+ * kernel's tick) moved on. Under dom->lock.
  */
 void rsfi_ep_progress(struct rsfi_ep *ep, bool look);
-#define RSFI_LOOK_US 1000
+#define RSFI_LOOK_CALLS 64u
 /**
  * rsfi_ep_linger - orderly close: send BYE and drive the endpoint until the
  * peer's BYE_ACK says everything sent before arrived, for up to
