@@ -11,10 +11,16 @@
 #        (rank 0 on host 1, rank 1 on host 2): median one-way latency of a
 #        ping-pong, streaming bandwidth (windows of 16 messages), and both
 #        ranks' CPU time per message (its own getrusage).
+#   lat  the floor under both providers, no libfabric: perftest's ib_send_lat
+#        (plain verbs, in the verbs column) and rdmasec-bench --op send --lat
+#        --poll busy (librdmasec alone, in the rdmasec column), the send_lat
+#        row of the fabric table run in this boot: what a provider adds is its
+#        row less this one.
 #
 # usage: fi.sh FIDIR PKI RAW ROUNDS [SIZE:ITERS ...]
-#   FIDIR: the snapshot of the provider and fi_mpi (benchmarks/run.sh); results in
-#   RAW/fi/{pp,mpi}-PROVIDER-SIZE-rROUND.txt; fi_pingpong's each with a .cpu
+#   FIDIR: the snapshot of the provider and fi_mpi (benchmarks/run.sh; rdmasec-bench
+#   in its parent); results in
+#   RAW/fi/{pp,mpi,lat}-PROVIDER-SIZE-rROUND.txt; fi_pingpong's each with a .cpu
 #   file: the guest's busy CPU ticks over the run and the clock rate (every host
 #   shares one kernel: both ends); -base-: one 64-byte round trip, the start-up
 #   alone. Default sizes 64:2000 4096:1000 65536:200.
@@ -71,6 +77,28 @@ run_mpi() {
 		-np 1 fabric on 2 env $(pp_env "$prov" 2) "$fidir/fi_mpi" bench "$size" "$iters" >"$out" 2>&1
 }
 
+# run_lat PROVIDER SIZE ITERS OUT: ib_send_lat (verbs) or rdmasec-bench (rdmasec), one run.
+run_lat() {
+	local prov=$1 size=$2 iters=$3 out=$4 spid rc port
+	local cmd=(ib_send_lat -s "$size" -n "$iters" -F -p 18515)
+	port=18515
+	if [ "$prov" = rdmasec ]; then
+		cmd=("$fidir/../rdmasec-bench" --certs "$pki" --port 7472 --op send --lat --poll busy -s "$size" -n "$iters")
+		port=7472
+	fi
+	# shellcheck disable=SC2016 # expanded on each host, by its own fabric environment
+	fabric on 1 bash -c '"$@" $([ "$0" = verbs ] && echo -d "$FABRIC_DEV" -x "$FABRIC_GID_INDEX" || echo --source "$FABRIC_IP")' \
+		"$prov" timeout 120 "${cmd[@]}" >"$out.server" 2>&1 &
+	spid=$!
+	fabric wait-port "$port" || { kill $spid 2>/dev/null; return 1; }
+	# shellcheck disable=SC2016
+	fabric on 2 bash -c '"$@" $([ "$0" = verbs ] && echo -d "$FABRIC_DEV" -x "$FABRIC_GID_INDEX" || echo --source "$FABRIC_IP") '"$(fabric ip 1)" \
+		"$prov" timeout 120 "${cmd[@]}" >"$out" 2>&1
+	rc=$?
+	wait $spid || rc=1
+	return $rc
+}
+
 failed=0
 for r in $(seq 1 "$rounds"); do
 	# fi_pingpong's one 64-byte round trip: start-up and connection set-up alone,
@@ -85,6 +113,8 @@ for r in $(seq 1 "$rounds"); do
 				{ echo "fi: fi_pingpong over $prov, $size B, round $r failed" >&2; failed=1; }
 			run_mpi "$prov" "$size" "$iters" "$raw/mpi-$prov-$size-r$r.txt" ||
 				{ echo "fi: fi_mpi over $prov;ofi_rxm, $size B, round $r failed" >&2; failed=1; }
+			run_lat "$prov" "$size" "$iters" "$raw/lat-$prov-$size-r$r.txt" ||
+				{ echo "fi: the $prov floor (send latency without libfabric), $size B, round $r failed" >&2; failed=1; }
 		done
 		echo "fi: round $r, $size B done at ${SECONDS}s"
 	done

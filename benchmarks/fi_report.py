@@ -6,7 +6,10 @@ is the median of the rounds; ratios are rdmasec / verbs. CPU per message:
 fi_mpi's own figure (both ranks' CPU time over the timed part, getrusage);
 for fi_pingpong, the guest's busy time over a run (both ends share one
 kernel) less that of the round's one-round-trip run of the same program and
-provider (start-up and connection set-up), divided by the messages sent."""
+provider (start-up and connection set-up), divided by the messages sent.
+The lat rows are the floor under both: ib_send_lat (plain verbs) in the verbs
+column, rdmasec-bench's sealed send latency (librdmasec, no libfabric) in the
+rdmasec column."""
 import os
 import re
 import statistics
@@ -14,7 +17,7 @@ import statistics
 from raw_files import cpu_seconds, read_text
 
 PROVIDERS = ("verbs", "rdmasec")
-PROGRAMS = ("pp", "mpi")
+PROGRAMS = ("pp", "mpi", "lat")
 
 
 def pp_label(size):
@@ -54,6 +57,19 @@ def parse_mpi(text, size):
     return int(bw.group(2)), float(bw.group(1)), float(lat.group(1)), float(cpu.group(1))
 
 
+def parse_lat(text, size):
+    """perftest's latency row for SIZE, as ib_send_lat and rdmasec-bench print it
+    (#bytes #iterations t_min t_max t_typical ...): (iterations, None, t_typical), or None."""
+    for line in (text or "").splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0] == str(size) and f[1].isdigit():
+            try:
+                return int(f[1]), None, float(f[4])
+            except ValueError:
+                return None
+    return None
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -63,9 +79,11 @@ def _one(raw, prog, prov, size, r):
     """(MB/s, usec, CPU us per message) of one run; Nones where it failed."""
     base = os.path.join(raw, "fi", "%s-%s" % (prog, prov))
     path = "%s-%d-r%d.txt" % (base, size, r)
-    got = (parse_pp if prog == "pp" else parse_mpi)(read_text(path), size)
+    got = {"pp": parse_pp, "mpi": parse_mpi, "lat": parse_lat}[prog](read_text(path), size)
     if not got:
         return None, None, None
+    if prog == "lat":  # latency only; both spin, so CPU follows the wall time
+        return None, got[2], None
     if prog == "mpi":  # fi_mpi measures its ranks' own CPU time over the timed part
         return got[1], got[2], got[3]
     # fi_pingpong: a message each way per iteration; the guest's busy time less the start-up run's.
@@ -81,7 +99,7 @@ def fi_rows(raw):
         return []
     runs = {}
     for name in os.listdir(d):
-        m = re.fullmatch(r"(pp|mpi)-(verbs|rdmasec)-(\d+)-r(\d+)\.txt", name)
+        m = re.fullmatch(r"(pp|mpi|lat)-(verbs|rdmasec)-(\d+)-r(\d+)\.txt", name)
         if m:
             runs.setdefault((m.group(1), int(m.group(3))), set()).add(int(m.group(4)))
     rows = []
@@ -105,8 +123,8 @@ def print_fi(rows):
         return
     print("\nlibfabric: rdmasec's provider / libfabric's verbs provider, same programs, same boot"
           " (medians of the rounds)")
-    print("pp: fi_pingpong -e msg; mpi: fi_mpi under Open MPI, ofi MTL over PROVIDER;ofi_rxm."
-          " Goal: bandwidth >= 0.9, latency <= 1.3")
+    print("pp: fi_pingpong -e msg; mpi: fi_mpi under Open MPI, ofi MTL over PROVIDER;ofi_rxm; lat: the floor,"
+          " no libfabric: ib_send_lat | rdmasec-bench --op send --lat. Goal: bandwidth >= 0.9, latency <= 1.3")
     print("%-4s %8s %11s %11s %6s %10s %10s %6s %11s %11s" % (
         "prog", "bytes", "verbs MB/s", "rdmasec", "ratio", "verbs us", "rdmasec", "ratio", "CPU/msg vrb",
         "CPU/msg rsec"))

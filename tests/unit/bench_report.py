@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """make bench's libfabric report (benchmarks/fi_report.py): fi_pingpong's and
-fi_mpi's lines parsed as the programs print them, malformed ones refused, and
+fi_mpi's lines and the floor's latency rows (ib_send_lat, rdmasec-bench) parsed
+as the programs print them, malformed ones refused, and
 rows built from a raw directory: medians over rounds, ratios rdmasec / verbs,
 n/a where a provider did not run."""
 import os
@@ -14,6 +15,12 @@ import fi_report  # noqa: E402
 PP = """bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec
 64      2k      =2k      250k        1.70s      0.15     424.06       0.00
 4k      1k      =1k      7.8m        2.70s      3.04    1348.80       0.00
+"""
+
+# ib_send_lat's table (rdmasec-bench prints the same columns).
+LAT = """ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]
+ 64      5000          31.99          1656.53      38.42            48.50         75.87
+---------------------------------------------------------------------------------------
 """
 
 
@@ -43,6 +50,12 @@ class Parsers(unittest.TestCase):
         self.assertIsNone(fi_report.parse_mpi("lat 64 1.0\nbw 64 2.0 10\n", 64))  # no cpu line
         self.assertIsNone(fi_report.parse_mpi(None, 64))
 
+    def test_lat_rows(self):
+        self.assertEqual(fi_report.parse_lat(LAT, 64), (5000, None, 38.42))
+        self.assertIsNone(fi_report.parse_lat(LAT, 4096))
+        self.assertIsNone(fi_report.parse_lat(" 64 5000 31.99 1656.53 x 48.50", 64))
+        self.assertIsNone(fi_report.parse_lat(None, 64))
+
 
 class Rows(unittest.TestCase):
     def test_medians_and_ratios(self):
@@ -56,6 +69,9 @@ class Rows(unittest.TestCase):
                         f.write(mpi(64, mb, lat, 10.0 * r))
             with open(os.path.join(d, "pp-rdmasec-64-r1.txt"), "w") as f:
                 f.write(PP)
+            for prov, text in (("verbs", LAT), ("rdmasec", LAT.replace("38.42", "96.10"))):
+                with open(os.path.join(d, "lat-%s-64-r1.txt" % prov), "w") as f:
+                    f.write(text)
             rows = {(x["program"], x["bytes"]): x for x in fi_report.fi_rows(raw)}
         m = rows[("mpi", 64)]
         self.assertEqual(m["rounds"], 3)
@@ -67,6 +83,10 @@ class Rows(unittest.TestCase):
         self.assertEqual(p["rdmasec"]["mb_s"], 0.15)
         self.assertIsNone(p["verbs"]["mb_s"])
         self.assertIsNone(p["bw_ratio"])
+        f = rows[("lat", 64)]
+        self.assertEqual(f["verbs"], {"mb_s": None, "lat_us": 38.42, "cpu_per_op_us": None})
+        self.assertAlmostEqual(f["lat_ratio"], 96.10 / 38.42)
+        self.assertIsNone(f["bw_ratio"])
 
     def test_no_raw(self):
         with tempfile.TemporaryDirectory() as raw:
