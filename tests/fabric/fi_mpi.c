@@ -8,6 +8,17 @@
  *   fi_mpi bench SIZE ITERS "lat SIZE US": median one-way latency of ITERS round
  *                           trips; "bw SIZE MB/s ITERS": ITERS messages streamed;
  *                           "cpu SIZE US": both ranks' CPU per data message
+ *   fi_mpi victim SECONDS STOPFILE
+ *                           the attack matrix's victim (tools/attack/matrix):
+ *                           rank 1 sends rank 0 a 64-byte text message every
+ *                           10 ms, rank 0 returns it, both check every byte
+ *                           (rank 1 prints "progress: N round trips" each 100);
+ *                           once STOPFILE exists (or after SECONDS) 20 more
+ *                           round trips "after the attack", then rank 0
+ *                           prints "victim: rank 0: N messages checked" and
+ *                           rank 1 "victim: rank 1: N round trips checked, M
+ *                           after the attack"; a message that is not what
+ *                           was sent ends the job ("corrupted")
  *
  * Checks:
  *   pingpong   1 B .. 4 MiB: rank 1 checks each message and returns it with
@@ -24,6 +35,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TAG_DATA 7
 #define TAG_REPLY 8
@@ -228,10 +240,71 @@ static void bench(size_t n, unsigned iters)
 	free(b);
 }
 
+#define TAG_END 9
+#define VICTIM_MSG 64
+#define VICTIM_AFTER 20u
+
+/* Message k of the victim: a text an observer on the wire can search for, then its number. */
+static void victim_text(char b[VICTIM_MSG], unsigned k)
+{
+	memset(b, 0, VICTIM_MSG);
+	snprintf(b, VICTIM_MSG, "FI-MPI-VICTIM-PAYLOAD message %u of rank 1", k);
+}
+
+static void victim_check(const char *got, unsigned k, const char *what)
+{
+	char want[VICTIM_MSG];
+	victim_text(want, k);
+	if (memcmp(got, want, VICTIM_MSG) != 0) {
+		fprintf(stderr, "fi_mpi rank %d: %s %u corrupted: \"%.*s\"\n", rank, what, k, VICTIM_MSG - 1, got);
+		fflush(stderr);
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	}
+}
+
+/* The matrix's victim: round trips of checked text until STOPFILE (or SECONDS), then VICTIM_AFTER more. */
+static void victim(unsigned seconds, const char *stopfile)
+{
+	char b[VICTIM_MSG];
+	unsigned k = 0, after = 0;
+	double end = now_us() + seconds * 1e6;
+	if (rank == 1) {
+		for (; after < VICTIM_AFTER; k++) {
+			if (after || access(stopfile, F_OK) == 0 || now_us() >= end)
+				after++;
+			victim_text(b, k);
+			send_or_die(b, VICTIM_MSG, 0, TAG_DATA);
+			recv_exact(b, VICTIM_MSG, 0, TAG_REPLY);
+			victim_check(b, k, "reply");
+			if (k % 100 == 99) {
+				printf("progress: %u round trips\n", k + 1);
+				fflush(stdout);
+			}
+			usleep(10000);
+		}
+		send_or_die(b, 0, 0, TAG_END);
+	} else {
+		for (;; k++) {
+			MPI_Status st;
+			if (MPI_Recv(b, VICTIM_MSG, MPI_BYTE, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st) != MPI_SUCCESS)
+				die("MPI_Recv failed");
+			if (st.MPI_TAG == TAG_END)
+				break;
+			victim_check(b, k, "message");
+			send_or_die(b, VICTIM_MSG, 1, TAG_REPLY);
+		}
+		printf("victim: rank 0: %u messages checked\n", k);
+		fflush(stdout);
+		return;
+	}
+	printf("victim: rank 1: %u round trips checked, %u after the attack\n", k, after);
+	fflush(stdout);
+}
+
 static int usage(void)
 {
 	if (rank == 0)
-		fprintf(stderr, "usage: fi_mpi check | fi_mpi bench SIZE ITERS   (two ranks)\n");
+		fprintf(stderr, "usage: fi_mpi check | fi_mpi bench SIZE ITERS | fi_mpi victim SECONDS STOPFILE   (two ranks)\n");
 	return 2;
 }
 
@@ -257,6 +330,12 @@ int main(int argc, char **argv)
 		rc = *end1 || *end2 || n > (64ul << 20) || iters < 1 || iters > 1000000 ? usage() : 0;
 		if (!rc)
 			bench(n, (unsigned)iters);
+	} else if (argc == 4 && !strcmp(argv[1], "victim")) {
+		char *end;
+		unsigned long secs = strtoul(argv[2], &end, 10);
+		rc = *end || secs < 1 || secs > 3600 || !argv[3][0] ? usage() : 0;
+		if (!rc)
+			victim((unsigned)secs, argv[3]);
 	} else {
 		rc = usage();
 	}

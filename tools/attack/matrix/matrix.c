@@ -33,6 +33,8 @@ static const char *const known_attacks[] = { "inject",         "impersonate",   
 static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", "rping",
 					     "ucmatose", "naive",   "rdmasec",  "nvmf",
 					     "rdmasec-blk" };
+/* Named with --victims only: their cells are inject, qp-error, cm-disconnect and sniff so far. */
+static const char *const mpi_victims[] = { "mpi-verbs", "mpi-rdmasec" };
 #define N_KNOWN(a) (sizeof(a) / sizeof((a)[0]))
 /* The kernel's NVMe-oF victim needs minutes per cell on the emulated fabric
  * (module set-up, nvme connect, the host's error recovery): its cells get at
@@ -41,6 +43,9 @@ static const char *const known_victims[] = { "pingpong", "send_bw", "write_bw", 
 /* rdmasec-blk's cells start a target and a client loop and run up to four
  * rounds of an attack: at least this long (run.sh applies the same floor). */
 #define BLK_CELL_TIMEOUT_MIN 240u
+/* The MPI victims start Open MPI and (mpi-rdmasec) authenticate before the
+ * first message, and the attacked job then runs to its end: at least this long. */
+#define MPI_CELL_TIMEOUT_MIN 120u
 
 static uint32_t victim_cell_timeout(const char *victim, uint32_t cell_timeout)
 {
@@ -48,6 +53,8 @@ static uint32_t victim_cell_timeout(const char *victim, uint32_t cell_timeout)
 		return NVMF_CELL_TIMEOUT_MIN;
 	if (strcmp(victim, "rdmasec-blk") == 0 && cell_timeout < BLK_CELL_TIMEOUT_MIN)
 		return BLK_CELL_TIMEOUT_MIN;
+	if (strncmp(victim, "mpi-", 4) == 0 && cell_timeout < MPI_CELL_TIMEOUT_MIN)
+		return MPI_CELL_TIMEOUT_MIN;
 	return cell_timeout;
 }
 
@@ -64,12 +71,15 @@ static void usage(FILE *f)
 		"  --victims X,Y       victims (default all): pingpong send_bw write_bw rping ucmatose\n"
 		"                      naive rdmasec nvmf (the kernel's NVMe over Fabrics)\n"
 		"                      rdmasec-blk (rdmasec-blkd and its client)\n"
+		"                      only when named: mpi-verbs, mpi-rdmasec (an MPI program under\n"
+		"                      Open MPI over verbs;ofi_rxm or rdmasec;ofi_rxm; cells: inject,\n"
+		"                      qp-error, cm-disconnect, sniff)\n"
 		"  --json              print the JSON document on stdout instead of the table\n"
 		"  --json FILE         write the JSON document to FILE (also --json=FILE)\n"
 		"  --markdown FILE     write a Markdown table to FILE\n"
 		"  --svg FILE          write an SVG picture to FILE\n"
 		"  --cell-timeout S    kill a cell after S seconds (default 40; nvmf's cells: at least 300,\n"
-		"                      rdmasec-blk's: 240)\n"
+		"                      rdmasec-blk's: 240, the MPI victims': 120)\n"
 		"  --timeout S         the whole fabric run (default: 60 + cells x cell timeout)\n"
 		"  --mem MiB           guest memory (default 2048)\n"
 		"  --fabric PATH       rxe-fabric (default: the source tree's fabric/rxe-fabric)\n"
@@ -337,6 +347,8 @@ static void list_known(void)
 		printf("attack %s\n", known_attacks[i]);
 	for (size_t i = 0; i < N_KNOWN(known_victims); i++)
 		printf("victim %s\n", known_victims[i]);
+	for (size_t i = 0; i < N_KNOWN(mpi_victims); i++)
+		printf("victim %s\n", mpi_victims[i]);
 }
 
 /* One option into o or r; false if it was bad. Sets *done after --list and --help. */
@@ -373,7 +385,8 @@ static bool parse_opt(int opt, int argc, char *argv[], struct matrix_opts *o, st
 static bool check_names(const struct matrix_opts *o, const char *repo)
 {
 	for (size_t i = 0; i < o->victims.n; i++) {
-		if (!is_known(known_victims, N_KNOWN(known_victims), o->victims.v[i])) {
+		if (!is_known(known_victims, N_KNOWN(known_victims), o->victims.v[i]) &&
+		    !is_known(mpi_victims, N_KNOWN(mpi_victims), o->victims.v[i])) {
 			fprintf(stderr, "%s matrix: unknown victim `%s' (--list names them)\n", PROG, o->victims.v[i]);
 			return false;
 		}

@@ -54,6 +54,8 @@ for a in $attacks; do
 		[ "$v" = nvmf ] && [ "$limit" -lt 300 ] && limit=300
 		# matrix.c's BLK_CELL_TIMEOUT_MIN.
 		[ "$v" = rdmasec-blk ] && [ "$limit" -lt 240 ] && limit=240
+		# matrix.c's MPI_CELL_TIMEOUT_MIN.
+		case "$v" in mpi-*) [ "$limit" -lt 120 ] && limit=120 ;; esac
 		# setsid: the cell leads its own process group, killed as a whole below.
 		# CELL_TIMEOUT: the cell's budget, for a cell that retries until judged (cells/common.bash).
 		CELL=$CELL CELL_TIMEOUT=$limit setsid bash -c '. "$1/victims.bash" && . "$1/cells/$2.sh" &&

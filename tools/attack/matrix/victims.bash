@@ -12,8 +12,9 @@
 #
 # API
 #   victim_names
-#       Prints the nine victim names: pingpong send_bw write_bw rping ucmatose
-#       naive rdmasec nvmf rdmasec-blk.
+#       Prints the nine default victim names: pingpong send_bw write_bw rping
+#       ucmatose naive rdmasec nvmf rdmasec-blk (mpi-verbs and mpi-rdmasec
+#       run when named: their cells are inject, qp-error, cm-disconnect and sniff).
 #   victim_start NAME
 #       Starts NAME's server on host 1, waits for its port, starts a capture of
 #       the first RoCE request on the bridge (client to server; ucmatose:
@@ -82,6 +83,16 @@
 #       the client's, the next one the cells' own (sniff writes there);
 #       every block past them keeps the pattern. The attacked direction is the target's
 #       queue pair (DST host 1).
+#       mpi-verbs, mpi-rdmasec: an untouched MPI program, tests/fabric/fi_mpi.c's
+#       victim mode, under Open MPI (ofi MTL over verbs;ofi_rxm or
+#       rdmasec;ofi_rxm): rank 1 (host 2) sends rank 0 (host 1) a 64-byte text
+#       every 10 ms, rank 0 returns it, both check every byte; once
+#       victim_attack_done (or after VICTIM_SECONDS) 20 more round trips, then
+#       each rank prints its "victim:" line (mpi_victim_line). One mpirun is
+#       both VICTIM_SERVER_PID and VICTIM_CLIENT_PID (its output in
+#       $CELL/mpirun.log); VICTIM_SERVER_LOG and VICTIM_CLIENT_LOG are rank 0's
+#       and rank 1's. The attacked direction is rank 0's QP (DST host 1).
+#       mpi-rdmasec: VICTIM_PKI, and rank 0's provider audits to VICTIM_AUDIT.
 #   victim_wire_bth [--now]
 #       After victim_start: reads the captured request's BTH (with --now, of
 #       a request captured now, for a current PSN of a streaming victim). Sets (and
@@ -264,6 +275,7 @@ _victim_start_once() {
 	local n=$1 scmd ccmd i
 	[ "$n" = nvmf ] && { _victim_nvmf_start; return; }
 	[ "$n" = rdmasec-blk ] && { _victim_blk_start; return; }
+	case "$n" in mpi-verbs | mpi-rdmasec) _victim_mpi_start "$n"; return ;; esac
 	VICTIM=$n
 	VICTIM_PORT=$(_victim_port "$n") || { echo "victims: unknown victim '$n'" >&2; return 1; }
 	VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
@@ -416,6 +428,79 @@ victim_stop() {
 	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_TCPDUMP_PID=''
 	export VICTIM_SERVER_RC VICTIM_CLIENT_RC
 	return 0
+}
+
+# ---- mpi-verbs, mpi-rdmasec: an untouched MPI program (fi_mpi victim) ----
+
+# The two ranks under one mpirun (its PID is both VICTIM_SERVER_PID and
+# VICTIM_CLIENT_PID; its own output in $CELL/mpirun.log), Open MPI's ofi MTL
+# over PROVIDER;ofi_rxm: rank 0 on host 1 (its output VICTIM_SERVER_LOG),
+# rank 1 on host 2 (VICTIM_CLIENT_LOG), whose requests the attacker aims at
+# rank 0's QP. rdmasec's provider authenticates with VICTIM_PKI and rank 0
+# audits to VICTIM_AUDIT.
+_victim_mpi_start() {
+	local n=$1 prov=${1#mpi-} fidir=$BIN/../fi looks t0 r
+	VICTIM=$n VICTIM_PORT=''
+	VICTIM_SERVER_LOG=$CELL/victim-server.log VICTIM_CLIENT_LOG=$CELL/victim-client.log
+	VICTIM_SERVER_PID='' VICTIM_CLIENT_PID='' VICTIM_SERVER_RC='' VICTIM_CLIENT_RC='' VICTIM_TCPDUMP_PID=''
+	WIRE_QPN='' WIRE_PSN='' WIRE_OPCODE='' _wire_extra=''
+	VICTIM_DST_IP=$VICTIM_SERVER_IP VICTIM_DST_DEV=rxe1 VICTIM_SRC_IP=$VICTIM_CLIENT_IP VICTIM_SRC_DEV=rxe2 VICTIM_SRC_HOST=2
+	_wire_src=$VICTIM_CLIENT_IP _wire_dst=$VICTIM_SERVER_IP
+	export VICTIM VICTIM_PORT VICTIM_SERVER_LOG VICTIM_CLIENT_LOG
+	export VICTIM_DST_IP VICTIM_DST_DEV VICTIM_SRC_IP VICTIM_SRC_DEV VICTIM_SRC_HOST
+	rm -f "$CELL/attack-done"
+	[ -x "$fidir/fi_mpi" ] && command -v mpirun >/dev/null ||
+		{ echo "victims: $n needs $fidir/fi_mpi and mpirun (libfabric-dev, libopenmpi-dev, openmpi-bin)" >&2; return 1; }
+	# Each host's own device and address (benchmarks/fi.sh); rxm sizes its CQs by FI_UNIVERSE_SIZE.
+	local env1=(FI_UNIVERSE_SIZE=16) env2=(FI_UNIVERSE_SIZE=16)
+	if [ "$prov" = rdmasec ]; then
+		VICTIM_PKI=${MATRIX_PKI:-$CELL/pki} VICTIM_AUDIT=$CELL/audit.jsonl
+		export VICTIM_PKI VICTIM_AUDIT
+		[ -e "$VICTIM_PKI/ca.pem" ] || "$BIN/keygen/rdmasec-keygen" "$VICTIM_PKI" >/dev/null ||
+			{ echo "victims: rdmasec-keygen failed" >&2; return 1; }
+		env1+=(FI_PROVIDER_PATH="$fidir" FI_RDMASEC_CREDS="$VICTIM_PKI" FI_RDMASEC_ADDR="$VICTIM_SERVER_IP"
+			FI_RDMASEC_AUDIT="$VICTIM_AUDIT")
+		env2+=(FI_PROVIDER_PATH="$fidir" FI_RDMASEC_CREDS="$VICTIM_PKI" FI_RDMASEC_ADDR="$VICTIM_CLIENT_IP")
+	else
+		env1+=(FI_VERBS_IFACE=fab1 FI_VERBS_DEVICE_NAME=rxe1)
+		env2+=(FI_VERBS_IFACE=fab2 FI_VERBS_DEVICE_NAME=rxe2)
+	fi
+	tcpdump -i fabbr -nn -x -c 1 \
+		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
+		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
+	VICTIM_TCPDUMP_PID=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	# Each rank's output to its own log (exec: the rank is the process Open MPI started).
+	# shellcheck disable=SC2016 # expanded by the rank's own shell
+	r='exec "$0" victim "$1" "$2" >"$3" 2>&1'
+	timeout $((VICTIM_SECONDS + 30)) mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov;ofi_rxm" \
+		-np 1 fabric on 1 env "${env1[@]}" bash -c "$r" "$fidir/fi_mpi" "$VICTIM_SECONDS" "$CELL/attack-done" \
+		"$VICTIM_SERVER_LOG" : \
+		-np 1 fabric on 2 env "${env2[@]}" bash -c "$r" "$fidir/fi_mpi" "$VICTIM_SECONDS" "$CELL/attack-done" \
+		"$VICTIM_CLIENT_LOG" >"$CELL/mpirun.log" 2>&1 &
+	VICTIM_SERVER_PID=$! VICTIM_CLIENT_PID=$!
+	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
+	# MPI's start-up and (rdmasec) the handshake come first: 30 s, or a third of a longer life.
+	looks=$((VICTIM_SECONDS > 90 ? VICTIM_SECONDS * 10 / 3 : 300)) t0=$SECONDS
+	for _ in $(seq 1 "$looks"); do
+		grep -q '^[[:space:]]*0x0010:' "$CELL/wire-first.txt" 2>/dev/null && return 0
+		kill -0 "$VICTIM_SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "victims: no RoCE traffic from $n's rank 1 within $((SECONDS - t0)) s: $(tail -n 1 "$CELL/mpirun.log")" >&2
+	return 1
+}
+
+# mpi_victim_line: the victim's verdict on itself, "[h1] ...; [h2] ..." (each
+# rank's last "victim:" or "corrupted" line, else its last line); returns 1
+# unless both ranks finished every round trip they began, none corrupted.
+mpi_victim_line() {
+	local a b
+	a=$(victim_grep "$VICTIM_SERVER_LOG" 'victim: rank 0|corrupted') || a=$(tail -n 1 "$VICTIM_SERVER_LOG" 2>/dev/null)
+	b=$(victim_grep "$VICTIM_CLIENT_LOG" 'victim: rank 1|corrupted') || b=$(tail -n 1 "$VICTIM_CLIENT_LOG" 2>/dev/null)
+	printf '[h1] %s; [h2] %s' "${a:-no output}" "${b:-no output}"
+	grep -q '^victim: rank 0: ' "$VICTIM_SERVER_LOG" 2>/dev/null && grep -q '^victim: rank 1: .* [1-9][0-9]* after the attack' "$VICTIM_CLIENT_LOG" 2>/dev/null
 }
 
 # ---- nvmf: the kernel's NVMe over Fabrics (target host 1, host host 2) ----

@@ -17,6 +17,14 @@ cell_cm_blind() {
 	victim_attack_done
 	victim_wait 15
 	case "$v" in
+	mpi-rdmasec)
+		if line=$(mpi_victim_line) && grep -q '"sent":20,"ok":true' "$CELL/blind.json"; then
+			matrix_result cm-disconnect "$v" blocked "no rdma_cm; disconnect only over authenticated TLS" \
+				"$line (no CM REQ/REP on the wire; 20 forged DREQs sent to rank 0's host)"
+		else
+			matrix_result cm-disconnect "$v" error "" "the job did not complete: $line"
+		fi
+		;;
 	rdmasec)
 		if line=$(victim_grep "$VICTIM_CLIENT_LOG" 'reply: after the attack') &&
 			grep -q '"sent":20,"ok":true' "$CELL/blind.json"; then
@@ -66,6 +74,41 @@ _cell_cm_order() {
 	[ -n "$CELL_CM_CLIENT" ] && [ -z "$CELL_CM_SERVER" ]
 }
 
+# _cell_cm_connected: host 2's connected rdma_cm ids, "SRC -> DST" a line.
+_cell_cm_connected() {
+	rdma resource show cm_id 2>/dev/null | tee -a "$CELL/cm_ids.log" | grep "src-addr $VICTIM_CLIENT_IP:.* state CONNECT " |
+		sed -n 's/.* src-addr \([^ ]*\) dst-addr \([^ ]*\).*/\1 -> \2/p'
+}
+
+# mpi-verbs: rank 1's connection (host 2) took the forged DREQ when a
+# connected rdma_cm id seen before it is no longer connected, or the job
+# broke, within 20 s, while rank 0 (the only legitimate sender of a DREQ)
+# still ran. The evidence says what became of the stream (rank 1's progress
+# lines, 3 s apart).
+_cell_cm_mpi() {
+	local end=$((SECONDS + 20)) b='' gone='' c p1 p2 what
+	while [ $SECONDS -lt $end ]; do
+		b=$(cell_mpi_broken) && break
+		c=$(_cell_cm_connected)
+		gone=$(grep -vxF -f <(printf '%s\n' "$c") <<<"$CELL_CM_BEFORE" | head -n 1)
+		[ -n "$CELL_CM_BEFORE" ] && [ -n "$gone" ] && break
+		sleep 0.2
+	done
+	p1=$(grep -c '^progress:' "$VICTIM_CLIENT_LOG")
+	[ -n "$b" ] || { sleep 3; b=$(cell_mpi_broken); }
+	p2=$(grep -c '^progress:' "$VICTIM_CLIENT_LOG")
+	victim_attack_done
+	victim_stop
+	what="rank 1"
+	[ -z "$gone" ] || what="rank 1's rdma_cm connection $gone torn down"
+	if [ -n "$b" ] || [ -n "$gone" ]; then
+		matrix_result cm-disconnect "$VICTIM" succeeded "" \
+			"[h2] $what after the forged DREQ, rank 0 still running; the job: ${b:-$([ "$p2" -gt "$p1" ] && echo "went on (reconnected)" || echo "stalled at $((p1 * 100))+ round trips")}"
+	else
+		matrix_result cm-disconnect "$VICTIM" error "" "the forged DREQ changed nothing seen in 20 s (connected before: ${CELL_CM_BEFORE:-none seen}); $(mpi_victim_line)"
+	fi
+}
+
 # nvmf: the host (host 2) took the forged DREQ when it began error recovery
 # although the target had logged nothing that would end the connection
 # (its own disconnect or a fatal error would come first).
@@ -103,6 +146,8 @@ cell_cm_disconnect() {
 	ucmatose) opts=(--count 5 --interval-us 100000) listen=30 VICTIM_SECONDS=80 ;;
 	# nvmf: the host connects after the target's set-up; fio runs within 5 s of its REP.
 	nvmf) delay=5000 listen=40 VICTIM_SECONDS=60 ;;
+	# MPI: the forged DREQ once messages flow (at once, it kills rank 1 before its first); the job outlives it.
+	mpi-*) delay=5000 listen=40 VICTIM_SECONDS=60 ;;
 	esac
 	rm -f "$CELL/learn.json" "$CELL/learn.err"
 	# Listen first: the REQ/REP go by while victim_start waits for traffic.
@@ -114,6 +159,8 @@ cell_cm_disconnect() {
 		matrix_result cm-disconnect "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"
 		kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null; victim_stop; return
 	}
+	# MPI: rank 1's connected rdma_cm ids before the forged DREQ (the attacker waits 5 s after the REP).
+	[ "$v" = mpi-verbs ] && CELL_CM_BEFORE=$(_cell_cm_connected)
 	wait "$lp"
 	if ! grep -q '"learned":true' "$CELL/learn.json" && [ "$v" = nvmf ]; then
 		victim_stop
@@ -128,6 +175,10 @@ cell_cm_disconnect() {
 	echo "cm-disconnect: $(cat "$CELL/learn.json")" >&2
 	if [ "$v" = nvmf ]; then
 		_cell_cm_nvmf
+		return
+	fi
+	if [ "$v" = mpi-verbs ]; then
+		_cell_cm_mpi
 		return
 	fi
 	# What the attacked side's CM made of the DREQ, before the victim ends.

@@ -410,3 +410,64 @@ cell_nvmf_reaction() {
 	r=${r#nvme }
 	printf '[h1] %s; [h2] %s%s%s' "${t:-(nothing)}" "${h:-(nothing)}" "${r:+, then ${r#nvme[0-9]*: }}" "$g"
 }
+
+# ---- the MPI victims (victims.bash: mpi-verbs, mpi-rdmasec) ----
+
+# cell_mpi_audit_hit: mpi-rdmasec's rank 0 audited a fault of the kind in
+# CELL_MPI_EVENTS (an ERE of audit events, docs/audit.md).
+cell_mpi_audit_hit() {
+	grep -qE "\"event\":\"(${CELL_MPI_EVENTS:-mac_failure})\"" "$VICTIM_AUDIT" 2>/dev/null
+}
+
+# _cell_mpi_audit_line EVENT: rank 0's first audit record of EVENT, as
+# "EVENT (result)", or returns 1.
+_cell_mpi_audit_line() {
+	local l
+	l=$(grep -m1 "\"event\":\"$1\"" "$VICTIM_AUDIT" 2>/dev/null) || return 1
+	printf '%s (%s)' "$1" "$(sed -n 's/.*"result":"\([^"]*\)".*/\1/p' <<<"$l")"
+}
+
+# cell_mpi_broken: the MPI job broke: the first sign in either rank's output or
+# mpirun's (a message not as sent, a signal, an MPI abort, a completion error);
+# prints it, returns 1 if none.
+cell_mpi_broken() {
+	local re='corrupted|Signal: [A-Za-z ]+|exited on signal [0-9]+ \([A-Za-z ]+\)|MPI_ABORT|[Cc]ompletion (with )?error|fi_cq_readerr' l f h
+	for f in "$VICTIM_SERVER_LOG:h1 rank 0" "$VICTIM_CLIENT_LOG:h2 rank 1" "$CELL/mpirun.log:mpirun"; do
+		h=${f#*:}
+		l=$(grep -m1 -oE "$re" "${f%%:*}" 2>/dev/null) && { printf '[%s] %s' "$h" "$l"; return 0; }
+	done
+	return 1
+}
+
+# cell_mpi_verdict ATTACK FAULTS MECHANISM: after cell_stream_rounds against an
+# MPI victim (CELL_HIT, CELL_EVIDENCE, CELL_ROUNDS), the cell's one result.
+# mpi-verbs: stopped at once (an attacked job may hang); succeeded on the
+# rounds' hit. mpi-rdmasec: told the attack is over, it runs its last round
+# trips and ends by itself; blocked when rank 0 audited one of FAULTS (an
+# ERE) and rebuilt its data path, and both ranks checked every message
+# through to the end; succeeded if forged bytes reached either rank.
+cell_mpi_verdict() {
+	local a=$1 faults=$2 mech=$3 f r t l
+	victim_attack_done
+	if [ "$VICTIM" = mpi-verbs ]; then
+		victim_stop
+		if [ -n "${CELL_HIT:-}" ]; then
+			grep -q '^\[h[12] rank\|^\[mpirun\]' <<<"$CELL_EVIDENCE" || l=$(cell_mpi_broken) || l='ran on, stopped by the cell'
+			matrix_result "$a" "$VICTIM" succeeded "" "$CELL_EVIDENCE${l:+; the job: $l}"
+		else
+			matrix_result "$a" "$VICTIM" error "" "missed in ${CELL_ROUNDS:-no rounds}: ${CELL_EVIDENCE:-nothing seen}"
+		fi
+		return
+	fi
+	t=$(cell_time_left)
+	victim_wait $((t > 5 ? t : 5))
+	if grep -q corrupted "$VICTIM_SERVER_LOG" "$VICTIM_CLIENT_LOG" 2>/dev/null; then
+		matrix_result "$a" "$VICTIM" succeeded "" "forged bytes reached the application: $(mpi_victim_line)"
+	elif f=$(grep -m1 -oE "\"event\":\"($faults)\"" "$VICTIM_AUDIT" 2>/dev/null) &&
+		f=$(_cell_mpi_audit_line "${f:9:-1}") && r=$(_cell_mpi_audit_line rebuild) && [ "$r" = "rebuild (ok)" ] &&
+		l=$(mpi_victim_line); then
+		matrix_result "$a" "$VICTIM" blocked "$mech" "$l; [h1 audit] $f, $r"
+	else
+		matrix_result "$a" "$VICTIM" error "" "not judged (${CELL_ROUNDS:-no rounds}): $(mpi_victim_line); audit: $(grep -oE '"event":"[a-z_]*"' "$VICTIM_AUDIT" 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')"
+	fi
+}

@@ -95,6 +95,15 @@ _cell_inject_stream_hit() {
 	return 1
 }
 
+# mpi-verbs: a PSN gap, or the job broke (ofi_rxm parses the forged bytes as its own header).
+_cell_inject_mpi_hit() {
+	local e b
+	e=$(_cell_inject_stream_hit) && { printf '%s' "$e"; return 0; }
+	b=$(cell_mpi_broken) && { printf '%s (after forged SENDs at its PSN)' "$b"; return 0; }
+	printf '%s' "$e"
+	return 1
+}
+
 cell_inject() {
 	local v=$1 line data=(--data "$CELL_INJECT_TEXT") sweep ap gap note=''
 	# A sweep overtakes a stream only if it is faster: on the emulated fabric
@@ -107,7 +116,7 @@ cell_inject() {
 	# is over.
 	case "$v" in rping) VICTIM_SECONDS=70 ;; ucmatose) VICTIM_SECONDS=40 ;; nvmf) VICTIM_SECONDS=60 ;; esac
 	# naive, rdmasec and the streams: the attack retries until judged, the victim lives on until then.
-	case "$v" in naive | rdmasec | pingpong | send_bw) cell_victim_for_the_cell ;; esac
+	case "$v" in naive | rdmasec | pingpong | send_bw | mpi-*) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	cell_victim_start "$v" || { matrix_result inject "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -121,9 +130,25 @@ cell_inject() {
 	# ib_write_bw's client QP waits at the PSN the exchange told: one exact WRITE into its buffer.
 	write_bw) victim_exchange && [ -n "$EXCH_RKEY" ] && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	# Their rounds capture their own.
-	pingpong | send_bw) true ;;
+	pingpong | send_bw | mpi-*) true ;;
 	*) victim_wire_bth --now ;;
 	esac || { matrix_result inject "$v" error "" "no RoCE request seen on the wire"; victim_stop; return; }
+	# MPI: rounds of 20000 PSNs, each from a request seen then (fi_mpi's stream moves on by about 100 a second).
+	case "$v" in
+	mpi-verbs)
+		cell_stream_rounds _cell_inject_mpi_hit inject 20000 "${data[@]}"
+		cell_mpi_verdict inject "" ""
+		return
+		;;
+	mpi-rdmasec)
+		# shellcheck disable=SC2034 # read by cell_mpi_audit_hit
+		CELL_MPI_EVENTS='mac_failure|seq_violation|protocol_violation|qp_error'
+		cell_stream_rounds cell_mpi_audit_hit inject 20000 --data-hex "$CELL_INJECT_FRAME"
+		cell_mpi_verdict inject 'mac_failure|seq_violation|protocol_violation' \
+			"per-message AEAD (AES-256-GCM, sequence in nonce) rejected the forged frame; the provider's connection rebuilt its data path over TLS (new QP, PSNs, keys); the MPI job went on, every message checked"
+		return
+		;;
+	esac
 	case "$v" in
 	naive | ucmatose) sweep=$(((WIRE_PSN + 1) & 0xffffff)):1 ;;
 	write_bw) sweep=$EXCH_PSN:1 data+=(--op write --rkey "$EXCH_RKEY" --va "$EXCH_VA") ;;

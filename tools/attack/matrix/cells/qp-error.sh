@@ -24,13 +24,22 @@ _cell_qp_error_hit() {
 	cell_victim_error_line
 }
 
+# mpi-verbs: rank 0's QP in ERR, or the job broke.
+_cell_qp_error_mpi_hit() {
+	local e b
+	e=$(_cell_qp_error_hit) && { printf '%s' "$e"; return 0; }
+	b=$(cell_mpi_broken) && { printf '%s (after bogus-rkey WRITEs at its PSN)' "$b"; return 0; }
+	printf '%s' "$e"
+	return 1
+}
+
 cell_qp_error() {
 	local v=$1 count=200000 line ap
 	# nvmf: the broken target QP is silent; the host finds out when an I/O
 	# times out: 10 s instead of the kernel's 30 (the cell waits for it).
 	[ "$v" = nvmf ] && VICTIM_SECONDS=60 NVMF_IO_TIMEOUT=10
 	# These retry until judged: the victim lives on until then.
-	case "$v" in naive | rdmasec | pingpong | rping) cell_victim_for_the_cell ;; esac
+	case "$v" in naive | rdmasec | pingpong | rping | mpi-*) cell_victim_for_the_cell ;; esac
 	[ "$v" = ucmatose ] && cell_cm_capture_start
 	cell_victim_start "$v" || { matrix_result qp-error "$v" error "" "victim did not start: $(tail -n 1 "$CELL/victim-server.log" 2>/dev/null)"; victim_stop; cell_cm_stop; return; }
 	cell_cm_stop
@@ -42,10 +51,26 @@ cell_qp_error() {
 	send_bw) cell_aim_at_client && victim_exchange && WIRE_QPN=$EXCH_QPN WIRE_PSN=$((EXCH_PSN - 1)) ;;
 	ucmatose) cell_aim_at_server && cell_cm_psns && WIRE_QPN=$CM_REP_QPN WIRE_PSN=$((CM_REP_PSN - 1)) ;;
 	# Their rounds capture their own.
-	pingpong | rping) true ;;
+	pingpong | rping | mpi-*) true ;;
 	*) victim_wire_bth --now ;;
 	esac ||
 		{ matrix_result qp-error "$v" error "" "no RoCE request (or QPN/PSN told in clear) seen"; victim_stop; return; }
+	# MPI: rounds of 20000 PSNs, each from a request seen then.
+	case "$v" in
+	mpi-verbs)
+		cell_stream_rounds _cell_qp_error_mpi_hit qp-error 20000 --kind rkey --rkey 0x1234
+		cell_mpi_verdict qp-error "" ""
+		return
+		;;
+	mpi-rdmasec)
+		# shellcheck disable=SC2034 # read by cell_mpi_audit_hit
+		CELL_MPI_EVENTS='qp_error|protocol_violation|mac_failure|seq_violation'
+		cell_stream_rounds cell_mpi_audit_hit qp-error 20000 --kind rkey --rkey 0x1234
+		cell_mpi_verdict qp-error qp_error \
+			"the transport killed the QP (rdmasec cannot prevent that); the provider's connection counted the QP error and rebuilt its data path over TLS (new QP, PSNs, keys); the MPI job went on, every message checked"
+		return
+		;;
+	esac
 	# nvmf: the sweep ends when the target's kernel logs the broken queue.
 	if [ "$v" = nvmf ]; then
 		fabric on 3 "$ATK" qp-error --dst "$VICTIM_DST_IP" --src "$VICTIM_SRC_IP" --qpn "$WIRE_QPN" \

@@ -33,9 +33,25 @@ _cell_sniff_nvmf_blocks() {
 		"$w" "$nw" "${CELL_SNIFF_NVMF_TEXT%.}" "$r" "$nr" "$pat"
 }
 
+# MPI victims: how many RoCE packets on the bridge carry fi_mpi's text in
+# clear (a capture of the whole run, $CELL/mpi.pcap).
+CELL_SNIFF_MPI_TEXT=FI-MPI-VICTIM-PAYLOAD
+_cell_sniff_mpi_start() {
+	tcpdump -i fabbr -nn -s 0 -w "$CELL/mpi.pcap" 'udp port 4791' 2>"$CELL/tcpdump-mpi.err" &
+	CELL_SNIFF_MPI_PID=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump-mpi.err" 2>/dev/null && break; sleep 0.1; done
+}
+
+_cell_sniff_mpi_count() {
+	kill -INT "$CELL_SNIFF_MPI_PID" 2>/dev/null
+	wait "$CELL_SNIFF_MPI_PID" 2>/dev/null
+	grep -a -o "$CELL_SNIFF_MPI_TEXT" "$CELL/mpi.pcap" 2>/dev/null | wc -l
+}
+
 cell_sniff() {
-	local v=$1 sp ev blocks=''
+	local v=$1 sp ev blocks='' clear=''
 	[ "$v" = nvmf ] && VICTIM_SECONDS=40
+	case "$v" in mpi-*) _cell_sniff_mpi_start ;; esac
 	"$ATK" sniff -i fabbr --seconds 40 --filter 'udp port 4791 or tcp' --json="$CELL/sniff.json" \
 		>"$CELL/sniff.txt" 2>"$CELL/sniff.err" &
 	sp=$!
@@ -53,6 +69,7 @@ cell_sniff() {
 	kill -INT $sp 2>/dev/null
 	wait $sp
 	if [ "$v" = nvmf ]; then victim_stop; else victim_wait 8; fi
+	case "$v" in mpi-*) clear=$(_cell_sniff_mpi_count) ;; esac
 	ev=$(python3 - "$CELL/sniff.json" "$v" "$VICTIM_CLIENT_IP" "$VICTIM_SERVER_IP" <<'PY' 2>>"$CELL/stderr.py"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -68,7 +85,7 @@ seen = "QPN %s next PSN %s (%s's QP, from %d packets' BTH)" % (c["dest_qpn"], c[
         "server" if c["dst"] == srv else "client", c["packets"])
 ex = [e for e in d["exchanges"] if e["src"] in (cli, srv)]
 tls = [t for t in d["tcp_streams"] if t.get("tls")]
-if v == "rdmasec":
+if v in ("rdmasec", "mpi-rdmasec"):
     reths = [r for x in conns for r in x["reths"]]
     print("blocked\tsaw %s; TLS: %d streams, %d bytes, %d parameters; %d RETH rkeys, none in plaintext" % (
         seen, len(tls), sum(t["bytes"] for t in tls), len(ex), len(reths)))
@@ -85,6 +102,16 @@ if told:
 print("succeeded\t%s%s" % (seen, extra))
 PY
 	) || ev="error	sniff gave no result: $(tail -n 1 "$CELL/sniff.err")"
+	# MPI: the payload decides. Any of fi_mpi's text in clear is a leak, whatever the provider.
+	if [ -n "$clear" ] && [ "${ev%%	*}" != error ]; then
+		if [ "$clear" -gt 0 ]; then
+			ev="succeeded	$clear RoCE packets carry fi_mpi's text in clear ($CELL_SNIFF_MPI_TEXT...); ${ev#*	}"
+		elif [ "$v" = mpi-verbs ]; then
+			ev="error	no packet with fi_mpi's text in clear although verbs does not seal; ${ev#*	}"
+		else
+			ev="blocked	0 RoCE packets with fi_mpi's text in clear; ${ev#*	}"
+		fi
+	fi
 	case "${ev%%	*}" in
 	succeeded) matrix_result sniff "$v" succeeded "" "${blocks:+$blocks; }${ev#*	}" ;;
 	blocked)
