@@ -256,8 +256,9 @@ void rsfi_ep_closed(struct rsfi_ep *ep, int code, bool report);
  * closing. Its completion queues are polled on every call; the connection's
  * fds (the TLS socket, the completion channel: system calls) are looked at
  * when look is set (the caller slept or is about to), while one-sided
- * transfers are under way (grants and claims come over TLS), every RSFI_LOOK_CALLS calls, and once the coarse clock (the
- * kernel's tick) moved on. Under dom->lock.
+ * transfers are under way (grants and claims come over TLS), every
+ * RSFI_LOOK_CALLS calls, and once the coarse clock (the kernel's tick) moved
+ * on. Under dom->lock.
  */
 void rsfi_ep_progress(struct rsfi_ep *ep, bool look);
 #define RSFI_LOOK_CALLS 64u

@@ -493,7 +493,7 @@ _victim_mpi_start() {
 }
 
 # mpi_victim_line: the victim's verdict on itself, "[h1] ...; [h2] ..." (each
-# rank's last "victim:" or "corrupted" line, else its last line); returns 1
+# rank's "victim:" or first "corrupted" line, else its last line); returns 1
 # unless both ranks finished every round trip they began, none corrupted.
 mpi_victim_line() {
 	local a b

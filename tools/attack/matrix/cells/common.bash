@@ -439,6 +439,17 @@ cell_mpi_broken() {
 	return 1
 }
 
+# cell_mpi_verbs_hit CHECK WHAT: for mpi-verbs, CHECK's hit (a cell's own
+# check, as for cell_stream_rounds), else the job broke after WHAT (the
+# attack); prints the evidence (or CHECK's complaint), returns 1 without a hit.
+cell_mpi_verbs_hit() {
+	local e b
+	e=$($1) && { printf '%s' "$e"; return 0; }
+	b=$(cell_mpi_broken) && { printf '%s (after %s)' "$b" "$2"; return 0; }
+	printf '%s' "$e"
+	return 1
+}
+
 # cell_mpi_verdict ATTACK FAULTS MECHANISM: after cell_stream_rounds against an
 # MPI victim (CELL_HIT, CELL_EVIDENCE, CELL_ROUNDS), the cell's one result.
 # mpi-verbs: stopped at once (an attacked job may hang); succeeded on the

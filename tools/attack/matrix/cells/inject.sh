@@ -97,11 +97,7 @@ _cell_inject_stream_hit() {
 
 # mpi-verbs: a PSN gap, or the job broke (ofi_rxm parses the forged bytes as its own header).
 _cell_inject_mpi_hit() {
-	local e b
-	e=$(_cell_inject_stream_hit) && { printf '%s' "$e"; return 0; }
-	b=$(cell_mpi_broken) && { printf '%s (after forged SENDs at its PSN)' "$b"; return 0; }
-	printf '%s' "$e"
-	return 1
+	cell_mpi_verbs_hit _cell_inject_stream_hit "forged SENDs at its PSN"
 }
 
 cell_inject() {

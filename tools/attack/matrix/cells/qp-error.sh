@@ -26,11 +26,7 @@ _cell_qp_error_hit() {
 
 # mpi-verbs: rank 0's QP in ERR, or the job broke.
 _cell_qp_error_mpi_hit() {
-	local e b
-	e=$(_cell_qp_error_hit) && { printf '%s' "$e"; return 0; }
-	b=$(cell_mpi_broken) && { printf '%s (after bogus-rkey WRITEs at its PSN)' "$b"; return 0; }
-	printf '%s' "$e"
-	return 1
+	cell_mpi_verbs_hit _cell_qp_error_hit "bogus-rkey WRITEs at its PSN"
 }
 
 cell_qp_error() {
