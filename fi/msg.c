@@ -317,15 +317,6 @@ static int consume(struct rsfi_ep *ep, const struct rsfi_frame *f)
 	return 1;
 }
 
-/* The coarse clock: read in the vDSO, where the guest's HPET makes CLOCK_MONOTONIC a system call. */
-static int64_t coarse_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A spinning application calls progress back to back: asking the kernel about
  * the fds each time (rsec_conn_process's epoll_wait, then reading the
@@ -337,7 +328,7 @@ static int64_t coarse_ms(void)
  */
 static void maybe_look(struct rsfi_ep *ep, bool look)
 {
-	int64_t now = coarse_ms();
+	int64_t now = rsfi_coarse_ms();
 
 	if (look || ep->rma_ops || ep->dom->grants || ++ep->unlooked >= RSFI_LOOK_CALLS || now != ep->looked_ms) {
 		rsec_conn_turn(ep->conn);

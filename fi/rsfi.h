@@ -100,6 +100,9 @@ struct rsfi_epset {
 	unsigned n, cap;
 };
 int64_t rsfi_now_ms(void);
+/** rsfi_coarse_ms - the coarse monotonic clock (the kernel's tick), read in the vDSO: the guest's HPET
+ * makes CLOCK_MONOTONIC a system call, too dear for every progress call. */
+int64_t rsfi_coarse_ms(void);
 int rsfi_epoll_watch(int epfd, int fd, bool on);
 /** rsfi_wait_slice - wait on epfd until deadline_ms (-1: no deadline) for one slice: 0, -FI_EAGAIN (past), -FI_EIO. */
 int rsfi_wait_slice(int epfd, int64_t deadline_ms);

@@ -20,6 +20,14 @@ int64_t rsfi_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t rsfi_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int rsfi_epoll_watch(int epfd, int fd, bool on)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };

@@ -251,6 +251,17 @@ _victim_wait_listen() {
 	esac
 }
 
+# _victim_capture_start: a capture of the first request (BTH opcode < 0x0d:
+# SEND, WRITE or READ request) from _wire_src to _wire_dst, into
+# $CELL/wire-first.txt (VICTIM_TCPDUMP_PID); listening when it returns.
+_victim_capture_start() {
+	tcpdump -i fabbr -nn -x -c 1 \
+		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13${_wire_extra:-}" \
+		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
+	VICTIM_TCPDUMP_PID=$!
+	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+}
+
 victim_start() {
 	local try
 	for try in 1 2 3 4 5 6; do
@@ -321,12 +332,7 @@ _victim_start_once() {
 		victim_stop
 		return 1
 	fi
-	# The first request (BTH opcode < 0x0d: SEND, WRITE or READ request) from SRC to DST.
-	tcpdump -i fabbr -nn -x -c 1 \
-		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
-		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
-	VICTIM_TCPDUMP_PID=$!
-	for i in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	_victim_capture_start
 	# shellcheck disable=SC2086
 	fabric on 2 timeout "$VICTIM_SECONDS" stdbuf -oL -eL $ccmd >"$VICTIM_CLIENT_LOG" 2>&1 &
 	VICTIM_CLIENT_PID=$!
@@ -465,11 +471,7 @@ _victim_mpi_start() {
 		env1+=(FI_VERBS_IFACE=fab1 FI_VERBS_DEVICE_NAME=rxe1)
 		env2+=(FI_VERBS_IFACE=fab2 FI_VERBS_DEVICE_NAME=rxe2)
 	fi
-	tcpdump -i fabbr -nn -x -c 1 \
-		"udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
-		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
-	VICTIM_TCPDUMP_PID=$!
-	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	_victim_capture_start
 	# Each rank's output to its own log (exec: the rank is the process Open MPI started).
 	# shellcheck disable=SC2016 # expanded by the rank's own shell
 	r='exec "$0" victim "$1" "$2" >"$3" 2>&1'
@@ -712,10 +714,7 @@ _victim_blk_start() {
 		echo "victims: rdmasec-blkd does not listen on 7472: $(tail -n 1 "$VICTIM_SERVER_LOG")" >&2
 		return 1
 	fi
-	tcpdump -i fabbr -nn -x -c 1 "udp dst port 4791 and src host $_wire_src and dst host $_wire_dst and udp[8] < 13" \
-		>"$CELL/wire-first.txt" 2>"$CELL/tcpdump.err" &
-	VICTIM_TCPDUMP_PID=$!
-	for _ in $(seq 1 100); do grep -q listening "$CELL/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+	_victim_capture_start
 	fabric on 2 timeout $((VICTIM_SECONDS + 30)) bash "$CELL/blk-client.sh" >"$VICTIM_CLIENT_LOG" 2>&1 &
 	VICTIM_CLIENT_PID=$!
 	export VICTIM_SERVER_PID VICTIM_CLIENT_PID
