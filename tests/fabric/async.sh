@@ -3,9 +3,9 @@
 # operations in flight (most unsignaled), completions in posting order, every
 # byte written and read back checked, the depth enforced, a bad request in a
 # chain refused with the ones before it posted, a blocking call beside posted
-# operations, and operations through a revoked grant each reported failed.
-# In the same boot, further queue pairs under one session (lanes_check:
-# rsec_conn_add_qp).
+# operations, operations through a revoked grant each reported failed, and a
+# reply the server posts just before it closes still received. In the same
+# boot, further queue pairs under one session (lanes_check: rsec_conn_add_qp).
 . "$(dirname "$0")/common.bash"
 
 check=$build/tests/async_check
@@ -60,6 +60,7 @@ for mode in event busy; do
 ^RESULT mixed=rsec_write succeeded, 4 posted completions$	a blocking call beside posted operations failed
 ^RESULT foreign-region=invalid argument$	another connection's region was accepted
 ^RESULT after-revoke=8 failed, 0 succeeded; in flight 0; then ok after 1 rebuild$	operations through a revoked grant were not each reported failed, or the session did not go on
+^RESULT last-words=last words, then connection closed$	a reply posted just before the peer closed was lost
 EOF
 	check lanes $mode <<'EOF'
 ^RESULT opened=3 further	three further queue pairs did not open

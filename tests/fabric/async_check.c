@@ -20,6 +20,8 @@
  *   after-revoke     8 WRITEs through a revoked grant: each reported failed, none lost; the
  *                    remote access error the first one meets rebuilds the data path, and
  *                    the session goes on
+ *   last-words       the server answers "bye" and closes at once; the client, looking only
+ *                    once both have arrived, still receives the answer, then the close
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_util.h"
 #include "rdmasec.h"
@@ -61,8 +64,8 @@ static void answer(struct rsec_conn *c, struct rsec_region *r, uint64_t grant_id
 	} else if (strcmp(req, "revoke") == 0) {
 		check_must(rsec_revoke(c, grant_id), "revoke", c);
 		snprintf(reply, sizeof(reply), "revoked");
-	} else if (strcmp(req, "ping") == 0) {
-		snprintf(reply, sizeof(reply), "ok");
+	} else if (strcmp(req, "ping") == 0 || strcmp(req, "bye") == 0) {
+		snprintf(reply, sizeof(reply), "%s", req[0] == 'b' ? "last words" : "ok");
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
@@ -94,6 +97,8 @@ static bool serve_step(struct served *s)
 	while ((rc = rsec_recv(s->c, req, sizeof(req) - 1, &len, 0)) == 0) {
 		req[len] = '\0';
 		answer(s->c, s->r, s->grant_id, req);
+		if (strcmp(req, "bye") == 0)
+			return false; /* closed at once: the reply was posted a moment ago */
 	}
 	return rc == RSEC_E_AGAIN;
 }
@@ -304,6 +309,21 @@ static void scenario_after_revoke(struct client *cl)
 		     ok, inflight, reply, st.rebuilds);
 }
 
+/* The server answers "bye" and closes at once; we look only once both have arrived. */
+static void scenario_last_words(struct client *cl)
+{
+	char reply[64] = "";
+	size_t len = 0;
+	check_must(rsec_send(cl->c, "bye", 3, TIMEOUT_MS), "send bye", cl->c);
+	struct timespec nap = { .tv_nsec = 300 * 1000 * 1000 };
+	nanosleep(&nap, NULL);
+	int rc = rsec_recv(cl->c, reply, sizeof(reply) - 1, &len, TIMEOUT_MS);
+	reply[rc == 0 ? len : 0] = '\0';
+	char more[8];
+	int after = rsec_recv(cl->c, more, sizeof(more), &len, TIMEOUT_MS);
+	check_result("last-words", "%s, then %s", rc == 0 ? reply : rsec_strerror(rc), rsec_strerror(after));
+}
+
 static int run(char **argv)
 {
 	bool busy = strcmp(argv[6], "busy") == 0;
@@ -331,6 +351,7 @@ static int run(char **argv)
 	scenario_mixed(&cl);
 	scenario_foreign(&cl, foreign);
 	scenario_after_revoke(&cl);
+	scenario_last_words(&cl);
 
 	rsec_region_free(foreign);
 	rsec_conn_free(other);
