@@ -2,7 +2,8 @@
 /*
  * The event loops' busy-poll window (tools/common/busy_poll): off stays
  * off; short waits grow it to the maximum, never past; long waits and
- * timeouts shrink it to nothing.
+ * timeouts shrink it to nothing; a client's waits poll only with one to
+ * BUSY_POLL_INFLIGHT_MAX commands in flight.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,6 +75,20 @@ static void a_timeout_shrinks_even_when_short(void **state)
 	assert_int_equal(busy_poll_window(&b), 100);
 }
 
+static void polls_only_for_a_few_in_flight(void **state)
+{
+	(void)state;
+	struct busy_poll b;
+	busy_poll_init(&b, 800);
+	assert_false(busy_poll_pays(&b, 0)); /* idle */
+	for (unsigned n = 1; n <= BUSY_POLL_INFLIGHT_MAX; n++)
+		assert_true(busy_poll_pays(&b, n));
+	assert_false(busy_poll_pays(&b, BUSY_POLL_INFLIGHT_MAX + 1));
+	assert_false(busy_poll_pays(&b, 32));
+	busy_poll_init(&b, 0);
+	assert_false(busy_poll_pays(&b, 1)); /* off */
+}
+
 static void small_maximum_and_clamp(void **state)
 {
 	(void)state;
@@ -98,6 +113,7 @@ int main(void)
 		cmocka_unit_test(short_waits_grow_to_the_maximum),
 		cmocka_unit_test(long_waits_shrink_to_nothing),
 		cmocka_unit_test(a_timeout_shrinks_even_when_short),
+		cmocka_unit_test(polls_only_for_a_few_in_flight),
 		cmocka_unit_test(small_maximum_and_clamp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -652,12 +652,12 @@ static bool wait_any(struct blk_session *s, int extra_fd, int ms)
 	return poll(p, n, ms) > 0;
 }
 
-static bool any_inflight(const struct blk_session *s)
+static unsigned inflight(const struct blk_session *s)
 {
+	unsigned n = 0;
 	for (unsigned i = 0; i < s->nq; i++)
-		if (s->q[i].inflight)
-			return true;
-	return false;
+		n += s->q[i].inflight;
+	return n;
 }
 
 static bool interrupted(const atomic_bool *interrupt)
@@ -666,15 +666,18 @@ static bool interrupted(const atomic_bool *interrupt)
 }
 
 /*
- * Before sleeping while commands are in flight: poll the queues' completions for the window
- * (busy_poll.h), within the turn (no look at the fds: no system call but sched_yield). How many
+ * Before sleeping while a few commands are in flight (busy_poll_pays): poll the queues'
+ * completions for the window (busy_poll.h), within the turn (no look at the fds: no system call but sched_yield). How many
  * commands it finished.
  */
 static unsigned poll_window(struct blk_session *s, struct blk_done *d, unsigned max, const atomic_bool *interrupt)
 {
 	uint64_t end = clock_mono_ns() + (uint64_t)busy_poll_window(&s->bp) * 1000u;
 	unsigned n = 0;
-	while (!n && !s->ended && !interrupted(interrupt) && clock_mono_ns() < end) {
+	/* The clock every few rounds: under an emulator a precise read is a system call. */
+	for (unsigned round = 1; !n && !s->ended && !interrupted(interrupt); round++) {
+		if (round % 8 == 0 && clock_mono_ns() >= end)
+			break;
 		(void)sched_yield();
 		for (unsigned qi = 0; qi < s->nq && n < max; qi++)
 			n += drain_queue(s, qi, d + n, max - n);
@@ -703,8 +706,8 @@ int blk_session_wait(struct blk_session *s, struct blk_done *d, unsigned max, in
 	if (s->ended)
 		return 0;
 	uint64_t t0 = clock_mono_ns();
-	bool measured = s->bp.max_us && any_inflight(s);
-	unsigned n = measured ? poll_window(s, d, max, interrupt) : 0;
+	bool measured = busy_poll_pays(&s->bp, inflight(s));
+	unsigned n = measured && busy_poll_window(&s->bp) ? poll_window(s, d, max, interrupt) : 0;
 	bool woken = n || interrupted(interrupt) || wait_any(s, extra_fd, timeout_ms);
 	if (measured)
 		busy_poll_waited(&s->bp, (clock_mono_ns() - t0) / 1000u, woken);
