@@ -197,19 +197,23 @@ static bool qp_failed_unseen(struct rsec_conn *c)
  * The peer posted its last messages before it said goodbye over TLS, and rxe
  * sends a SEND as it is posted: what its SENDs delivered is in our receive
  * queue, and is taken before the goodbye closes the connection, so that
- * rsec_recv still returns it (a waking peer may find both at once).
+ * rsec_recv still returns it (a waking peer may find both at once). A fault
+ * the poll meets (the peer's queue pair may be gone already) is the goodbye's
+ * to explain: it is dropped, never settled into a rebuild or a second close.
  */
-static int take_last_words(struct rsec_conn *c)
+static void take_last_words(struct rsec_conn *c)
 {
 	if (c->path.phase != PHASE_ESTABLISHED || c->rs.parked)
-		return 0;
-	return rsec_conn_poll_data(c);
+		return;
+	(void)!rsec_data_poll(&c->path);
+	while (rsec_fault_pending(&c->path.fault))
+		(void)rsec_fault_take(&c->path.fault);
 }
 
 /* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
 static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	RSEC_GUARD(take_last_words(c));
+	take_last_words(c);
 	if (qp_failed_unseen(c))
 		return rsec_ctrl_refuse(f, RSEC_E_QP, "queue pair error: in error state when the peer disconnected: %s",
 					m->u.disconnect.text.s);
@@ -220,7 +224,7 @@ static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct r
 
 static int on_error(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	RSEC_GUARD(take_last_words(c));
+	take_last_words(c);
 	if (qp_failed_unseen(c))
 		return rsec_ctrl_refuse(f, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
 					m->u.error.text.s);
