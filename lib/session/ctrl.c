@@ -196,24 +196,34 @@ static bool qp_failed_unseen(struct rsec_conn *c)
 /*
  * The peer posted its last messages before it said goodbye over TLS, and rxe
  * sends a SEND as it is posted: what its SENDs delivered is in our receive
- * queue, and is taken before the goodbye closes the connection, so that
- * rsec_recv still returns it (a waking peer may find both at once). A fault
- * the poll meets (the peer's queue pair may be gone already) is the goodbye's
- * to explain: it is dropped, never settled into a rebuild or a second close.
+ * queue, and the first whole message is taken before the goodbye closes the
+ * connection, so that rsec_recv still returns it (a waking peer may find both
+ * at once). Not once the queue pair is in error (its receives are flushes:
+ * qp_failed_unseen says so). A fault of the data path the poll meets (a
+ * forged frame among them) closes the connection itself, audited as such,
+ * not as the goodbye; any other (what the poll sends over the closing
+ * channel, such as a GRANT whose bind completed) is the goodbye's to explain.
  */
-static void take_last_words(struct rsec_conn *c)
+static int take_last_words(struct rsec_conn *c)
 {
-	if (c->path.phase != PHASE_ESTABLISHED || c->rs.parked)
-		return;
+	if (c->path.phase != PHASE_ESTABLISHED || c->rs.parked || !c->path.have_qp ||
+	    rsec_qp_state(&c->path.qp) == IBV_QPS_ERR)
+		return 0;
 	(void)!rsec_data_poll(&c->path);
-	while (rsec_fault_pending(&c->path.fault))
-		(void)rsec_fault_take(&c->path.fault);
+	if (!rsec_fault_pending(&c->path.fault))
+		return 0;
+	struct rsec_fault f = rsec_fault_take(&c->path.fault);
+	if (f.kind != RSEC_FAULT_DATA)
+		return 0;
+	if (f.why == RSEC_WIRE_REBUILD_VIOLATION)
+		return rsec_conn_violation(c, f.text);
+	return rsec_conn_fail(c, f.code, "%s (then the peer closed)", f.text);
 }
 
 /* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
 static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	take_last_words(c);
+	RSEC_GUARD(take_last_words(c));
 	if (qp_failed_unseen(c))
 		return rsec_ctrl_refuse(f, RSEC_E_QP, "queue pair error: in error state when the peer disconnected: %s",
 					m->u.disconnect.text.s);
@@ -224,7 +234,7 @@ static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct r
 
 static int on_error(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
-	take_last_words(c);
+	RSEC_GUARD(take_last_words(c));
 	if (qp_failed_unseen(c))
 		return rsec_ctrl_refuse(f, RSEC_E_QP, "queue pair error: in error state, and the peer reported: %s",
 					m->u.error.text.s);
