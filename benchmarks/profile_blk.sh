@@ -75,7 +75,7 @@ run_pass() {
 	fi
 	counters "$d/$pass.before"
 	fabric on 2 "${client_tool[@]}" "$blk" bench --server "$s1:7472" --certs "$out/pki" --export bench \
-		--source "$s2" --rw "$rw" --bs "$bs" --iodepth "$qd" --size 192M --runtime "$secs" --json \
+		--source "$s2" --rw "$rw" --bs "$bs" --queue-depth "$qd" --size 192M --runtime "$secs" --json \
 		>"$d/$pass.json" 2>"$d/client-$pass.err"
 	local rc=$?
 	counters "$d/$pass.after"

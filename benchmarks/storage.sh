@@ -92,9 +92,10 @@ nvmf_run() {
 blk_run() {
 	local rw=$1 bs=$2 depth=$3
 	timeout $((ramp + runtime + 60)) fabric on 2 "$bin/rdmasec-blk" bench --server "$s1:$port" --certs "$pki" --export bench \
-		--source "$s2" --rw "$rw" --bs "$bs" --iodepth "$depth" --size "$span" --runtime "$runtime" --ramp-time "$ramp" --json
+		--source "$s2" --rw "$rw" --bs "$bs" --queue-depth "$depth" --size "$span" --runtime "$runtime" --ramp-time "$ramp" --json
 }
 
+# An older build's client: --iodepth, the spelling every build knows (newer ones warn that it is --queue-depth).
 blkold_run() {
 	local rw=$1 bs=$2 depth=$3
 	timeout $((ramp + runtime + 60)) fabric on 2 env LD_LIBRARY_PATH="$bin/old" "$bin/old/rdmasec-blk" bench \

@@ -463,6 +463,8 @@ int rsec_region_alloc(struct rsec_conn *c, size_t len, unsigned access, struct r
 void *rsec_region_addr(const struct rsec_region *r);
 void rsec_region_free(struct rsec_region *r);
 
+/* Live grants per connection, each way: rsec_grant refuses the next, a peer's library fails the connection past it. */
+#define RSEC_MAX_GRANTS 64u
 /**
  * rsec_grant - expose [off, off+len) of a region to the peer through a
  * type-2 memory window bound to this connection's QP only, with a fresh key;
@@ -474,7 +476,8 @@ void rsec_region_free(struct rsec_region *r);
  * completed is never described to the peer. rsec_region_free may be called
  * while binds are in flight: the region goes when they complete.
  * RSEC_E_AGAIN: the connection is not set up yet, or its data path is being
- * rebuilt or its session waits to be resumed; retry.
+ * rebuilt or its session waits to be resumed; retry. RSEC_E_LIMIT: the
+ * connection holds RSEC_MAX_GRANTS live grants already.
  */
 int rsec_grant(struct rsec_conn *c, struct rsec_region *r, size_t off, size_t len, unsigned access,
 	       uint32_t ttl_ms, uint64_t tag, uint64_t *grant_id);

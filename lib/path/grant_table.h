@@ -23,7 +23,6 @@
 #include "base/wire.h"
 #include "grant_keys.h"
 
-#define RSEC_MAX_GRANTS 64u /* live grants per connection, each way */
 #define RSEC_GRANT_ID_SERVER (UINT64_C(1) << 63)
 #define RSEC_GRANT_ID_LANE_SHIFT 48
 

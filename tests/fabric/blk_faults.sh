@@ -57,11 +57,11 @@ rdma_count() { rdma res show $1 | grep -c "$2"; } # $1: what, split into words
 
 step kill-9
 start_target
-blk 120 disk bench --rw randwrite --bs 4k --iodepth 16 --size 1M --verify --seed 5 --json >"$work/before.json" 2>&1
+blk 120 disk bench --rw randwrite --bs 4k --queue-depth 16 --size 1M --verify --seed 5 --json >"$work/before.json" 2>&1
 echo "before=$?"
 # Its writes completed; a FLUSH (rdmasec-blk write ends with one) makes them stable.
 head -c 4096 /dev/zero | blk 30 disk write --offset $((60 * 1048576)) >/dev/null 2>&1; echo "flush=$?"
-blk 120 scratch bench --rw randwrite --bs 64k --iodepth 16 --queues 2 --runtime 60 >"$work/load.out" 2>&1 &
+blk 120 scratch bench --rw randwrite --bs 64k --queue-depth 16 --queues 2 --runtime 60 >"$work/load.out" 2>&1 &
 lpid=$!
 : >"$work/acked"
 ( for i in $(seq 1 40); do
@@ -89,7 +89,7 @@ for i in $(cat "$work/acked"); do
 		echo "audited $i" || echo "unaudited $i"
 done >"$work/audited"
 echo "audited: $(grep -c '^audited' "$work/audited") of $(wc -l <"$work/acked")"
-blk 120 disk bench --rw randread --bs 4k --iodepth 16 --size 1M --verify --seed 5 --json >"$work/after.json" 2>&1
+blk 120 disk bench --rw randread --bs 4k --queue-depth 16 --size 1M --verify --seed 5 --json >"$work/after.json" 2>&1
 echo "after=$?"
 
 step attack
@@ -100,7 +100,7 @@ step attack
 # sends never caught up with the client).
 ( n=0; while [ ! -e "$work/stop" ] && [ $n -lt 40 ]; do
 	n=$((n + 1))
-	blk 120 scratch bench --rw randwrite --bs 64k --iodepth 8 --size 8M --verify --seed $n --json \
+	blk 120 scratch bench --rw randwrite --bs 64k --queue-depth 8 --size 8M --verify --seed $n --json \
 		>"$work/loop-$n.json" 2>&1
 	echo "run $n=$?"
 done ) >"$work/loop.out" &
@@ -161,9 +161,9 @@ touch "$work/stop"
 wait $vpid
 
 step full-store
-blk 120 full bench --rw randwrite --bs 64k --iodepth 4 --size 8M --verify --json >"$work/full.json" 2>"$work/full.err" &
+blk 120 full bench --rw randwrite --bs 64k --queue-depth 4 --size 8M --verify --json >"$work/full.json" 2>"$work/full.err" &
 fpid=$!
-blk 120 disk bench --rw randread --bs 4k --iodepth 16 --size 1M --verify --seed 5 --json >"$work/beside.json" 2>&1
+blk 120 disk bench --rw randread --bs 4k --queue-depth 16 --size 1M --verify --seed 5 --json >"$work/beside.json" 2>&1
 echo "beside=$?"
 wait $fpid
 echo "full=$?"
@@ -173,7 +173,7 @@ sleep 2 # the metrics file is written at most once a second
 qp0=$(rdma_count "qp link rxe1/1" "type RC") mr0=$(rdma_count "mr dev rxe1" mrn)
 echo "idle: qps=$qp0 mrs=$mr0 $(grep '^rdmasec_blkd_sessions{export="disk"}' "$work/metrics.prom")"
 fabric on 2 "$cli" bench --server "$server" --certs "$work/pki" --export disk --source "$me" \
-	--rw randwrite --bs 4k --iodepth 32 --queues 2 --runtime 60 >/dev/null 2>&1 &
+	--rw randwrite --bs 4k --queue-depth 32 --queues 2 --runtime 60 >/dev/null 2>&1 &
 cpid=$!
 sleep 3
 echo "streaming: qps=$(rdma_count "qp link rxe1/1" "type RC") mrs=$(rdma_count "mr dev rxe1" mrn)"

@@ -64,13 +64,13 @@ blk() { timeout 120 fabric on 2 "$bin/blk/cli/rdmasec-blk" "$1" --server "$serve
 step info
 blk info >"$work/info.out" 2>&1; echo "info=$?"
 step bench
-blk bench --rw randwrite --bs 4k --iodepth 32 --queues 2 --size 4M --verify --json >"$work/randwrite.json" 2>"$work/randwrite.err"
+blk bench --rw randwrite --bs 4k --queue-depth 32 --queues 2 --size 4M --verify --json >"$work/randwrite.json" 2>"$work/randwrite.err"
 echo "randwrite=$?"
-blk bench --rw randread --bs 4k --iodepth 32 --size 4M --verify --json >"$work/randread.json" 2>"$work/randread.err"
+blk bench --rw randread --bs 4k --queue-depth 32 --size 4M --verify --json >"$work/randread.json" 2>"$work/randread.err"
 echo "randread=$?"
-blk bench --rw write --bs 128k --iodepth 8 --size 4M --verify --seed 3 --json >"$work/write128.json" 2>"$work/write128.err"
+blk bench --rw write --bs 128k --queue-depth 8 --size 4M --verify --seed 3 --json >"$work/write128.json" 2>"$work/write128.err"
 echo "write128=$?"
-blk bench --rw randread --bs 4k --iodepth 32 --size 512K --verify --seed 9 --json >"$work/wrongseed.json" 2>"$work/wrongseed.err"
+blk bench --rw randread --bs 4k --queue-depth 32 --size 512K --verify --seed 9 --json >"$work/wrongseed.json" 2>"$work/wrongseed.err"
 echo "wrongseed=$?"
 
 step nbd

@@ -93,16 +93,16 @@ fabric on 3 timeout 10 tcpdump -i fabbr -tt -nn -x -U \
 cpid=$!
 sleep 1
 timeout 60 fabric on 2 "$cli" bench --server "$server" --certs "$work/pki" --export disk --source "$me" \
-	--rw randrw --bs 64k --iodepth 2 --size 2M --runtime 6 --pool-window-s 1 >"$work/windows.out" 2>&1
+	--rw randrw --bs 64k --queue-depth 2 --size 2M --runtime 6 --pool-window-s 1 >"$work/windows.out" 2>&1
 echo "windows=$?"
 wait $cpid
-blk 300 --rw write --iodepth 16 --size 2M >"$work/pattern.out" 2>&1
+blk 300 --rw write --queue-depth 16 --size 2M >"$work/pattern.out" 2>&1
 echo "pattern=$?"
 # A round is judged by the target's audit: a rebuild for a silent data path, or a run that failed
 # (the black hole); a sweep that missed (the run's session ended first) and a clean run: again.
 for round in 1 2 3; do
 	n0=$(silent)
-	blk 300 --rw randread --iodepth 2 --size 2M >"$work/run$round.out" 2>&1 &
+	blk 300 --rw randread --queue-depth 2 --size 2M >"$work/run$round.out" 2>&1 &
 	rpid=$!
 	timeout 60 fabric on 3 bash "$work/attacker.sh" "$atk" "$work/attack$round" >"$work/attack$round.out" 2>&1
 	wait $rpid

@@ -61,10 +61,12 @@ run client unknown nosuch open
 run client hostile disk hostile
 run client fill small fill
 run client rekey disk rekey
-# Reads and writes of 4 KiB (inline in the capsule) and 32 KiB (pulled) on the RAM disk, verified.
+# Reads and writes of 4 KiB (inline in the capsule) and 32 KiB (pulled) on the RAM disk, verified;
+# the 4 KiB run asks for a deeper queue than the target grants, and is told.
 for bs in 4K 32K; do
+	[ $bs = 4K ] && depth=128 || depth=8
 	fabric on 2 "$(dirname "$blkd")/../cli/rdmasec-blk" bench --server "$server" --certs "$work/pki" --export ram \
-		--source "$(fabric ip 2)" --rw randwrite --bs $bs --iodepth 8 --size 4M --verify --seed 7 \
+		--source "$(fabric ip 2)" --rw randwrite --bs $bs --queue-depth $depth --size 4M --verify --seed 7 \
 		>"$work/ram-$bs.out" 2>&1
 	echo "ram-$bs=$?"
 done
@@ -165,6 +167,10 @@ EOF
 for bs in 4K 32K; do
 	expect_match "$work/ram-$bs.out" '^  errors=0, verify_errors=0$' "$bs I/O on the RAM disk did not verify"
 done
+expect_match "$work/ram-4K.out" '^rdmasec-blk: the target granted 1 queue of depth 32 \(asked for 1 of depth 128\): the run uses those$' \
+	"bench did not say the target granted a shallower queue than asked"
+expect_match "$work/ram-4K.out" '^rdmasec-blk: rw=randwrite, bs=4096, iodepth=32, queues=1' "bench did not report the granted depth"
+grep -q 'granted' "$work/ram-32K.out" && fail "bench spoke of a grant smaller than asked when it was not"
 expect_match "$work/cli-info.out" '^queues: 1$' "rdmasec-blk info did not print what OPEN granted"
 expect_match "$work/fill.out" '^RESULT fill=no space ok=[0-3]$' "a full store did not answer no space"
 expect_match "$work/fill.out" '^RESULT after-full=ok$' "the session did not survive a full store"

@@ -765,7 +765,7 @@ n=0 end=\$((SECONDS + $VICTIM_SECONDS))
 while [ \$SECONDS -lt \$end ]; do
 	n=\$((n + 1)) after=0
 	timeout 60 "$BIN/blk/cli/rdmasec-blk" bench --server $VICTIM_SERVER_IP --certs "$VICTIM_PKI" --export disk \\
-		--source $VICTIM_CLIENT_IP -t 10000 --rw randwrite --bs 4k --iodepth 2 --size ${BLK_IO_KIB}K --verify \\
+		--source $VICTIM_CLIENT_IP -t 10000 --rw randwrite --bs 4k --queue-depth 2 --size ${BLK_IO_KIB}K --verify \\
 		--seed \$n --json >"$CELL/bench-\$n.json" 2>"$CELL/bench-\$n.err"
 	rc=\$?
 	[ -e "$CELL/attack-done" ] && after=1

@@ -348,6 +348,11 @@ static bool setup_job(struct blk_cli *c, struct job *j)
 		fprintf(stderr, "rdmasec-blk: the target gave %u queues of depth %u\n", j->nq, j->depth);
 		return false;
 	}
+	/* The target's configuration and the library's grants per connection bound what it grants. */
+	if (j->depth < c->conn.queue_depth || j->nq < c->conn.queues)
+		fprintf(stderr, "rdmasec-blk: the target granted %u queue%s of depth %u (asked for %u of depth %u): "
+				"the run uses those\n",
+			j->nq, j->nq == 1 ? "" : "s", j->depth, c->conn.queues, c->conn.queue_depth);
 	j->verify = c->verify;
 	j->seed = c->seed;
 	j->rng = c->seed * 0x9e3779b97f4a7c15u + 1;

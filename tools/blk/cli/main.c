@@ -42,11 +42,12 @@ static void usage(FILE *f)
 		"                             1..128G)\n"
 		"      --pool-window-s S      grant each queue's I/O slots to the target under new keys\n"
 		"                             every S seconds (default 10, 1..%u)\n"
+		"      --queue-depth N        commands in flight per queue, 1..%u (default 1; the target\n"
+		"                             may grant fewer, and bench says so; --iodepth: deprecated)\n"
+		"      --queues N             I/O queues (queue pairs), 1..%u (default 1)\n"
 		"bench (fio's knobs):\n"
 		"      --rw read|write|randread|randwrite|randrw   (default randread; randrw: 50%% reads)\n"
 		"      --bs SIZE              bytes per I/O, K/M suffixes (default 4K)\n"
-		"      --iodepth N            I/Os in flight per queue, 1..%u (default 1)\n"
-		"      --queues N             I/O queues (queue pairs), 1..%u (default 1)\n"
 		"      --runtime S            seconds (default 10; --verify runs end after one pass instead)\n"
 		"      --ramp-time S          run S seconds first without counting them (fio's ramp_time;\n"
 		"                             default 0, at most 3600; not with --verify)\n"
@@ -66,7 +67,7 @@ static void usage(FILE *f)
 
 enum { OPT_SERVER_NAME = 256, OPT_BUSY, OPT_RW, OPT_BS, OPT_DEPTH, OPT_QUEUES, OPT_RUNTIME, OPT_SIZE, OPT_VERIFY,
        OPT_SEED, OPT_JSON, OPT_OFFSET, OPT_LENGTH, OPT_FUA, OPT_REKEY_S, OPT_REKEY_BYTES,
-       OPT_POOL_WINDOW, OPT_RECONNECT, OPT_BUSY_US, OPT_RAMP };
+       OPT_POOL_WINDOW, OPT_RECONNECT, OPT_BUSY_US, OPT_RAMP, OPT_IODEPTH };
 
 static bool parse_u16(const char *what, const char *s, uint64_t max, uint16_t *out)
 {
@@ -123,7 +124,10 @@ static bool parse_option(struct blk_cli *c, int opt)
 	case OPT_RECONNECT: return parse_u32("--reconnect", optarg, 0, 3600000, &c->conn.reconnect_ms);
 	case OPT_RW: c->rw = optarg; return true;
 	case OPT_BS: return cli_parse_u64("--bs", optarg, 512, BLK_TRANSFER_MAX, true, &c->bs);
-	case OPT_DEPTH: return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
+	case OPT_DEPTH: return parse_u16("--queue-depth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
+	case OPT_IODEPTH:
+		fprintf(stderr, "rdmasec-blk: --iodepth is deprecated: it is --queue-depth now\n");
+		return parse_u16("--iodepth", optarg, BLK_QD_MAX, &c->conn.queue_depth);
 	case OPT_QUEUES: return parse_u16("--queues", optarg, BLK_QUEUES_MAX, &c->conn.queues);
 	case OPT_RUNTIME: return cli_parse_u64("--runtime", optarg, 1, 86400, false, &c->runtime_s);
 	case OPT_RAMP: return cli_parse_u64("--ramp-time", optarg, 0, 3600, false, &c->ramp_s);
@@ -156,7 +160,8 @@ int main(int argc, char **argv)
 		{ "source", required_argument, NULL, 's' },   { "device", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },  { "busy-poll", no_argument, NULL, OPT_BUSY },
 		{ "rw", required_argument, NULL, OPT_RW },    { "bs", required_argument, NULL, OPT_BS },
-		{ "iodepth", required_argument, NULL, OPT_DEPTH }, { "queues", required_argument, NULL, OPT_QUEUES },
+		{ "queue-depth", required_argument, NULL, OPT_DEPTH }, { "queues", required_argument, NULL, OPT_QUEUES },
+		{ "iodepth", required_argument, NULL, OPT_IODEPTH },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME }, { "size", required_argument, NULL, OPT_SIZE },
 		{ "verify", no_argument, NULL, OPT_VERIFY },  { "seed", required_argument, NULL, OPT_SEED },
 		{ "json", no_argument, NULL, OPT_JSON },      { "offset", required_argument, NULL, OPT_OFFSET },

@@ -48,7 +48,7 @@ struct blk_client_opts {
 				  * (never more than the target's max_transfer) */
 	int timeout_ms;          /* set-up, and the longest a command may stay in flight; 0: 30000 */
 	bool busy_poll;          /* spin on completions instead of sleeping */
-	uint32_t busy_poll_us;   /* while commands are in flight, poll completions up to this long before sleeping
+	uint32_t busy_poll_us;   /* while 1..4 commands are in flight, poll completions this long before sleeping
 				  * (an adaptive window, tools/common/busy_poll.h); 0: never, at most BUSY_POLL_MAX_US */
 	uint32_t rekey_s;        /* keys renewed at least this often, 1..RSEC_MAX_REKEY_S; 0: RSEC_DEFAULT_REKEY_S */
 	uint64_t rekey_bytes;    /* ... and every this many bytes, 1..RSEC_MAX_REKEY_BYTES; 0: RSEC_DEFAULT_REKEY_BYTES */
@@ -113,7 +113,7 @@ unsigned blk_queue_inflight(const struct blk_session *s, unsigned q);
 int blk_session_poll(struct blk_session *s, struct blk_done *done, unsigned max, int timeout_ms);
 /*
  * For a caller with more to wake for than the session (blk_sync: a new request), after a
- * blk_session_poll that found nothing: while commands are in flight, poll the queues'
+ * blk_session_poll that found nothing: while 1..4 commands are in flight, poll the queues'
  * completions for the busy-poll window (busy_poll_us; no system call but sched_yield), ending
  * early once *interrupt (may be NULL) is set; then sleep on the queues' fds and extra_fd (if
  * >= 0) for up to timeout_ms. Returns the completions polling found (in done, at most max), or

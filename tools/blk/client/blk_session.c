@@ -146,7 +146,7 @@ static const char *reply_violation(const struct blk_open_reply *r, const struct 
 	if (r->queue_depth > asked->queue_depth || r->queues > asked->queues)
 		return "OPEN_REPLY grants more than was asked";
 	if (r->queue_depth > BLK_QD_GRANT_MAX)
-		return "OPEN_REPLY grants a queue depth over the 64 grants a connection holds";
+		return "OPEN_REPLY grants a queue depth over the grants a connection holds (RSEC_MAX_GRANTS)";
 	if ((asked->flags & BLK_OPEN_WRITE) && (r->flags & BLK_EXPORT_READ_ONLY))
 		return "OPEN_REPLY accepts a write-open as read-only";
 	return NULL;
@@ -667,8 +667,8 @@ static bool interrupted(const atomic_bool *interrupt)
 
 /*
  * Before sleeping while a few commands are in flight (busy_poll_pays): poll the queues'
- * completions for the window (busy_poll.h), within the turn (no look at the fds: no system call but sched_yield). How many
- * commands it finished.
+ * completions for the window (busy_poll.h), within the turn (no look at the fds: no system
+ * call but sched_yield). How many commands it finished.
  */
 static unsigned poll_window(struct blk_session *s, struct blk_done *d, unsigned max, const atomic_bool *interrupt)
 {

@@ -10,6 +10,7 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,7 +85,10 @@ static int rdmasec_config(const char *key, const char *value)
 		return (opts.source = value) ? 0 : -1;
 	if (strcmp(key, "queues") == 0 && parse_uint("queues", value, 1, BLK_QUEUES_MAX, &v) == 0)
 		return opts.queues = (uint16_t)v, 0;
-	if (strcmp(key, "depth") == 0 && parse_uint("depth", value, 1, BLK_QD_MAX, &v) == 0)
+	if (strcmp(key, "depth") == 0) /* the old spelling */
+		fprintf(stderr, "nbdkit-rdmasec-plugin: depth= is deprecated: it is queue_depth= now\n");
+	if ((strcmp(key, "queue_depth") == 0 || strcmp(key, "depth") == 0) &&
+	    parse_uint(key, value, 1, BLK_QD_MAX, &v) == 0)
 		return opts.queue_depth = (uint16_t)v, 0;
 	if (strcmp(key, "timeout") == 0 && parse_uint("timeout", value, 1, 3600000, &v) == 0)
 		return opts.timeout_ms = (int)v, 0;
@@ -105,7 +109,8 @@ static int rdmasec_config(const char *key, const char *value)
 		opts.io_max = (uint32_t)n;
 		return 0;
 	}
-	if (strcmp(key, "queues") && strcmp(key, "depth") && strcmp(key, "timeout") && strcmp(key, "reconnect") &&
+	if (strcmp(key, "queues") && strcmp(key, "queue_depth") && strcmp(key, "depth") && strcmp(key, "timeout") &&
+	    strcmp(key, "reconnect") &&
 	    strcmp(key, "pool_window") && strcmp(key, "busy_poll_us"))
 		nbdkit_error("unknown parameter \"%s\" (see nbdkit-rdmasec-plugin(1))", key);
 	return -1;
@@ -273,13 +278,14 @@ static struct nbdkit_plugin plugin = {
 		       "certs=DIR            ca.pem, client.pem, client.key (required)\n"
 		       "export=NAME          the export (required)\n"
 		       "server-name=NAME     name the target's certificate must carry (default: HOST)\n"
-		       "queues=N depth=N     I/O queues and commands in flight per queue (default 1, 32)\n"
+		       "queues=N queue_depth=N  I/O queues, commands in flight per queue (default 1, 32)\n"
 		       "max-io=SIZE          largest command (default 256K)\n"
 		       "rekey_s=S rekey_bytes=B   renew the keys every S seconds (default 3600, 1..604800)\n"
 		       "                     and every B bytes (K/M/G; default 64G, 1..128G)\n"
 		       "pool_window=S        the target's key to the I/O slots changes every S seconds\n"
 		       "                     (default 10, 1..86400)\n"
-		       "busy_poll_us=US      poll completions up to US before sleeping (default 2000, 0..10000)\n"
+		       "busy_poll_us=US      with 1..4 commands in flight, poll completions up to US before\n"
+		       "                     sleeping (default 2000, 0..10000)\n"
 		       "reconnect=MS         a session that ends is replaced within MS, what was in\n"
 		       "                     flight sent again (default 30000; 0: fail at once)\n"
 		       "device=NAME source=ADDR timeout=MS",

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmasec.h" /* RSEC_MAX_GRANTS */
+
 /* 2: long-lived pool grants, data MACs in capsules and completions; 3: data key ids; 4: pool windows that
  * rotate, one per direction. A target speaks 3 and 4 (the session speaks the client's). */
 #define BLK_VERSION 4
@@ -72,9 +74,9 @@ enum blk_status {
 /* Bounds every message is checked against. */
 #define BLK_NAME_MAX 64u          /* export name: 1..64 of [A-Za-z0-9._-] */
 #define BLK_QD_MAX 256u           /* commands in flight per queue pair: what an OPEN may ask for */
-/* What a target grants at most: one live grant per command, and librdmasec holds 64 per connection
- * (RSEC_MAX_GRANTS; rsec_grant and the peer's grant table refuse a 65th). */
-#define BLK_QD_GRANT_MAX 64u
+/* What a target grants at most: one live grant per command, and librdmasec holds RSEC_MAX_GRANTS per
+ * connection (rsec_grant and the peer's grant table refuse the next). */
+#define BLK_QD_GRANT_MAX RSEC_MAX_GRANTS
 #define BLK_QUEUES_MAX 64u        /* queue pairs per session (RSEC_MAX_QPS) */
 #define BLK_BLOCK_MIN 512u
 #define BLK_BLOCK_MAX 4096u
