@@ -16,7 +16,7 @@ runtime=${PROFILE_RUNTIME:-12}
 delay=${PROFILE_DELAY:-4000}
 [[ $runtime =~ ^[1-9][0-9]*$ && $runtime -gt 2 ]] || { echo "profile: PROFILE_RUNTIME '$runtime' is not a number > 2" >&2; exit 2; }
 [[ $delay =~ ^[0-9]+$ ]] || { echo "profile: PROFILE_DELAY '$delay' is not a number" >&2; exit 2; }
-for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/keygen/rdmasec-keygen; do
+for p in tools/blk/blkd/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/keygen/rdmasec-keygen; do
 	[ -x "$build/$p" ] || { echo "profile: build $p first (make build)" >&2; exit 2; }
 done
 [ $# -gt 0 ] || set -- randread-4k-qd1 randwrite-4k-qd1 randread-4k-qd32 randwrite-4k-qd32
@@ -32,7 +32,7 @@ cat >"$out/guest.sh" <<'GUEST'
 set -u
 build=$1 out=$2 freq=$3 runtime=$4 delay=$5
 shift 5
-blkd=$build/tools/blk/target/rdmasec-blkd blk=$build/tools/blk/cli/rdmasec-blk
+blkd=$build/tools/blk/blkd/rdmasec-blkd blk=$build/tools/blk/cli/rdmasec-blk
 # The build's own librdmasec, also for a copy of a build (its runpath names the original).
 export LD_LIBRARY_PATH=$build/lib
 s1=$(fabric ip 1) s2=$(fabric ip 2)

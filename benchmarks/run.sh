@@ -89,7 +89,7 @@ check_inputs() {
 	[ "${s_secs%%:*}" -ge 2 ] ||
 		die "BENCH_STORAGE: '$storage': runs of at least 2 s (fio's CPU is taken over all but a run's last second)"
 	if wanted storage; then
-		for p in tools/blk/target/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/blk/nbdkit/nbdkit-rdmasec-plugin.so; do
+		for p in tools/blk/blkd/rdmasec-blkd tools/blk/cli/rdmasec-blk tools/blk/nbdkit/nbdkit-rdmasec-plugin.so; do
 			[ -f "$build/$p" ] || die "$build/$p is not built (make build)"
 		done
 		for p in fio nvme nbdkit; do
@@ -129,12 +129,12 @@ snapshot() {
 			die "cannot copy the libfabric provider and fi_mpi (they need libfabric-dev and libopenmpi-dev)"
 	fi
 	if wanted storage; then
-		cp "$build/tools/blk/target/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
+		cp "$build/tools/blk/blkd/rdmasec-blkd" "$build/tools/blk/cli/rdmasec-blk" \
 			"$build/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/" || die "cannot copy the storage programs"
 		if [ -n "${BENCH_STORAGE_OLD:-}" ]; then
 			local old=$BENCH_STORAGE_OLD
 			mkdir -p "$bin/old"
-			cp -L "$old/tools/blk/target/rdmasec-blkd" "$old/tools/blk/cli/rdmasec-blk" "$old/lib/librdmasec.so.0" \
+			cp -L "$old/tools/blk/blkd/rdmasec-blkd" "$old/tools/blk/cli/rdmasec-blk" "$old/lib/librdmasec.so.0" \
 				"$bin/old/" || die "BENCH_STORAGE_OLD: cannot copy rdmasec-blkd, rdmasec-blk and librdmasec from $old"
 			if [ -f "$old/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" ]; then
 				cp -L "$old/tools/blk/nbdkit/nbdkit-rdmasec-plugin.so" "$bin/old/" ||

@@ -24,7 +24,7 @@
 # RSEC_MATRIX_KEEP=1 keeps the cells' logs (the path is printed).
 . "$(dirname "$0")/common.bash"
 
-for f in blk/target/rdmasec-blkd blk/cli/rdmasec-blk; do
+for f in blk/blkd/rdmasec-blkd blk/cli/rdmasec-blk; do
 	[ -x "$build/tools/$f" ] || fail "build it first (missing $build/tools/$f)"
 done
 # make check runs the rows that reach the data path and the target's

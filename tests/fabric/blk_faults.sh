@@ -24,7 +24,7 @@
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
-blkd=$bin/blk/target/rdmasec-blkd
+blkd=$bin/blk/blkd/rdmasec-blkd
 cli=$bin/blk/cli/rdmasec-blk
 atk=$bin/attack/rdmasec-attack
 for f in "$blkd" "$cli" "$atk"; do [ -x "$f" ] || fail "build it first (missing $f)"; done

@@ -27,7 +27,7 @@
 
 bin=$build/tools
 plugin=$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so
-blkd=$bin/blk/target/rdmasec-blkd
+blkd=$bin/blk/blkd/rdmasec-blkd
 for f in "$bin/blk/cli/rdmasec-blk" "$plugin" "$blkd"; do
 	[ -x "$f" ] || [ -f "$f" ] || fail "build it first (missing $f)"
 done
@@ -51,7 +51,7 @@ modprobe -d "$kroot" nbd nbds_max=2 && modprobe -d "$kroot" ext4 || { echo "modu
 truncate -s 64M /tmp/disk.img
 truncate -s 16M /tmp/roe.img # an export nobody writes is not created
 start_target() {
-	fabric on 1 "$bin/blk/target/rdmasec-blkd" --certs "$work/pki" --listen "$server:7472" \
+	fabric on 1 "$bin/blk/blkd/rdmasec-blkd" --certs "$work/pki" --listen "$server:7472" \
 		--export disk=/tmp/disk.img,size=64M --rw '*' --export rod=/tmp/rod.img,size=16M --ro '*' \
 		--export roe=/tmp/roe.img,size=16M,ro --rw '*' 2>>"$work/blkd.log" &
 	tpid=$!

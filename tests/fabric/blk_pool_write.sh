@@ -37,7 +37,7 @@
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
-blkd=$bin/blk/target/rdmasec-blkd
+blkd=$bin/blk/blkd/rdmasec-blkd
 cli=$bin/blk/cli/rdmasec-blk
 atk=$bin/attack/rdmasec-attack
 plugin=$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so

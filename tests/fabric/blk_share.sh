@@ -15,7 +15,7 @@
 . "$(dirname "$0")/common.bash"
 
 bin=$build/tools
-blkd=$bin/blk/target/rdmasec-blkd
+blkd=$bin/blk/blkd/rdmasec-blkd
 cli=$bin/blk/cli/rdmasec-blk
 for f in "$blkd" "$cli"; do [ -x "$f" ] || fail "build it first (missing $f)"; done
 "$bin/keygen/rdmasec-keygen" --clients 2 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"

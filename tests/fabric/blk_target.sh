@@ -26,7 +26,7 @@
 
 bin=$build/tools
 check=$build/tests/blk_check
-blkd=$bin/blk/target/rdmasec-blkd
+blkd=$bin/blk/blkd/rdmasec-blkd
 [ -x "$check" ] || fail "build blk_check first (missing $check)"
 [ -x "$blkd" ] || fail "build rdmasec-blkd first (missing $blkd)"
 "$bin/keygen/rdmasec-keygen" --clients 3 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"

@@ -20,7 +20,7 @@
 
 bin=$build/tools
 keygen=$bin/keygen/rdmasec-keygen
-[ -x "$bin/blk/target/rdmasec-blkd" ] && [ -x "$bin/blk/cli/rdmasec-blk" ] || fail "build rdmasec-blkd and rdmasec-blk first"
+[ -x "$bin/blk/blkd/rdmasec-blkd" ] && [ -x "$bin/blk/cli/rdmasec-blk" ] || fail "build rdmasec-blkd and rdmasec-blk first"
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || fail "etcd and etcdctl are needed (scripts/install-deps)"
 "$keygen" --clients 3 "$work/pki" >/dev/null || fail "rdmasec-keygen failed"
 "$keygen" crl "$work/pki" >/dev/null || fail "rdmasec-keygen crl failed"
@@ -69,7 +69,7 @@ server 2
 spid2=$!
 # rdmasec-blkd on host 2: etcd says who may connect, --rw who may use the export. 4K commands: a
 # trickle of 4K writes keeps client2's session alive at almost no cost to the emulated guest.
-fabric on 2 "$bin/blk/target/rdmasec-blkd" --cert "$work/pki/server.pem" --key "$work/pki/server.key" \
+fabric on 2 "$bin/blk/blkd/rdmasec-blkd" --cert "$work/pki/server.pem" --key "$work/pki/server.key" \
 	--trust-etcd "$members$prefix" --trust-state-dir /tmp/blkd-trust-2 --listen "$(fabric ip 2)" \
 	--max-transfer 4K --max-inline 4K --export "d=$work/blk.img,size=1M" --rw '*' \
 	--audit "$work/audit-blkd.jsonl" 2>"$work/blkd.log" &

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmasec-blkd's audit records (tools/blk/target/blkd_audit.c): the fields of an
+ * rdmasec-blkd's audit records (tools/blk/blkd/blkd_audit.c): the fields of an
  * I/O record, a peer's identity escaped into valid JSON, I/O records held
  * until audit_flush and then appended together, other records appended at
  * once after them, nothing lost.

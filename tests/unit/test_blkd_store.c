@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmasec-blkd's backing store (tools/blk/target/store.c), with the system
+ * rdmasec-blkd's backing store (tools/blk/blkd/store.c), with the system
  * calls that matter wrapped (-Wl,--wrap, tests/CMakeLists.txt): a failing
  * fdatasync, a path replaced between the store's two opens, the fsyncs of a
  * file it creates, RWF_NOWAIT transfers the kernel would make wait, never

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a SIGHUP may change: tools/server/conf_live.c and
- * tools/blk/target/blkd_conf_live.c keep the running values of the keys that
+ * tools/blk/blkd/blkd_conf_live.c keep the running values of the keys that
  * need a restart, name them, and let every other key through.
  */
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the daemons' strict INI configurations (tools/server/conf.c,
- * tools/blk/target/blkd_conf.c) share: reading the file whole and bounded,
+ * tools/blk/blkd/blkd_conf.c) share: reading the file whole and bounded,
  * feeding its text to inih line by line, and quoting untrusted input in
  * their error messages.
  */

@@ -707,7 +707,7 @@ _victim_blk_start() {
 	export VICTIM VICTIM_PORT VICTIM_SERVER_LOG VICTIM_CLIENT_LOG
 	rm -f "$CELL/attack-done"
 	_victim_blk_prepare || return 1
-	fabric on 1 timeout $((VICTIM_SECONDS + 60)) stdbuf -oL -eL "$BIN/blk/target/rdmasec-blkd" --config "$CELL/blkd.conf" \
+	fabric on 1 timeout $((VICTIM_SECONDS + 60)) stdbuf -oL -eL "$BIN/blk/blkd/rdmasec-blkd" --config "$CELL/blkd.conf" \
 		>"$VICTIM_SERVER_LOG" 2>&1 &
 	VICTIM_SERVER_PID=$!
 	if ! fabric wait-port 7472 30 2>>"$CELL/victim-errors.log"; then
