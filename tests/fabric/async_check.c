@@ -64,8 +64,10 @@ static void answer(struct rsec_conn *c, struct rsec_region *r, uint64_t grant_id
 	} else if (strcmp(req, "revoke") == 0) {
 		check_must(rsec_revoke(c, grant_id), "revoke", c);
 		snprintf(reply, sizeof(reply), "revoked");
-	} else if (strcmp(req, "ping") == 0 || strcmp(req, "bye") == 0) {
-		snprintf(reply, sizeof(reply), "%s", req[0] == 'b' ? "last words" : "ok");
+	} else if (strcmp(req, "ping") == 0) {
+		snprintf(reply, sizeof(reply), "ok");
+	} else if (strcmp(req, "bye") == 0) {
+		snprintf(reply, sizeof(reply), "last words");
 	} else {
 		snprintf(reply, sizeof(reply), "unknown request");
 	}
