@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-source admission (tools/server/admission): the cap and the token
+ * Per-source admission (tools/daemon/admission): the cap and the token
  * bucket per source, with time injected; sources independent; IPv6 grouped
  * by /64 and mapped IPv4 as IPv4; malformed addresses refused without a
  * trace; a full table reuses only idle entries; releases never underflow.
@@ -299,15 +299,12 @@ static void limits_are_checked(void **state)
 	l.max_sources = ADMISSION_SOURCES_LIMIT + 1;
 	assert_null(admission_new(&l));
 
-	struct rsec_conf c;
-	rsec_conf_defaults(&c);
-	admission_limits_from_conf(&l, &c);
+	admission_limits_for(&l, 1024, 256, 200);
 	assert_int_equal(l.max_per_source, 256);
 	assert_int_equal(l.rate_per_sec, 200);
 	assert_int_equal(l.burst, 200);
 	assert_int_equal(l.max_sources, ADMISSION_SOURCES_MIN);
-	c.max_clients = 65536;
-	admission_limits_from_conf(&l, &c);
+	admission_limits_for(&l, 65536, 256, 200);
 	assert_int_equal(l.max_sources, 131072);
 	a = admission_new(&l);
 	assert_non_null(a);

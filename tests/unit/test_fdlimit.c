@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * File descriptors (tools/server/fdlimit): the soft limit goes up to the
+ * File descriptors (tools/daemon/fdlimit): the soft limit goes up to the
  * hard one; the count follows opens and closes; the gate pauses accepting
  * before the reserve is touched, and after EMFILE waits instead of spinning.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Worker threads with fair queues (tools/server/offload): a key with many
+ * Worker threads with fair queues (tools/daemon/offload): a key with many
  * queued jobs cannot hold back another key's job, the job limit holds, every
  * job comes back exactly once (run, or unrun after offload_stop), and the
  * eventfd says when one is waiting.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rate-limited logging (tools/server/ratelog): at most N lines a window,
+ * Rate-limited logging (tools/daemon/ratelog): at most N lines a window,
  * every other event counted per kind and summarised once the window is
  * over; nothing summarised twice, nothing left out.
  */

@@ -514,7 +514,8 @@ struct acceptor *acceptor_start(const struct rsec_conf *conf, struct rsec_listen
 	a->sh = shared;
 	a->fds = *fds;
 	struct admission_limits limits;
-	admission_limits_from_conf(&limits, conf);
+	admission_limits_for(&limits, conf->max_clients, conf->max_handshakes_per_source,
+			     conf->handshake_rate_per_source);
 	a->adm = admission_new(&limits);
 	a->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
 	/* One job per connection at most: the queue never refuses one. */

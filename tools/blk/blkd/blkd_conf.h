@@ -52,7 +52,7 @@ struct blkd_conf {
 	uint32_t max_inline;    /* in-capsule write bytes */
 	uint32_t max_sessions;  /* authenticated sessions at once, all exports (those before OPEN included) */
 	uint32_t max_sessions_per_identity; /* ... of one identity; 0: half of max_sessions (blkd_identity_sessions) */
-	/* Before TLS (rdmasec-server's admission, tools/server/admission.h): handshakes in progress at
+	/* Before TLS (the daemons' admission, tools/daemon/admission.h): handshakes in progress at
 	 * once, all sources and per source, and new handshakes a second per source. */
 	uint32_t max_handshakes, max_handshakes_per_source, handshake_rate_per_source;
 	uint64_t memory_limit;  /* registered command buffers, all sessions */

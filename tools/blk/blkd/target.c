@@ -1697,10 +1697,9 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 		blkd_log("error", "audit", "path=\"%s\" error=\"%s\"", conf->audit_log, strerror(errno));
 		goto out;
 	}
-	struct admission_limits adm = { .max_per_source = conf->max_handshakes_per_source,
-					.rate_per_sec = conf->handshake_rate_per_source,
-					.burst = conf->handshake_rate_per_source,
-					.max_sources = ADMISSION_SOURCES_MIN };
+	struct admission_limits adm;
+	admission_limits_for(&adm, conf->max_sessions, conf->max_handshakes_per_source,
+			     conf->handshake_rate_per_source);
 	t.admission = admission_new(&adm);
 	if (!t.msg || !t.admission || open_exports(&t) < 0 || open_context(&t) < 0)
 		goto out;

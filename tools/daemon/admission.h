@@ -19,16 +19,14 @@
  * table means more than max_sources sources within one refill period
  * (burst / rate seconds): a flood in itself.
  */
-#ifndef RSEC_SERVER_ADMISSION_H
-#define RSEC_SERVER_ADMISSION_H
+#ifndef RSEC_DAEMON_ADMISSION_H
+#define RSEC_DAEMON_ADMISSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h"
-
-#define ADMISSION_SOURCES_MIN 16384u    /* admission_limits_from_conf's floor for max_sources */
+#define ADMISSION_SOURCES_MIN 16384u    /* admission_limits_for's floor for max_sources */
 #define ADMISSION_SOURCES_LIMIT (1u << 20)
 #define ADMISSION_EVICT_SCAN 8          /* idle candidates looked at per new source on a full table */
 #define ADMISSION_SOURCE_MAX 48         /* admission_source()'s text, NUL included */
@@ -51,11 +49,13 @@ enum admission_verdict {
 struct admission;
 
 /*
- * From the configuration: max_handshakes_per_source, handshake_rate_per_source
- * as both rate and burst, and max_sources = max(ADMISSION_SOURCES_MIN,
- * 2 * max_clients), so handshakes in progress alone never fill the table.
+ * A daemon's limits from its settings: per_source handshakes in progress,
+ * rate_per_source as both rate and burst, and max_sources =
+ * max(ADMISSION_SOURCES_MIN, 2 * max_clients), so handshakes in progress
+ * alone never fill the table.
  */
-void admission_limits_from_conf(struct admission_limits *l, const struct rsec_conf *c);
+void admission_limits_for(struct admission_limits *l, uint32_t max_clients, uint32_t per_source,
+			  uint32_t rate_per_source);
 
 /* An empty table; NULL if a limit is out of range or out of memory. */
 struct admission *admission_new(const struct admission_limits *l);

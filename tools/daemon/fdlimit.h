@@ -3,8 +3,8 @@
  * File descriptors: raise RLIMIT_NOFILE at start, keep a reserve, and pause
  * accepting (not spin on EMFILE) when a new connection would eat into it.
  *
- * What a server connection holds (lib/conn.c, lib/data.c, lib/qp.c,
- * lib/qpool.c): from accept, the TCP socket and the connection's epoll fd
+ * What a daemon's connection holds (librdmasec's session, path and device
+ * layers): from accept, the TCP socket and the connection's epoll fd
  * (rsec_conn_fd); once its queue pair is set up, also that QP's completion
  * channel. The QP comes from the device's pool, whose worker replaces it
  * with a new one (with its own channel), so the process grows by exactly
@@ -13,8 +13,8 @@
  * per ready QP in the pool (qp_pool). Without --device, devices are opened
  * on first use, one per local address clients reach (at most 8).
  */
-#ifndef RSEC_SERVER_FDLIMIT_H
-#define RSEC_SERVER_FDLIMIT_H
+#ifndef RSEC_DAEMON_FDLIMIT_H
+#define RSEC_DAEMON_FDLIMIT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -13,8 +13,8 @@
  * event loop takes it back from offload_take_done() once offload_fd() is
  * readable. Nothing here knows what a job is.
  */
-#ifndef RSEC_SERVER_OFFLOAD_H
-#define RSEC_SERVER_OFFLOAD_H
+#ifndef RSEC_DAEMON_OFFLOAD_H
+#define RSEC_DAEMON_OFFLOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@
  * ("event=suppressed count=N what=KIND window_ms=W"). Nothing is dropped
  * without being counted; the caller still counts every event itself.
  */
-#ifndef RSEC_SERVER_RATELOG_H
-#define RSEC_SERVER_RATELOG_H
+#ifndef RSEC_DAEMON_RATELOG_H
+#define RSEC_DAEMON_RATELOG_H
 
 #include <stdbool.h>
 #include <stdint.h>

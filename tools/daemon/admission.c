@@ -144,13 +144,14 @@ static uint64_t siphash16(const uint64_t k[2], const uint8_t in[static 16])
 
 /* ---- the table ---- */
 
-void admission_limits_from_conf(struct admission_limits *l, const struct rsec_conf *c)
+void admission_limits_for(struct admission_limits *l, uint32_t max_clients, uint32_t per_source,
+			  uint32_t rate_per_source)
 {
-	size_t sources = 2 * (size_t)c->max_clients;
+	size_t sources = 2 * (size_t)max_clients;
 	*l = (struct admission_limits){
-		.max_per_source = c->max_handshakes_per_source,
-		.rate_per_sec = c->handshake_rate_per_source,
-		.burst = c->handshake_rate_per_source,
+		.max_per_source = per_source,
+		.rate_per_sec = rate_per_source,
+		.burst = rate_per_source,
 		.max_sources = sources > ADMISSION_SOURCES_MIN ? sources : ADMISSION_SOURCES_MIN,
 	};
 }
