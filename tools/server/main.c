@@ -9,12 +9,11 @@
 
 #include "cli.h"
 #include "conf.h"
+#include "daemon_cli.h"
 #include "log.h"
 #include "psk.h"
 #include "server.h"
 #include "trust_conf.h"
-
-#define SHORT_OPTS "f:C:l:d:vh"
 
 static void usage(FILE *f)
 {
@@ -91,7 +90,7 @@ static void usage(FILE *f)
 		"CA, certificate, key and CRL (all or nothing), close clients revoked since.\n");
 }
 
-static bool set(struct rsec_conf *c, const char *section, const char *key, const char *value)
+static bool set(void *c, const char *section, const char *key, const char *value)
 {
 	char err[256];
 	if (rsec_conf_set(c, section, key, value, err, sizeof(err)) < 0) {
@@ -101,33 +100,18 @@ static bool set(struct rsec_conf *c, const char *section, const char *key, const
 	return true;
 }
 
-static bool set_certs_dir(struct rsec_conf *c, const char *dir)
-{
-	struct cli_certs p;
-	return cli_certs_paths(&p, dir, "server") && set(c, "tls", "ca", p.ca) && set(c, "tls", "cert", p.cert) &&
-	       set(c, "tls", "key", p.key);
-}
-
-/* Long options without a short letter: one block above the byte values getopt returns for letters. */
-enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID,
-       OPT_HS_TIMEOUT, OPT_MAX_MSG, OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_AUDIT,
-       OPT_QP_POOL, OPT_METRICS, OPT_HS_PER_SOURCE, OPT_HS_RATE, OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME,
-       OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS, OPT_ALLOW,
-       OPT_TRUST_ETCD, OPT_TRUST_STATE, OPT_REKEY_S, OPT_REKEY_BYTES };
+/* The server's own long options. */
+enum { OPT_PSK_FILE = DAEMON_OPT_OWN, OPT_PSK_ID, OPT_MAX_CLIENTS, OPT_MAX_PER_ID, OPT_HS_TIMEOUT, OPT_MAX_MSG,
+       OPT_RECV_SLOTS, OPT_SLOT_SIZE, OPT_GRANT_MODE, OPT_GRANT_TTL, OPT_QP_POOL, OPT_HS_PER_SOURCE, OPT_HS_RATE,
+       OPT_VERIFY_TIMEOUT, OPT_TLS_RESUME, OPT_REBUILDS, OPT_GRACE, OPT_MAX_HS, OPT_HS_RATE_TOTAL, OPT_WORKERS,
+       OPT_ALLOW };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
-	{ OPT_CA, "tls", "ca" },
-	{ OPT_CERT, "tls", "cert" },
-	{ OPT_KEY, "tls", "key" },
-	{ OPT_CRL, "tls", "crl" },
+	DAEMON_CONF_FLAGS("server"),
 	{ OPT_PSK_FILE, "tls", "psk_file" },
 	{ OPT_PSK_ID, "tls", "psk_identity" },
 	{ OPT_TLS_RESUME, "tls", "resume_s" },
-	{ OPT_REKEY_S, "tls", "rekey_s" },
-	{ OPT_REKEY_BYTES, "tls", "rekey_bytes" },
-	{ 'l', "server", "listen" },
-	{ 'd', "server", "device" },
 	{ OPT_MAX_CLIENTS, "server", "max_clients" },
 	{ OPT_MAX_PER_ID, "server", "max_per_identity" },
 	{ OPT_HS_TIMEOUT, "server", "handshake_timeout_ms" },
@@ -144,29 +128,16 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_GRACE, "server", "resume_grace_ms" },
 	{ OPT_GRANT_MODE, "grants", "grant_mode" },
 	{ OPT_GRANT_TTL, "grants", "grant_ttl_ms" },
-	{ OPT_AUDIT, "server", "audit_log" },
 	{ OPT_QP_POOL, "server", "qp_pool" },
-	{ OPT_METRICS, "server", "metrics_file" },
 	{ OPT_ALLOW, "authz", "allow" },
-	{ OPT_TRUST_ETCD, "trust", "etcd" },
-	{ OPT_TRUST_STATE, "trust", "state_dir" },
 	{ 0 },
 };
 
 static const struct option long_opts[] = {
-	{ "config", required_argument, NULL, 'f' },
-	{ "certs", required_argument, NULL, 'C' },
-	{ "ca", required_argument, NULL, OPT_CA },
-	{ "cert", required_argument, NULL, OPT_CERT },
-	{ "key", required_argument, NULL, OPT_KEY },
-	{ "crl", required_argument, NULL, OPT_CRL },
+	DAEMON_LONG_OPTS,
 	{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
 	{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
 	{ "tls-resume", required_argument, NULL, OPT_TLS_RESUME },
-	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
-	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
-	{ "listen", required_argument, NULL, 'l' },
-	{ "device", required_argument, NULL, 'd' },
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_ID },
 	{ "handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT },
@@ -183,14 +154,8 @@ static const struct option long_opts[] = {
 	{ "resume-grace", required_argument, NULL, OPT_GRACE },
 	{ "grant-mode", required_argument, NULL, OPT_GRANT_MODE },
 	{ "grant-ttl", required_argument, NULL, OPT_GRANT_TTL },
-	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "qp-pool", required_argument, NULL, OPT_QP_POOL },
-	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "allow", required_argument, NULL, OPT_ALLOW },
-	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },
-	{ "trust-state-dir", required_argument, NULL, OPT_TRUST_STATE },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
 
@@ -200,47 +165,21 @@ struct cmdline {
 	char **argv;
 };
 
-/*
- * Defaults, then the configuration file, then the flags over it, whatever
- * their order. 0; 1: the file is bad (err says why); 2: bad usage (said on
- * stderr); -1: --help was printed.
- */
+static int parse_file(void *conf, const char *path, char *err, size_t errlen)
+{
+	return rsec_conf_parse_file(conf, path, err, errlen);
+}
+
+static const struct daemon_cli cli = {
+	.name = "rdmasec-server", .short_opts = DAEMON_SHORT_OPTS, .long_opts = long_opts, .conf_flags = conf_flags,
+	.usage = usage, .parse_file = parse_file, .set = set,
+};
+
+/* Defaults, then the configuration file and the flags over it (daemon_cli_read's 0, 1, 2 or -1). */
 static int conf_read(const struct cmdline *cl, struct rsec_conf *conf, char *err, size_t errlen)
 {
 	rsec_conf_defaults(conf);
-	optind = 0; /* a full scan: this runs again at each SIGHUP */
-	const char *file = cli_prescan(cl->argc, cl->argv, SHORT_OPTS, long_opts, 'f');
-	if (file) {
-		char why[512];
-		if (rsec_conf_parse_file(conf, file, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "%s: %s", file, why);
-			return 1;
-		}
-	}
-	int c;
-	bool ok = true;
-	while (ok && (c = getopt_long(cl->argc, cl->argv, SHORT_OPTS, long_opts, NULL)) != -1) {
-		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
-		if (flag) {
-			ok = set(conf, flag->section, flag->key, optarg);
-			continue;
-		}
-		switch (c) {
-		case 'f': break;
-		case 'C': ok = set_certs_dir(conf, optarg); break;
-		case 'v': log_set_verbose(1); break;
-		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (!ok)
-		return 2;
-	if (optind != cl->argc) {
-		fprintf(stderr, "rdmasec-server: unexpected argument '%s'\n", cl->argv[optind]);
-		usage(stderr);
-		return 2;
-	}
-	return 0;
+	return daemon_cli_read(&cli, cl->argc, cl->argv, conf, err, errlen);
 }
 
 /* --trust-etcd: the context reads the CA and CRL of the last good copy, and its allow rules join the file's and

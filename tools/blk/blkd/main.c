@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "blkd_conf.h"
+#include "daemon_cli.h"
 #include "target.h"
 #include "trust_conf.h"
 
-#define SHORT_OPTS "f:C:l:d:e:vh"
+#define SHORT_OPTS DAEMON_SHORT_OPTS "e:"
 
 static void usage(FILE *f)
 {
@@ -79,19 +79,13 @@ struct args {
 	char err[600];
 };
 
-static bool set(struct args *a, const char *section, const char *key, const char *value)
+static bool set(void *arg, const char *section, const char *key, const char *value)
 {
+	struct args *a = arg;
 	if (blkd_conf_set(a->conf, section, key, value, a->err, sizeof(a->err)) == 0)
 		return true;
 	fprintf(stderr, "rdmasec-blkd: %s\n", a->err);
 	return false;
-}
-
-static bool set_certs_dir(struct args *a, const char *dir)
-{
-	struct cli_certs p;
-	return cli_certs_paths(&p, dir, "server") && set(a, "tls", "ca", p.ca) && set(a, "tls", "cert", p.cert) &&
-	       set(a, "tls", "key", p.key);
 }
 
 static bool add_export(struct args *a, const char *spec)
@@ -115,23 +109,13 @@ static bool add_id(struct args *a, const char *key, const char *id)
 	return set(a, section, key, id);
 }
 
-/* Long options without a short letter: above the byte values getopt returns for letters. */
-enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_RW, OPT_RO, OPT_AUDIT, OPT_METRICS, OPT_QD, OPT_QUEUES,
-       OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS, OPT_MAX_SESSIONS_ID, OPT_MEMORY, OPT_MEMORY_ID, OPT_REBUILDS,
-       OPT_STORE_THREADS, OPT_BUSY_POLL, OPT_REKEY_S, OPT_REKEY_BYTES, OPT_TRUST_ETCD, OPT_TRUST_STATE };
+/* rdmasec-blkd's own long options. */
+enum { OPT_RW = DAEMON_OPT_OWN, OPT_RO, OPT_QD, OPT_QUEUES, OPT_MAX_TRANSFER, OPT_MAX_INLINE, OPT_MAX_SESSIONS,
+       OPT_MAX_SESSIONS_ID, OPT_MEMORY, OPT_MEMORY_ID, OPT_REBUILDS, OPT_STORE_THREADS, OPT_BUSY_POLL };
 
 /* The flags that set one key of the configuration file (which they override). */
 static const struct cli_conf_flag conf_flags[] = {
-	{ OPT_CA, "tls", "ca" },
-	{ OPT_CERT, "tls", "cert" },
-	{ OPT_KEY, "tls", "key" },
-	{ OPT_CRL, "tls", "crl" },
-	{ OPT_REKEY_S, "tls", "rekey_s" },
-	{ OPT_REKEY_BYTES, "tls", "rekey_bytes" },
-	{ 'l', "target", "listen" },
-	{ 'd', "target", "device" },
-	{ OPT_AUDIT, "target", "audit_log" },
-	{ OPT_METRICS, "target", "metrics_file" },
+	DAEMON_CONF_FLAGS("target"),
 	{ OPT_QD, "target", "queue_depth" },
 	{ OPT_QUEUES, "target", "queues" },
 	{ OPT_MAX_TRANSFER, "target", "max_transfer" },
@@ -143,27 +127,14 @@ static const struct cli_conf_flag conf_flags[] = {
 	{ OPT_REBUILDS, "target", "rebuilds_per_min" },
 	{ OPT_STORE_THREADS, "target", "store_threads" },
 	{ OPT_BUSY_POLL, "target", "busy_poll_us" },
-	{ OPT_TRUST_ETCD, "trust", "etcd" },
-	{ OPT_TRUST_STATE, "trust", "state_dir" },
 	{ 0 },
 };
 
 static const struct option long_opts[] = {
-	{ "config", required_argument, NULL, 'f' },
-	{ "certs", required_argument, NULL, 'C' },
-	{ "ca", required_argument, NULL, OPT_CA },
-	{ "cert", required_argument, NULL, OPT_CERT },
-	{ "key", required_argument, NULL, OPT_KEY },
-	{ "crl", required_argument, NULL, OPT_CRL },
-	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
-	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
-	{ "listen", required_argument, NULL, 'l' },
-	{ "device", required_argument, NULL, 'd' },
+	DAEMON_LONG_OPTS,
 	{ "export", required_argument, NULL, 'e' },
 	{ "rw", required_argument, NULL, OPT_RW },
 	{ "ro", required_argument, NULL, OPT_RO },
-	{ "audit", required_argument, NULL, OPT_AUDIT },
-	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "queue-depth", required_argument, NULL, OPT_QD },
 	{ "queues", required_argument, NULL, OPT_QUEUES },
 	{ "max-transfer", required_argument, NULL, OPT_MAX_TRANSFER },
@@ -175,11 +146,29 @@ static const struct option long_opts[] = {
 	{ "rebuilds-per-min", required_argument, NULL, OPT_REBUILDS },
 	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
 	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
-	{ "trust-etcd", required_argument, NULL, OPT_TRUST_ETCD },
-	{ "trust-state-dir", required_argument, NULL, OPT_TRUST_STATE },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
+};
+
+/* --export, and --rw and --ro of the last one. */
+static int own(void *arg, int opt, const char *value)
+{
+	switch (opt) {
+	case 'e': return add_export(arg, value);
+	case OPT_RW: return add_id(arg, "rw", value);
+	case OPT_RO: return add_id(arg, "ro", value);
+	default: return -1;
+	}
+}
+
+static int parse_file(void *arg, const char *path, char *err, size_t errlen)
+{
+	struct args *a = arg;
+	return blkd_conf_parse_file(a->conf, path, err, errlen);
+}
+
+static const struct daemon_cli cli = {
+	.name = "rdmasec-blkd", .short_opts = SHORT_OPTS, .long_opts = long_opts, .conf_flags = conf_flags,
+	.usage = usage, .parse_file = parse_file, .set = set, .own = own,
 };
 
 /* The command line, kept for SIGHUP: the file is read again and the flags override it again. */
@@ -196,43 +185,12 @@ struct cmdline {
 static int conf_read(const struct cmdline *cl, struct blkd_conf *conf, char *err, size_t errlen)
 {
 	struct args a = { .conf = conf };
-	optind = 0; /* a full scan: this runs again at each SIGHUP */
-	const char *file = cli_prescan(cl->argc, cl->argv, SHORT_OPTS, long_opts, 'f');
-	if (file && blkd_conf_parse_file(a.conf, file, a.err, sizeof(a.err)) < 0) {
-		snprintf(err, errlen, "%s: %s", file, a.err);
-		return 1;
-	}
-	int c;
-	bool ok = true;
-	while (ok && (c = getopt_long(cl->argc, cl->argv, SHORT_OPTS, long_opts, NULL)) != -1) {
-		const struct cli_conf_flag *flag = cli_conf_flag_find(conf_flags, c);
-		if (flag) {
-			ok = set(&a, flag->section, flag->key, optarg);
-			continue;
-		}
-		switch (c) {
-		case 'f': break;
-		case 'C': ok = set_certs_dir(&a, optarg); break;
-		case 'e': ok = add_export(&a, optarg); break;
-		case OPT_RW: ok = add_id(&a, "rw", optarg); break;
-		case OPT_RO: ok = add_id(&a, "ro", optarg); break;
-		case 'v': log_set_verbose(1); break;
-		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (!ok)
-		return 2;
-	if (optind != cl->argc) {
-		fprintf(stderr, "rdmasec-blkd: unexpected argument '%s'\n", cl->argv[optind]);
-		usage(stderr);
-		return 2;
-	}
-	if (blkd_conf_check(a.conf, a.err, sizeof(a.err)) < 0) {
+	int rc = daemon_cli_read(&cli, cl->argc, cl->argv, &a, err, errlen);
+	if (rc == 0 && blkd_conf_check(a.conf, a.err, sizeof(a.err)) < 0) {
 		snprintf(err, errlen, "%s", a.err);
 		return 1;
 	}
-	return 0;
+	return rc;
 }
 
 /* --trust-etcd: the context reads the CA and CRL of the last good copy and takes its allow rules. */
