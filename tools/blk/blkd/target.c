@@ -226,8 +226,8 @@ static void queue_free(struct target *t, struct queue *q)
 {
 	/* Its fd stays open until rsec_conn_free: this cannot hit another connection's. */
 	if (q->watched && epoll_ctl(t->epfd, EPOLL_CTL_DEL, rsec_conn_fd(q->conn), NULL) != 0)
-		blkd_log("warn", "epoll", "session=%llu queue=%u error=\"%s\"", (unsigned long long)q->s->id, q->index,
-			 strerror(errno));
+		blkd_log("warn", "epoll", "session=%llu queue=%u error=%s", (unsigned long long)q->s->id, q->index,
+			 log_q(strerror(errno)));
 	queue_free_slots(q);
 	rsec_conn_free(q->conn);
 	blk_data_keys_free(q->keys);
@@ -273,8 +273,8 @@ static void session_close(struct session *s, const char *reason)
 		struct audit_who w = who(s);
 		audit_session_end(&w, reason);
 	}
-	blkd_log("info", "close", "session=%llu peer=\"%s\" reason=\"%s\" store_io_running=%u",
-		 (unsigned long long)s->id, s->established ? s->peer : "", reason, s->jobs);
+	blkd_log("info", "close", "session=%llu peer=%s reason=%s store_io_running=%u",
+		 (unsigned long long)s->id, log_q(s->established ? s->peer : ""), log_q(reason), s->jobs);
 	session_cancel_jobs(s);
 	line_drop_session(s);
 	if (!s->jobs)
@@ -376,8 +376,8 @@ static int queue_alloc_slots(struct session *s, struct queue *q)
 	if (rc == 0)
 		rc = (q->keys = blk_data_keys_new(q->conn, (uint16_t)q->index)) ? 0 : RSEC_E_NOMEM;
 	if (rc < 0) {
-		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=\"%s\"", (unsigned long long)s->id,
-			 q->index, len, rsec_strerror(rc));
+		blkd_log("error", "region", "session=%llu queue=%u bytes=%zu error=%s", (unsigned long long)s->id,
+			 q->index, len, log_q(rsec_strerror(rc)));
 		return rc;
 	}
 	q->mem = rsec_region_addr(q->region);
@@ -872,8 +872,8 @@ static void refuse_open(struct session *s, const struct blk_open *m, uint16_t st
 		(void)rsec_send(s->q[0]->conn, out, sizeof(out), 0); /* if it fails, the close tells the client */
 	struct audit_who w = who(s);
 	audit_open_result(&w, m && (m->flags & BLK_OPEN_WRITE), blk_status_name(status), reason);
-	blkd_log("info", "open_refused", "session=%llu peer=\"%s\" export=\"%s\" status=\"%s\"",
-		 (unsigned long long)s->id, s->peer, m ? m->name : "", blk_status_name(status));
+	blkd_log("info", "open_refused", "session=%llu peer=%s export=%s status=%s",
+		 (unsigned long long)s->id, log_q(s->peer), log_q(m ? m->name : ""), log_q(blk_status_name(status)));
 	if (s->x)
 		s->x->n.opens_refused++;
 	if (s->x && status == BLK_S_DENIED)
@@ -995,8 +995,8 @@ static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 	s->t->metrics_dirty = true;
 	struct audit_who w = who(s);
 	audit_open_result(&w, s->write_asked, "ok", s->read_only ? "read-only" : "read-write");
-	blkd_log("info", "open", "session=%llu peer=\"%s\" export=\"%s\" mode=%s queue_depth=%u queues=%u",
-		 (unsigned long long)s->id, s->peer, m.name, s->read_only ? "ro" : "rw", s->lim.queue_depth,
+	blkd_log("info", "open", "session=%llu peer=%s export=%s mode=%s queue_depth=%u queues=%u",
+		 (unsigned long long)s->id, log_q(s->peer), log_q(m.name), s->read_only ? "ro" : "rw", s->lim.queue_depth,
 		 s->queues_granted);
 }
 
@@ -1117,8 +1117,8 @@ static void session_established(struct session *s)
 	const char *peer = rsec_conn_peer(c);
 	session_handshake_done(s);
 	if (s->t->n_sessions >= s->t->conf->max_sessions) {
-		blkd_log("warn", "refused", "session=%llu peer=\"%s\" reason=\"max_sessions reached\" sessions=%u",
-			 (unsigned long long)s->id, strlen(peer) > BLKD_ID_MAX ? "" : peer, s->t->n_sessions);
+		blkd_log("warn", "refused", "session=%llu peer=%s reason=\"max_sessions reached\" sessions=%u",
+			 (unsigned long long)s->id, log_q(strlen(peer) > BLKD_ID_MAX ? "" : peer), s->t->n_sessions);
 		session_close(s, "max_sessions reached");
 		return;
 	}
@@ -1139,15 +1139,15 @@ static void session_established(struct session *s)
 		return;
 	}
 	if (s->share->sessions > blkd_identity_sessions(s->t->conf)) {
-		blkd_log("warn", "refused", "session=%llu peer=\"%s\" reason=\"max_sessions_per_identity reached\" sessions=%u",
-			 (unsigned long long)s->id, s->peer, s->share->sessions - 1);
+		blkd_log("warn", "refused", "session=%llu peer=%s reason=\"max_sessions_per_identity reached\" sessions=%u",
+			 (unsigned long long)s->id, log_q(s->peer), s->share->sessions - 1);
 		s->t->n.share_refusals[SHARE_SESSIONS]++;
 		s->t->metrics_dirty = true;
 		session_close(s, "max_sessions_per_identity reached");
 		return;
 	}
 	s->deadline_ms = clock_coarse_ms() + s->t->conf->open_timeout_ms;
-	blkd_log("debug", "established", "session=%llu peer=\"%s\" addr=%s", (unsigned long long)s->id, s->peer,
+	blkd_log("debug", "established", "session=%llu peer=%s addr=%s", (unsigned long long)s->id, log_q(s->peer),
 		 s->addr);
 }
 
@@ -1217,7 +1217,7 @@ static bool admit(struct target *t, struct rsec_conn *c)
 	if (t->n_handshaking < t->conf->max_handshakes &&
 	    admission_try(t->admission, addr, clock_coarse_ms(), &why) == ADMISSION_ADMIT)
 		return true;
-	blkd_log("warn", "refused", "addr=%s reason=\"%s\" handshaking=%u", addr, why, t->n_handshaking);
+	blkd_log("warn", "refused", "addr=%s reason=%s handshaking=%u", addr, log_q(why), t->n_handshaking);
 	return false;
 }
 
@@ -1229,7 +1229,7 @@ static void accept_some(struct target *t)
 		if (rc == RSEC_E_AGAIN)
 			return;
 		if (rc < 0) {
-			blkd_log("warn", "accept", "error=\"%s\"", rsec_strerror(rc));
+			blkd_log("warn", "accept", "error=%s", log_q(rsec_strerror(rc)));
 			return;
 		}
 		t->n.connections++;
@@ -1276,14 +1276,14 @@ static int open_exports(struct target *t)
 		char err[512];
 		x->conf = &t->conf->exports[i];
 		if (store_open(&x->store, x->conf, err, sizeof(err)) < 0) {
-			blkd_log("error", "export", "export=\"%s\" error=\"%s\"", x->conf->name, err);
+			blkd_log("error", "export", "export=%s error=%s", log_q(x->conf->name), log_q(err));
 			for (unsigned j = 0; j < i; j++)
 				store_close(&t->exports[j].store);
 			return -1;
 		}
 		t->n_exports = i + 1;
-		blkd_log("info", "export", "export=\"%s\" path=\"%s\" size=%llu block_size=%u mode=%s direct=%s",
-			 x->conf->name, x->conf->path, (unsigned long long)x->store.size, x->conf->block_size,
+		blkd_log("info", "export", "export=%s path=%s size=%llu block_size=%u mode=%s direct=%s",
+			 log_q(x->conf->name), log_q(x->conf->path), (unsigned long long)x->store.size, x->conf->block_size,
 			 x->conf->read_only ? "ro" : "rw", x->store.fd_direct >= 0 ? "yes" : "no");
 	}
 	return 0;
@@ -1324,7 +1324,7 @@ static int open_context(struct target *t)
 	char err[512] = "";
 	int rc = rsec_ctx_new(&attr, &t->ctx, err, sizeof(err));
 	if (rc < 0) {
-		blkd_log("error", "context", "error=\"%s\" reason=\"%s\"", rsec_strerror(rc), err);
+		blkd_log("error", "context", "error=%s reason=%s", log_q(rsec_strerror(rc)), log_q(err));
 		return -1;
 	}
 	if (trust_conf_set_allow(t->ctx, conf_rules(conf), err, sizeof(err)) < 0) {
@@ -1335,8 +1335,8 @@ static int open_context(struct target *t)
 		blkd_log("info", "authz", "allow_rules=%u", conf->n_allow);
 	rc = rsec_listen(t->ctx, conf->listen_addr, conf->listen_port, 128, &t->listener);
 	if (rc < 0) {
-		blkd_log("error", "listen", "addr=%s port=%u error=\"%s\"", conf->listen_addr, conf->listen_port,
-			 rsec_strerror(rc));
+		blkd_log("error", "listen", "addr=%s port=%u error=%s", conf->listen_addr, conf->listen_port,
+			 log_q(rsec_strerror(rc)));
 		return -1;
 	}
 	return 0;
@@ -1380,7 +1380,7 @@ static void write_metrics(struct target *t, uint64_t now, bool force)
 	struct metrics_source m = { names, counters, t->n_exports, &t->n };
 	char err[512];
 	if (metrics_write(t->conf->metrics_file, &m, err, sizeof(err)) < 0)
-		blkd_log("error", "metrics", "error=\"%s\"", err);
+		blkd_log("error", "metrics", "error=%s", log_q(err));
 	t->metrics_dirty = false;
 	t->metrics_last_ms = now;
 }
@@ -1442,9 +1442,9 @@ static void recheck_peers(struct target *t)
 		    !(reason = reapply_export_access(s)))
 			continue;
 		t->n.closed_revoked++;
-		blkd_log("warn", "peer_revoked", "session=%llu peer=\"%s\" reason=\"%s\" export=\"%s\"",
-			 (unsigned long long)s->id, s->established ? s->peer : "", reason,
-			 s->opened ? s->x->conf->name : "");
+		blkd_log("warn", "peer_revoked", "session=%llu peer=%s reason=%s export=%s",
+			 (unsigned long long)s->id, log_q(s->established ? s->peer : ""), log_q(reason),
+			 log_q(s->opened ? s->x->conf->name : ""));
 		session_close(s, reason);
 	}
 }
@@ -1453,7 +1453,7 @@ static void reload_failed(struct target *t, const char *what, const char *why, b
 {
 	t->n.reload_failures++;
 	t->metrics_dirty = true;
-	blkd_log("error", "reload_failed", "what=%s reason=\"%s\" kept=old", what, why);
+	blkd_log("error", "reload_failed", "what=%s reason=%s kept=old", what, log_q(why));
 	if (audit)
 		rsec_ctx_reload_failed(t->ctx, why);
 }
@@ -1482,7 +1482,7 @@ static void target_reload(struct target *t)
 	if (fresh->n_allow)
 		blkd_log("info", "authz", "allow_rules=%u", fresh->n_allow);
 	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
-		blkd_log("warn", "reload_not_live", "keys=\"%s\" reason=\"they need a restart\"", pinned);
+		blkd_log("warn", "reload_not_live", "keys=%s reason=\"they need a restart\"", log_q(pinned));
 	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
 	if (t->bp.max_us != t->conf->busy_poll_us)
 		busy_poll_init(&t->bp, t->conf->busy_poll_us);
@@ -1647,7 +1647,7 @@ static void turn(struct target *t)
 	uint64_t moves = t->moves; /* the wait's poll counts */
 	int n = wait_events(t, ev, 64);
 	if (n < 0 && errno != EINTR) {
-		blkd_log("error", "epoll", "error=\"%s\"", strerror(errno));
+		blkd_log("error", "epoll", "error=%s", log_q(strerror(errno)));
 		t->stop = true;
 		return;
 	}
@@ -1694,7 +1694,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	t.msg = malloc(t.msg_cap);
 	busy_poll_init(&t.bp, conf->busy_poll_us);
 	if (audit_open(conf->audit_log) < 0) {
-		blkd_log("error", "audit", "path=\"%s\" error=\"%s\"", conf->audit_log, strerror(errno));
+		blkd_log("error", "audit", "path=%s error=%s", log_q(conf->audit_log), log_q(strerror(errno)));
 		goto out;
 	}
 	struct admission_limits adm;
@@ -1710,7 +1710,7 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 		goto out;
 	}
 	if (open_events(&t) < 0) {
-		blkd_log("error", "events", "error=\"%s\"", strerror(errno));
+		blkd_log("error", "events", "error=%s", log_q(strerror(errno)));
 		goto out;
 	}
 	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
