@@ -94,6 +94,7 @@ struct server {
 	server_conf_reader reread;    /* SIGHUP: the configuration as it is now; NULL: none */
 	void *reread_arg;
 	bool psk_mode;                /* no credential files to reload */
+	struct daemon_reload reload;  /* SIGHUP and the etcd watcher's copies (tools/daemon/reload.h) */
 	bool reload_pending;          /* SIGHUP came: reload in the loop, not in a handler */
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
@@ -927,14 +928,6 @@ static void check_audit(struct server *srv)
 	srv->n.audit_errors = lost;
 }
 
-/* The whole days our certificate has left, for the metrics (0 when expired, or in PSK mode). */
-static void update_cert_expiry(struct server *srv)
-{
-	int64_t until = 0;
-	int64_t left = srv->psk_mode || rsec_ctx_cert_expiry(srv->ctx, &until) < 0 ? 0 : until - (int64_t)time(NULL);
-	srv->n.cert_expiry_days = left > 0 ? (uint64_t)left / 86400u : 0;
-}
-
 /* A peer revoked, expired or no longer allowed under the trust now in force is closed (the library audits it). */
 static void recheck_peer(struct session *s)
 {
@@ -961,74 +954,62 @@ static void recheck_marked(struct server *srv)
 	}
 }
 
-/* A reload that fails in any part changes nothing, and says why in the log and the audit log. */
-static void reload_failed(struct server *srv, const char *what, const char *why, bool audit)
+/* The service's side of a reload (tools/daemon/reload.h). */
+static void *reload_reread(void *svc, char *err, size_t errlen)
 {
-	srv->n.reload_failures++;
-	log_event("error", "reload_failed", "what=%s reason=%s kept=old", what, log_q(why));
-	if (audit)
-		rsec_ctx_reload_failed(srv->ctx, why);
-}
-
-/*
- * SIGHUP: the configuration (file and flags, as at start-up), then the
- * credentials; the new configuration goes live only when both worked. Keys
- * that need a restart keep their values (conf_live.h), with a warning.
- */
-static void server_reload(struct server *srv)
-{
-	char err[600] = "", pinned[512] = "";
-	srv->reload_pending = false;
+	struct server *srv = svc;
 	struct rsec_conf *fresh = malloc(sizeof(*fresh));
 	if (!fresh) {
-		reload_failed(srv, "config", "out of memory", true);
-		return;
-	}
-	if (srv->reread && srv->reread(srv->reread_arg, fresh, err, sizeof(err)) < 0) {
-		reload_failed(srv, "config", err, true);
-		free(fresh);
-		return;
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
 	if (!srv->reread)
 		*fresh = *srv->live;
-	const char *what;
-	if (trust_conf_reload(srv->ctx, !srv->psk_mode, conf_rules(fresh), conf_rules(srv->live), &what, err,
-			      sizeof(err)) < 0) {
-		/* The library audited a failure of its files. */
-		reload_failed(srv, what, err, strcmp(what, "credentials") != 0);
+	else if (srv->reread(srv->reread_arg, fresh, err, errlen) < 0) {
 		free(fresh);
-		return;
+		return NULL;
 	}
-	if (fresh->n_allow)
-		log_event("info", "authz", "allow_rules=%u", fresh->n_allow);
-	if (conf_pin_fixed(fresh, srv->live, pinned, sizeof(pinned)))
-		log_event("warn", "reload_not_live", "keys=%s reason=%s", log_q(pinned), log_q("they need a restart"));
-	*srv->live = *fresh;
+	return fresh;
+}
+
+static struct trust_rules reload_rules(void *svc, const void *conf)
+{
+	const struct server *srv = svc;
+	return conf_rules(conf ? conf : srv->live);
+}
+
+/* Keys that need a restart keep their values (conf_live.h). */
+static void reload_apply(void *svc, void *fresh, char *pinned, size_t cap)
+{
+	struct server *srv = svc;
+	if (!conf_pin_fixed(fresh, srv->live, pinned, cap))
+		pinned[0] = '\0';
+	*srv->live = *(struct rsec_conf *)fresh;
 	free(fresh);
-	srv->n.reloads++;
-	update_cert_expiry(srv);
+}
+
+static void reload_recheck(void *svc)
+{
+	struct server *srv = svc;
 	for (struct session *s = srv->sessions; s; s = s->next)
 		s->recheck = true;
-	log_event("info", "reloaded", "credentials=%s cert_expiry_days=%llu sessions=%zu",
-		  srv->psk_mode ? "psk" : "reloaded", (unsigned long long)srv->n.cert_expiry_days, srv->nsessions);
 	recheck_marked(srv);
 }
 
-/* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
-static void on_trust(struct server *srv)
+static size_t reload_sessions(void *svc)
 {
-	char rejected[600];
-	bool changed = trust_conf_take(srv->trust, rejected, sizeof(rejected));
-	if (rejected[0])
-		reload_failed(srv, "trust_etcd", rejected, true);
-	if (changed)
-		server_reload(srv);
+	return ((struct server *)svc)->nsessions;
 }
+
+static const struct daemon_reload_ops reload_ops = {
+	.reread = reload_reread, .rules = reload_rules, .apply = reload_apply, .recheck = reload_recheck,
+	.sessions = reload_sessions,
+};
 
 static void tick_all(struct server *srv)
 {
 	check_audit(srv);
-	update_cert_expiry(srv);
+	daemon_reload_cert_expiry(&srv->reload);
 	uint64_t now = clock_mono_ms();
 	ratelog_tick(srv->rlog, now);
 	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
@@ -1181,7 +1162,9 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 	srv.conf = srv.live;
 	if (server_setup(&srv, conf, psk, psk_len) < 0)
 		goto out;
-	update_cert_expiry(&srv);
+	srv.reload = (struct daemon_reload){ .ops = &reload_ops, .svc = &srv, .ctx = srv.ctx,
+					     .certificates = !srv.psk_mode, .n = &srv.n.reload };
+	daemon_reload_cert_expiry(&srv.reload);
 	log_event("info", "listening", "addr=%s port=%u device=%s max_clients=%u max_per_identity=%u mode=%s",
 		  log_q(conf->listen_addr), conf->listen_port,
 		  log_q(rsec_ctx_device(srv.ctx) ? rsec_ctx_device(srv.ctx) : "by-address"), conf->max_clients,
@@ -1202,7 +1185,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 			else if (ev[i].data.ptr == &srv.work)
 				jobs_back(&srv);
 			else if (ev[i].data.ptr == &srv.trust)
-				on_trust(&srv);
+				daemon_reload_trust(&srv.reload, srv.trust);
 		}
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &srv.acc || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work ||
@@ -1224,8 +1207,10 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 			tick_all(&srv);
 			last_tick = now;
 		}
-		if (srv.reload_pending)
-			server_reload(&srv);
+		if (srv.reload_pending) {
+			srv.reload_pending = false;
+			daemon_reload_run(&srv.reload);
+		}
 		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
 	}
 	/* No new connection comes; the workers' sessions come back (queued ones unrun); all end. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "reload.h"
 
 struct trust_watch;
 
@@ -33,9 +34,8 @@ struct server_counters {
 	uint64_t malformed;         /* of mac_failures: data frames whose header did not parse */
 	uint64_t rebuilds, resumes; /* self-healing: data paths rebuilt, sessions resumed */
 	uint64_t audit_errors;      /* audit records lost (the library could not write them) */
-	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
+	struct daemon_reload_counts reload; /* reloads, failed ones, the certificate's days left */
 	uint64_t closed_revoked;    /* established connections closed: their peer is revoked, expired or no longer allowed now */
-	uint64_t cert_expiry_days;  /* gauge: whole days until our certificate expires (0: expired, or PSK mode) */
 	uint64_t refused_authz;     /* authenticated but matched no [authz] allow rule (no RDMA) */
 };
 

@@ -90,8 +90,8 @@ static int render(FILE *f, const void *arg)
 		PREFIX "busy_polls_total{result=\"hit\"} %llu\n" PREFIX "busy_polls_total{result=\"miss\"} %llu\n",
 		(unsigned long long)t->connections, (unsigned long long)t->violations,
 		(unsigned long long)t->opens_unknown_export, (unsigned long long)t->audit_errors,
-		(unsigned long long)t->reloads, (unsigned long long)t->reload_failures,
-		(unsigned long long)t->closed_revoked, (unsigned long long)t->cert_expiry_days,
+		(unsigned long long)t->reload.reloads, (unsigned long long)t->reload.reload_failures,
+		(unsigned long long)t->closed_revoked, (unsigned long long)t->reload.cert_expiry_days,
 		(unsigned long long)t->busy_poll_hits, (unsigned long long)t->busy_poll_misses);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "blk_wire.h"
+#include "reload.h"
 
 struct export_counters {
 	uint64_t reads, writes, flushes, bytes_read, bytes_written;
@@ -23,9 +24,8 @@ struct target_counters {
 	uint64_t connections, violations, opens_unknown_export, audit_errors;
 	uint64_t open_refusals[BLK_S_MAX + 1]; /* OPENs refused, by status, whatever their export */
 	uint64_t share_refusals[SHARE_KINDS];   /* sessions and OPENs refused for their identity's share */
-	uint64_t reloads, reload_failures; /* SIGHUPs that reloaded, and that kept the old material */
+	struct daemon_reload_counts reload; /* reloads, failed ones, the certificate's days left */
 	uint64_t closed_revoked;   /* sessions closed after a reload: their peer is revoked, expired or no longer allowed */
-	uint64_t cert_expiry_days; /* gauge: whole days until our certificate expires (0: expired) */
 	uint64_t busy_poll_hits, busy_poll_misses; /* polls before sleeping that found work, that did not */
 };
 

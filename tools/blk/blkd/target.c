@@ -154,6 +154,7 @@ struct target {
 	blkd_conf_reader reread;      /* SIGHUP: the configuration as it is now */
 	void *reread_arg;
 	bool reload_pending;          /* SIGHUP came: reload in the loop, not in a handler */
+	struct daemon_reload reload;  /* SIGHUP and the etcd watcher's copies (tools/daemon/reload.h) */
 	struct rsec_ctx *ctx;
 	struct rsec_listener *listener;
 	int epfd, sigfd;
@@ -1368,7 +1369,8 @@ static int open_events(struct target *t)
 
 static void write_metrics(struct target *t, uint64_t now, bool force)
 {
-	if (!t->conf->metrics_file[0] || (!force && (!t->metrics_dirty || now - t->metrics_last_ms < METRICS_INTERVAL_MS)))
+	bool dirty = t->metrics_dirty || t->n.reload.changed;
+	if (!t->conf->metrics_file[0] || (!force && (!dirty || now - t->metrics_last_ms < METRICS_INTERVAL_MS)))
 		return;
 	const char *names[BLKD_EXPORTS_MAX];
 	const struct export_counters *counters[BLKD_EXPORTS_MAX];
@@ -1381,7 +1383,7 @@ static void write_metrics(struct target *t, uint64_t now, bool force)
 	char err[512];
 	if (metrics_write(t->conf->metrics_file, &m, err, sizeof(err)) < 0)
 		blkd_log("error", "metrics", "error=%s", log_q(err));
-	t->metrics_dirty = false;
+	t->metrics_dirty = t->n.reload.changed = false;
 	t->metrics_last_ms = now;
 }
 
@@ -1397,16 +1399,6 @@ static void drain_signals(struct target *t)
 		else
 			t->stop = true;
 	}
-}
-
-/* Whole days our certificate has left, for the metrics (0 when expired). */
-static void update_cert_expiry(struct target *t)
-{
-	int64_t until = 0;
-	int64_t left = rsec_ctx_cert_expiry(t->ctx, &until) < 0 ? 0 : until - (int64_t)time(NULL);
-	uint64_t days = left > 0 ? (uint64_t)left / 86400u : 0;
-	t->metrics_dirty = t->metrics_dirty || days != t->n.cert_expiry_days;
-	t->n.cert_expiry_days = days;
 }
 
 /*
@@ -1449,62 +1441,45 @@ static void recheck_peers(struct target *t)
 	}
 }
 
-static void reload_failed(struct target *t, const char *what, const char *why, bool audit)
+/* The service's side of a reload (tools/daemon/reload.h). */
+static void *reload_reread(void *svc, char *err, size_t errlen)
 {
-	t->n.reload_failures++;
-	t->metrics_dirty = true;
-	blkd_log("error", "reload_failed", "what=%s reason=%s kept=old", what, log_q(why));
-	if (audit)
-		rsec_ctx_reload_failed(t->ctx, why);
+	struct target *t = svc;
+	return t->reread(t->reread_arg, err, errlen);
 }
 
-/*
- * SIGHUP: the configuration (file and flags, as at start-up), then the
- * credentials; the new configuration goes live only when both worked. Keys
- * that need a restart keep their values (blkd_conf_live.h), with a warning.
- */
-static void target_reload(struct target *t)
+static struct trust_rules reload_rules(void *svc, const void *conf)
 {
-	char err[600] = "", pinned[512] = "";
-	t->reload_pending = false;
-	struct blkd_conf *fresh = t->reread(t->reread_arg, err, sizeof(err));
-	if (!fresh) {
-		reload_failed(t, "config", err, true);
-		return;
-	}
-	const char *what;
-	if (trust_conf_reload(t->ctx, true, conf_rules(fresh), conf_rules(t->live), &what, err, sizeof(err)) < 0) {
-		/* The library audited a failure of its files. */
-		reload_failed(t, what, err, strcmp(what, "credentials") != 0);
-		free(fresh);
-		return;
-	}
-	if (fresh->n_allow)
-		blkd_log("info", "authz", "allow_rules=%u", fresh->n_allow);
-	if (blkd_conf_pin_fixed(fresh, t->live, pinned, sizeof(pinned)))
-		blkd_log("warn", "reload_not_live", "keys=%s reason=\"they need a restart\"", log_q(pinned));
-	*t->live = *fresh; /* the exports' names and stores are the same: their pointers stay good */
+	const struct target *t = svc;
+	return conf_rules(conf ? conf : t->live);
+}
+
+/* Keys that need a restart keep their values (blkd_conf_live.h). */
+static void reload_apply(void *svc, void *fresh, char *pinned, size_t cap)
+{
+	struct target *t = svc;
+	if (!blkd_conf_pin_fixed(fresh, t->live, pinned, cap))
+		pinned[0] = '\0';
+	*t->live = *(struct blkd_conf *)fresh; /* the exports' names and stores are the same: their pointers stay good */
 	if (t->bp.max_us != t->conf->busy_poll_us)
 		busy_poll_init(&t->bp, t->conf->busy_poll_us);
 	free(fresh);
-	t->n.reloads++;
-	t->metrics_dirty = true;
-	update_cert_expiry(t);
-	blkd_log("info", "reloaded", "cert_expiry_days=%llu sessions=%u", (unsigned long long)t->n.cert_expiry_days,
-		 t->n_sessions);
-	recheck_peers(t);
 }
 
-/* The etcd watcher wrote a new good copy (reload it, as SIGHUP would) or refused one (the old one stays). */
-static void on_trust(struct target *t)
+static void reload_recheck(void *svc)
 {
-	char rejected[600];
-	bool changed = trust_conf_take(t->trust, rejected, sizeof(rejected));
-	if (rejected[0])
-		reload_failed(t, "trust_etcd", rejected, true);
-	if (changed)
-		target_reload(t);
+	recheck_peers(svc);
 }
+
+static size_t reload_sessions(void *svc)
+{
+	return ((struct target *)svc)->n_sessions;
+}
+
+static const struct daemon_reload_ops reload_ops = {
+	.reread = reload_reread, .rules = reload_rules, .apply = reload_apply, .recheck = reload_recheck,
+	.sessions = reload_sessions,
+};
 
 /*
  * How long the next turn may sleep. What commands wait for (a grant's descriptor, credits, the seal
@@ -1659,7 +1634,7 @@ static void turn(struct target *t)
 		else if (ev[i].data.ptr == &t->pool_tag)
 			take_stored(t);
 		else if (ev[i].data.ptr == &t->trust_tag)
-			on_trust(t);
+			daemon_reload_trust(&t->reload, t->trust);
 		else
 			((struct queue *)ev[i].data.ptr)->s->kick = true;
 	}
@@ -1676,10 +1651,12 @@ static void turn(struct target *t)
 		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
-	if (t->reload_pending)
-		target_reload(t);
+	if (t->reload_pending) {
+		t->reload_pending = false;
+		daemon_reload_run(&t->reload);
+	}
 	if (sweep)
-		update_cert_expiry(t);
+		daemon_reload_cert_expiry(&t->reload);
 	bool quiet = n <= 0 && t->moves == moves;
 	t->quiet_turns = quiet ? t->quiet_turns + (t->quiet_turns < 16) : 0;
 	write_metrics(t, now, false);
@@ -1715,7 +1692,9 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	}
 	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
 		 t.n_exports);
-	update_cert_expiry(&t);
+	t.reload = (struct daemon_reload){ .ops = &reload_ops, .svc = &t, .ctx = t.ctx, .certificates = true,
+					   .n = &t.n.reload };
+	daemon_reload_cert_expiry(&t.reload);
 	write_metrics(&t, clock_coarse_ms(), true);
 	while (!t.stop)
 		turn(&t);
