@@ -51,3 +51,27 @@ int rsec_region_open(struct rsec_conn *c, const struct rsec_remote_grant *g, str
 		return RSEC_E_INVAL;
 	return rsec_sealed_region_open(&c->path, g, r, off, plain_len);
 }
+
+void *rsec_region_addr(const struct rsec_region *r)
+{
+	return r ? r->addr : NULL;
+}
+
+/* A bind or an operation over the region is in flight: the device still uses its registration, so it goes when that completes. */
+void rsec_region_free(struct rsec_region *r)
+{
+	if (!r)
+		return;
+	if (r->users == 0) {
+		rsec_region_destroy(r);
+		return;
+	}
+	r->dying = true;
+	r->next_dying = r->path->dying;
+	r->path->dying = r;
+}
+
+size_t rsec_sealed_len(size_t plain_len)
+{
+	return rsec_sealed_size(plain_len);
+}

@@ -39,7 +39,7 @@ static const char *rule_flaw(const char *rule, size_t len)
 	return NULL;
 }
 
-int rsec_authz_rule_check(const char *rule, char *err, size_t errlen)
+int rsec_rule_check(const char *rule, char *err, size_t errlen)
 {
 	if (err && errlen)
 		err[0] = '\0';
@@ -56,7 +56,7 @@ int rsec_authz_rule_check(const char *rule, char *err, size_t errlen)
 	return RSEC_E_CONFIG;
 }
 
-int rsec_authz_match(const char *rule, const char *identity)
+int rsec_rule_match(const char *rule, const char *identity)
 {
 	if (!rule || !identity || !identity[0])
 		return 0;
@@ -67,10 +67,10 @@ int rsec_authz_match(const char *rule, const char *identity)
 	return strlen(identity) >= len && strncmp(identity, rule, len - 1) == 0;
 }
 
-int rsec_authz_allows(const char *const *rules, size_t n, const char *identity)
+int rsec_rules_allow(const char *const *rules, size_t n, const char *identity)
 {
 	for (size_t i = 0; rules && i < n; i++)
-		if (rsec_authz_match(rules[i], identity))
+		if (rsec_rule_match(rules[i], identity))
 			return 1;
 	return 0;
 }
@@ -106,7 +106,7 @@ int rsec_authz_set_load(struct rsec_authz_set *set, const char *const *rules, ui
 		return RSEC_E_CONFIG;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		RSEC_GUARD(rsec_authz_rule_check(rules[i], err, errlen));
+		RSEC_GUARD(rsec_rule_check(rules[i], err, errlen));
 	struct rsec_authz_set fresh = { .rules = n ? calloc(n, sizeof(char *)) : NULL };
 	RSEC_ENSURE(n == 0 || fresh.rules, RSEC_E_NOMEM);
 	for (; fresh.n < n; fresh.n++) {
@@ -123,7 +123,7 @@ int rsec_authz_set_load(struct rsec_authz_set *set, const char *const *rules, ui
 
 int rsec_authz_set_allows(const struct rsec_authz_set *set, const char *identity)
 {
-	return set->n == 0 || rsec_authz_allows((const char *const *)set->rules, set->n, identity);
+	return set->n == 0 || rsec_rules_allow((const char *const *)set->rules, set->n, identity);
 }
 
 void rsec_authz_set_describe(const struct rsec_authz_set *set, char *out, size_t cap)

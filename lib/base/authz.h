@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Authorization rules (rsec_authz_* in rdmasec.h): a context's own copy of its allow rules. */
+/* Authorization rules (rsec_authz_* in rdmasec.h, api/rules.c): a rule's check and match, and a context's own copy of its allow rules. */
 #ifndef RSEC_AUTHZ_H
 #define RSEC_AUTHZ_H
 
@@ -7,6 +7,11 @@
 #include <stdint.h>
 
 #include "result.h"
+
+/* rsec_authz_rule_check, rsec_authz_match, rsec_authz_allows (rdmasec.h). */
+int rsec_rule_check(const char *rule, char *err, size_t errlen);
+int rsec_rule_match(const char *rule, const char *identity);
+int rsec_rules_allow(const char *const *rules, size_t n, const char *identity);
 
 struct rsec_authz_set {
 	char **rules;

@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/* The text of each RSEC_E_* code (error.h). */
+#include "error.h"
 #include "rdmasec.h"
-#include "config.h"
 
-const char *rsec_version(void)
-{
-	return RSEC_VERSION;
-}
-
-const char *rsec_strerror(int code)
+const char *rsec_error_text(int code)
 {
 	switch (code) {
 	case RSEC_OK: return "success";

@@ -24,7 +24,7 @@ static uint64_t chunks_of(uint64_t plain_len)
 	return plain_len / RSEC_SEALED_CHUNK + (plain_len % RSEC_SEALED_CHUNK != 0);
 }
 
-size_t rsec_sealed_len(size_t plain_len)
+size_t rsec_sealed_size(size_t plain_len)
 {
 	uint64_t n = chunks_of(plain_len);
 	if (plain_len == 0 || n > (SIZE_MAX - plain_len) / TAG_LEN)
@@ -61,7 +61,7 @@ int rsec_sealed_key(SSL *ssl, uint64_t grant_id, uint8_t key[static RSEC_SEALED_
 
 static bool params_valid(const struct rsec_sealed_params *p)
 {
-	return p && rsec_seal_cipher(p->alg) && p->plain_len > 0 && rsec_sealed_len(p->plain_len) != 0 &&
+	return p && rsec_seal_cipher(p->alg) && p->plain_len > 0 && rsec_sealed_size(p->plain_len) != 0 &&
 	       chunks_of(p->plain_len) <= UINT32_MAX;
 }
 
@@ -130,7 +130,7 @@ void rsec_sealed_key_free(struct rsec_sealed_key *k)
 static RSEC_MUST_CHECK int run(struct rsec_sealed_key *k, const struct rsec_sealed_params *p, uint8_t *buf, bool seal)
 {
 	RSEC_ENSURE(k && k->ctx && buf && params_valid(p) && k->alg == p->alg, RSEC_E_INVAL);
-	size_t total = rsec_sealed_len(p->plain_len);
+	size_t total = rsec_sealed_size(p->plain_len);
 	int rc = 0;
 	uint64_t n = chunks_of(p->plain_len);
 	for (uint64_t i = 0; i < n && rc == 0; i++) {
@@ -165,7 +165,7 @@ static RSEC_MUST_CHECK int run_once(const uint8_t key[static RSEC_SEALED_KEY_LEN
 	if (rc == 0)
 		rc = run(&k, p, buf, seal);
 	else
-		OPENSSL_cleanse(buf, rsec_sealed_len(p->plain_len));
+		OPENSSL_cleanse(buf, rsec_sealed_size(p->plain_len));
 	rsec_sealed_key_free(&k);
 	return rc;
 }

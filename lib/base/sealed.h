@@ -47,6 +47,8 @@ struct rsec_sealed_params {
  */
 RSEC_MUST_CHECK int rsec_sealed_key(SSL *ssl, uint64_t grant_id, uint8_t key[static RSEC_SEALED_KEY_LEN]);
 
+/* A sealed transfer's length for plain_len bytes (rsec_sealed_len); 0 if none fits. */
+size_t rsec_sealed_size(size_t plain_len);
 /* The P whose sealed length is exactly sealed_len; false if none is. */
 bool rsec_sealed_plain_len(uint64_t sealed_len, uint64_t *plain_len);
 
@@ -71,7 +73,7 @@ RSEC_MUST_CHECK int rsec_sealed_open_with(struct rsec_sealed_key *k, const struc
 					  uint8_t *buf);
 
 /*
- * Seal in place: buf holds rsec_sealed_len(p->plain_len) bytes, the
+ * Seal in place: buf holds rsec_sealed_size(p->plain_len) bytes, the
  * plaintext in the first plain_len. Returns 0, RSEC_E_INVAL, RSEC_E_CRYPTO
  * (buf then holds no plaintext: wiped).
  */
@@ -79,7 +81,7 @@ RSEC_MUST_CHECK int rsec_sealed_seal(const uint8_t key[static RSEC_SEALED_KEY_LE
 				     uint8_t *buf);
 /*
  * Open in place: on success the plaintext is buf[0, plain_len) and the tags
- * are wiped. On any failure all rsec_sealed_len(plain_len) bytes are wiped,
+ * are wiped. On any failure all rsec_sealed_size(plain_len) bytes are wiped,
  * so nothing unauthenticated is ever left to read. Returns 0, RSEC_E_MAC,
  * RSEC_E_INVAL, RSEC_E_CRYPTO.
  */

@@ -18,6 +18,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "check.h"
 #include "data.h"
 #include "grant.h"
@@ -269,7 +270,7 @@ static RSEC_MUST_CHECK int maybe_return_credits(struct rsec_path *path)
 	if (path->credits_owed < path->credits_due || !can_send(path, true))
 		return 0;
 	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, false);
-	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot return credits: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot return credits: %s", rsec_error_text(rc)) : 0;
 }
 
 int rsec_data_new_tx_keys(struct rsec_path *path)
@@ -278,7 +279,7 @@ int rsec_data_new_tx_keys(struct rsec_path *path)
 	if (!can_send(path, true))
 		return 0; /* the next frame we send retires the peer's old key instead */
 	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, false);
-	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send under the new keys: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send under the new keys: %s", rsec_error_text(rc)) : 0;
 }
 
 /* The queue pair failed: a fault of the data path, for the session to rebuild or close on. */
@@ -429,7 +430,7 @@ static RSEC_MUST_CHECK int on_recv_wc(struct rsec_path *path, const struct ibv_w
 		/* Forged, replayed or reordered: never delivered; what the peer sent from here on is
 		 * sent again over a rebuilt data path, or the connection closes. */
 		return rsec_fault_data(&path->fault, RSEC_WIRE_REBUILD_AUTH, rc, "rejected a message: %s",
-				       rsec_strerror(rc));
+				       rsec_error_text(rc));
 	}
 	if ((uint64_t)path->credits + hdr.credits > path->peer_slots || rsec_sendq_ack(&path->sendq, hdr.credits) < 0)
 		return rsec_fault_fail(&path->fault, RSEC_E_PROTO, "peer returned more credits than it has buffers");
@@ -490,7 +491,7 @@ static RSEC_MUST_CHECK int progress_queued(struct rsec_path *path)
 	bool started = path->txm_started;
 	int rc = rsec_data_send_some(path, path->txm, path->txm_len, &path->txm_off, &path->txm_started);
 	if (rc < 0)
-		return rsec_fault_fail(&path->fault, rc, "cannot send: %s", rsec_strerror(rc));
+		return rsec_fault_fail(&path->fault, rc, "cannot send: %s", rsec_error_text(rc));
 	uint64_t now = rsec_now_ms();
 	if (path->txm_off != off || path->txm_started != started)
 		path->txm_progress_ms = now;
@@ -538,7 +539,7 @@ static RSEC_MUST_CHECK int resend_recovered(struct rsec_path *path)
 		memcpy(&len, p + 1, sizeof(len));
 		int rc = send_frame(path, p[0], p + 5, len, false);
 		if (rc < 0)
-			return rsec_fault_fail(&path->fault, rc, "cannot send again: %s", rsec_strerror(rc));
+			return rsec_fault_fail(&path->fault, rc, "cannot send again: %s", rsec_error_text(rc));
 		OPENSSL_cleanse(p, 5 + (size_t)len);
 		path->rb.resend_off += 5 + (size_t)len;
 		if (path->rb.resend_off == path->rb.resend_len)
@@ -582,7 +583,7 @@ int rsec_data_signal_tail(struct rsec_path *path)
 	if (!rsec_data_tail_unseen(path))
 		return 0;
 	int rc = send_frame(path, RSEC_SEAL_FLAG_CREDIT_ONLY, NULL, 0, true);
-	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send a signaled frame: %s", rsec_strerror(rc)) : 0;
+	return rc < 0 ? rsec_fault_fail(&path->fault, rc, "cannot send a signaled frame: %s", rsec_error_text(rc)) : 0;
 }
 
 int rsec_data_poll(struct rsec_path *path)

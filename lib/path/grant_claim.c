@@ -31,7 +31,7 @@ static RSEC_MUST_CHECK int open_sealed_claim(struct rsec_path *path, const struc
 	if (rc == 0)
 		rc = rsec_sealed_open(key, &p, buf);
 	else
-		OPENSSL_cleanse(buf, rsec_sealed_len(p.plain_len));
+		OPENSSL_cleanse(buf, rsec_sealed_size(p.plain_len));
 	OPENSSL_cleanse(key, sizeof(key));
 	return rc;
 }
@@ -140,7 +140,7 @@ int rsec_grant_open_end(struct rsec_path *path, struct rsec_local_grant *g, uint
 	g->claim = false;
 	rsec_grant_audit_local(path, RSEC_AUDIT_SEALED_OPEN, g, rc == 0 ? "ok" : "mismatch",
 			       rc == 0 ? NULL : "sealed bytes do not open (changed, replayed or cut); wiped", at,
-			       rsec_sealed_len(plain_len));
+			       rsec_sealed_size(plain_len));
 	if (rc == RSEC_E_MAC)
 		path->data_mac_failures++;
 	if (rc < 0)

@@ -10,6 +10,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "grant.h"
 #include "sealed_post.h"
 
@@ -67,7 +68,7 @@ int rsec_grant_on_msg(struct rsec_path *path, const struct rsec_msg *m)
 					       m->u.grant.has_key_id ? "with" : "without");
 		if (rc < 0)
 			return rsec_fault_fail(&path->fault, rc, "cannot make the keys of a GRANT (key id %#llx): %s",
-					      (unsigned long long)m->u.grant.key_id, rsec_strerror(rc));
+					      (unsigned long long)m->u.grant.key_id, rsec_error_text(rc));
 		if (rsec_gt_peer_stale(&path->gt, m->u.grant.grant_id) && path->cfg.rebinds) {
 			rc = rsec_gt_remote_rebind(&path->gt, &m->u.grant);
 			return rc < 0 ? rsec_fault_fail(&path->fault, rc,

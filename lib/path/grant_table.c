@@ -89,7 +89,7 @@ int rsec_gt_claim(struct rsec_grant_table *t, const struct rsec_msg_verify *v)
 	/* What the claim covers in the grant: the bytes, or their sealed form. */
 	uint64_t span = v->len;
 	if (g->sealed)
-		span = v->mac_alg == RSEC_WIRE_MAC_SEALED ? rsec_sealed_len(v->len) : 0;
+		span = v->mac_alg == RSEC_WIRE_MAC_SEALED ? rsec_sealed_size(v->len) : 0;
 	else if (v->mac_alg != RSEC_WIRE_MAC_HMAC_SHA256)
 		span = 0;
 	if (!(g->access & RSEC_ACCESS_WRITE) || g->claim || span == 0 || v->offset > g->len ||
@@ -139,7 +139,7 @@ static RSEC_MUST_CHECK int fill_remote(struct rsec_grant_table *t, const struct 
 		if (!sealed && read && p->alg == RSEC_WIRE_MAC_HMAC_SHA256 && p->len == g->len) {
 			rg->access |= RSEC_GRANT_VERIFIED;
 			memcpy(rg->mac, p->mac, sizeof(rg->mac));
-		} else if (sealed && read && p->alg == RSEC_WIRE_MAC_SEALED && rsec_sealed_len(p->len) == g->len) {
+		} else if (sealed && read && p->alg == RSEC_WIRE_MAC_SEALED && rsec_sealed_size(p->len) == g->len) {
 			memcpy(rg->mac, p->mac, sizeof(rg->mac));
 			proven = true;
 		}

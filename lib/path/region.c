@@ -33,7 +33,6 @@ int rsec_grant_use_mr(const struct rsec_path *path, bool *mr)
 	}
 }
 
-
 static RSEC_MUST_CHECK int region_register(struct rsec_path *path, struct rsec_region *r)
 {
 	bool mr;
@@ -155,11 +154,6 @@ int rsec_region_map(struct rsec_path *path, size_t len, unsigned access, struct 
 	return 0;
 }
 
-void *rsec_region_addr(const struct rsec_region *r)
-{
-	return r ? r->addr : NULL;
-}
-
 void rsec_region_destroy(struct rsec_region *r)
 {
 	region_unlink(r);
@@ -169,20 +163,6 @@ void rsec_region_destroy(struct rsec_region *r)
 		(void)munmap(r->addr, r->map_len);
 	}
 	free(r);
-}
-
-/* A bind or an operation over the region is in flight: the device still uses its registration, so it goes when that completes. */
-void rsec_region_free(struct rsec_region *r)
-{
-	if (!r)
-		return;
-	if (r->users == 0) {
-		rsec_region_destroy(r);
-		return;
-	}
-	r->dying = true;
-	r->next_dying = r->path->dying;
-	r->path->dying = r;
 }
 
 void rsec_region_unuse(struct rsec_path *path, struct rsec_region *r)

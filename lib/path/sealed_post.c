@@ -109,7 +109,7 @@ static bool write_overlaps(const struct rsec_path *path, const struct rsec_regio
 			continue;
 		if (w->region != r->serial)
 			continue; /* 0 (rsec_write_sealed's own buffer) is no region's serial */
-		size_t end = w->local_off + rsec_sealed_len(w->plain_len); /* within r: rsec_region_seal checked */
+		size_t end = w->local_off + rsec_sealed_size(w->plain_len); /* within r: rsec_region_seal checked */
 		if (off < end && w->local_off < off + len)
 			return true;
 	}
@@ -167,7 +167,7 @@ int rsec_sealed_write_begin(struct rsec_path *path, const struct rsec_remote_gra
 {
 	if (!is_sealed(g, RSEC_ACCESS_WRITE))
 		return RSEC_E_GRANT;
-	size_t total = rsec_sealed_len(plain_len);
+	size_t total = rsec_sealed_size(plain_len);
 	if (!total || remote_off > g->len || total > g->len - remote_off)
 		return RSEC_E_RANGE;
 	struct rsec_sealed_write *w = write_of(path, g->id);
@@ -222,7 +222,7 @@ int rsec_sealed_region_seal(struct rsec_path *path, const struct rsec_remote_gra
 {
 	if (!g || !r || r->path != path || r->dying || !r->local_mr || !plain_len)
 		return RSEC_E_INVAL;
-	size_t total = rsec_sealed_len(plain_len);
+	size_t total = rsec_sealed_size(plain_len);
 	/* Sealing is in place: not in memory the process may not write (registered read-only). */
 	if (r->local_ro || !total || off > r->len || total > r->len - off)
 		return RSEC_E_RANGE;
@@ -246,7 +246,7 @@ int rsec_sealed_post_check(struct rsec_path *path, const struct rsec_wr *wr, str
 	struct rsec_sealed_write *w = write_of(path, g->id);
 	RSEC_ENSURE(is_sealed(g, RSEC_ACCESS_WRITE) && w && w->state == SEALED_WRITE_READY &&
 			    w->region == wr->local->serial && w->local_off == wr->local_off &&
-			    w->remote_off == wr->remote_off && wr->len == rsec_sealed_len(w->plain_len),
+			    w->remote_off == wr->remote_off && wr->len == rsec_sealed_size(w->plain_len),
 		    RSEC_E_RANGE); /* only bytes rsec_region_seal sealed for this very operation */
 	*claim = w;
 	return 0;

@@ -43,6 +43,7 @@
 #include <openssl/crypto.h>
 
 #include "base/audit.h"
+#include "base/error.h"
 #include "conn.h"
 #include "ctrl.h"
 #include "base/tls_resume.h"
@@ -122,7 +123,7 @@ static void describe_peer(int sock, char *out, size_t cap)
 /* The audit records a failure with this code produces, before the closing one. */
 static void audit_failure(struct rsec_conn *c, int code)
 {
-	const char *why = rsec_strerror(code);
+	const char *why = rsec_error_text(code);
 	switch (code) {
 	case RSEC_E_MAC:
 		rsec_conn_audit(c, RSEC_AUDIT_MAC_FAILURE, why, c->error, NULL);
@@ -307,7 +308,6 @@ static RSEC_MUST_CHECK int conn_start_tls(struct rsec_conn *c, const char *host,
 	return rsec_ctx_tls_new(c->ctx, c->path.chan->sock, &opts, &c->path.chan->ssl);
 }
 
-
 int rsec_conn_watch(struct rsec_conn *c)
 {
 	if (c->lane)
@@ -353,7 +353,7 @@ static RSEC_MUST_CHECK int process_ctrl_out(struct rsec_conn *c)
 		return 0;
 	int rc = rsec_chan_flush(c->path.chan);
 	if (rc < 0)
-		return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
+		return rsec_resume_lost(c, rc, "control channel: %s", rsec_error_text(rc));
 	if (rsec_chan_stalled(c->path.chan, rsec_now_ms()))
 		return rsec_conn_fail(c, RSEC_E_TIMEOUT,
 				      "control channel: the peer has not read %zu queued bytes for %u ms",
@@ -366,7 +366,7 @@ int rsec_conn_violation(struct rsec_conn *c, const char *why)
 	if (c->path.phase == PHASE_CLOSED)
 		return c->path.close_code;
 	c->path.stats.protocol_violations++;
-	rsec_conn_audit(c, RSEC_AUDIT_PROTOCOL_VIOLATION, rsec_strerror(RSEC_E_PROTO), why, NULL);
+	rsec_conn_audit(c, RSEC_AUDIT_PROTOCOL_VIOLATION, rsec_error_text(RSEC_E_PROTO), why, NULL);
 	return rsec_conn_fail(c, RSEC_E_PROTO, "%s", why);
 }
 
@@ -384,12 +384,12 @@ static RSEC_MUST_CHECK int process_keepalive(struct rsec_conn *c)
 	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send KEEPALIVE");
 	if (rc < 0)
-		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_strerror(rc));
+		return rsec_resume_lost(c, rc, "control channel: cannot send KEEPALIVE: %s", rsec_error_text(rc));
 	c->path.chan->last_tx_ms = now;
 	return 0;
 }
 
-int rsec_conn_handshake(struct rsec_conn *c)
+int rsec_conn_setup_step(struct rsec_conn *c)
 {
 	if (!c || c->lane)
 		return RSEC_E_INVAL;
@@ -423,10 +423,10 @@ static RSEC_MUST_CHECK int process_ctrl_in(struct rsec_conn *c)
 			 * (certificate revoked, expired, unknown CA) comes with the first read. */
 			char why[160];
 			rsec_tls_last_error(c->path.chan->ssl, why, sizeof(why));
-			return rsec_resume_lost(c, rc, "control channel: %s: %s", rsec_strerror(rc), why);
+			return rsec_resume_lost(c, rc, "control channel: %s: %s", rsec_error_text(rc), why);
 		}
 		if (rc < 0)
-			return rsec_resume_lost(c, rc, "control channel: %s", rsec_strerror(rc));
+			return rsec_resume_lost(c, rc, "control channel: %s", rsec_error_text(rc));
 		rc = rsec_ctrl_receive(c, &m);
 		OPENSSL_cleanse(&m, sizeof(m));
 		if (rc < 0)
@@ -514,7 +514,7 @@ static RSEC_MUST_CHECK int process_root(struct rsec_conn *c)
 	return c->path.phase == PHASE_ESTABLISHED ? 0 : RSEC_E_AGAIN;
 }
 
-int rsec_conn_process(struct rsec_conn *c)
+int rsec_conn_progress(struct rsec_conn *c)
 {
 	if (!c)
 		return RSEC_E_INVAL;
@@ -535,14 +535,6 @@ int rsec_conn_process(struct rsec_conn *c)
 	return rc;
 }
 
-void rsec_conn_turn(struct rsec_conn *c)
-{
-	if (!c)
-		return;
-	c->turns = true;
-	c->turn_probed = false;
-}
-
 int rsec_conn_step(struct rsec_conn *c)
 {
 	uint64_t now = rsec_now_ms();
@@ -551,7 +543,7 @@ int rsec_conn_step(struct rsec_conn *c)
 		/* Keepalives, grant expiry and the peer's control frames never wait longer than this. */
 		c->sock_event = false;
 		c->next_full_ms = now + RSEC_BUSY_FULL_MS;
-		return rsec_conn_process(c);
+		return rsec_conn_progress(c);
 	}
 	/* The data path only: completions, credits, what waits for them, and queued control frames. */
 	RSEC_GUARD(process_ctrl_out(c));
@@ -635,9 +627,9 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	c->deadline_ms = rsec_now_ms() + (uint64_t)timeout_ms;
 	int rc = conn_start_tls(c, host, port, server_name ? server_name : host);
 	if (rc < 0 && !c->error[0])
-		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_strerror(rc));
+		(void)rsec_conn_fail(c, rc, "cannot start TLS: %s", rsec_error_text(rc));
 	while (rc >= 0 && !dialled(c) && c->path.phase != PHASE_CLOSED) {
-		rc = rsec_conn_process(c);
+		rc = rsec_conn_progress(c);
 		if (!dialled(c) && (rc == RSEC_E_AGAIN || rc == 0))
 			rc = rsec_conn_wait(c, 100);
 	}
@@ -656,7 +648,7 @@ int rsec_conn_dial(struct rsec_ctx *ctx, const char *host, uint16_t port, const 
 	return rc < 0 ? rc : 0;
 }
 
-int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
+int rsec_conn_accept(struct rsec_listener *l, struct rsec_conn **out)
 {
 	if (!l || !out)
 		return RSEC_E_INVAL;
@@ -671,43 +663,11 @@ int rsec_accept(struct rsec_listener *l, struct rsec_conn **out)
 	}
 	int rc = conn_start_tls(c, NULL, 0, NULL);
 	if (rc < 0) {
-		rsec_conn_free(c);
+		rsec_conn_destroy(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
-}
-
-int rsec_conn_fd(const struct rsec_conn *c)
-{
-	return c ? c->epfd : -1;
-}
-
-enum rsec_conn_state rsec_conn_state(const struct rsec_conn *c)
-{
-	if (!c || c->path.phase == PHASE_CLOSED)
-		return RSEC_CONN_CLOSED;
-	return c->path.phase == PHASE_ESTABLISHED ? RSEC_CONN_ESTABLISHED : RSEC_CONN_HANDSHAKE;
-}
-
-const char *rsec_conn_peer(const struct rsec_conn *c)
-{
-	return c ? c->peer : "";
-}
-
-int rsec_conn_resumed(const struct rsec_conn *c)
-{
-	return c && c->tls_resumed ? 1 : 0;
-}
-
-const char *rsec_conn_peer_addr(const struct rsec_conn *c)
-{
-	return c ? c->peer_addr : "";
-}
-
-const char *rsec_conn_error(const struct rsec_conn *c)
-{
-	return c ? c->error : "";
 }
 
 /*
@@ -738,7 +698,7 @@ void rsec_conn_teardown_rdma(struct rsec_conn *c)
 	}
 }
 
-int rsec_conn_close(struct rsec_conn *c, const char *reason)
+int rsec_conn_close_local(struct rsec_conn *c, const char *reason)
 {
 	if (!c)
 		return RSEC_E_INVAL;
@@ -759,12 +719,12 @@ int rsec_conn_close(struct rsec_conn *c, const char *reason)
 	return rc;
 }
 
-void rsec_conn_free(struct rsec_conn *c)
+void rsec_conn_destroy(struct rsec_conn *c)
 {
 	if (!c)
 		return;
 	if (c->path.phase != PHASE_CLOSED)
-		(void)rsec_conn_close(c, "closed");
+		(void)rsec_conn_close_local(c, "closed");
 	rsec_conn_teardown_rdma(c);
 	rsec_ops_free(&c->path.ops);
 	rsec_resume_forget(c);
@@ -783,7 +743,7 @@ void rsec_conn_free(struct rsec_conn *c)
 	free(c);
 }
 
-int rsec_conn_stats(const struct rsec_conn *c, struct rsec_conn_stats *out)
+int rsec_conn_stats_fill(const struct rsec_conn *c, struct rsec_conn_stats *out)
 {
 	if (!c || !out)
 		return RSEC_E_INVAL;

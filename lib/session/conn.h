@@ -52,6 +52,20 @@ bool rsec_ctx_authorized(struct rsec_ctx *ctx, const char *identity, char *why, 
 /* ctx.c: a connection's PD, CQs and QP on dev (from rsec_ctx_dev_for), drawn from dev's QP pool. */
 RSEC_MUST_CHECK int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp *q);
 
+/*
+ * ctx.c: what the exported context calls (api/context.c) do, arguments as theirs: rsec_ctx_new,
+ * rsec_ctx_set_allow, rsec_ctx_free, rsec_ctx_reload, rsec_ctx_reload_failed, rsec_ctx_cert_expiry,
+ * rsec_conn_check_peer, rsec_listen.
+ */
+int rsec_ctx_create(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen);
+int rsec_ctx_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen);
+void rsec_ctx_destroy(struct rsec_ctx *ctx);
+int rsec_ctx_reload_files(struct rsec_ctx *ctx, char *err, size_t errlen);
+void rsec_ctx_audit_reload_failed(struct rsec_ctx *ctx, const char *why);
+int rsec_ctx_own_not_after(struct rsec_ctx *ctx, int64_t *unix_s);
+int rsec_conn_recheck_peer(struct rsec_conn *c, char *why, size_t whylen);
+int rsec_ctx_listen(struct rsec_ctx *ctx, const char *addr, uint16_t port, int backlog, struct rsec_listener **out);
+
 /* ctx.c: an SSL on fd from the context's current TLS credentials (rsec_tls_new). */
 RSEC_MUST_CHECK int rsec_ctx_tls_new(struct rsec_ctx *ctx, int fd, const struct rsec_tls_opts *o, SSL **out);
 
@@ -222,7 +236,18 @@ int rsec_conn_fd_events(struct rsec_conn *c);
 /* Keep epfd watching the socket for writability exactly while TLS or the control queue waits for it. */
 RSEC_MUST_CHECK int rsec_conn_watch(struct rsec_conn *c);
 /*
- * Advance the connection as the blocking calls do: rsec_conn_process, or
+ * conn.c: what the exported connection calls (api/connection.c) do, arguments as theirs:
+ * rsec_conn_handshake, rsec_conn_process (the library's own callers too), rsec_accept,
+ * rsec_conn_close, rsec_conn_free (the library's own callers too), rsec_conn_stats.
+ */
+int rsec_conn_setup_step(struct rsec_conn *c);
+int rsec_conn_progress(struct rsec_conn *c);
+int rsec_conn_accept(struct rsec_listener *l, struct rsec_conn **out);
+int rsec_conn_close_local(struct rsec_conn *c, const char *reason);
+void rsec_conn_destroy(struct rsec_conn *c);
+int rsec_conn_stats_fill(const struct rsec_conn *c, struct rsec_conn_stats *out);
+/*
+ * Advance the connection as the blocking calls do: rsec_conn_progress, or
  * when busy polling, mostly the data path alone (no system call), the
  * whole of it when the control socket has something and now and then.
  */

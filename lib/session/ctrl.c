@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "base/error.h"
 #include "conn.h"
 #include "ctrl.h"
 
@@ -220,7 +221,7 @@ static int take_last_words(struct rsec_conn *c)
 	return rsec_conn_fail(c, f.code, "%s (then the peer closed)", f.text);
 }
 
-/* Only this, over TLS, closes a connection; resources go at rsec_conn_free(). */
+/* Only this, over TLS, closes a connection; resources go at rsec_conn_destroy(). */
 static int on_disconnect(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
 {
 	RSEC_GUARD(take_last_words(c));
@@ -256,7 +257,7 @@ static int on_keepalive(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 	if (rc < 0 && !rsec_chan_gone(rc))
 		return rsec_ctrl_refuse(f, rc, "cannot answer KEEPALIVE");
 	if (rc < 0)
-		return channel_lost(f, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_strerror(rc));
+		return channel_lost(f, rc, "control channel: cannot answer KEEPALIVE: %s", rsec_error_text(rc));
 	c->path.chan->last_tx_ms = rsec_now_ms();
 	return 0;
 }

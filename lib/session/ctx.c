@@ -15,6 +15,7 @@
 
 #include "base/audit.h"
 #include "base/authz.h"
+#include "base/error.h"
 #include "conn.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -166,7 +167,7 @@ static RSEC_MUST_CHECK int ctx_set_policy(struct rsec_ctx *ctx, const struct rse
 		if (rc < 0) {
 			if (err && errlen)
 				snprintf(err, errlen, "cannot open the audit log %s: %s", a->audit_path,
-					 rc == RSEC_E_IO ? strerror(errno) : rsec_strerror(rc));
+					 rc == RSEC_E_IO ? strerror(errno) : rsec_error_text(rc));
 			return RSEC_E_CONFIG;
 		}
 	}
@@ -219,7 +220,7 @@ static RSEC_MUST_CHECK int ctx_open_device(struct rsec_ctx *ctx, const struct rs
 	return rc;
 }
 
-int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen)
+int rsec_ctx_create(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err, size_t errlen)
 {
 	if (!a || !out)
 		return RSEC_E_INVAL;
@@ -241,14 +242,14 @@ int rsec_ctx_new(const struct rsec_ctx_attr *a, struct rsec_ctx **out, char *err
 	if (rc == 0)
 		rc = ctx_open_device(ctx, a, err, errlen);
 	if (rc < 0) {
-		rsec_ctx_free(ctx);
+		rsec_ctx_destroy(ctx);
 		return rc;
 	}
 	*out = ctx;
 	return 0;
 }
 
-int rsec_ctx_set_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen)
+int rsec_ctx_allow(struct rsec_ctx *ctx, const char *const *rules, uint32_t n, char *err, size_t errlen)
 {
 	RSEC_ENSURE_REF(ctx);
 	pthread_mutex_lock(&ctx->authz_lock);
@@ -268,12 +269,7 @@ bool rsec_ctx_authorized(struct rsec_ctx *ctx, const char *identity, char *why, 
 	return ok;
 }
 
-uint64_t rsec_ctx_audit_errors(const struct rsec_ctx *ctx)
-{
-	return ctx ? __atomic_load_n(&ctx->audit_errors, __ATOMIC_RELAXED) : 0;
-}
-
-void rsec_ctx_free(struct rsec_ctx *ctx)
+void rsec_ctx_destroy(struct rsec_ctx *ctx)
 {
 	if (!ctx)
 		return;
@@ -346,7 +342,7 @@ static RSEC_MUST_CHECK int ctx_tls_fresh(struct rsec_ctx *ctx, SSL_CTX **out, ch
 	return 0;
 }
 
-int rsec_ctx_reload(struct rsec_ctx *ctx, char *err, size_t errlen)
+int rsec_ctx_reload_files(struct rsec_ctx *ctx, char *err, size_t errlen)
 {
 	if (!ctx)
 		return RSEC_E_INVAL;
@@ -362,19 +358,19 @@ int rsec_ctx_reload(struct rsec_ctx *ctx, char *err, size_t errlen)
 		pthread_mutex_unlock(&ctx->tls_lock);
 		SSL_CTX_free(old); /* connections made from it hold their own references */
 	} else {
-		set_err(err, errlen, said[0] ? said : rsec_strerror(rc));
+		set_err(err, errlen, said[0] ? said : rsec_error_text(rc));
 	}
-	ctx_audit(ctx, RSEC_AUDIT_RELOAD, rc == 0 ? "ok" : "failed", said[0] ? said : rsec_strerror(rc));
+	ctx_audit(ctx, RSEC_AUDIT_RELOAD, rc == 0 ? "ok" : "failed", said[0] ? said : rsec_error_text(rc));
 	return rc;
 }
 
-void rsec_ctx_reload_failed(struct rsec_ctx *ctx, const char *why)
+void rsec_ctx_audit_reload_failed(struct rsec_ctx *ctx, const char *why)
 {
 	if (ctx)
 		ctx_audit(ctx, RSEC_AUDIT_RELOAD, "failed", why ? why : "reload failed");
 }
 
-int rsec_ctx_cert_expiry(struct rsec_ctx *ctx, int64_t *unix_s)
+int rsec_ctx_own_not_after(struct rsec_ctx *ctx, int64_t *unix_s)
 {
 	if (!ctx || !unix_s)
 		return RSEC_E_INVAL;
@@ -384,7 +380,7 @@ int rsec_ctx_cert_expiry(struct rsec_ctx *ctx, int64_t *unix_s)
 	return rc;
 }
 
-int rsec_conn_check_peer(struct rsec_conn *c, char *why, size_t whylen)
+int rsec_conn_recheck_peer(struct rsec_conn *c, char *why, size_t whylen)
 {
 	if (!c)
 		return RSEC_E_INVAL;
@@ -469,12 +465,7 @@ int rsec_ctx_take_qp(struct rsec_ctx *ctx, struct rsec_dev *dev, struct rsec_qp 
 	return rsec_qpool_take(pool, q);
 }
 
-const char *rsec_ctx_device(const struct rsec_ctx *ctx)
-{
-	return ctx && ctx->dev ? ctx->dev->name : NULL;
-}
-
-int rsec_listen(struct rsec_ctx *ctx, const char *addr, uint16_t port, int backlog, struct rsec_listener **out)
+int rsec_ctx_listen(struct rsec_ctx *ctx, const char *addr, uint16_t port, int backlog, struct rsec_listener **out)
 {
 	if (!ctx || !ctx->is_server || !out || port == 0)
 		return RSEC_E_INVAL;
@@ -511,15 +502,3 @@ out:
 	return rc;
 }
 
-int rsec_listener_fd(const struct rsec_listener *l)
-{
-	return l ? l->fd : -1;
-}
-
-void rsec_listener_free(struct rsec_listener *l)
-{
-	if (!l)
-		return;
-	close(l->fd);
-	free(l);
-}

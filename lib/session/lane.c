@@ -28,6 +28,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "conn.h"
 #include "ctrl.h"
 
@@ -48,7 +49,7 @@ static unsigned live_lanes(const struct rsec_conn *root)
 static void lane_settle(struct rsec_conn *c)
 {
 	if (c->path.phase == PHASE_CLOSED && !c->lane_taken && c->is_server)
-		rsec_conn_free(c); /* unlinks it */
+		rsec_conn_destroy(c); /* unlinks it */
 }
 
 /* A lane of root at index idx, keyed, waiting for the peer's QP_INFO. */
@@ -77,7 +78,7 @@ static RSEC_MUST_CHECK int lane_new(struct rsec_conn *root, uint16_t idx, struct
 	if (rc < 0) {
 		c->path.phase = PHASE_CLOSED; /* nothing to tell the peer: it never heard of it */
 		c->path.close_code = rc;
-		rsec_conn_free(c); /* unlinks it */
+		rsec_conn_destroy(c); /* unlinks it */
 		return rc;
 	}
 	c->path.have_seal = true;
@@ -97,7 +98,7 @@ static RSEC_MUST_CHECK int lane_accept(struct rsec_conn *root, const struct rsec
 		struct rsec_msg e = { .type = RSEC_MSG_ERROR, .lane = m->lane };
 		char text[96];
 		snprintf(text, sizeof(text), "queue pair %u refused: %s (max_qps %u)", (unsigned)m->lane + 1,
-			 rsec_strerror(rc), root->ctx->max_qps);
+			 rsec_error_text(rc), root->ctx->max_qps);
 		e.u.error.code = (uint32_t)-rc;
 		rsec_wire_text_set(&e.u.error.text, text);
 		rc = rsec_chan_send(root->path.chan, 0, &e); /* lane 0's sender: the index goes as given */
@@ -134,7 +135,7 @@ int rsec_lane_process(struct rsec_conn *c)
 		return c->path.close_code;
 	if (!c->root)
 		return rsec_conn_fail(c, RSEC_E_CLOSED, "the session's connection was freed");
-	int rc = rsec_conn_process(c->root);
+	int rc = rsec_conn_progress(c->root);
 	if (c->path.phase == PHASE_CLOSED)
 		return c->path.close_code; /* the root's failure failed us too */
 	if (rc < 0 && rc != RSEC_E_AGAIN)
@@ -193,7 +194,7 @@ void rsec_lanes_detach(struct rsec_conn *root)
 		if (!c)
 			continue;
 		if (!c->lane_taken) {
-			rsec_conn_free(c);
+			rsec_conn_destroy(c);
 			continue;
 		}
 		c->root = NULL;
@@ -246,7 +247,7 @@ int rsec_lane_request(struct rsec_conn *root, struct rsec_conn **out)
 		rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
 		(void)rsec_conn_fail(c, rc, "cannot set up queue pair %u: %s", (unsigned)c->lane + 1,
-				     rsec_strerror(rc));
+				     rsec_error_text(rc));
 	*out = c;
 	return rc;
 }
@@ -268,7 +269,7 @@ int rsec_lane_requested(struct rsec_conn *root, struct rsec_conn *c, int rc, int
 	else
 		(void)rsec_conn_fail(c, rc, "queue pair %u: no answer in %d ms", (unsigned)c->lane + 1, timeout_ms);
 	memcpy(root->error, c->error, sizeof(root->error));
-	rsec_conn_free(c);
+	rsec_conn_destroy(c);
 	return rc;
 }
 

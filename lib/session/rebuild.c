@@ -40,6 +40,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "conn.h"
 
 #define MINUTE_MS 60000u
@@ -74,7 +75,7 @@ static void audit_fault(struct rsec_conn *c, uint8_t why, int code, const char *
 				   : code == RSEC_E_MAC || why == RSEC_WIRE_REBUILD_AUTH ? RSEC_AUDIT_MAC_FAILURE
 				   : why == RSEC_WIRE_REBUILD_VIOLATION ? RSEC_AUDIT_PROTOCOL_VIOLATION
 									: RSEC_AUDIT_QP_ERROR;
-	rsec_conn_audit(c, ev, rsec_strerror(code), text, NULL);
+	rsec_conn_audit(c, ev, rsec_error_text(code), text, NULL);
 }
 
 static RSEC_MUST_CHECK int send_half(struct rsec_conn *c, uint8_t why, uint64_t opened)
@@ -110,7 +111,7 @@ static RSEC_MUST_CHECK int stop(struct rsec_conn *c)
 	rsec_onesided_abort(&c->path, RSEC_E_QP);
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot rebuild the data path (%s): %s", c->path.rb.reason,
-				      rsec_strerror(rc));
+				      rsec_error_text(rc));
 	return 0;
 }
 
@@ -119,7 +120,7 @@ static RSEC_MUST_CHECK int unsent(struct rsec_conn *c, int rc, const char *what)
 {
 	if (!rsec_chan_gone(rc))
 		return rsec_conn_fail(c, rc, "cannot send %s", what);
-	return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", what, rsec_strerror(rc));
+	return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", what, rsec_error_text(rc));
 }
 
 /* Our half goes out: the rebuild has until the set-up timeout from now. */
@@ -253,14 +254,14 @@ static RSEC_MUST_CHECK int connect_new(struct rsec_conn *c, const struct rsec_ms
 	if (rc == RSEC_E_PROTO)
 		return rsec_conn_violation(c, "REBUILD counts frames we never sent, or fewer than it acknowledged");
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot rekey the rebuilt data path: %s", rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot rekey the rebuilt data path: %s", rsec_error_text(rc));
 	rc = rsec_qp_connect(&c->path.qp, &c->path.remote);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot connect the rebuilt queue pair: %s", rsec_error_text(rc));
 	c->path.rb.epoch = r->epoch;
 	rc = rsec_rekey_begin(c);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot start the rebuilt data path's key chain: %s", rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot start the rebuilt data path's key chain: %s", rsec_error_text(rc));
 	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
 	c->path.stats.remote_qpn = c->path.remote.qpn;
 	c->path.rb.state = REBUILD_CONNECTED;
@@ -349,11 +350,6 @@ int rsec_rebuild_expire(struct rsec_conn *c)
 		return 0;
 	return rsec_conn_fail(c, RSEC_E_TIMEOUT, "the data path was not rebuilt within %d ms (%s)",
 			      c->ctx->handshake_timeout_ms, c->path.rb.reason);
-}
-
-const char *rsec_conn_rebuild_reason(const struct rsec_conn *c)
-{
-	return c && c->path.stats.rebuilds ? c->path.rb.done_reason : NULL;
 }
 
 int rsec_rebuild_check_step(struct rsec_conn *c)

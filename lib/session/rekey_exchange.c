@@ -22,6 +22,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "conn.h"
 #include "ctrl.h"
 
@@ -156,7 +157,7 @@ static RSEC_MUST_CHECK int send_rekey(struct rsec_conn *c, uint8_t type, const u
 	int rc = rsec_chan_send(c->path.chan, c->lane, &m);
 	if (rc < 0 && rsec_chan_gone(rc))
 		return rsec_resume_lost(c, rc, "control channel: cannot send %s: %s", rsec_wire_type_name(type),
-					rsec_strerror(rc));
+					rsec_error_text(rc));
 	if (rc < 0)
 		return rsec_conn_fail(c, rc, "cannot send %s", rsec_wire_type_name(type));
 	c->path.chan->last_tx_ms = rsec_now_ms();
@@ -181,7 +182,7 @@ static RSEC_MUST_CHECK int offer(struct rsec_conn *c, const char *why)
 	if (rc == 0)
 		rc = rsec_rekey_keypair(&c->path.rk.priv, pub);
 	if (rc < 0)
-		return rsec_conn_fail(c, rc, "cannot make new keys: %s", rsec_strerror(rc));
+		return rsec_conn_fail(c, rc, "cannot make new keys: %s", rsec_error_text(rc));
 	c->path.rk.state = REKEY_OFFERED;
 	c->path.rk.why = why;
 	return send_rekey(c, RSEC_MSG_REKEY, pub);
@@ -236,7 +237,7 @@ static RSEC_MUST_CHECK int on_offer(struct rsec_conn *c, const struct rsec_msg_r
 		return rsec_ctrl_violation(f, "REKEY with a key X25519 refuses");
 	if (rc < 0) {
 		OPENSSL_cleanse(c->path.rk.next, sizeof(c->path.rk.next));
-		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_strerror(rc));
+		return rsec_ctrl_refuse(f, rc, "cannot answer REKEY: %s", rsec_error_text(rc));
 	}
 	c->path.rk.state = REKEY_ANSWERED;
 	return send_rekey(c, RSEC_MSG_REKEY_REPLY, pub);
@@ -257,7 +258,7 @@ static RSEC_MUST_CHECK int on_reply(struct rsec_conn *c, const struct rsec_msg_r
 		rc = install(c, next, r->gen, true, true);
 	if (rc < 0) {
 		OPENSSL_cleanse(next, sizeof(next));
-		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
+		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_error_text(rc));
 	}
 	const char *why = c->path.rk.why;
 	rc = send_rekey(c, RSEC_MSG_REKEY_DONE, NULL);
@@ -273,33 +274,12 @@ static RSEC_MUST_CHECK int on_done(struct rsec_conn *c, const struct rsec_msg_re
 		return rsec_ctrl_violation(f, "REKEY_DONE to no REKEY_REPLY");
 	int rc = install(c, c->path.rk.next, r->gen, false, true);
 	if (rc < 0)
-		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_strerror(rc));
+		return rsec_ctrl_refuse(f, rc, "cannot take the new keys: %s", rsec_error_text(rc));
 	uint8_t next[RSEC_REKEY_SECRET_LEN];
 	memcpy(next, c->path.rk.next, sizeof(next));
 	commit(c, next, r->gen, WHY_PEER);
 	OPENSSL_cleanse(next, sizeof(next));
 	return rsec_conn_settle(c, rsec_data_new_tx_keys(&c->path));
-}
-
-uint64_t rsec_conn_rekeys(const struct rsec_conn *c)
-{
-	return c ? c->path.rk.count : 0;
-}
-
-uint64_t rsec_conn_key_id(const struct rsec_conn *c)
-{
-	return c ? rsec_rekey_id(&c->path.rk) : 0;
-}
-
-int rsec_conn_derive_key(const struct rsec_conn *c, uint64_t id, const char *label, const void *context,
-			 size_t context_len, void *out, size_t out_len)
-{
-	static const char ours[] = "rdmasec";
-	RSEC_ENSURE(c && label && out && strncmp(label, ours, sizeof(ours) - 1) != 0, RSEC_E_INVAL);
-	RSEC_ENSURE(c->path.rk.have_secret, RSEC_E_AGAIN);
-	const uint8_t *secret = rsec_rekey_secret_of(&c->path.rk, id);
-	RSEC_ENSURE(secret != NULL, RSEC_E_RANGE);
-	return rsec_rekey_export(secret, label, context, context_len, out, out_len);
 }
 
 int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec_ctrl_fault *f)
@@ -326,27 +306,3 @@ int rsec_rekey_on_msg(struct rsec_conn *c, const struct rsec_msg *m, struct rsec
 	}
 }
 
-/*
- * Keys for an application's own sealed transfers through long-lived grants
- * (rdmasec-blk): from the session's TLS exporter, never sent. The library's
- * own labels are refused, so no application key equals one of ours.
- */
-int rsec_conn_export_key(const struct rsec_conn *c, const char *label, const void *context, size_t context_len,
-			 void *out, size_t out_len)
-{
-	static const char ours[] = "EXPORTER-rdmasec";
-	RSEC_ENSURE(c && label && out && (context || !context_len), RSEC_E_INVAL);
-	size_t label_len = strlen(label);
-	RSEC_ENSURE(label_len > 9 && label_len <= 64 && strncmp(label, "EXPORTER-", 9) == 0 &&
-			    strncmp(label, ours, sizeof(ours) - 1) != 0,
-		    RSEC_E_INVAL);
-	RSEC_ENSURE(out_len >= 16 && out_len <= 64 && context_len <= 64, RSEC_E_INVAL);
-	SSL *ssl = rsec_chan_ssl(c->path.chan);
-	RSEC_ENSURE(c->path.phase == PHASE_ESTABLISHED && ssl && SSL_version(ssl) == TLS1_3_VERSION, RSEC_E_AGAIN);
-	if (SSL_export_keying_material(ssl, out, out_len, label, label_len, context, context_len,
-				       context_len > 0) != 1) {
-		OPENSSL_cleanse(out, out_len);
-		return RSEC_E_TLS;
-	}
-	return 0;
-}

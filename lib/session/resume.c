@@ -32,6 +32,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "base/error.h"
 #include "conn.h"
 
 /* Reconnection: the first try at once, then waits doubling up to the last, each +-50 % at random. */
@@ -203,7 +204,7 @@ int rsec_resume_accept(struct rsec_conn *c, const struct rsec_msg *m)
 	if (rc == 0)
 		rc = resumed(s);
 	if (rc < 0)
-		(void)rsec_conn_fail(s, rc, "cannot resume the session: %s", rsec_strerror(rc));
+		(void)rsec_conn_fail(s, rc, "cannot resume the session: %s", rsec_error_text(rc));
 	return handed_over(c, (unsigned long long)s->id);
 }
 
@@ -253,7 +254,7 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 				(int)(left < TRY_MS ? left : TRY_MS), c, &n);
 	c->rs.tries++;
 	if (rc == 0 && strcmp(n->peer, c->peer) != 0) {
-		rsec_conn_free(n);
+		rsec_conn_destroy(n);
 		return rsec_conn_fail(c, RSEC_E_AUTH, "control channel lost (%s); another server identity answered",
 				      c->rs.lost);
 	}
@@ -262,12 +263,12 @@ static RSEC_MUST_CHECK int try_once(struct rsec_conn *c, uint64_t now)
 		c->rs.peer_epoch = n->rs.peer_epoch;
 		rc = move_channel(c, n);
 		(void)handed_over(n, (unsigned long long)c->id);
-		rsec_conn_free(n);
-		return rc == 0 ? resumed(c) : rsec_conn_fail(c, rc, "cannot resume the session: %s", rsec_strerror(rc));
+		rsec_conn_destroy(n);
+		return rc == 0 ? resumed(c) : rsec_conn_fail(c, rc, "cannot resume the session: %s", rsec_error_text(rc));
 	}
 	bool refused = n && n->rs.refused, denied = n && n->rs.denied;
-	snprintf(c->rs.last_try, sizeof(c->rs.last_try), "%.150s", n && n->error[0] ? n->error : rsec_strerror(rc));
-	rsec_conn_free(n);
+	snprintf(c->rs.last_try, sizeof(c->rs.last_try), "%.150s", n && n->error[0] ? n->error : rsec_error_text(rc));
+	rsec_conn_destroy(n);
 	if (refused)
 		return rsec_conn_fail(c, RSEC_E_CLOSED,
 				      "control channel lost (%s); the server no longer has the session (it restarted, "

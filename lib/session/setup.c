@@ -10,6 +10,7 @@
 
 #include <openssl/crypto.h>
 
+#include "base/error.h"
 #include "conn.h"
 #include "ctrl.h"
 
@@ -118,12 +119,12 @@ static RSEC_MUST_CHECK int refuse_peer(struct rsec_conn *c, struct rsec_ctrl_fau
 {
 	struct rsec_msg m = { .type = RSEC_MSG_DISCONNECT };
 	char text[96];
-	snprintf(text, sizeof(text), "refused: %s", rsec_strerror(rc));
+	snprintf(text, sizeof(text), "refused: %s", rsec_error_text(rc));
 	m.u.disconnect.reason = RSEC_DISC_REFUSED;
 	rsec_wire_text_set(&m.u.disconnect.text, text);
 	(void)!rsec_chan_send(c->path.chan, c->lane, &m);
 	c->admit_refused = true; /* the DISCONNECT said it all */
-	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s%s%s%s", c->peer, rsec_strerror(rc), rules[0] ? " (" : "",
+	return rsec_ctrl_refuse(f, rc, "peer %s refused: %s%s%s%s", c->peer, rsec_error_text(rc), rules[0] ? " (" : "",
 				rules, rules[0] ? ")" : "");
 }
 
@@ -173,7 +174,7 @@ int rsec_setup_on_hello(struct rsec_conn *c, const struct rsec_msg *m, struct rs
 	RSEC_GUARD(derive_keys(c, f));
 	int rc = rsec_conn_data_setup(c);
 	if (rc < 0)
-		return rsec_ctrl_refuse(f, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
+		return rsec_ctrl_refuse(f, rc, "cannot create RDMA resources: %s", rsec_error_text(rc));
 	rc = rsec_conn_send_qp_info(c);
 	if (rc < 0)
 		return rsec_ctrl_refuse(f, rc, "cannot send QP_INFO");
@@ -212,11 +213,11 @@ int rsec_setup_on_qp_info(struct rsec_conn *c, const struct rsec_msg *m, struct 
 		/* Authenticated and admitted: only now does this peer cost RDMA resources. */
 		rc = rsec_conn_data_setup(c);
 		if (rc < 0)
-			return rsec_ctrl_refuse(f, rc, "cannot create RDMA resources: %s", rsec_strerror(rc));
+			return rsec_ctrl_refuse(f, rc, "cannot create RDMA resources: %s", rsec_error_text(rc));
 	}
 	rc = rsec_data_start(&c->path);
 	if (rc < 0)
-		return rsec_ctrl_refuse(f, rc, "QP bring-up failed: %s", rsec_strerror(rc));
+		return rsec_ctrl_refuse(f, rc, "QP bring-up failed: %s", rsec_error_text(rc));
 	c->path.stats.local_qpn = c->path.qp.qp->qp_num;
 	c->path.stats.remote_qpn = q->qpn;
 	if (c->is_server) {

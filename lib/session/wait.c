@@ -65,7 +65,7 @@ int rsec_conn_wait(struct rsec_conn *c, int timeout_ms)
 	if (n < 0 && errno != EINTR)
 		return rsec_conn_fail(c, RSEC_E_IO, "poll: %s", strerror(errno));
 	c->turn_probed = false; /* slept: what the turn's look said is old */
-	int rc = rsec_conn_process(c);
+	int rc = rsec_conn_progress(c);
 	return rc == RSEC_E_AGAIN ? 0 : rc;
 }
 
