@@ -201,6 +201,54 @@ fail:
 	return -1;
 }
 
+/* A read's bytes, checked: against the server's hash, and against this client's last write if it made one. */
+static int read_check(const struct client *cl, const struct app_msg *m, const uint8_t *data, bool sealed)
+{
+	uint8_t mine[APP_SHA256_LEN];
+	app_sha256(data, m->len, mine);
+	if (CRYPTO_memcmp(mine, m->sha256, sizeof(mine)) != 0) {
+		fprintf(stderr, "read: the bytes read differ from the server's\n");
+		return -1;
+	}
+	if (cl->last && (cl->last_len != m->len || CRYPTO_memcmp(cl->last, data, m->len) != 0)) {
+		fprintf(stderr, "read: the bytes read differ from what this client wrote\n");
+		return -1;
+	}
+	show("read", data, m->len,
+	     sealed ? (cl->last ? "sealed, opened and verified against the last write" : "sealed, opened and verified")
+		    : (cl->last ? "verified against the last write" : "verified"));
+	return 0;
+}
+
+/* The granted read into data (span bytes: room for the tags when sealed), then READ_DONE and the check. */
+static int read_granted(struct client *cl, const struct app_msg *m, const struct rsec_remote_grant *g, bool sealed,
+			uint8_t *data, uint64_t span)
+{
+	/* Sealed: opened with the grant's key; otherwise checked against the MAC
+	 * the server sent with the grant. */
+	size_t got = m->len;
+	int rc = sealed ? rsec_read_sealed(cl->conn, g, data, span, &got, cl->timeout_ms)
+			: rsec_read_verified(cl->conn, g, data, m->len, cl->timeout_ms);
+	if (rc < 0) {
+		fail_conn(cl, "read", rc);
+		if (!cl->closed) { /* the server lets the grant go and may grant again */
+			struct app_msg done = { .op = APP_READ_DONE, .tag = m->tag }, ack;
+			if (send_app(cl, &done, "read") == 0)
+				(void)recv_app(cl, APP_READ_RESULT, &ack, "read: the failed read's grant");
+			cl->last_rc = rc;
+		}
+		return -1;
+	}
+	if (got != m->len) {
+		fprintf(stderr, "read: %zu bytes opened, the server announced %llu\n", got, (unsigned long long)m->len);
+		return -1;
+	}
+	struct app_msg done = { .op = APP_READ_DONE, .tag = m->tag }, ack;
+	if (send_app(cl, &done, "read") < 0 || recv_app(cl, APP_READ_RESULT, &ack, "read") < 0)
+		return -1;
+	return read_check(cl, m, data, sealed);
+}
+
 static int read_once(struct client *cl, const char *args)
 {
 	bool sealed = sealed_flag(&args);
@@ -229,44 +277,7 @@ static int read_once(struct client *cl, const char *args)
 	uint8_t *data = malloc(span); /* sealed: room for the tags too */
 	if (!data)
 		return -1;
-	int status = -1;
-	/* Sealed: opened with the grant's key; otherwise checked against the MAC
-	 * the server sent with the grant. */
-	size_t got = m.len;
-	rc = sealed ? rsec_read_sealed(cl->conn, &g, data, span, &got, cl->timeout_ms)
-		    : rsec_read_verified(cl->conn, &g, data, m.len, cl->timeout_ms);
-	if (rc < 0) {
-		fail_conn(cl, "read", rc);
-		if (!cl->closed) { /* the server lets the grant go and may grant again */
-			struct app_msg done = { .op = APP_READ_DONE, .tag = m.tag }, ack;
-			if (send_app(cl, &done, "read") == 0)
-				(void)recv_app(cl, APP_READ_RESULT, &ack, "read: the failed read's grant");
-			cl->last_rc = rc;
-		}
-		goto out;
-	}
-	if (got != m.len) {
-		fprintf(stderr, "read: %zu bytes opened, the server announced %llu\n", got, (unsigned long long)m.len);
-		goto out;
-	}
-	struct app_msg done = { .op = APP_READ_DONE, .tag = m.tag }, ack;
-	if (send_app(cl, &done, "read") < 0 || recv_app(cl, APP_READ_RESULT, &ack, "read") < 0)
-		goto out;
-	uint8_t mine[APP_SHA256_LEN];
-	app_sha256(data, m.len, mine);
-	if (CRYPTO_memcmp(mine, m.sha256, sizeof(mine)) != 0) {
-		fprintf(stderr, "read: the bytes read differ from the server's\n");
-		goto out;
-	}
-	if (cl->last && (cl->last_len != m.len || CRYPTO_memcmp(cl->last, data, m.len) != 0)) {
-		fprintf(stderr, "read: the bytes read differ from what this client wrote\n");
-		goto out;
-	}
-	show("read", data, m.len,
-	     sealed ? (cl->last ? "sealed, opened and verified against the last write" : "sealed, opened and verified")
-		    : (cl->last ? "verified against the last write" : "verified"));
-	status = 0;
-out:
+	int status = read_granted(cl, &m, &g, sealed, data, span);
 	free(data);
 	return status;
 }

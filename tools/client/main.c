@@ -106,68 +106,81 @@ static bool copy_path(char dst[static CLI_PATH_MAX], const char *path)
 	return snprintf(dst, CLI_PATH_MAX, "%s", path) < CLI_PATH_MAX;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct client_opts {
+	struct cli_certs files;
+	const char *host, *script, *psk_file, *psk_id, *server_name, *device, *source, *audit, *crl;
+	uint64_t port, timeout, grace, rekey_s, rekey_bytes;
+	enum rsec_aead_choice aead;
+};
+
+enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
+       OPT_GRACE, OPT_REKEY_S, OPT_REKEY_BYTES };
+
+static const struct option long_opts[] = {
+	{ "commands", required_argument, NULL, 'c' },
+	{ "certs", required_argument, NULL, 'C' },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "crl", required_argument, NULL, OPT_CRL },
+	{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
+	{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
+	{ "port", required_argument, NULL, 'p' },
+	{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
+	{ "source", required_argument, NULL, 's' },
+	{ "device", required_argument, NULL, 'd' },
+	{ "aead", required_argument, NULL, OPT_AEAD },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "resume-grace", required_argument, NULL, OPT_GRACE },
+	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* One option into o: true, or false if its value is bad. */
+static bool take_opt(struct client_opts *o, int c, const char *v)
 {
-	enum { OPT_CA = 256, OPT_CERT, OPT_KEY, OPT_CRL, OPT_PSK_FILE, OPT_PSK_ID, OPT_SERVER_NAME, OPT_AEAD, OPT_AUDIT,
-	       OPT_GRACE, OPT_REKEY_S, OPT_REKEY_BYTES };
-	static const struct option opts[] = {
-		{ "commands", required_argument, NULL, 'c' },
-		{ "certs", required_argument, NULL, 'C' },
-		{ "ca", required_argument, NULL, OPT_CA },
-		{ "cert", required_argument, NULL, OPT_CERT },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "crl", required_argument, NULL, OPT_CRL },
-		{ "psk-file", required_argument, NULL, OPT_PSK_FILE },
-		{ "psk-identity", required_argument, NULL, OPT_PSK_ID },
-		{ "port", required_argument, NULL, 'p' },
-		{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
-		{ "source", required_argument, NULL, 's' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "aead", required_argument, NULL, OPT_AEAD },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "resume-grace", required_argument, NULL, OPT_GRACE },
-		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
-		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct cli_certs files = { "", "", "" };
-	const char *script = NULL, *psk_file = NULL, *psk_id = NULL, *server_name = NULL, *device = NULL;
-	const char *source = NULL, *audit = NULL, *crl = NULL;
-	uint64_t port = DEFAULT_PORT, timeout = 30000, grace = 0;
-	uint64_t rekey_s = RSEC_DEFAULT_REKEY_S, rekey_bytes = RSEC_DEFAULT_REKEY_BYTES;
-	enum rsec_aead_choice aead = RSEC_AEAD_DEFAULT;
+	switch (c) {
+	case 'c': o->script = v; return true;
+	case 'C': return cli_certs_paths(&o->files, v, "client");
+	case OPT_CA: return copy_path(o->files.ca, v);
+	case OPT_CERT: return copy_path(o->files.cert, v);
+	case OPT_KEY: return copy_path(o->files.key, v);
+	case OPT_CRL: o->crl = v; return true;
+	case OPT_PSK_FILE: o->psk_file = v; return true;
+	case OPT_PSK_ID: o->psk_id = v; return true;
+	case 'p': return cli_parse_u64("--port", v, 1, 65535, false, &o->port);
+	case OPT_SERVER_NAME: o->server_name = v; return true;
+	case 's': o->source = v; return true;
+	case 'd': o->device = v; return true;
+	case OPT_AEAD: return cli_parse_aead(v, &o->aead);
+	case 't': return cli_parse_u64("--timeout", v, 1, 3600000, false, &o->timeout);
+	case OPT_AUDIT: o->audit = v; return true;
+	case OPT_GRACE: return cli_parse_u64("--resume-grace", v, 0, RSEC_MAX_RESUME_GRACE_MS, false, &o->grace);
+	case OPT_REKEY_S: return cli_parse_u64("--rekey-s", v, 1, RSEC_MAX_REKEY_S, false, &o->rekey_s);
+	default: return cli_parse_u64("--rekey-bytes", v, 1, RSEC_MAX_REKEY_BYTES, true, &o->rekey_bytes);
+	}
+}
+
+/* 0: o is filled; -1: --help was printed; 2: bad usage (said). */
+static int parse_args(int argc, char **argv, struct client_opts *o)
+{
+	*o = (struct client_opts){ .port = DEFAULT_PORT, .timeout = 30000, .rekey_s = RSEC_DEFAULT_REKEY_S,
+				   .rekey_bytes = RSEC_DEFAULT_REKEY_BYTES, .aead = RSEC_AEAD_DEFAULT };
 	int c;
-	while ((c = getopt_long(argc, argv, "c:C:p:s:d:t:h", opts, NULL)) != -1) {
-		bool ok = true;
-		switch (c) {
-		case 'c': script = optarg; break;
-		case 'C':
-			ok = cli_certs_paths(&files, optarg, "client");
-			break;
-		case OPT_CA: ok = copy_path(files.ca, optarg); break;
-		case OPT_CERT: ok = copy_path(files.cert, optarg); break;
-		case OPT_KEY: ok = copy_path(files.key, optarg); break;
-		case OPT_CRL: crl = optarg; break;
-		case OPT_PSK_FILE: psk_file = optarg; break;
-		case OPT_PSK_ID: psk_id = optarg; break;
-		case 'p': ok = cli_parse_u64("--port", optarg, 1, 65535, false, &port); break;
-		case OPT_SERVER_NAME: server_name = optarg; break;
-		case 's': source = optarg; break;
-		case 'd': device = optarg; break;
-		case OPT_AEAD: ok = cli_parse_aead(optarg, &aead); break;
-		case 't': ok = cli_parse_u64("--timeout", optarg, 1, 3600000, false, &timeout); break;
-		case OPT_AUDIT: audit = optarg; break;
-		case OPT_GRACE: ok = cli_parse_u64("--resume-grace", optarg, 0, RSEC_MAX_RESUME_GRACE_MS, false, &grace); break;
-		case OPT_REKEY_S: ok = cli_parse_u64("--rekey-s", optarg, 1, RSEC_MAX_REKEY_S, false, &rekey_s); break;
-		case OPT_REKEY_BYTES:
-			ok = cli_parse_u64("--rekey-bytes", optarg, 1, RSEC_MAX_REKEY_BYTES, true, &rekey_bytes);
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+	while ((c = getopt_long(argc, argv, "c:C:p:s:d:t:h", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return -1;
 		}
-		if (!ok) {
+		if (c == '?' || c == ':') {
+			usage(stderr);
+			return 2;
+		}
+		if (!take_opt(o, c, optarg)) {
 			fprintf(stderr, "rdmasec-client: bad value for an option (a path too long?)\n");
 			return 2;
 		}
@@ -177,66 +190,79 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	const char *host = argv[optind];
+	o->host = argv[optind];
+	return 0;
+}
 
+/* The context the options ask for: 0, or the exit status (said). */
+static int open_ctx(const struct client_opts *o, struct rsec_ctx **ctx)
+{
 	uint8_t psk[PSK_MAX_LEN];
 	size_t psk_len = 0;
-	struct rsec_ctx_attr attr = { .device = device, .local_addr = source, .aead = aead, .max_msg = MAX_MSG,
-				      .handshake_timeout_ms = (int)timeout };
-	if (audit) {
+	struct rsec_ctx_attr attr = { .device = o->device, .local_addr = o->source, .aead = o->aead, .max_msg = MAX_MSG,
+				      .handshake_timeout_ms = (int)o->timeout,
+				      .comp_mask = RSEC_CTX_ATTR_GRACE | RSEC_CTX_ATTR_REKEY,
+				      .resume_grace_ms = (uint32_t)o->grace, .rekey_s = (uint32_t)o->rekey_s,
+				      .rekey_bytes = o->rekey_bytes };
+	if (o->audit) {
 		attr.comp_mask |= RSEC_CTX_ATTR_AUDIT;
-		attr.audit_path = audit;
+		attr.audit_path = o->audit;
 	}
-	attr.comp_mask |= RSEC_CTX_ATTR_GRACE;
-	attr.resume_grace_ms = (uint32_t)grace;
-	attr.comp_mask |= RSEC_CTX_ATTR_REKEY;
-	attr.rekey_s = (uint32_t)rekey_s;
-	attr.rekey_bytes = rekey_bytes;
-	if (psk_file && crl) {
+	if (o->psk_file && o->crl) {
 		fprintf(stderr, "rdmasec-client: --crl needs certificates, not --psk-file\n");
 		return 2;
 	}
-	if (psk_file) {
-		int status = psk_load_option("rdmasec-client", psk_file, psk_id, psk, &psk_len);
+	if (o->psk_file) {
+		int status = psk_load_option("rdmasec-client", o->psk_file, o->psk_id, psk, &psk_len);
 		if (status)
 			return status;
 		attr.psk = psk;
 		attr.psk_len = psk_len;
-		attr.psk_identity = psk_id;
-	} else if (files.ca[0] && files.cert[0] && files.key[0]) {
-		attr.ca_file = files.ca;
-		attr.cert_file = files.cert;
-		attr.key_file = files.key;
-		attr.comp_mask |= crl ? RSEC_CTX_ATTR_CRL : 0;
-		attr.crl_file = crl;
+		attr.psk_identity = o->psk_id;
+	} else if (o->files.ca[0] && o->files.cert[0] && o->files.key[0]) {
+		attr.ca_file = o->files.ca;
+		attr.cert_file = o->files.cert;
+		attr.key_file = o->files.key;
+		attr.comp_mask |= o->crl ? RSEC_CTX_ATTR_CRL : 0;
+		attr.crl_file = o->crl;
 	} else {
 		fprintf(stderr, "rdmasec-client: no credentials: give --certs DIR, --ca/--cert/--key, or --psk-file\n");
 		return 2;
 	}
-
 	char err[256] = "";
-	struct rsec_ctx *ctx;
-	int rc = rsec_ctx_new(&attr, &ctx, err, sizeof(err));
+	int rc = rsec_ctx_new(&attr, ctx, err, sizeof(err));
 	OPENSSL_cleanse(psk, sizeof(psk));
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-client: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
 		return 1;
 	}
-	struct client cl = { .timeout_ms = (int)timeout, .buf_cap = MAX_MSG };
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct client_opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct rsec_ctx *ctx;
+	if ((rc = open_ctx(&o, &ctx)) != 0)
+		return rc;
+	struct client cl = { .timeout_ms = (int)o.timeout, .buf_cap = MAX_MSG };
 	cl.buf = malloc(cl.buf_cap);
-	rc = cl.buf ? rsec_connect(ctx, host, (uint16_t)port, server_name, (int)timeout, &cl.conn) : RSEC_E_NOMEM;
+	rc = cl.buf ? rsec_connect(ctx, o.host, (uint16_t)o.port, o.server_name, (int)o.timeout, &cl.conn) : RSEC_E_NOMEM;
 	if (rc < 0) {
 		const char *why = cl.conn && *rsec_conn_error(cl.conn) ? rsec_conn_error(cl.conn) : rsec_strerror(rc);
-		fprintf(stderr, "rdmasec-client: cannot connect to %s:%llu: %s\n", host, (unsigned long long)port, why);
+		fprintf(stderr, "rdmasec-client: cannot connect to %s:%llu: %s\n", o.host, (unsigned long long)o.port, why);
 		rsec_conn_free(cl.conn);
 		rsec_ctx_free(ctx);
 		free(cl.buf);
 		return 1;
 	}
-	fprintf(stderr, "connected to %s:%llu, server identity %s\n", host, (unsigned long long)port, rsec_conn_peer(cl.conn));
-
-	char *copy = script ? strdup(script) : NULL;
-	int failed = script ? (copy ? run_script(&cl, copy) : 1) : run_stdin(&cl);
+	fprintf(stderr, "connected to %s:%llu, server identity %s\n", o.host, (unsigned long long)o.port,
+		rsec_conn_peer(cl.conn));
+	char *copy = o.script ? strdup(o.script) : NULL;
+	int failed = o.script ? (copy ? run_script(&cl, copy) : 1) : run_stdin(&cl);
 	free(copy);
 	if (!cl.closed)
 		(void)rsec_conn_close(cl.conn, "client done");

@@ -369,50 +369,61 @@ static int add(json_object *o, const char *key, json_object *v)
 	return 0;
 }
 
-static json_object *json_doc(const struct mx_table *t)
+/* root[key]: the names, as a JSON array. Nonzero on failure. */
+static int add_names(json_object *root, const char *key, const char (*names)[MX_NAME_MAX], size_t n)
 {
-	json_object *root = json_object_new_object(), *arr, *cells, *sum;
-	size_t counts[MX_OUTCOMES];
-	bool rdmasec_stopped = true, have_rdmasec = false;
+	json_object *arr;
+	if (add(root, key, arr = json_object_new_array()))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (json_object_array_add(arr, json_object_new_string(names[i])))
+			return -1;
+	return 0;
+}
 
-	if (!root)
-		return NULL;
-	if (add(root, "cmd", json_object_new_string("matrix")) ||
-	    add(root, "schema", json_object_new_string("rdmasec-attack-matrix/1")))
-		goto fail;
-	if (add(root, "attacks", arr = json_object_new_array()))
-		goto fail;
-	for (size_t a = 0; a < t->n_attacks; a++)
-		if (json_object_array_add(arr, json_object_new_string(t->attacks[a])))
-			goto fail;
-	if (add(root, "victims", arr = json_object_new_array()))
-		goto fail;
-	for (size_t v = 0; v < t->n_victims; v++)
-		if (json_object_array_add(arr, json_object_new_string(t->victims[v])))
-			goto fail;
+/* One object per cell; *have_rdmasec and *stopped: was an rdmasec cell run, and did each stop its attack. */
+static int add_cells(json_object *root, const struct mx_table *t, bool *have_rdmasec, bool *stopped)
+{
+	json_object *cells;
 	if (add(root, "cells", cells = json_object_new_array()))
-		goto fail;
+		return -1;
 	for (size_t a = 0; a < t->n_attacks; a++) {
 		for (size_t v = 0; v < t->n_victims; v++) {
 			const struct mx_cell *c = &t->cells[a][v];
 			json_object *o = json_object_new_object();
 			if (!o || json_object_array_add(cells, o)) {
 				json_object_put(o);
-				goto fail;
+				return -1;
 			}
 			if (add(o, "attack", json_object_new_string(t->attacks[a])) ||
 			    add(o, "victim", json_object_new_string(t->victims[v])) ||
 			    add(o, "outcome", json_object_new_string(outcome_names[c->outcome])) ||
 			    add(o, "mechanism", json_object_new_string(c->mechanism)) ||
 			    add(o, "evidence", json_object_new_string(c->evidence)))
-				goto fail;
+				return -1;
 			if (!strcmp(t->victims[v], "rdmasec")) {
-				have_rdmasec = true;
-				rdmasec_stopped &= c->outcome == MX_BLOCKED || c->outcome == MX_DETECTED ||
-						   c->outcome == MX_NOT_APPLICABLE;
+				*have_rdmasec = true;
+				*stopped &= c->outcome == MX_BLOCKED || c->outcome == MX_DETECTED ||
+					    c->outcome == MX_NOT_APPLICABLE;
 			}
 		}
 	}
+	return 0;
+}
+
+static json_object *json_doc(const struct mx_table *t)
+{
+	json_object *root = json_object_new_object(), *sum;
+	size_t counts[MX_OUTCOMES];
+	bool rdmasec_stopped = true, have_rdmasec = false;
+
+	if (!root)
+		return NULL;
+	if (add(root, "cmd", json_object_new_string("matrix")) ||
+	    add(root, "schema", json_object_new_string("rdmasec-attack-matrix/1")) ||
+	    add_names(root, "attacks", t->attacks, t->n_attacks) || add_names(root, "victims", t->victims, t->n_victims) ||
+	    add_cells(root, t, &have_rdmasec, &rdmasec_stopped))
+		goto fail;
 	mx_table_counts(t, counts);
 	if (add(root, "summary", sum = json_object_new_object()))
 		goto fail;
