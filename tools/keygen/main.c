@@ -119,87 +119,110 @@ static int subcommand(int argc, char **argv)
 	return 0;
 }
 
+enum { OPT_DAYS = 256, OPT_CLIENTS, OPT_CA_NAME, OPT_SAN, OPT_REUSE_CA, OPT_EXPIRED, OPT_PSK };
+
+static const struct option long_opts[] = {
+	{ "days", required_argument, NULL, OPT_DAYS },
+	{ "clients", required_argument, NULL, OPT_CLIENTS },
+	{ "ca-name", required_argument, NULL, OPT_CA_NAME },
+	{ "san", required_argument, NULL, OPT_SAN },
+	{ "reuse-ca", no_argument, NULL, OPT_REUSE_CA },
+	{ "expired-client", no_argument, NULL, OPT_EXPIRED },
+	{ "psk", required_argument, NULL, OPT_PSK },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* The generation's options and --psk's file. */
+struct keygen_args {
+	struct rsec_pki_opts o;
+	const char *sans[RSEC_PKI_MAX_SANS + 1];
+	unsigned nsans;
+	const char *psk;
+};
+
+/* One option into k: true, or false once the reason is said. */
+static bool take_opt(struct keygen_args *k, int c, const char *v)
+{
+	uint64_t n;
+	switch (c) {
+	case OPT_DAYS:
+		if (!cli_parse_u64("--days", v, 1, 36500, false, &n))
+			return false;
+		k->o.days = (unsigned)n;
+		return true;
+	case OPT_CLIENTS:
+		if (!cli_parse_u64("--clients", v, 1, RSEC_PKI_MAX_CLIENTS, false, &n))
+			return false;
+		k->o.clients = (unsigned)n;
+		return true;
+	case OPT_CA_NAME:
+		if (!*v || strlen(v) > 64) {
+			fprintf(stderr, "--ca-name: '%s' must be 1..64 characters\n", v);
+			return false;
+		}
+		k->o.ca_name = v;
+		return true;
+	case OPT_SAN:
+		if (strncmp(v, "DNS:", 4) != 0 && strncmp(v, "IP:", 3) != 0) {
+			fprintf(stderr, "--san: '%s' is not DNS:NAME or IP:ADDRESS\n", v);
+			return false;
+		}
+		return push_san(k->sans, &k->nsans, v);
+	case OPT_REUSE_CA: k->o.reuse_ca = true; return true;
+	case OPT_EXPIRED: k->o.expired_clients = true; return true;
+	default: k->psk = v; return true; /* OPT_PSK */
+	}
+}
+
+/* --psk FILE: a fresh key, and no directory. */
+static int write_psk(const char *path, int extra_args)
+{
+	char err[512] = "";
+	if (extra_args) {
+		fprintf(stderr, "rdmasec-keygen: --psk takes no DIR\n");
+		return 2;
+	}
+	if (rsec_pki_write_psk(path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rdmasec-keygen: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "issue") == 0 || strcmp(argv[1], "crl") == 0 || strcmp(argv[1], "revoke") == 0))
 		return subcommand(argc - 1, argv + 1);
-
-	enum { OPT_DAYS = 256, OPT_CLIENTS, OPT_CA_NAME, OPT_SAN, OPT_REUSE_CA, OPT_EXPIRED, OPT_PSK };
-	static const struct option opts[] = {
-		{ "days", required_argument, NULL, OPT_DAYS },
-		{ "clients", required_argument, NULL, OPT_CLIENTS },
-		{ "ca-name", required_argument, NULL, OPT_CA_NAME },
-		{ "san", required_argument, NULL, OPT_SAN },
-		{ "reuse-ca", no_argument, NULL, OPT_REUSE_CA },
-		{ "expired-client", no_argument, NULL, OPT_EXPIRED },
-		{ "psk", required_argument, NULL, OPT_PSK },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct rsec_pki_opts o = { 0 };
-	const char *sans[RSEC_PKI_MAX_SANS + 1] = { 0 };
-	unsigned nsans = 0;
-	const char *psk = NULL;
-	uint64_t v;
+	struct keygen_args k = { 0 };
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_DAYS:
-			if (!cli_parse_u64("--days", optarg, 1, 36500, false, &v))
-				return 2;
-			o.days = (unsigned)v;
-			break;
-		case OPT_CLIENTS:
-			if (!cli_parse_u64("--clients", optarg, 1, RSEC_PKI_MAX_CLIENTS, false, &v))
-				return 2;
-			o.clients = (unsigned)v;
-			break;
-		case OPT_CA_NAME:
-			if (!*optarg || strlen(optarg) > 64) {
-				fprintf(stderr, "--ca-name: '%s' must be 1..64 characters\n", optarg);
-				return 2;
-			}
-			o.ca_name = optarg;
-			break;
-		case OPT_SAN:
-			if (strncmp(optarg, "DNS:", 4) != 0 && strncmp(optarg, "IP:", 3) != 0) {
-				fprintf(stderr, "--san: '%s' is not DNS:NAME or IP:ADDRESS\n", optarg);
-				return 2;
-			}
-			if (!push_san(sans, &nsans, optarg))
-				return 2;
-			break;
-		case OPT_REUSE_CA: o.reuse_ca = true; break;
-		case OPT_EXPIRED: o.expired_clients = true; break;
-		case OPT_PSK: psk = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+	while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
 		}
-	}
-	char err[512] = "";
-	if (psk) {
-		if (optind != argc) {
-			fprintf(stderr, "rdmasec-keygen: --psk takes no DIR\n");
+		if (c == '?' || c == ':') {
+			usage(stderr);
 			return 2;
 		}
-		if (rsec_pki_write_psk(psk, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rdmasec-keygen: %s\n", err);
-			return 1;
-		}
-		return 0;
+		if (!take_opt(&k, c, optarg))
+			return 2;
 	}
+	if (k.psk)
+		return write_psk(k.psk, argc - optind);
 	if (optind != argc - 1) {
 		fprintf(stderr, "rdmasec-keygen: give exactly one DIR\n");
 		usage(stderr);
 		return 2;
 	}
-	o.dir = argv[optind];
-	o.sans = nsans ? sans : NULL;
-	if (rsec_pki_generate(&o, err, sizeof(err)) < 0) {
+	char err[512] = "";
+	k.o.dir = argv[optind];
+	k.o.sans = k.nsans ? k.sans : NULL;
+	if (rsec_pki_generate(&k.o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "rdmasec-keygen: %s\n", err);
 		return 1;
 	}
-	printf("rdmasec-keygen: wrote %s/{%sserver,client%s}.pem and keys\n", o.dir, o.reuse_ca ? "" : "ca,",
-	       o.clients > 1 ? ",client2.." : "");
+	printf("rdmasec-keygen: wrote %s/{%sserver,client%s}.pem and keys\n", k.o.dir, k.o.reuse_ca ? "" : "ca,",
+	       k.o.clients > 1 ? ",client2.." : "");
 	return 0;
 }

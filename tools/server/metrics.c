@@ -260,13 +260,24 @@ static int put_total(FILE *out, const char *name, const char *type, const char *
 	return fprintf(out, "%s %llu\n", name, (unsigned long long)v) < 0 ? -1 : 0;
 }
 
-/* The server-wide counters; MAC failures, sequence violations and QP errors are the sums over peers. */
-static int put_totals(FILE *out, const struct metrics *m, const struct server_counters *n, size_t clients)
+/* One server-wide counter or gauge. */
+struct total {
+	const char *name, *type, *help;
+	uint64_t v;
+};
+
+static int put_table(FILE *out, const struct total *t, size_t n)
 {
-	const struct {
-		const char *name, *type, *help;
-		uint64_t v;
-	} t[] = {
+	for (size_t i = 0; i < n; i++)
+		if (put_total(out, t[i].name, t[i].type, t[i].help, t[i].v) < 0)
+			return -1;
+	return 0;
+}
+
+/* What happened before authentication: accepted, refused at the front door, paused. */
+static int put_door_totals(FILE *out, const struct server_counters *n)
+{
+	const struct total t[] = {
 		{ "rdmasec_server_accepted_total", "counter", "TCP connections accepted.", n->accepted },
 		{ "rdmasec_server_refused_capacity_total", "counter",
 		  "Connections closed at accept: max_clients reached.", n->refused_capacity },
@@ -289,6 +300,15 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		  "Times accepting paused to keep a file-descriptor reserve.", n->accept_paused },
 		{ "rdmasec_server_log_suppressed_total", "counter",
 		  "Log lines about unauthenticated peers left out by the rate limit (summarised).", n->log_suppressed },
+	};
+	return put_table(out, t, sizeof(t) / sizeof(t[0]));
+}
+
+/* The server-wide counters after authentication; MAC failures, sequence violations and QP errors are the sums
+ * over peers. */
+static int put_totals(FILE *out, const struct metrics *m, const struct server_counters *n, size_t clients)
+{
+	const struct total t[] = {
 		{ "rdmasec_server_refused_auth_total", "counter", "Connections that failed TLS authentication.",
 		  n->refused_auth },
 		{ "rdmasec_server_refused_identity_total", "counter",
@@ -322,10 +342,7 @@ static int put_totals(FILE *out, const struct metrics *m, const struct server_co
 		{ "rdmasec_server_metrics_folded_total", "counter",
 		  "Updates counted under peer=\"other\" because the per-peer table was full.", m->folded },
 	};
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (put_total(out, t[i].name, t[i].type, t[i].help, t[i].v) < 0)
-			return -1;
-	return 0;
+	return put_door_totals(out, n) < 0 ? -1 : put_table(out, t, sizeof(t) / sizeof(t[0]));
 }
 
 int metrics_render(const struct metrics *m, const struct server_counters *n, size_t clients, FILE *out)

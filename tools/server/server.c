@@ -1024,29 +1024,9 @@ static void tick_all(struct server *srv)
 	recheck_marked(srv);
 }
 
-static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+/* The library's context as the configuration asks for it. */
+static struct rsec_ctx_attr ctx_attr(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
 {
-	char err[256] = "";
-	/* Blocked before any thread exists, so that only the signalfd ever sees them. */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGUSR1);
-	sigaddset(&mask, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	uint64_t fd_soft, fd_hard;
-	(void)fdlimit_raise(&fd_soft, &fd_hard); /* logs both limits, and a failure to raise */
-	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
-	srv->sh.metrics = metrics_new(METRICS_MAX_PEERS);
-	/* One job per session at most: the queue never refuses one. */
-	srv->work = offload_new(conf->worker_threads, (size_t)conf->max_clients + 1);
-	if (!srv->sh.metrics || !srv->rlog || !srv->work) {
-		fprintf(stderr, "rdmasec-server: out of memory\n");
-		return RSEC_E_NOMEM;
-	}
-	srv->metrics_file.path = conf->metrics_file;
 	struct rsec_ctx_attr attr = {
 		.is_server = 1,
 		.device = conf->device[0] ? conf->device : NULL,
@@ -1086,6 +1066,14 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 			attr.crl_file = conf->crl;
 		}
 	}
+	return attr;
+}
+
+/* The context, its allow rules and the listener. */
+static int open_context(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+{
+	char err[256] = "";
+	struct rsec_ctx_attr attr = ctx_attr(srv, conf, psk, psk_len);
 	int rc = rsec_ctx_new(&attr, &srv->ctx, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "rdmasec-server: %s (%s)\n", err[0] ? err : "cannot set up", rsec_strerror(rc));
@@ -1099,31 +1087,39 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	if (conf->n_allow)
 		log_event("info", "authz", "allow_rules=%u", conf->n_allow);
 	rc = rsec_listen(srv->ctx, conf->listen_addr, conf->listen_port, 1024, &srv->listener);
-	if (rc < 0) {
+	if (rc < 0)
 		fprintf(stderr, "rdmasec-server: cannot listen on %s:%u: %s\n", conf->listen_addr, conf->listen_port,
 			rsec_strerror(rc));
-		return rc;
-	}
+	return rc;
+}
+
+/* The loop's receive buffer and its epoll set: signals (mask), the workers' results, the etcd watcher. */
+static int open_events(struct server *srv, const struct rsec_conf *conf, const sigset_t *mask)
+{
 	srv->msg_cap = (size_t)conf->max_msg + 1;
 	srv->msg = malloc(srv->msg_cap);
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	srv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	srv->sigfd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (!srv->msg || srv->epfd < 0 || srv->sigfd < 0) {
 		fprintf(stderr, "rdmasec-server: cannot set up the event loop: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
 	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &srv->sigfd };
 	struct epoll_event wev = { .events = EPOLLIN, .data.ptr = &srv->work };
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0 ||
-	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, offload_fd(srv->work), &wev) < 0) {
-		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
-		return RSEC_E_IO;
-	}
 	struct epoll_event tev = { .events = EPOLLIN, .data.ptr = &srv->trust };
-	if (srv->trust && epoll_ctl(srv->epfd, EPOLL_CTL_ADD, trust_watch_fd(srv->trust), &tev) < 0) {
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->sigfd, &sev) < 0 ||
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, offload_fd(srv->work), &wev) < 0 ||
+	    (srv->trust && epoll_ctl(srv->epfd, EPOLL_CTL_ADD, trust_watch_fd(srv->trust), &tev) < 0)) {
 		fprintf(stderr, "rdmasec-server: epoll: %s\n", strerror(errno));
 		return RSEC_E_IO;
 	}
+	return 0;
+}
+
+/* The metrics file's first write (a file that cannot be written is a set-up error), then the acceptor thread. */
+static int start_acceptor(struct server *srv, const struct rsec_conf *conf, uint64_t fd_soft)
+{
+	char err[256] = "";
 	struct acceptor_fds fds = { .soft = fd_soft };
 	fds.base = (uint64_t)(fdlimit_count_open() > 0 ? fdlimit_count_open() : 0) + 2; /* + the acceptor's */
 	fds.reserve = fdlimit_reserve(conf->qp_pool, rsec_ctx_device(srv->ctx) ? 0 : DEVICES_BY_ADDRESS);
@@ -1131,7 +1127,6 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 	if (room < conf->max_clients)
 		log_event("warn", "fd_limit_low", "max_clients=%u fit=%llu fd_limit=%llu", conf->max_clients,
 			  (unsigned long long)room, (unsigned long long)fd_soft);
-	/* A metrics file that cannot be written is a set-up error, not a warning nobody reads. */
 	char merr[512] = "";
 	if (metrics_export_tick(&srv->metrics_file, srv->sh.metrics, &srv->n, 0, clock_mono_ms(), true, merr,
 				sizeof(merr)) < 0) {
@@ -1145,6 +1140,102 @@ static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_
 		return RSEC_E_IO;
 	}
 	return 0;
+}
+
+static int server_setup(struct server *srv, const struct rsec_conf *conf, uint8_t *psk, size_t psk_len)
+{
+	/* Blocked before any thread exists, so that only the signalfd ever sees them. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	uint64_t fd_soft, fd_hard;
+	(void)fdlimit_raise(&fd_soft, &fd_hard); /* logs both limits, and a failure to raise */
+	srv->rlog = ratelog_new(RATELOG_DEFAULT_LINES, NULL, NULL);
+	srv->sh.metrics = metrics_new(METRICS_MAX_PEERS);
+	/* One job per session at most: the queue never refuses one. */
+	srv->work = offload_new(conf->worker_threads, (size_t)conf->max_clients + 1);
+	if (!srv->sh.metrics || !srv->rlog || !srv->work) {
+		fprintf(stderr, "rdmasec-server: out of memory\n");
+		return RSEC_E_NOMEM;
+	}
+	srv->metrics_file.path = conf->metrics_file;
+	int rc = open_context(srv, conf, psk, psk_len);
+	if (rc == 0)
+		rc = open_events(srv, conf, &mask);
+	return rc < 0 ? rc : start_acceptor(srv, conf, fd_soft);
+}
+
+/* One turn of the loop: the events epoll has, the tick when it is due, a reload when one is pending. */
+static void serve_turn(struct server *srv, uint64_t *last_tick)
+{
+	struct epoll_event ev[64];
+	int n = epoll_wait(srv->epfd, ev, 64, TICK_MS);
+	if (n < 0 && errno != EINTR) {
+		log_event("error", "epoll_failed", "reason=%s", log_q(strerror(errno)));
+		srv->stop = true;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.ptr == &srv->acc)
+			intake(srv);
+		else if (ev[i].data.ptr == &srv->sigfd)
+			on_signal(srv);
+		else if (ev[i].data.ptr == &srv->work)
+			jobs_back(srv);
+		else if (ev[i].data.ptr == &srv->trust)
+			daemon_reload_trust(&srv->reload, srv->trust);
+	}
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.ptr == &srv->acc || ev[i].data.ptr == &srv->sigfd || ev[i].data.ptr == &srv->work ||
+		    ev[i].data.ptr == &srv->trust)
+			continue;
+		struct session *s = ev[i].data.ptr;
+		/* A session ended earlier in this batch is gone; only step live ones. */
+		for (struct session *t = srv->sessions; t; t = t->next) {
+			if (t == s) {
+				if (!s->away) /* its fd left the set after this batch was read */
+					(void)session_step(srv, s);
+				break;
+			}
+		}
+	}
+	uint64_t now = clock_mono_ms();
+	if (now - *last_tick >= TICK_MS) {
+		/* Deadlines, keepalives and grant expiry need time to pass, not events. */
+		tick_all(srv);
+		*last_tick = now;
+	}
+	if (srv->reload_pending) {
+		srv->reload_pending = false;
+		daemon_reload_run(&srv->reload);
+	}
+	(void)metrics_flush(srv, false); /* at most once a second, and only after a change */
+}
+
+/* The end: no new connection, the workers' sessions back, every session closed, the last counters out. */
+static void server_shutdown(struct server *srv)
+{
+	/* The workers' sessions come back, queued ones unrun. */
+	acceptor_stop(srv->acc);
+	srv->acc = NULL;
+	offload_stop(srv->work);
+	for (struct session *s; (s = offload_take_done(srv->work));)
+		s->away = false;
+	while (srv->sessions) {
+		struct session *s = srv->sessions;
+		(void)rsec_conn_close(s->conn, "server shutting down");
+		session_end(srv, s, RSEC_E_CLOSED);
+	}
+	check_audit(srv);
+	ratelog_flush(srv->rlog, clock_mono_ms());
+	srv->n.log_suppressed = ratelog_suppressed_total(srv->rlog);
+	log_counters(srv);
+	(void)metrics_flush(srv, true);
 }
 
 int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, server_conf_reader reread, void *arg,
@@ -1170,65 +1261,9 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 		  log_q(rsec_ctx_device(srv.ctx) ? rsec_ctx_device(srv.ctx) : "by-address"), conf->max_clients,
 		  conf->max_per_identity, psk_len ? "psk" : "certificate");
 	uint64_t last_tick = 0;
-	while (!srv.stop) {
-		struct epoll_event ev[64];
-		int n = epoll_wait(srv.epfd, ev, 64, TICK_MS);
-		if (n < 0 && errno != EINTR) {
-			log_event("error", "epoll_failed", "reason=%s", log_q(strerror(errno)));
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.acc)
-				intake(&srv);
-			else if (ev[i].data.ptr == &srv.sigfd)
-				on_signal(&srv);
-			else if (ev[i].data.ptr == &srv.work)
-				jobs_back(&srv);
-			else if (ev[i].data.ptr == &srv.trust)
-				daemon_reload_trust(&srv.reload, srv.trust);
-		}
-		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &srv.acc || ev[i].data.ptr == &srv.sigfd || ev[i].data.ptr == &srv.work ||
-			    ev[i].data.ptr == &srv.trust)
-				continue;
-			struct session *s = ev[i].data.ptr;
-			/* A session ended earlier in this batch is gone; only step live ones. */
-			for (struct session *t = srv.sessions; t; t = t->next) {
-				if (t == s) {
-					if (!s->away) /* its fd left the set after this batch was read */
-						(void)session_step(&srv, s);
-					break;
-				}
-			}
-		}
-		uint64_t now = clock_mono_ms();
-		if (now - last_tick >= TICK_MS) {
-			/* Deadlines, keepalives and grant expiry need time to pass, not events. */
-			tick_all(&srv);
-			last_tick = now;
-		}
-		if (srv.reload_pending) {
-			srv.reload_pending = false;
-			daemon_reload_run(&srv.reload);
-		}
-		(void)metrics_flush(&srv, false); /* at most once a second, and only after a change */
-	}
-	/* No new connection comes; the workers' sessions come back (queued ones unrun); all end. */
-	acceptor_stop(srv.acc);
-	srv.acc = NULL;
-	offload_stop(srv.work);
-	for (struct session *s; (s = offload_take_done(srv.work));)
-		s->away = false;
-	while (srv.sessions) {
-		struct session *s = srv.sessions;
-		(void)rsec_conn_close(s->conn, "server shutting down");
-		session_end(&srv, s, RSEC_E_CLOSED);
-	}
-	check_audit(&srv);
-	ratelog_flush(srv.rlog, clock_mono_ms());
-	srv.n.log_suppressed = ratelog_suppressed_total(srv.rlog);
-	log_counters(&srv);
-	(void)metrics_flush(&srv, true);
+	while (!srv.stop)
+		serve_turn(&srv, &last_tick);
+	server_shutdown(&srv);
 	status = 0;
 out:
 	acceptor_stop(srv.acc);

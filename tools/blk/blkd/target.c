@@ -937,6 +937,42 @@ static uint16_t open_access(struct session *s, const struct blk_open *m, const c
 	return BLK_S_OK;
 }
 
+/* The OPEN is granted: the reply with the session's limits, then the session serves I/O. */
+static void open_accept(struct session *s, const struct blk_open *m)
+{
+	struct blk_open_reply r = {
+		.version = m->version,
+		.status = BLK_S_OK,
+		.flags = (uint16_t)((s->read_only ? BLK_EXPORT_READ_ONLY : 0) | BLK_EXPORT_FLUSH | BLK_EXPORT_FUA),
+		.queue_depth = s->lim.queue_depth,
+		.queues = (uint16_t)s->queues_granted,
+		.block_size = s->lim.block_size,
+		.max_transfer = s->lim.max_transfer,
+		.max_inline = s->lim.max_inline,
+		.size = s->lim.size,
+	};
+	uint8_t out[BLK_OPEN_REPLY_LEN];
+	if (blk_open_reply_encode(&r, out, sizeof(out)) != BLK_OPEN_REPLY_LEN) {
+		session_close(s, "cannot encode the OPEN reply"); /* an export the checks should have refused */
+		return;
+	}
+	int rc = rsec_send(s->q[0]->conn, out, sizeof(out), 0);
+	if (rc < 0) {
+		session_close(s, rsec_strerror(rc));
+		return;
+	}
+	s->opened = true;
+	s->nq = 1;
+	s->x->n.sessions_total++;
+	s->x->n.sessions_open++;
+	s->t->metrics_dirty = true;
+	struct audit_who w = who(s);
+	audit_open_result(&w, s->write_asked, "ok", s->read_only ? "read-only" : "read-write");
+	blkd_log("info", "open", "session=%llu peer=%s export=%s mode=%s queue_depth=%u queues=%u",
+		 (unsigned long long)s->id, log_q(s->peer), log_q(m->name), s->read_only ? "ro" : "rw", s->lim.queue_depth,
+		 s->queues_granted);
+}
+
 static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 {
 	struct blk_open m;
@@ -968,37 +1004,7 @@ static void handle_open(struct session *s, const uint8_t *buf, size_t len)
 		refuse_open(s, &m, st, refusal);
 		return;
 	}
-	struct blk_open_reply r = {
-		.version = m.version,
-		.status = BLK_S_OK,
-		.flags = (uint16_t)((s->read_only ? BLK_EXPORT_READ_ONLY : 0) | BLK_EXPORT_FLUSH | BLK_EXPORT_FUA),
-		.queue_depth = s->lim.queue_depth,
-		.queues = (uint16_t)s->queues_granted,
-		.block_size = s->lim.block_size,
-		.max_transfer = s->lim.max_transfer,
-		.max_inline = s->lim.max_inline,
-		.size = s->lim.size,
-	};
-	uint8_t out[BLK_OPEN_REPLY_LEN];
-	if (blk_open_reply_encode(&r, out, sizeof(out)) != BLK_OPEN_REPLY_LEN) {
-		session_close(s, "cannot encode the OPEN reply"); /* an export the checks should have refused */
-		return;
-	}
-	int rc = rsec_send(s->q[0]->conn, out, sizeof(out), 0);
-	if (rc < 0) {
-		session_close(s, rsec_strerror(rc));
-		return;
-	}
-	s->opened = true;
-	s->nq = 1;
-	s->x->n.sessions_total++;
-	s->x->n.sessions_open++;
-	s->t->metrics_dirty = true;
-	struct audit_who w = who(s);
-	audit_open_result(&w, s->write_asked, "ok", s->read_only ? "read-only" : "read-write");
-	blkd_log("info", "open", "session=%llu peer=%s export=%s mode=%s queue_depth=%u queues=%u",
-		 (unsigned long long)s->id, log_q(s->peer), log_q(m.name), s->read_only ? "ro" : "rw", s->lim.queue_depth,
-		 s->queues_granted);
+	open_accept(s, &m);
 }
 
 /* ---- stepping a session ---- */
@@ -1662,6 +1668,38 @@ static void turn(struct target *t)
 	write_metrics(t, now, false);
 }
 
+/* The end: every session closed, the store I/O that runs back, the last metrics out. */
+static void target_shutdown(struct target *t)
+{
+	for (struct session *s = t->sessions; s; s = s->next)
+		session_close(s, "target shutting down");
+	offload_stop(t->pool); /* the store I/O that runs ends; the sessions get it back and release */
+	take_stored(t);
+	while (t->sessions)
+		session_free(t, t->sessions);
+	write_metrics(t, clock_coarse_ms(), true);
+}
+
+static void target_free(struct target *t)
+{
+	if (t->pool)
+		offload_free(t->pool);
+	admission_free(t->admission);
+	if (t->listener)
+		rsec_listener_free(t->listener);
+	if (t->ctx)
+		rsec_ctx_free(t->ctx);
+	for (unsigned i = 0; i < t->n_exports; i++)
+		store_close(&t->exports[i].store);
+	free(t->exports);
+	if (t->epfd >= 0)
+		close(t->epfd);
+	if (t->sigfd >= 0)
+		close(t->sigfd);
+	audit_close();
+	free(t->msg);
+}
+
 int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struct trust_watch *trust)
 {
 	struct target t = { .conf = conf, .live = conf, .reread = reread, .reread_arg = arg, .epfd = -1, .sigfd = -1,
@@ -1698,30 +1736,9 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 	write_metrics(&t, clock_coarse_ms(), true);
 	while (!t.stop)
 		turn(&t);
-	for (struct session *s = t.sessions; s; s = s->next)
-		session_close(s, "target shutting down");
-	offload_stop(t.pool); /* the store I/O that runs ends; the sessions get it back and release */
-	take_stored(&t);
-	while (t.sessions)
-		session_free(&t, t.sessions);
-	write_metrics(&t, clock_coarse_ms(), true);
+	target_shutdown(&t);
 	status = 0;
 out:
-	if (t.pool)
-		offload_free(t.pool);
-	admission_free(t.admission);
-	if (t.listener)
-		rsec_listener_free(t.listener);
-	if (t.ctx)
-		rsec_ctx_free(t.ctx);
-	for (unsigned i = 0; i < t.n_exports; i++)
-		store_close(&t.exports[i].store);
-	free(t.exports);
-	if (t.epfd >= 0)
-		close(t.epfd);
-	if (t.sigfd >= 0)
-		close(t.sigfd);
-	audit_close();
-	free(t.msg);
+	target_free(&t);
 	return status;
 }

@@ -152,28 +152,29 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+static const struct option long_opts[] = {
+	{ "server", required_argument, NULL, 'S' },   { "certs", required_argument, NULL, 'C' },
+	{ "export", required_argument, NULL, 'e' },   { "server-name", required_argument, NULL, OPT_SERVER_NAME },
+	{ "source", required_argument, NULL, 's' },   { "device", required_argument, NULL, 'd' },
+	{ "timeout", required_argument, NULL, 't' },  { "busy-poll", no_argument, NULL, OPT_BUSY },
+	{ "rw", required_argument, NULL, OPT_RW },    { "bs", required_argument, NULL, OPT_BS },
+	{ "queue-depth", required_argument, NULL, OPT_DEPTH }, { "queues", required_argument, NULL, OPT_QUEUES },
+	{ "iodepth", required_argument, NULL, OPT_IODEPTH },
+	{ "runtime", required_argument, NULL, OPT_RUNTIME }, { "size", required_argument, NULL, OPT_SIZE },
+	{ "verify", no_argument, NULL, OPT_VERIFY },  { "seed", required_argument, NULL, OPT_SEED },
+	{ "json", no_argument, NULL, OPT_JSON },      { "offset", required_argument, NULL, OPT_OFFSET },
+	{ "length", required_argument, NULL, OPT_LENGTH }, { "fua", no_argument, NULL, OPT_FUA },
+	{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
+	{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
+	{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
+	{ "reconnect", required_argument, NULL, OPT_RECONNECT },
+	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_US },
+	{ "ramp-time", required_argument, NULL, OPT_RAMP },
+	{ "help", no_argument, NULL, 'h' },           { 0 },
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "server", required_argument, NULL, 'S' },   { "certs", required_argument, NULL, 'C' },
-		{ "export", required_argument, NULL, 'e' },   { "server-name", required_argument, NULL, OPT_SERVER_NAME },
-		{ "source", required_argument, NULL, 's' },   { "device", required_argument, NULL, 'd' },
-		{ "timeout", required_argument, NULL, 't' },  { "busy-poll", no_argument, NULL, OPT_BUSY },
-		{ "rw", required_argument, NULL, OPT_RW },    { "bs", required_argument, NULL, OPT_BS },
-		{ "queue-depth", required_argument, NULL, OPT_DEPTH }, { "queues", required_argument, NULL, OPT_QUEUES },
-		{ "iodepth", required_argument, NULL, OPT_IODEPTH },
-		{ "runtime", required_argument, NULL, OPT_RUNTIME }, { "size", required_argument, NULL, OPT_SIZE },
-		{ "verify", no_argument, NULL, OPT_VERIFY },  { "seed", required_argument, NULL, OPT_SEED },
-		{ "json", no_argument, NULL, OPT_JSON },      { "offset", required_argument, NULL, OPT_OFFSET },
-		{ "length", required_argument, NULL, OPT_LENGTH }, { "fua", no_argument, NULL, OPT_FUA },
-		{ "rekey-s", required_argument, NULL, OPT_REKEY_S },
-		{ "rekey-bytes", required_argument, NULL, OPT_REKEY_BYTES },
-		{ "pool-window-s", required_argument, NULL, OPT_POOL_WINDOW },
-		{ "reconnect", required_argument, NULL, OPT_RECONNECT },
-		{ "busy-poll-us", required_argument, NULL, OPT_BUSY_US },
-		{ "ramp-time", required_argument, NULL, OPT_RAMP },
-		{ "help", no_argument, NULL, 'h' },           { 0 },
-	};
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		usage(stdout);
 		return 0;
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
 	c.conn.write = cmd->writes;
 	int opt;
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "S:C:e:s:d:t:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "S:C:e:s:d:t:h", long_opts, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
 			return 0;
