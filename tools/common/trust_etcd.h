@@ -59,6 +59,9 @@ int trust_snapshot_check(const struct trust_snapshot *s, char *err, size_t errle
 bool trust_snapshot_equal(const struct trust_snapshot *a, const struct trust_snapshot *b);
 void trust_snapshot_clear(struct trust_snapshot *s);
 
+/* Entry i of s (0 ca, 1 crl, 2 allow): where its text lives. */
+char **trust_snapshot_slot(struct trust_snapshot *s, size_t i);
+
 /* dir/ca.pem, dir/crl.pem, dir/allow: the paths the server's context and configuration read. */
 void trust_state_path(char *out, size_t cap, const char *dir, const char *name);
 
