@@ -6,7 +6,8 @@
 #    in-capsule), then randread at depth 32, then 128 KiB sequential writes
 #    (pulled through sealed READ grants) read back: all clean; a randread
 #    with another seed must report verify errors (the check can fail);
-#  - nbdkit with our plugin, the kernel's nbd-client: /dev/nbd0; mkfs.ext4,
+#  - nbdkit with our plugin, the kernel's nbd-client with two connections
+#    (the plugin offers multi-conn): two sessions, /dev/nbd0; mkfs.ext4,
 #    mount, write a file, umount, drop caches, mount again, read it back
 #    identical; fio --ioengine=libaio --direct=1 with verify=crc32c clean;
 #  - the disk survives its session: fio with verify=crc32c on /dev/nbd0 while
@@ -78,7 +79,13 @@ sock=/tmp/blk.sock
 fabric on 2 "${nbdkit[@]}" -U "$sock" -P /tmp/nbdkit.pid "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" server="$server" \
 	certs="$work/pki" export=disk source="$me" queues=2 2>"$work/nbdkit.log"
 echo "nbdkit=$?"
-nbd-client -unix "$sock" /dev/nbd0 -b 4096 >"$work/nbd-client.out" 2>&1; echo "nbd-client=$?"
+before=$(grep -c 'event=open ' "$work/blkd.log")
+nbd-client -unix "$sock" /dev/nbd0 -b 4096 -connections 2 >"$work/nbd-client.out" 2>&1; echo "nbd-client=$?"
+for _ in $(seq 50); do # the target logs an OPEN just after it answers it
+	[ "$(grep -c 'event=open ' "$work/blkd.log")" -ge $((before + 2)) ] && break
+	sleep 0.1
+done
+echo "nbd-sessions: $(($(grep -c 'event=open ' "$work/blkd.log") - before))"
 mkdir -p /tmp/mnt
 head -c 2M /dev/urandom >/tmp/file
 mkfs.ext4 -q -F /dev/nbd0 >"$work/mkfs.out" 2>&1; echo "mkfs=$?"
@@ -174,6 +181,7 @@ done
 # The target's kill -9 and restart mid-fio: a new session, no error, verify clean.
 show fio-survive.out
 expect_match "$work/run.out" '^reopened: [1-9]' "the plugin opened no new session after the target restarted"
+expect_match "$work/run.out" '^nbd-sessions: 2$' "nbd-client -connections 2 (multi-conn) did not make two sessions"
 expect_match "$work/run.out" '^fio-survive=0$' "fio on /dev/nbd0 failed across the target's restart"
 grep -Eq 'err= *[1-9]|verify: bad|Input/output error' "$work/fio-survive.out" && fail "fio saw an error across the restart"
 show cli-survive.out

@@ -215,10 +215,16 @@ static int rdmasec_can_fua(void *h)
 	return blk_sync_info(h)->flags & BLK_EXPORT_FUA ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_EMULATE;
 }
 
+/*
+ * Each NBD connection is a session of its own, and the target's FLUSH reaches
+ * the export's storage whichever session sent it: every write the export
+ * completed before it, from any session, is made durable (docs/blk.md,
+ * OPEN_REPLY's FLUSH). That is NBD's multi-conn, so nbd-client -connections N
+ * may spread the device's queues over N sessions.
+ */
 static int rdmasec_can_multi_conn(void *h)
 {
-	(void)h;
-	return 0; /* each connection is its own session: a FLUSH on one says nothing of another's writes */
+	return !!(blk_sync_info(h)->flags & BLK_EXPORT_FLUSH);
 }
 
 static int rdmasec_block_size(void *h, uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)

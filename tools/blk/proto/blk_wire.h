@@ -50,7 +50,7 @@ enum blk_opcode {
 #define BLK_OPEN_WRITE 0x0001u /* the client wants to write */
 /* BLK_OPEN_REPLY flags */
 #define BLK_EXPORT_READ_ONLY 0x0001u /* this client may not write (the export is read-only, or for this identity) */
-#define BLK_EXPORT_FLUSH 0x0002u     /* FLUSH reaches stable storage (fdatasync) */
+#define BLK_EXPORT_FLUSH 0x0002u     /* FLUSH reaches stable storage (fdatasync): every write the export completed, any session's */
 #define BLK_EXPORT_FUA 0x0004u       /* a WRITE with BLK_CMD_FUA is on stable storage when completed */
 /* BLK_CMD flags */
 #define BLK_CMD_FUA 0x0001u    /* WRITE: complete only once the data is on stable storage */
