@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The library's version and the text of its error codes. */
-#include "base/error.h"
+#include "base/errtext.h"
 #include "config.h"
 #include "rdmasec.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The text of each RSEC_E_* code (error.h). */
-#include "error.h"
+/* The text of each RSEC_E_* code (errtext.h). */
+#include "errtext.h"
 #include "rdmasec.h"
 
 const char *rsec_error_text(int code)

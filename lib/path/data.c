@@ -18,7 +18,7 @@
 
 #include <openssl/crypto.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "check.h"
 #include "data.h"
 #include "grant.h"

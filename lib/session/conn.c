@@ -43,7 +43,7 @@
 #include <openssl/crypto.h>
 
 #include "base/audit.h"
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 #include "ctrl.h"
 #include "base/tls_resume.h"

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 #include "ctrl.h"
 

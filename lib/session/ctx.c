@@ -15,7 +15,7 @@
 
 #include "base/audit.h"
 #include "base/authz.h"
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)

@@ -28,7 +28,7 @@
 
 #include <openssl/crypto.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 #include "ctrl.h"
 

@@ -40,7 +40,7 @@
 
 #include <openssl/crypto.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 
 #define MINUTE_MS 60000u

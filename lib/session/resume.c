@@ -32,7 +32,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 
 /* Reconnection: the first try at once, then waits doubling up to the last, each +-50 % at random. */

@@ -10,7 +10,7 @@
 
 #include <openssl/crypto.h>
 
-#include "base/error.h"
+#include "base/errtext.h"
 #include "conn.h"
 #include "ctrl.h"
 

@@ -6,8 +6,7 @@
 #    in-capsule), then randread at depth 32, then 128 KiB sequential writes
 #    (pulled through sealed READ grants) read back: all clean; a randread
 #    with another seed must report verify errors (the check can fail);
-#  - nbdkit with our plugin, the kernel's nbd-client with two connections
-#    (the plugin offers multi-conn): two sessions, /dev/nbd0; mkfs.ext4,
+#  - nbdkit with our plugin, the kernel's nbd-client: /dev/nbd0; mkfs.ext4,
 #    mount, write a file, umount, drop caches, mount again, read it back
 #    identical; fio --ioengine=libaio --direct=1 with verify=crc32c clean;
 #  - the disk survives its session: fio with verify=crc32c on /dev/nbd0 while
@@ -17,6 +16,8 @@
 #    streaming 4 MiB from a slow pipe meanwhile: it ends well, says it opened
 #    a new session, and the 4 MiB read back the same;
 #  - fio's own nbd engine through nbdkit: randwrite with verify=crc32c clean;
+#  - reconnect=0, where the plugin offers multi-conn: nbd-client -connections 2
+#    makes two sessions, and fio with verify=crc32c over them is clean;
 #    one block then changed behind fio's back (rdmasec-blk write): fio's
 #    verify_only run must fail;
 #  - an export the identity may only read (--ro) and one nobody writes (ro),
@@ -79,13 +80,7 @@ sock=/tmp/blk.sock
 fabric on 2 "${nbdkit[@]}" -U "$sock" -P /tmp/nbdkit.pid "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" server="$server" \
 	certs="$work/pki" export=disk source="$me" queues=2 2>"$work/nbdkit.log"
 echo "nbdkit=$?"
-before=$(grep -c 'event=open ' "$work/blkd.log")
-nbd-client -unix "$sock" /dev/nbd0 -b 4096 -connections 2 >"$work/nbd-client.out" 2>&1; echo "nbd-client=$?"
-for _ in $(seq 50); do # the target logs an OPEN just after it answers it
-	[ "$(grep -c 'event=open ' "$work/blkd.log")" -ge $((before + 2)) ] && break
-	sleep 0.1
-done
-echo "nbd-sessions: $(($(grep -c 'event=open ' "$work/blkd.log") - before))"
+nbd-client -unix "$sock" /dev/nbd0 -b 4096 >"$work/nbd-client.out" 2>&1; echo "nbd-client=$?"
 mkdir -p /tmp/mnt
 head -c 2M /dev/urandom >/tmp/file
 mkfs.ext4 -q -F /dev/nbd0 >"$work/mkfs.out" 2>&1; echo "mkfs=$?"
@@ -125,6 +120,23 @@ job=(--name=nbd --ioengine=nbd --uri="$uri" --rw=randwrite --bs=4k --iodepth=32 
 timeout 120 fio "${job[@]}" >"$work/fio-nbd.out" 2>&1; echo "fio-nbd=$?"
 head -c 4096 /dev/urandom | blk write --offset 4096 >"$work/poke.out" 2>&1; echo "poke=$?"
 timeout 120 fio "${job[@]}" --verify_only=1 >"$work/fio-nbd-changed.out" 2>&1; echo "fio-nbd-changed=$?"
+
+step multi-conn
+# reconnect=0: the plugin offers multi-conn (no write of one connection is ever sent again behind another's).
+fabric on 2 "${nbdkit[@]}" -U /tmp/mc.sock -P /tmp/nbdkit-mc.pid "$bin/blk/nbdkit/nbdkit-rdmasec-plugin.so" \
+	server="$server" certs="$work/pki" export=disk source="$me" reconnect=0 2>"$work/nbdkit-mc.log"
+before=$(grep -c 'event=open ' "$work/blkd.log")
+nbd-client -unix /tmp/mc.sock /dev/nbd1 -b 4096 -connections 2 >"$work/nbd-client-mc.out" 2>&1; echo "nbd-client-mc=$?"
+for _ in $(seq 50); do # the target logs an OPEN just after it answers it
+	[ "$(grep -c 'event=open ' "$work/blkd.log")" -ge $((before + 2)) ] && break
+	sleep 0.1
+done
+echo "mc-sessions: $(($(grep -c 'event=open ' "$work/blkd.log") - before))"
+timeout 120 fio --name=mc --filename=/dev/nbd1 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=16 \
+	--offset=8M --size=2M --verify=crc32c >"$work/fio-mc.out" 2>&1
+echo "fio-mc=$?"
+nbd-client -d /dev/nbd1 >/dev/null 2>&1
+kill -TERM "$(cat /tmp/nbdkit-mc.pid)"
 
 step read-only
 # In the foreground: a daemon nbdkit logs to syslog, and the log is what is checked.
@@ -181,7 +193,9 @@ done
 # The target's kill -9 and restart mid-fio: a new session, no error, verify clean.
 show fio-survive.out
 expect_match "$work/run.out" '^reopened: [1-9]' "the plugin opened no new session after the target restarted"
-expect_match "$work/run.out" '^nbd-sessions: 2$' "nbd-client -connections 2 (multi-conn) did not make two sessions"
+expect_match "$work/run.out" '^nbd-client-mc=0$' "nbd-client -connections 2 failed on reconnect=0 (multi-conn)"
+expect_match "$work/run.out" '^mc-sessions: 2$' "nbd-client -connections 2 (multi-conn) did not make two sessions"
+expect_match "$work/run.out" '^fio-mc=0$' "fio with verify over two NBD connections failed"
 expect_match "$work/run.out" '^fio-survive=0$' "fio on /dev/nbd0 failed across the target's restart"
 grep -Eq 'err= *[1-9]|verify: bad|Input/output error' "$work/fio-survive.out" && fail "fio saw an error across the restart"
 show cli-survive.out

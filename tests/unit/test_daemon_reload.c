@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "conn.h"
 #include "pki.h"
 #include "reload.h"
 
@@ -29,6 +30,7 @@ struct svc {
 	bool reread_fails;
 	struct conf next;
 	unsigned applied, rechecked;
+	bool recheck_saw_new; /* the sessions were rechecked under the configuration that went live */
 };
 
 static void *reread(void *arg, char *err, size_t errlen)
@@ -63,7 +65,9 @@ static void apply(void *arg, void *fresh, char *pinned, size_t cap)
 
 static void recheck(void *arg)
 {
-	((struct svc *)arg)->rechecked++;
+	struct svc *s = arg;
+	s->rechecked++;
+	s->recheck_saw_new = strcmp(s->live.allow[0], s->next.allow[0]) == 0;
 }
 
 static size_t sessions(void *arg)
@@ -100,6 +104,7 @@ static int setup(void **state)
 	f->svc.live.n_allow = 1;
 	f->svc.live.restart_key = 7;
 	f->svc.next = f->svc.live;
+	assert_int_equal(trust_conf_set_allow(f->ctx, rules(&f->svc, NULL), err, sizeof(err)), 0);
 	f->r = (struct daemon_reload){ .ops = &ops, .svc = &f->svc, .ctx = f->ctx, .certificates = true, .n = &f->n };
 	*state = f;
 	return 0;
@@ -122,13 +127,17 @@ static void test_good_reload_goes_live(void **state)
 	struct fixture *f = *state;
 	daemon_reload_cert_expiry(&f->r);
 	assert_true(f->n.cert_expiry_days > 300); /* rdmasec-keygen's certificates: a year and more */
-	f->n.changed = false;
+	f->n.changed = 0;
 	snprintf(f->svc.next.allow[0], sizeof(f->svc.next.allow[0]), "spiffe://example.org/*");
 	f->svc.next.restart_key = 9;
 	daemon_reload_run(&f->r);
 	assert_int_equal(f->svc.applied, 1);
 	assert_int_equal(f->svc.rechecked, 1);
+	assert_true(f->svc.recheck_saw_new);
 	assert_string_equal(f->svc.live.allow[0], "spiffe://example.org/*");
+	char why[160];
+	assert_true(rsec_ctx_authorized(f->ctx, "spiffe://example.org/db", why, sizeof(why)));
+	assert_false(rsec_ctx_authorized(f->ctx, "CN=client1,O=rdmasec-test", why, sizeof(why)));
 	assert_int_equal(f->svc.live.restart_key, 7);
 	assert_int_equal(f->n.reloads, 1);
 	assert_int_equal(f->n.reload_failures, 0);
@@ -160,6 +169,20 @@ static void test_failures_change_nothing(void **state)
 	f->n.cert_expiry_days = 0;
 	daemon_reload_cert_expiry(&f->r); /* the context still holds the certificate it had */
 	assert_true(f->n.cert_expiry_days > 300);
+	char why[160]; /* and the allow rules it had: "*" was put back when the certificate failed */
+	assert_true(rsec_ctx_authorized(f->ctx, "CN=client1,O=rdmasec-test", why, sizeof(why)));
+	assert_false(rsec_ctx_authorized(f->ctx, "CN=client2,O=rdmasec-test", why, sizeof(why)));
+}
+
+/* A reload answers the SIGHUP that came in the same turn: one reload, not two. */
+static void test_reload_clears_pending(void **state)
+{
+	struct fixture *f = *state;
+	bool pending = true;
+	f->r.pending = &pending;
+	daemon_reload_run(&f->r);
+	assert_false(pending);
+	assert_int_equal(f->n.reloads, 1);
 }
 
 /* PSK mode reads no credential files, and has no certificate to count days of. */
@@ -182,6 +205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_good_reload_goes_live, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failures_change_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_clears_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_psk_mode, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
 void daemon_reload_failed(const struct daemon_reload *r, const char *what, const char *why, bool audit)
 {
 	r->n->reload_failures++;
-	r->n->changed = true;
+	r->n->changed = 1;
 	log_event("error", "reload_failed", "what=%s reason=%s kept=old", what, log_q(why));
 	if (audit)
 		rsec_ctx_reload_failed(r->ctx, why);
@@ -21,13 +21,15 @@ void daemon_reload_cert_expiry(const struct daemon_reload *r)
 	int64_t until = 0;
 	int64_t left = !r->certificates || rsec_ctx_cert_expiry(r->ctx, &until) < 0 ? 0 : until - (int64_t)time(NULL);
 	uint64_t days = left > 0 ? (uint64_t)left / 86400u : 0;
-	r->n->changed = r->n->changed || days != r->n->cert_expiry_days;
+	r->n->changed |= days != r->n->cert_expiry_days;
 	r->n->cert_expiry_days = days;
 }
 
 void daemon_reload_run(const struct daemon_reload *r)
 {
 	char err[600] = "", pinned[512] = "";
+	if (r->pending)
+		*r->pending = false;
 	void *fresh = r->ops->reread(r->svc, err, sizeof(err));
 	if (!fresh) {
 		daemon_reload_failed(r, "config", err, true);
@@ -48,7 +50,7 @@ void daemon_reload_run(const struct daemon_reload *r)
 	if (pinned[0])
 		log_event("warn", "reload_not_live", "keys=%s reason=%s", log_q(pinned), log_q("they need a restart"));
 	r->n->reloads++;
-	r->n->changed = true;
+	r->n->changed = 1;
 	daemon_reload_cert_expiry(r);
 	log_event("info", "reloaded", "credentials=%s cert_expiry_days=%llu sessions=%zu",
 		  r->certificates ? "reloaded" : "psk", (unsigned long long)r->n->cert_expiry_days,

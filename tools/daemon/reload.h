@@ -38,7 +38,7 @@ struct daemon_reload_ops {
 struct daemon_reload_counts {
 	uint64_t reloads, reload_failures; /* reloads that went live, and that kept the old material */
 	uint64_t cert_expiry_days;         /* whole days our certificate has left (0: expired, or PSK mode) */
-	bool changed;                      /* set at any change above, for a writer that rewrites only then */
+	uint64_t changed;                  /* 1 at any change above, for a writer that rewrites only then */
 };
 
 struct daemon_reload {
@@ -47,8 +47,10 @@ struct daemon_reload {
 	struct rsec_ctx *ctx;
 	bool certificates; /* certificate mode: the credentials' files are read again too (false: PSK) */
 	struct daemon_reload_counts *n;
+	bool *pending;     /* the service's "SIGHUP came" flag: a reload, whatever started it, answers it too */
 };
 
+/* A reload now; *pending is cleared first (a SIGHUP and an etcd copy of one turn make one reload). */
 void daemon_reload_run(const struct daemon_reload *r);
 
 /* The etcd watcher's news: a new good copy is reloaded; one it refused is a failed reload. */

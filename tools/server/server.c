@@ -1210,10 +1210,8 @@ static void serve_turn(struct server *srv, uint64_t *last_tick)
 		tick_all(srv);
 		*last_tick = now;
 	}
-	if (srv->reload_pending) {
-		srv->reload_pending = false;
+	if (srv->reload_pending)
 		daemon_reload_run(&srv->reload);
-	}
 	(void)metrics_flush(srv, false); /* at most once a second, and only after a change */
 }
 
@@ -1254,7 +1252,7 @@ int server_run(const struct rsec_conf *conf, uint8_t *psk, size_t psk_len, serve
 	if (server_setup(&srv, conf, psk, psk_len) < 0)
 		goto out;
 	srv.reload = (struct daemon_reload){ .ops = &reload_ops, .svc = &srv, .ctx = srv.ctx,
-					     .certificates = !srv.psk_mode, .n = &srv.n.reload };
+					     .certificates = !srv.psk_mode, .n = &srv.n.reload, .pending = &srv.reload_pending };
 	daemon_reload_cert_expiry(&srv.reload);
 	log_event("info", "listening", "addr=%s port=%u device=%s max_clients=%u max_per_identity=%u mode=%s",
 		  log_q(conf->listen_addr), conf->listen_port,

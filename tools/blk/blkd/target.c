@@ -1342,7 +1342,7 @@ static int open_context(struct target *t)
 		blkd_log("info", "authz", "allow_rules=%u", conf->n_allow);
 	rc = rsec_listen(t->ctx, conf->listen_addr, conf->listen_port, 128, &t->listener);
 	if (rc < 0) {
-		blkd_log("error", "listen", "addr=%s port=%u error=%s", conf->listen_addr, conf->listen_port,
+		blkd_log("error", "listen", "addr=%s port=%u error=%s", log_q(conf->listen_addr), conf->listen_port,
 			 log_q(rsec_strerror(rc)));
 		return -1;
 	}
@@ -1389,7 +1389,8 @@ static void write_metrics(struct target *t, uint64_t now, bool force)
 	char err[512];
 	if (metrics_write(t->conf->metrics_file, &m, err, sizeof(err)) < 0)
 		blkd_log("error", "metrics", "error=%s", log_q(err));
-	t->metrics_dirty = t->n.reload.changed = false;
+	t->metrics_dirty = false;
+	t->n.reload.changed = 0;
 	t->metrics_last_ms = now;
 }
 
@@ -1657,10 +1658,8 @@ static void turn(struct target *t)
 		if (s->dead && !s->jobs)
 			session_free(t, s);
 	}
-	if (t->reload_pending) {
-		t->reload_pending = false;
+	if (t->reload_pending)
 		daemon_reload_run(&t->reload);
-	}
 	if (sweep)
 		daemon_reload_cert_expiry(&t->reload);
 	bool quiet = n <= 0 && t->moves == moves;
@@ -1728,10 +1727,10 @@ int target_run(struct blkd_conf *conf, blkd_conf_reader reread, void *arg, struc
 		blkd_log("error", "events", "error=%s", log_q(strerror(errno)));
 		goto out;
 	}
-	blkd_log("info", "listening", "addr=%s port=%u exports=%u", conf->listen_addr, conf->listen_port,
+	blkd_log("info", "listening", "addr=%s port=%u exports=%u", log_q(conf->listen_addr), conf->listen_port,
 		 t.n_exports);
 	t.reload = (struct daemon_reload){ .ops = &reload_ops, .svc = &t, .ctx = t.ctx, .certificates = true,
-					   .n = &t.n.reload };
+					   .n = &t.n.reload, .pending = &t.reload_pending };
 	daemon_reload_cert_expiry(&t.reload);
 	write_metrics(&t, clock_coarse_ms(), true);
 	while (!t.stop)

@@ -219,12 +219,14 @@ static int rdmasec_can_fua(void *h)
  * Each NBD connection is a session of its own, and the target's FLUSH reaches
  * the export's storage whichever session sent it: every write the export
  * completed before it, from any session, is made durable (docs/blk.md,
- * OPEN_REPLY's FLUSH). That is NBD's multi-conn, so nbd-client -connections N
- * may spread the device's queues over N sessions.
+ * OPEN_REPLY's FLUSH). That is NBD's multi-conn, offered only with
+ * reconnect=0: with more than one connection the kernel sends a request that
+ * timed out again on another one, and a write this plugin sent again later,
+ * over the session that replaced its own, could land over a newer write.
  */
 static int rdmasec_can_multi_conn(void *h)
 {
-	return !!(blk_sync_info(h)->flags & BLK_EXPORT_FLUSH);
+	return opts.reconnect_ms == 0 && (blk_sync_info(h)->flags & BLK_EXPORT_FLUSH);
 }
 
 static int rdmasec_block_size(void *h, uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
