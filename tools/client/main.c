@@ -161,7 +161,8 @@ static bool take_opt(struct client_opts *o, int c, const char *v)
 	case OPT_AUDIT: o->audit = v; return true;
 	case OPT_GRACE: return cli_parse_u64("--resume-grace", v, 0, RSEC_MAX_RESUME_GRACE_MS, false, &o->grace);
 	case OPT_REKEY_S: return cli_parse_u64("--rekey-s", v, 1, RSEC_MAX_REKEY_S, false, &o->rekey_s);
-	default: return cli_parse_u64("--rekey-bytes", v, 1, RSEC_MAX_REKEY_BYTES, true, &o->rekey_bytes);
+	case OPT_REKEY_BYTES: return cli_parse_u64("--rekey-bytes", v, 1, RSEC_MAX_REKEY_BYTES, true, &o->rekey_bytes);
+	default: return false; /* getopt's '?' and ':' never come here */
 	}
 }
 

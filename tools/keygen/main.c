@@ -171,7 +171,8 @@ static bool take_opt(struct keygen_args *k, int c, const char *v)
 		return push_san(k->sans, &k->nsans, v);
 	case OPT_REUSE_CA: k->o.reuse_ca = true; return true;
 	case OPT_EXPIRED: k->o.expired_clients = true; return true;
-	default: k->psk = v; return true; /* OPT_PSK */
+	case OPT_PSK: k->psk = v; return true;
+	default: return false; /* getopt's '?' and ':' never come here */
 	}
 }
 
